@@ -1,0 +1,347 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+"""Cython backend of the timeline kernel: the twin of `rng_numba.py` and
+`timeline_numba.py`, written independently line for line, so the two prove each
+other bit for bit. No JIT, so short runs start at once. Serial (no OpenMP).
+"""
+
+from libc.math cimport floor, log, pow
+from libc.stdint cimport int64_t, uint32_t, uint64_t
+
+cdef enum:
+    P_INTERVAL = 0
+    P_CKPT = 1
+    P_RESTART = 2
+    P_QUEUE = 3
+    P_WORK = 4
+    P_N_FULL = 5
+    P_REMAINDER = 6
+    P_SHAPE = 7
+    P_SCALE_FACTOR = 8
+    P_QUEUE_EXP = 9
+    N_PARAMS = 10
+    J_WALL = 0
+    J_PRODUCTIVE = 1
+    J_CHECKPOINT = 2
+    J_LOST = 3
+    J_RESTART = 4
+    J_QUEUE = 5
+    J_FAILURES = 6
+    J_CAPPED = 7
+    N_JOB_FIELDS = 8
+    S_N = 0
+    S_WALL = 1
+    S_WALL_SQ = 2
+    S_PRODUCTIVE = 3
+    S_PRODUCTIVE_SQ = 4
+    S_PRODUCTIVE_WALL = 5
+    S_EFF = 6
+    S_EFF_SQ = 7
+    S_CHECKPOINT = 8
+    S_LOST = 9
+    S_RESTART = 10
+    S_QUEUE = 11
+    S_FAILURES = 12
+    S_FAILURES_SQ = 13
+    S_CAPPED = 14
+    N_STATS = 15
+    N_BINS = 2048
+    BLOCK_SIZE = 1024
+
+LAYOUT = dict(
+    P_INTERVAL=P_INTERVAL, P_CKPT=P_CKPT, P_RESTART=P_RESTART, P_QUEUE=P_QUEUE,
+    P_WORK=P_WORK, P_N_FULL=P_N_FULL, P_REMAINDER=P_REMAINDER, P_SHAPE=P_SHAPE,
+    P_SCALE_FACTOR=P_SCALE_FACTOR, P_QUEUE_EXP=P_QUEUE_EXP, N_PARAMS=N_PARAMS,
+    J_WALL=J_WALL, J_PRODUCTIVE=J_PRODUCTIVE, J_CHECKPOINT=J_CHECKPOINT, J_LOST=J_LOST,
+    J_RESTART=J_RESTART, J_QUEUE=J_QUEUE, J_FAILURES=J_FAILURES, J_CAPPED=J_CAPPED,
+    N_JOB_FIELDS=N_JOB_FIELDS, S_N=S_N, S_WALL=S_WALL, S_WALL_SQ=S_WALL_SQ,
+    S_PRODUCTIVE=S_PRODUCTIVE, S_PRODUCTIVE_SQ=S_PRODUCTIVE_SQ,
+    S_PRODUCTIVE_WALL=S_PRODUCTIVE_WALL, S_EFF=S_EFF, S_EFF_SQ=S_EFF_SQ,
+    S_CHECKPOINT=S_CHECKPOINT, S_LOST=S_LOST, S_RESTART=S_RESTART, S_QUEUE=S_QUEUE,
+    S_FAILURES=S_FAILURES, S_FAILURES_SQ=S_FAILURES_SQ, S_CAPPED=S_CAPPED,
+    N_STATS=N_STATS, N_BINS=N_BINS, BLOCK_SIZE=BLOCK_SIZE,
+)
+
+
+# ---- Philox4x32-10: key (seed, scenario), counter (call lo, call hi, job lo, job hi)
+
+cdef struct Stream:
+    uint32_t k0
+    uint32_t k1
+    uint32_t job_lo
+    uint32_t job_hi
+    int64_t n_drawn
+    double spare
+
+
+cdef inline void philox4x32_10(uint32_t* c, uint32_t k0, uint32_t k1) noexcept nogil:
+    cdef uint64_t p0, p1
+    cdef uint32_t c1, c3
+    cdef int r
+    for r in range(10):
+        p0 = <uint64_t>0xD2511F53u * c[0]
+        p1 = <uint64_t>0xCD9E8D57u * c[2]
+        c1 = c[1]
+        c3 = c[3]
+        c[0] = <uint32_t>(p1 >> 32) ^ c1 ^ k0
+        c[1] = <uint32_t>p1
+        c[2] = <uint32_t>(p0 >> 32) ^ c3 ^ k1
+        c[3] = <uint32_t>p0
+        k0 = k0 + 0x9E3779B9u
+        k1 = k1 + 0xBB67AE85u
+
+
+cdef inline double words_to_uniform(uint32_t a, uint32_t b) noexcept nogil:
+    return (<double>(a >> 5) * 67108864.0 + <double>(b >> 6) + 1.0) * (1.0 / 9007199254740992.0)
+
+
+cdef inline double next_uniform(Stream* st) noexcept nogil:
+    cdef uint32_t c[4]
+    cdef uint64_t call
+    cdef double u
+    if st.n_drawn & 1:
+        st.n_drawn += 1
+        return st.spare
+    call = <uint64_t>(st.n_drawn >> 1)
+    c[0] = <uint32_t>call
+    c[1] = <uint32_t>(call >> 32)
+    c[2] = st.job_lo
+    c[3] = st.job_hi
+    philox4x32_10(c, st.k0, st.k1)
+    st.n_drawn += 1
+    st.spare = words_to_uniform(c[2], c[3])
+    return words_to_uniform(c[0], c[1])
+
+
+cdef inline void start_stream(Stream* st, uint64_t seed, uint64_t scenario, int64_t job) noexcept nogil:
+    st.k0 = <uint32_t>seed
+    st.k1 = <uint32_t>scenario
+    st.job_lo = <uint32_t>(<uint64_t>job)
+    st.job_hi = <uint32_t>(<uint64_t>job >> 32)
+    st.n_drawn = 0
+    st.spare = 0.0
+
+
+def philox(uint32_t c0, uint32_t c1, uint32_t c2, uint32_t c3, uint32_t k0, uint32_t k1):
+    """The raw Philox4x32-10 block (for the known-answer test)."""
+    cdef uint32_t c[4]
+    c[0] = c0
+    c[1] = c1
+    c[2] = c2
+    c[3] = c3
+    philox4x32_10(c, k0, k1)
+    return c[0], c[1], c[2], c[3]
+
+
+def uniforms(uint64_t seed, uint64_t scenario, int64_t job, int64_t first, double[::1] out):
+    """out[i] = uniform number first + i of (seed, scenario, job)."""
+    cdef Stream st
+    cdef Py_ssize_t i
+    start_stream(&st, seed, scenario, job)
+    st.n_drawn = first & ~1
+    if first & 1:
+        next_uniform(&st)
+    for i in range(out.shape[0]):
+        out[i] = next_uniform(&st)
+
+
+# ---- one job
+
+cdef struct JobResult:
+    double wall
+    double productive
+    double checkpoint
+    double lost
+    double restart
+    double queue
+    int64_t failures
+    int64_t capped
+
+
+cdef inline double time_to_failure(double u, double mean_ttf, double scale, double shape,
+                                   double inv_shape) noexcept nogil:
+    """Inverse transform: exponential (shape 1) or Weibull with the same mean."""
+    cdef double e = -log(u)
+    if shape == 1.0:
+        return mean_ttf * e
+    return scale * pow(e, inv_shape)
+
+
+cdef JobResult simulate_job(const double* p, const double* rate_cdf, const double* rate_value,
+                            const double* rate_survival, Py_ssize_t n_rates, uint64_t seed, uint64_t scenario, int64_t job,
+                            int64_t max_failures) noexcept nogil:
+    cdef double interval = p[P_INTERVAL]
+    cdef double ckpt = p[P_CKPT]
+    cdef double restart = p[P_RESTART]
+    cdef double queue = p[P_QUEUE]
+    cdef double n_full = p[P_N_FULL]
+    cdef double remainder = p[P_REMAINDER]
+    cdef double shape = p[P_SHAPE]
+    cdef bint queue_exp = p[P_QUEUE_EXP] != 0.0
+    cdef double segment = interval + ckpt
+    cdef Stream st
+    cdef double u = 1.0, lam, mean_ttf = 0.0, scale = 0.0, inv_shape = 0.0, t, left, k
+    cdef Py_ssize_t lo, hi, mid, entry = 0
+    cdef JobResult r
+    cdef bint finished = True
+    start_stream(&st, seed, scenario, job)
+
+    # The job's failure rate (per hour): one value, or one draw from the table.
+    if n_rates > 1:
+        u = next_uniform(&st)
+        lo = 0
+        hi = n_rates - 1
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            if rate_cdf[mid] < u:
+                lo = mid + 1
+            else:
+                hi = mid
+        entry = lo
+    lam = rate_value[entry]
+
+    cdef double done = 0.0  # completed (checkpointed) intervals
+    r.lost = 0.0
+    r.restart = 0.0
+    r.queue = 0.0
+    r.failures = 0
+    r.capped = 0
+    if lam > 0.0:
+        u = next_uniform(&st)
+    # A first uniform below the job's survival probability (less a margin for
+    # rounding) means no failure before the end: the path below would give the
+    # same result, so skip it (and its log).
+    if lam > 0.0 and u >= rate_survival[entry]:
+        mean_ttf = 1.0 / lam
+        scale = mean_ttf * p[P_SCALE_FACTOR]
+        inv_shape = 1.0 / shape
+        t = time_to_failure(u, mean_ttf, scale, shape, inv_shape)
+        while True:
+            # t: runtime left before the next failure, from the last checkpoint.
+            left = n_full - done
+            k = floor(t / segment)
+            if k >= left:
+                t -= left * segment
+                done = n_full
+                if t >= remainder:
+                    break
+            else:
+                t -= k * segment
+                done += k
+            r.lost += t if t > 0.0 else 0.0
+            r.failures += 1
+            # Queue, then restart attempts until one runs `restart` without failing.
+            while True:
+                if r.failures >= max_failures:
+                    r.capped = 1
+                    break
+                if queue_exp:
+                    r.queue += queue * -log(next_uniform(&st))
+                else:
+                    r.queue += queue
+                t = time_to_failure(next_uniform(&st), mean_ttf, scale, shape, inv_shape)
+                if t >= restart:
+                    r.restart += restart
+                    t -= restart
+                    break
+                r.restart += t
+                r.failures += 1
+            if r.capped:
+                finished = False
+                break
+
+    r.productive = p[P_WORK] if finished else done * interval
+    r.checkpoint = done * ckpt
+    r.wall = r.productive + r.checkpoint + r.lost + r.restart + r.queue
+    return r
+
+
+def run_blocks(const double[:, ::1] params, const double[::1] rate_cdf,
+               const double[::1] rate_value, const double[::1] rate_survival,
+               const int64_t[::1] rate_offset, uint64_t seed,
+               const uint64_t[::1] scenario_key, const int64_t[::1] item_scenario,
+               const int64_t[::1] item_block, int64_t n_jobs, int64_t max_failures,
+               double[:, ::1] out_stats, int64_t[:, ::1] out_hist):
+    """Sums and histogram of each work item (scenario row, block of BLOCK_SIZE jobs)."""
+    cdef Py_ssize_t it, s, b
+    cdef int64_t job, first, last
+    cdef double failure_free_wall, eff, fail, y
+    cdef double n, wall_sum, wall_sq, prod_sum, prod_sq, prod_wall, eff_sum, eff_sq
+    cdef double ckpt_sum, lost_sum, restart_sum, queue_sum, fail_sum, fail_sq, capped_sum
+    cdef JobResult r
+    with nogil:
+        for it in range(item_scenario.shape[0]):
+            s = item_scenario[it]
+            failure_free_wall = params[s, P_WORK] + params[s, P_N_FULL] * params[s, P_CKPT]
+            for b in range(N_BINS + 1):
+                out_hist[it, b] = 0
+            n = wall_sum = wall_sq = prod_sum = prod_sq = prod_wall = eff_sum = eff_sq = 0.0
+            ckpt_sum = lost_sum = restart_sum = queue_sum = fail_sum = fail_sq = capped_sum = 0.0
+            first = item_block[it] * BLOCK_SIZE
+            last = first + BLOCK_SIZE
+            if last > n_jobs:
+                last = n_jobs
+            for job in range(first, last):
+                r = simulate_job(&params[s, 0], &rate_cdf[rate_offset[s]], &rate_value[rate_offset[s]],
+                                 &rate_survival[rate_offset[s]], rate_offset[s + 1] - rate_offset[s],
+                                 seed, scenario_key[s], job, max_failures)
+                eff = r.productive / r.wall
+                fail = <double>r.failures
+                n += 1.0
+                wall_sum += r.wall
+                wall_sq += r.wall * r.wall
+                prod_sum += r.productive
+                prod_sq += r.productive * r.productive
+                prod_wall += r.productive * r.wall
+                eff_sum += eff
+                eff_sq += eff * eff
+                ckpt_sum += r.checkpoint
+                lost_sum += r.lost
+                restart_sum += r.restart
+                queue_sum += r.queue
+                fail_sum += fail
+                fail_sq += fail * fail
+                capped_sum += r.capped
+                y = failure_free_wall / r.wall
+                if y >= 1.0:
+                    out_hist[it, N_BINS] += 1
+                else:
+                    out_hist[it, <Py_ssize_t>(y * N_BINS)] += 1
+            out_stats[it, S_N] = n
+            out_stats[it, S_WALL] = wall_sum
+            out_stats[it, S_WALL_SQ] = wall_sq
+            out_stats[it, S_PRODUCTIVE] = prod_sum
+            out_stats[it, S_PRODUCTIVE_SQ] = prod_sq
+            out_stats[it, S_PRODUCTIVE_WALL] = prod_wall
+            out_stats[it, S_EFF] = eff_sum
+            out_stats[it, S_EFF_SQ] = eff_sq
+            out_stats[it, S_CHECKPOINT] = ckpt_sum
+            out_stats[it, S_LOST] = lost_sum
+            out_stats[it, S_RESTART] = restart_sum
+            out_stats[it, S_QUEUE] = queue_sum
+            out_stats[it, S_FAILURES] = fail_sum
+            out_stats[it, S_FAILURES_SQ] = fail_sq
+            out_stats[it, S_CAPPED] = capped_sum
+
+
+def run_jobs(const double[:, ::1] params, const double[::1] rate_cdf,
+             const double[::1] rate_value, const double[::1] rate_survival,
+             const int64_t[::1] rate_offset, uint64_t seed,
+             const uint64_t[::1] scenario_key, int64_t first_job, int64_t max_failures,
+             double[:, :, ::1] out):
+    """Per-job outputs: out[s, i] for job first_job + i of scenario row s."""
+    cdef Py_ssize_t s, i
+    cdef JobResult r
+    with nogil:
+        for s in range(out.shape[0]):
+            for i in range(out.shape[1]):
+                r = simulate_job(&params[s, 0], &rate_cdf[rate_offset[s]], &rate_value[rate_offset[s]],
+                                 &rate_survival[rate_offset[s]], rate_offset[s + 1] - rate_offset[s], seed, scenario_key[s],
+                                 first_job + i, max_failures)
+                out[s, i, J_WALL] = r.wall
+                out[s, i, J_PRODUCTIVE] = r.productive
+                out[s, i, J_CHECKPOINT] = r.checkpoint
+                out[s, i, J_LOST] = r.lost
+                out[s, i, J_RESTART] = r.restart
+                out[s, i, J_QUEUE] = r.queue
+                out[s, i, J_FAILURES] = r.failures
+                out[s, i, J_CAPPED] = r.capped

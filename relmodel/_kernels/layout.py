@@ -1,0 +1,60 @@
+"""Array layout shared by the Python layer and both kernel backends.
+
+The Cython twin repeats these numbers as compile-time constants; a test checks
+that `_timeline_cy.LAYOUT` equals `LAYOUT` here, so they cannot drift apart.
+"""
+
+# Columns of the per-scenario float parameter table.
+P_INTERVAL = 0  # productive time between checkpoints (h)
+P_CKPT = 1  # blocking checkpoint write (h)
+P_RESTART = 2  # restart overhead after each interruption (h)
+P_QUEUE = 3  # queue wait (or its mean) after each interruption (h)
+P_WORK = 4  # productive time the job needs (h)
+P_N_FULL = 5  # number of full intervals, each followed by a checkpoint
+P_REMAINDER = 6  # final partial interval, no checkpoint after it (h)
+P_SHAPE = 7  # Weibull shape of inter-failure times (1 = exponential)
+P_SCALE_FACTOR = 8  # 1 / Gamma(1 + 1/shape): Weibull scale per unit mean
+P_QUEUE_EXP = 9  # 1.0: queue wait ~ exponential(mean); 0.0: fixed
+N_PARAMS = 10
+
+# Columns of the per-job output (keep_jobs) and the per-block sums.
+J_WALL = 0
+J_PRODUCTIVE = 1
+J_CHECKPOINT = 2
+J_LOST = 3
+J_RESTART = 4
+J_QUEUE = 5
+J_FAILURES = 6
+J_CAPPED = 7
+N_JOB_FIELDS = 8
+
+S_N = 0
+S_WALL = 1
+S_WALL_SQ = 2
+S_PRODUCTIVE = 3
+S_PRODUCTIVE_SQ = 4
+S_PRODUCTIVE_WALL = 5
+S_EFF = 6  # per-job productive / wall
+S_EFF_SQ = 7
+S_CHECKPOINT = 8
+S_LOST = 9
+S_RESTART = 10
+S_QUEUE = 11
+S_FAILURES = 12
+S_FAILURES_SQ = 13
+S_CAPPED = 14
+N_STATS = 15
+
+# Histogram of y = (failure-free wall) / wall in (0, 1]: N_BINS equal bins plus
+# one atom bin (index N_BINS) for jobs that saw no loss at all (y == 1 exactly).
+N_BINS = 2048
+
+# Jobs are summed in fixed blocks, in job order, and blocks are folded in block
+# order: the sums do not depend on threads or on how a run is chunked.
+BLOCK_SIZE = 1024
+
+LAYOUT = {
+    name: value
+    for name, value in dict(globals()).items()
+    if name.isupper() and isinstance(value, int)
+}

@@ -1,0 +1,258 @@
+"""Numba backend of the timeline kernel (twin: `_timeline_cy.pyx`).
+
+One job: compute and checkpoint segments, failures from a renewal process
+that runs on the job's runtime clock (compute, checkpoint writes, restarts; not
+queue waits), lost work since the last checkpoint, queue wait, restart.
+Whole failure-free segments are skipped in O(1) per failure draw.
+
+No fastmath: the Cython twin must produce the same bits, so no reassociation,
+no contraction into FMA, and the same libm `log`/`pow` on both sides.
+"""
+
+import math
+
+import numpy as np
+from numba import njit, prange
+
+from .layout import (
+    BLOCK_SIZE,
+    J_CAPPED,
+    J_CHECKPOINT,
+    J_FAILURES,
+    J_LOST,
+    J_PRODUCTIVE,
+    J_QUEUE,
+    J_RESTART,
+    J_WALL,
+    N_BINS,
+    P_CKPT,
+    P_INTERVAL,
+    P_N_FULL,
+    P_QUEUE,
+    P_QUEUE_EXP,
+    P_REMAINDER,
+    P_RESTART,
+    P_SCALE_FACTOR,
+    P_SHAPE,
+    P_WORK,
+    S_CAPPED,
+    S_CHECKPOINT,
+    S_EFF,
+    S_EFF_SQ,
+    S_FAILURES,
+    S_FAILURES_SQ,
+    S_LOST,
+    S_N,
+    S_PRODUCTIVE,
+    S_PRODUCTIVE_SQ,
+    S_PRODUCTIVE_WALL,
+    S_QUEUE,
+    S_RESTART,
+    S_WALL,
+    S_WALL_SQ,
+)
+from .rng_numba import next_uniform, split_job
+
+_JIT = dict(cache=True, error_model="numpy", nogil=True)
+
+
+@njit(**_JIT)
+def time_to_failure(u, mean_ttf, scale, shape, inv_shape):
+    """Inverse transform: exponential (shape 1) or Weibull with the same mean."""
+    e = -math.log(u)
+    if shape == 1.0:
+        return mean_ttf * e
+    return scale * e**inv_shape
+
+
+@njit(**_JIT)
+def simulate_job(p, rate_cdf, rate_value, rate_survival, k0, k1, job, max_failures):
+    """One job; returns (wall, productive, checkpoint, lost, restart, queue, failures, capped)."""
+    interval = p[P_INTERVAL]
+    ckpt = p[P_CKPT]
+    restart = p[P_RESTART]
+    queue = p[P_QUEUE]
+    n_full = p[P_N_FULL]
+    remainder = p[P_REMAINDER]
+    shape = p[P_SHAPE]
+    queue_exp = p[P_QUEUE_EXP] != 0.0
+    segment = interval + ckpt
+    job_lo, job_hi = split_job(job)
+    n_drawn = 0
+    spare = 0.0
+
+    # The job's failure rate (per hour): one value, or one draw from the table.
+    entry = 0
+    if rate_cdf.size > 1:
+        u, n_drawn, spare = next_uniform(k0, k1, job_lo, job_hi, n_drawn, spare)
+        lo = 0
+        hi = rate_cdf.size - 1
+        while lo < hi:
+            mid = (lo + hi) >> 1
+            if rate_cdf[mid] < u:
+                lo = mid + 1
+            else:
+                hi = mid
+        entry = lo
+    lam = rate_value[entry]
+
+    done = 0.0  # completed (checkpointed) intervals
+    lost = 0.0
+    restart_time = 0.0
+    queue_time = 0.0
+    failures = 0
+    capped = 0
+    finished = True
+    u = 1.0
+    if lam > 0.0:
+        u, n_drawn, spare = next_uniform(k0, k1, job_lo, job_hi, n_drawn, spare)
+    # A first uniform below the job's survival probability (less a margin for
+    # rounding) means no failure before the end: the path below would give the
+    # same result, so skip it (and its log).
+    if lam > 0.0 and u >= rate_survival[entry]:
+        mean_ttf = 1.0 / lam
+        scale = mean_ttf * p[P_SCALE_FACTOR]
+        inv_shape = 1.0 / shape
+        t = time_to_failure(u, mean_ttf, scale, shape, inv_shape)
+        while True:
+            # t: runtime left before the next failure, from the last checkpoint.
+            left = n_full - done
+            k = np.floor(t / segment)
+            if k >= left:
+                t -= left * segment
+                done = n_full
+                if t >= remainder:
+                    break
+            else:
+                t -= k * segment
+                done += k
+            lost += max(t, 0.0)
+            failures += 1
+            # Queue, then restart attempts until one runs `restart` without failing.
+            while True:
+                if failures >= max_failures:
+                    capped = 1
+                    break
+                if queue_exp:
+                    u, n_drawn, spare = next_uniform(k0, k1, job_lo, job_hi, n_drawn, spare)
+                    queue_time += queue * -math.log(u)
+                else:
+                    queue_time += queue
+                u, n_drawn, spare = next_uniform(k0, k1, job_lo, job_hi, n_drawn, spare)
+                t = time_to_failure(u, mean_ttf, scale, shape, inv_shape)
+                if t >= restart:
+                    restart_time += restart
+                    t -= restart
+                    break
+                restart_time += t
+                failures += 1
+            if capped:
+                finished = False
+                break
+
+    productive = p[P_WORK] if finished else done * interval
+    checkpoint = done * ckpt
+    wall = productive + checkpoint + lost + restart_time + queue_time
+    return wall, productive, checkpoint, lost, restart_time, queue_time, failures, capped
+
+
+@njit(
+    "void(float64[:, ::1], float64[::1], float64[::1], float64[::1], int64[::1], uint64,"
+    " uint64[::1], int64[::1], int64[::1], int64, int64, float64[:, ::1], int64[:, ::1])",
+    parallel=True,
+    **_JIT,
+)
+def run_blocks(
+    params, rate_cdf, rate_value, rate_survival, rate_offset, seed, scenario_key,
+    item_scenario, item_block, n_jobs, max_failures, out_stats, out_hist,
+):
+    """Sums and histogram of each work item (scenario row, block of BLOCK_SIZE jobs)."""
+    k0 = np.uint64(seed)
+    for it in prange(item_scenario.size):
+        s = item_scenario[it]
+        p = params[s]
+        cdf = rate_cdf[rate_offset[s]:rate_offset[s + 1]]
+        value = rate_value[rate_offset[s]:rate_offset[s + 1]]
+        survival = rate_survival[rate_offset[s]:rate_offset[s + 1]]
+        k1 = scenario_key[s]
+        failure_free_wall = p[P_WORK] + p[P_N_FULL] * p[P_CKPT]
+        hist = out_hist[it]
+        hist[:] = 0
+        n = wall_sum = wall_sq = prod_sum = prod_sq = prod_wall = eff_sum = eff_sq = 0.0
+        ckpt_sum = lost_sum = restart_sum = queue_sum = fail_sum = fail_sq = capped_sum = 0.0
+        first = item_block[it] * BLOCK_SIZE
+        for job in range(first, min(first + BLOCK_SIZE, n_jobs)):
+            wall, prod, ckpt, lost, restart, queue, failures, capped = simulate_job(
+                p, cdf, value, survival, k0, k1, job, max_failures
+            )
+            eff = prod / wall
+            fail = float(failures)
+            n += 1.0
+            wall_sum += wall
+            wall_sq += wall * wall
+            prod_sum += prod
+            prod_sq += prod * prod
+            prod_wall += prod * wall
+            eff_sum += eff
+            eff_sq += eff * eff
+            ckpt_sum += ckpt
+            lost_sum += lost
+            restart_sum += restart
+            queue_sum += queue
+            fail_sum += fail
+            fail_sq += fail * fail
+            capped_sum += capped
+            y = failure_free_wall / wall
+            if y >= 1.0:
+                hist[N_BINS] += 1
+            else:
+                hist[int(y * N_BINS)] += 1
+        st = out_stats[it]
+        st[S_N] = n
+        st[S_WALL] = wall_sum
+        st[S_WALL_SQ] = wall_sq
+        st[S_PRODUCTIVE] = prod_sum
+        st[S_PRODUCTIVE_SQ] = prod_sq
+        st[S_PRODUCTIVE_WALL] = prod_wall
+        st[S_EFF] = eff_sum
+        st[S_EFF_SQ] = eff_sq
+        st[S_CHECKPOINT] = ckpt_sum
+        st[S_LOST] = lost_sum
+        st[S_RESTART] = restart_sum
+        st[S_QUEUE] = queue_sum
+        st[S_FAILURES] = fail_sum
+        st[S_FAILURES_SQ] = fail_sq
+        st[S_CAPPED] = capped_sum
+
+
+@njit(
+    "void(float64[:, ::1], float64[::1], float64[::1], float64[::1], int64[::1], uint64,"
+    " uint64[::1], int64, int64, float64[:, :, ::1])",
+    parallel=True,
+    **_JIT,
+)
+def run_jobs(
+    params, rate_cdf, rate_value, rate_survival, rate_offset, seed, scenario_key, first_job,
+    max_failures, out,
+):
+    """Per-job outputs: out[s, i] for job first_job + i of scenario row s."""
+    k0 = np.uint64(seed)
+    n_jobs = out.shape[1]
+    for flat in prange(out.shape[0] * n_jobs):
+        s = flat // n_jobs
+        i = flat - s * n_jobs
+        cdf = rate_cdf[rate_offset[s]:rate_offset[s + 1]]
+        value = rate_value[rate_offset[s]:rate_offset[s + 1]]
+        survival = rate_survival[rate_offset[s]:rate_offset[s + 1]]
+        wall, prod, ckpt, lost, restart, queue, failures, capped = simulate_job(
+            params[s], cdf, value, survival, k0, scenario_key[s], first_job + i, max_failures
+        )
+        row = out[s, i]
+        row[J_WALL] = wall
+        row[J_PRODUCTIVE] = prod
+        row[J_CHECKPOINT] = ckpt
+        row[J_LOST] = lost
+        row[J_RESTART] = restart
+        row[J_QUEUE] = queue
+        row[J_FAILURES] = failures
+        row[J_CAPPED] = capped

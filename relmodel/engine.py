@@ -1,0 +1,200 @@
+"""The array layer: scenarios to kernel arrays, chunked kernel runs folded in a
+fixed order, and the fold to estimates. No job loops here; no labels either
+(`simulate` adds them)."""
+
+from __future__ import annotations
+
+import math
+import numbers
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._kernels import backend as get_backend
+from ._kernels.layout import (
+    BLOCK_SIZE, N_BINS, N_JOB_FIELDS, N_PARAMS, N_STATS, P_CKPT, P_INTERVAL, P_N_FULL, P_QUEUE,
+    P_QUEUE_EXP, P_REMAINDER, P_RESTART, P_SCALE_FACTOR, P_SHAPE, P_WORK, S_CAPPED, S_CHECKPOINT,
+    S_EFF, S_EFF_SQ, S_FAILURES, S_FAILURES_SQ, S_LOST, S_N, S_PRODUCTIVE, S_PRODUCTIVE_SQ,
+    S_PRODUCTIVE_WALL, S_QUEUE, S_RESTART, S_WALL, S_WALL_SQ,
+)
+from .failures import job_rate_table
+from .scenario import Scenario, split_work
+
+# A first uniform this far below the survival probability cannot be a failure
+# once rounding is accounted for (see the kernels' fast path).
+_SURVIVAL_MARGIN = 1.0 - 1e-9
+CHUNK_ITEMS = 256  # work items (blocks of BLOCK_SIZE jobs) per kernel call
+COMPONENTS = ("productive", "checkpoint", "lost", "restart", "queue")
+
+
+@dataclass(frozen=True)
+class Packed:
+    """Kernel inputs for the points of a scenario grid (rows in scenario index order)."""
+
+    params: np.ndarray  # (n, N_PARAMS)
+    rate_cdf: np.ndarray  # flat; rows rate_offset[i]:rate_offset[i+1]
+    rate_value: np.ndarray  # failures per hour
+    rate_survival: np.ndarray  # fast-path threshold on the first uniform
+    rate_offset: np.ndarray  # (n + 1,)
+    failure_free_wall: np.ndarray  # (n,)
+
+
+def pack(sc: Scenario) -> Packed:
+    rows, cdfs, values, survivals = [], [], [], []
+    for p in sc.points():
+        n_full, remainder = split_work(p.work, p.checkpoint_interval)
+        shape = p.weibull_shape
+        scale_factor = 1.0 / math.gamma(1.0 + 1.0 / shape)
+        queue_exp = p.queue_wait_distribution == "exponential" and p.queue_wait > 0
+        row = np.zeros(N_PARAMS)
+        row[[P_INTERVAL, P_CKPT, P_RESTART, P_QUEUE, P_WORK, P_N_FULL, P_REMAINDER, P_SHAPE,
+             P_SCALE_FACTOR, P_QUEUE_EXP]] = (
+            p.checkpoint_interval, p.checkpoint_cost, p.restart_cost, p.queue_wait, p.work,
+            n_full, remainder, shape, scale_factor, float(queue_exp))
+        rows.append(row)
+        cdf, lam = job_rate_table(p.n_nodes, p.failure_rate, p.lemon_fraction, p.lemon_rate_factor)
+        runtime = n_full * (p.checkpoint_interval + p.checkpoint_cost) + remainder
+        with np.errstate(divide="ignore"):
+            hazard = (runtime * lam / scale_factor) ** shape  # cumulative hazard over the job
+        cdfs.append(cdf)
+        values.append(lam)
+        survivals.append(np.exp(-hazard) * _SURVIVAL_MARGIN)
+    params = np.ascontiguousarray(rows, dtype=np.float64).reshape(-1, N_PARAMS)
+    return Packed(
+        params=params,
+        rate_cdf=np.concatenate(cdfs),
+        rate_value=np.concatenate(values),
+        rate_survival=np.concatenate(survivals),
+        rate_offset=np.concatenate([[0], np.cumsum([len(c) for c in cdfs])]).astype(np.int64),
+        failure_free_wall=params[:, P_WORK] + params[:, P_N_FULL] * params[:, P_CKPT],
+    )
+
+
+@dataclass
+class Totals:
+    """Folded kernel output per scenario row."""
+
+    stats: np.ndarray  # (n, N_STATS) sums, folded in block order
+    hist: np.ndarray  # (n, N_BINS + 1) counts
+    jobs: np.ndarray | None  # (n, n_jobs, N_JOB_FIELDS) when kept
+
+
+def check_run_args(n_jobs, seed, max_failures):
+    for name, value, low, high in (("n_jobs", n_jobs, 1, 2**62), ("seed", seed, 0, 2**32 - 1),
+                                   ("max_failures", max_failures, 1, 2**62)):
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not low <= value <= high:
+            raise ValueError(f"{name}: must be an integer in [{low}, {high}] (got {value!r})")
+
+
+@contextmanager
+def numba_threads(n_threads):
+    """Run with `n_threads` Numba threads (None: as configured); results do not depend on it."""
+    if n_threads is None:
+        yield
+        return
+    import numba
+
+    if not isinstance(n_threads, numbers.Integral) or not 1 <= n_threads <= numba.config.NUMBA_NUM_THREADS:
+        raise ValueError(f"n_threads: must be in [1, {numba.config.NUMBA_NUM_THREADS}] (got {n_threads!r})")
+    before = numba.get_num_threads()
+    numba.set_num_threads(int(n_threads))
+    try:
+        yield
+    finally:
+        numba.set_num_threads(before)
+
+
+def run(packed: Packed, n_jobs: int, seed: int, backend: str = "numba", *, scenario_keys=None,
+        max_failures: int = 100_000, keep_jobs: bool = False, n_threads=None, progress=None,
+        chunk_items: int = CHUNK_ITEMS) -> Totals:
+    """Simulate n_jobs jobs of every row. `scenario_keys` (default 0..n-1) key the
+    random streams; a sub-grid run with its global indices gives the same bits.
+    `progress` is called with the number of jobs finished after each chunk."""
+    check_run_args(n_jobs, seed, max_failures)
+    kernel = get_backend(backend)
+    n_rows = packed.params.shape[0]
+    keys = np.arange(n_rows, dtype=np.uint64) if scenario_keys is None else np.asarray(scenario_keys, np.uint64)
+    n_blocks = -(-n_jobs // BLOCK_SIZE)
+    stats = np.zeros((n_rows, N_STATS))
+    hist = np.zeros((n_rows, N_BINS + 1), dtype=np.int64)
+    args = (packed.params, packed.rate_cdf, packed.rate_value, packed.rate_survival, packed.rate_offset,
+            np.uint64(seed), keys)
+    chunk_stats = np.empty((chunk_items, N_STATS))
+    chunk_hist = np.empty((chunk_items, N_BINS + 1), dtype=np.int64)
+    with numba_threads(n_threads if backend == "numba" else None):
+        for start in range(0, n_rows * n_blocks, chunk_items):
+            item = np.arange(start, min(start + chunk_items, n_rows * n_blocks), dtype=np.int64)
+            row, block = np.divmod(item, n_blocks)
+            m = item.size
+            kernel.run_blocks(*args, row, block, n_jobs, max_failures, chunk_stats[:m], chunk_hist[:m])
+            # In item order, so each row's blocks are added in block order whatever the chunking.
+            np.add.at(stats, row, chunk_stats[:m])
+            np.add.at(hist, row, chunk_hist[:m])
+            if progress is not None:
+                progress(int(np.minimum(n_jobs - block * BLOCK_SIZE, BLOCK_SIZE).sum()))
+        jobs = None
+        if keep_jobs:
+            jobs = np.empty((n_rows, n_jobs, N_JOB_FIELDS))
+            kernel.run_jobs(*args, 0, max_failures, jobs)
+    return Totals(stats=stats, hist=hist, jobs=jobs)
+
+
+def _mean_var(total, total_sq, n):
+    mean = total / n
+    with np.errstate(invalid="ignore", divide="ignore"):
+        var = np.maximum(total_sq - total * mean, 0.0) / (n - 1)
+    return mean, var
+
+
+def histogram_quantiles(hist: np.ndarray, levels) -> np.ndarray:
+    """Quantiles of y in (0, 1] from counts in N_BINS equal bins plus an atom at y = 1.
+
+    Linear within a bin; returns shape (n, len(levels)).
+    """
+    counts = hist.astype(np.float64)
+    cum = np.cumsum(counts, axis=1)
+    total = cum[:, -1:]
+    out = np.empty((hist.shape[0], len(levels)))
+    for j, level in enumerate(levels):
+        target = level * total
+        b = np.minimum((cum < target).sum(axis=1), N_BINS)  # first bin reaching the target
+        rows = np.arange(hist.shape[0])
+        before = np.where(b > 0, cum[rows, np.maximum(b - 1, 0)], 0.0)
+        inside = counts[rows, b]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            frac = np.where(inside > 0, (target[:, 0] - before) / inside, 0.0)
+        out[:, j] = np.where(b == N_BINS, 1.0, (b + np.clip(frac, 0.0, 1.0)) / N_BINS)
+    return out
+
+
+def summarize(totals: Totals, packed: Packed, quantiles=(0.05, 0.5, 0.95)) -> dict[str, np.ndarray]:
+    """Estimates per row: ETTR both ways with standard errors, wall quantiles, breakdown."""
+    s = totals.stats
+    n = s[:, S_N]
+    wall, var_wall = _mean_var(s[:, S_WALL], s[:, S_WALL_SQ], n)
+    prod, var_prod = _mean_var(s[:, S_PRODUCTIVE], s[:, S_PRODUCTIVE_SQ], n)
+    eff, var_eff = _mean_var(s[:, S_EFF], s[:, S_EFF_SQ], n)
+    fail, var_fail = _mean_var(s[:, S_FAILURES], s[:, S_FAILURES_SQ], n)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        cov = (s[:, S_PRODUCTIVE_WALL] - s[:, S_PRODUCTIVE] * wall) / (n - 1)
+        ratio = s[:, S_PRODUCTIVE] / s[:, S_WALL]
+        # Delta method for a ratio of means.
+        ratio_var = np.maximum(var_prod - 2 * ratio * cov + ratio**2 * var_wall, 0.0)
+        ratio_se = np.sqrt(ratio_var / n) / wall
+    y = histogram_quantiles(totals.hist, [1.0 - q for q in quantiles])
+    return {
+        "ettr": ratio,
+        "ettr_se": ratio_se,
+        "ettr_job_mean": eff,
+        "ettr_job_mean_se": np.sqrt(var_eff / n),
+        "wall_mean": wall,
+        "wall_se": np.sqrt(var_wall / n),
+        "wall_quantile": packed.failure_free_wall[:, None] / y,
+        "failures_mean": fail,
+        "failures_se": np.sqrt(var_fail / n),
+        "time_mean": np.stack(
+            [s[:, k] / n for k in (S_PRODUCTIVE, S_CHECKPOINT, S_LOST, S_RESTART, S_QUEUE)], axis=1
+        ),
+        "n_capped": s[:, S_CAPPED].astype(np.int64),
+    }

@@ -1,0 +1,275 @@
+"""`Scenario`: one training run's reliability parameters, or a grid of them.
+
+A field given as a sequence (list, tuple, range, 1-D array; not a string) is a
+sweep axis: the scenario is then the outer product of its axes, in field order.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import math
+import numbers
+from collections.abc import Iterator, Mapping, Sequence
+
+import numpy as np
+
+from .units import format_hours, to_hours
+
+# Field -> (units attr, kind). Kinds: "duration", "count", "rate", "shape", "fraction",
+# "factor", "choice".
+FIELDS = {
+    "n_gpus": ("GPU", "count"),
+    "failure_rate": ("1/(node day)", "rate"),
+    "checkpoint_interval": ("h", "duration"),
+    "work": ("h", "duration"),
+    "checkpoint_cost": ("h", "duration"),
+    "restart_cost": ("h", "duration"),
+    "queue_wait": ("h", "duration"),
+    "gpus_per_node": ("GPU/node", "count"),
+    "weibull_shape": ("1", "shape"),
+    "lemon_fraction": ("1", "fraction"),
+    "lemon_rate_factor": ("1", "factor"),
+    "queue_wait_distribution": ("", "choice"),
+}
+QUEUE_WAIT_DISTRIBUTIONS = ("fixed", "exponential")
+_MAX_INTERVALS = 2.0**40  # work / checkpoint_interval beyond this is a unit mistake
+
+
+class ScenarioError(ValueError):
+    """An invalid scenario parameter; `.parameter` names it."""
+
+    def __init__(self, parameter: str, message: str):
+        super().__init__(f"{parameter}: {message}")
+        self.parameter = parameter
+
+
+def _is_axis(value) -> bool:
+    if isinstance(value, (str, bytes)):
+        return False
+    if isinstance(value, np.ndarray):
+        return value.ndim >= 1
+    return isinstance(value, (Sequence, range))
+
+
+def _check_number(name: str, value, *, kind: str):
+    """Normalise one scalar value of field `name`, or raise ScenarioError."""
+    if kind == "choice":
+        if value not in QUEUE_WAIT_DISTRIBUTIONS:
+            raise ScenarioError(name, f"must be one of {QUEUE_WAIT_DISTRIBUTIONS} (got {value!r})")
+        return value
+    if kind == "count":
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise ScenarioError(name, f"must be a positive integer (got {value!r})")
+        if not math.isfinite(value) or value != int(value) or value < 1:
+            raise ScenarioError(name, f"must be a positive integer (got {value!r})")
+        return int(value)
+    if kind == "duration":
+        try:
+            hours = to_hours(value, name)
+        except ValueError as err:
+            raise ScenarioError(name, str(err).split(": ", 1)[1]) from None
+        if math.isnan(hours) or math.isinf(hours):
+            raise ScenarioError(name, f"must be finite (got {value!r})")
+        if hours < 0 or (hours == 0 and name in ("checkpoint_interval", "work")):
+            bound = "> 0" if name in ("checkpoint_interval", "work") else ">= 0"
+            raise ScenarioError(name, f"must be {bound} (got {format_hours(hours)})")
+        return hours
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ScenarioError(name, f"must be a real number (got {value!r})")
+    x = float(value)
+    if not math.isfinite(x):
+        raise ScenarioError(name, f"must be finite (got {value!r})")
+    if kind == "shape" and x <= 0:
+        raise ScenarioError(name, f"must be > 0 (got {value!r})")
+    if kind == "fraction" and not 0.0 <= x <= 1.0:
+        raise ScenarioError(name, f"must be in [0, 1] (got {value!r})")
+    if kind in ("rate", "factor") and x < 0:
+        raise ScenarioError(name, f"must be >= 0 (got {value!r})")
+    return x
+
+
+@dataclasses.dataclass(frozen=True)
+class Scenario:
+    """A training run's reliability parameters (durations in hours or with units).
+
+    Parameters
+    ----------
+    n_gpus : GPUs of the job; ``n_nodes = ceil(n_gpus / gpus_per_node)``.
+    failure_rate : failures per node-day of runtime (``r_f``; 6.5e-3 on the
+        larger cluster of the Meta study).
+    checkpoint_interval : productive time between checkpoints.
+    work : productive time the job needs.
+    checkpoint_cost : blocking time of one checkpoint write.
+    restart_cost : initialisation after each interruption.
+    queue_wait : wait after each interruption before the restart (no failures
+        while queued); fixed, or exponential with this mean.
+    gpus_per_node : GPUs per node (8).
+    weibull_shape : shape of Weibull inter-failure times with the same mean
+        (1 = exponential, the default).
+    lemon_fraction, lemon_rate_factor : a fraction of nodes fail this many times
+        as often as the rest; the cluster-average rate stays ``failure_rate``.
+    queue_wait_distribution : "fixed" or "exponential".
+
+    Any field may be a sequence: the scenario is then a grid (outer product).
+    """
+
+    n_gpus: int
+    failure_rate: float
+    checkpoint_interval: float
+    work: float
+    checkpoint_cost: float = 0.0
+    restart_cost: float = 0.0
+    queue_wait: float = 0.0
+    gpus_per_node: int = 8
+    weibull_shape: float = 1.0
+    lemon_fraction: float = 0.0
+    lemon_rate_factor: float = 1.0
+    queue_wait_distribution: str = "fixed"
+
+    def __post_init__(self):
+        for name, (_, kind) in FIELDS.items():
+            value = getattr(self, name)
+            if _is_axis(value):
+                values = list(np.asarray(value).ravel()) if isinstance(value, np.ndarray) else list(value)
+                if not values:
+                    raise ScenarioError(name, "a sweep axis needs at least one value")
+                normal = tuple(_check_number(name, _item(v), kind=kind) for v in values)
+                if len(set(normal)) != len(normal):
+                    raise ScenarioError(name, f"sweep values must be distinct (got {values!r})")
+            else:
+                normal = _check_number(name, _item(value), kind=kind)
+            object.__setattr__(self, name, normal)
+        if self.size > 2**32:
+            raise ScenarioError("grid", f"{self.size} points; at most 2**32 scenarios per study")
+        cols = self.columns()
+        if np.any(cols["work"] / cols["checkpoint_interval"] > _MAX_INTERVALS):
+            raise ScenarioError(
+                "checkpoint_interval", "gives more than 2**40 checkpoints over `work`; check the units"
+            )
+
+    # -- grid structure -------------------------------------------------
+    @property
+    def dims(self) -> tuple[str, ...]:
+        """The sweep dimensions, in field order."""
+        return tuple(name for name in FIELDS if isinstance(getattr(self, name), tuple))
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(len(getattr(self, d)) for d in self.dims)
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def is_grid(self) -> bool:
+        return bool(self.dims)
+
+    def points(self) -> Iterator["Scenario"]:
+        """The scalar scenarios of the grid, in C order (the scenario index order)."""
+        dims = self.dims
+        for values in itertools.product(*(getattr(self, d) for d in dims)):
+            yield dataclasses.replace(self, **dict(zip(dims, values)))
+
+    def columns(self) -> dict[str, np.ndarray]:
+        """Each field as a flat array over the grid points, in scenario index order."""
+        dims = self.dims
+        grids = np.meshgrid(*(np.asarray(getattr(self, d)) for d in dims), indexing="ij")
+        flat = {d: g.ravel() for d, g in zip(dims, grids)}
+        return {
+            name: flat[name] if name in flat else np.full(self.size, getattr(self, name))
+            for name in FIELDS
+        }
+
+    def coords(self) -> dict[str, tuple]:
+        """xarray coordinates: sweep axes as dimension coordinates, the rest scalar."""
+        out = {}
+        for name, (units, _) in FIELDS.items():
+            value = getattr(self, name)
+            attrs = {"units": units} if units else {}
+            out[name] = ((name,), np.asarray(value), attrs) if name in self.dims else ((), value, attrs)
+        return out
+
+    def sweep(self, **axes) -> "Scenario":
+        """A copy with some fields replaced (sequences make sweep axes)."""
+        return dataclasses.replace(self, **axes)
+
+    # -- derived quantities of a scalar scenario ---------------------------
+    def _scalar(self) -> "Scenario":
+        if self.is_grid:
+            raise ValueError(f"this is a grid over {self.dims}; use .points() or a vectorised function")
+        return self
+
+    @property
+    def n_nodes(self) -> int:
+        s = self._scalar()
+        return -(-s.n_gpus // s.gpus_per_node)
+
+    @property
+    def job_failure_rate(self) -> float:
+        """Mean failures per hour of runtime of the whole job."""
+        return self.n_nodes * self.failure_rate / 24.0
+
+    @property
+    def mttf(self) -> float:
+        """Mean time to failure of the whole job, in hours."""
+        lam = self.job_failure_rate
+        return math.inf if lam == 0 else 1.0 / lam
+
+    @property
+    def intervals(self) -> tuple[int, float]:
+        """(full intervals each followed by a checkpoint, final partial interval in h)."""
+        s = self._scalar()
+        return split_work(s.work, s.checkpoint_interval)
+
+    @property
+    def failure_free_wall(self) -> float:
+        n_full, _ = self.intervals
+        return self.work + n_full * self.checkpoint_cost
+
+    def __str__(self) -> str:
+        parts = []
+        for name, (_, kind) in FIELDS.items():
+            value = getattr(self, name)
+            fmt = format_hours if kind == "duration" else str
+            parts.append(f"{name}=" + (f"[{', '.join(map(fmt, value))}]" if isinstance(value, tuple) else fmt(value)))
+        return "Scenario(" + ", ".join(parts) + ")"
+
+
+def _item(value):
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def split_work(work: float, interval: float) -> tuple[int, float]:
+    """floor(work / interval) full intervals and the remainder.
+
+    An exact multiple stays one (relative tolerance 1e-9), so "7d" of work at
+    "5min" intervals is 2016 full intervals and no remainder, not 2015 and a
+    sliver that floating point left over.
+    """
+    n_full = math.floor(work / interval)
+    remainder = work - n_full * interval
+    tol = 1e-9 * interval
+    if remainder < tol:
+        if remainder < 0 and n_full > 0 and -remainder >= tol:
+            n_full -= 1
+            remainder = work - n_full * interval
+        else:
+            remainder = 0.0
+    elif interval - remainder < tol:
+        n_full += 1
+        remainder = 0.0
+    return n_full, remainder
+
+
+def as_scenario(value) -> Scenario:
+    """A Scenario, or a mapping of its fields (sequences make sweep axes)."""
+    if isinstance(value, Scenario):
+        return value
+    if isinstance(value, Mapping):
+        unknown = set(value) - set(FIELDS)
+        if unknown:
+            raise ScenarioError(sorted(unknown)[0], f"not a Scenario field; fields are {', '.join(FIELDS)}")
+        return Scenario(**value)
+    raise TypeError(f"expected a Scenario or a mapping of its fields, got {type(value).__name__}")

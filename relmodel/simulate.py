@@ -1,0 +1,118 @@
+"""`simulate`: Monte Carlo timelines of a scenario or grid, as a labelled Dataset."""
+
+from __future__ import annotations
+
+import datetime
+import warnings
+
+import numpy as np
+import xarray as xr
+
+from . import __version__
+from ._kernels.layout import BLOCK_SIZE, N_BINS
+from .engine import COMPONENTS, pack, run, summarize
+from .scenario import as_scenario
+
+RNG_SCHEME = (
+    "Philox4x32-10; key = (seed, scenario index); counter = (draw lo, draw hi, job lo, job hi); "
+    "two 53-bit uniforms on (0, 1] per call"
+)
+JOB_FIELDS = ("wall", "productive", "checkpoint", "lost", "restart", "queue", "failures", "capped")
+
+
+class CappedJobsWarning(RuntimeWarning):
+    """Some jobs hit max_failures and were stopped: their scenario's ETTR is near 0."""
+
+
+_VARIABLES = {
+    "ettr": ("ETTR as total productive time / total wall time (work / mean wall)", "1"),
+    "ettr_se": ("standard error of ettr (delta method)", "1"),
+    "ettr_job_mean": ("mean over jobs of productive / wall", "1"),
+    "ettr_job_mean_se": ("standard error of ettr_job_mean", "1"),
+    "wall_mean": ("mean wall-clock time per job", "h"),
+    "wall_se": ("standard error of wall_mean", "h"),
+    "wall_quantile": ("wall-clock time quantiles (2048-bin histogram of failure-free wall / wall)", "h"),
+    "failures_mean": ("mean failures per job (during compute, checkpoint writes and restarts)", "1"),
+    "failures_se": ("standard error of failures_mean", "1"),
+    "time_mean": ("mean time per job by component; the components add up to wall_mean", "h"),
+    "n_capped": ("jobs stopped at max_failures (their times are truncated)", "1"),
+}
+
+
+def simulate(scenario, n_jobs: int = 100_000, seed: int = 0, backend: str = "numba", *,
+             keep_jobs: bool = False, max_failures: int = 100_000, n_threads: int | None = None,
+             progress: bool = False, quantiles=(0.05, 0.5, 0.95)) -> xr.Dataset:
+    """Sample `n_jobs` job timelines per scenario point and summarise them.
+
+    Parameters
+    ----------
+    scenario : Scenario, or a mapping of its fields; sequences make sweep dims.
+    n_jobs : jobs per scenario point.
+    seed : 0 <= seed < 2**32. Same seed, same bits, whatever the backend,
+        thread count or chunking.
+    backend : "numba" (parallel) or "cython" (serial, no JIT).
+    keep_jobs : also return per-job variables `job_*` along a `job` dim
+        (memory grows with n_jobs; otherwise it does not).
+    max_failures : a job is stopped at this many failures and counted in
+        `n_capped` (a CappedJobsWarning says so); its times are truncated.
+    n_threads : Numba threads for this call (default: Numba's setting).
+    progress : show a progress bar.
+
+    Returns
+    -------
+    xarray.Dataset with the sweep dims, every scenario field as a coordinate,
+    the variables described in their `long_name` attrs, and provenance attrs.
+    """
+    sc = as_scenario(scenario)
+    packed = pack(sc)
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=sc.size * n_jobs, unit="job", unit_scale=True, desc="simulate")
+    try:
+        totals = run(packed, n_jobs, seed, backend, max_failures=max_failures, keep_jobs=keep_jobs,
+                     n_threads=n_threads, progress=bar.update if bar else None)
+    finally:
+        if bar is not None:
+            bar.close()
+    est = summarize(totals, packed, quantiles)
+
+    dims = sc.dims
+    extra = {"wall_quantile": ("quantile",), "time_mean": ("component",)}
+    data_vars = {}
+    for name, (long_name, units) in _VARIABLES.items():
+        value = est[name]
+        data_vars[name] = (dims + extra.get(name, ()), value.reshape(sc.shape + value.shape[1:]),
+                           {"long_name": long_name, "units": units})
+    coords = dict(sc.coords())
+    coords["quantile"] = ("quantile", np.asarray(quantiles, dtype=float), {"units": "1"})
+    coords["component"] = ("component", list(COMPONENTS))
+    if keep_jobs:
+        coords["job"] = ("job", np.arange(n_jobs))
+        for i, field in enumerate(JOB_FIELDS):
+            values = totals.jobs[:, :, i].reshape(sc.shape + (n_jobs,))
+            if field in ("failures", "capped"):
+                values = values.astype(np.int64)
+            data_vars[f"job_{field}"] = (dims + ("job",), values, {"units": "1" if field in ("failures", "capped") else "h"})
+
+    ds = xr.Dataset(data_vars, coords=coords, attrs={
+        "title": "relmodel Monte Carlo job timelines",
+        "relmodel_version": __version__,
+        "seed": seed,
+        "rng": RNG_SCHEME,
+        "backend": backend,
+        "n_jobs": n_jobs,
+        "max_failures": max_failures,
+        "block_size": BLOCK_SIZE,
+        "histogram_bins": N_BINS,
+        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    })
+    n_capped = int(ds["n_capped"].sum())
+    if n_capped:
+        warnings.warn(
+            f"{n_capped} of {sc.size * n_jobs} jobs hit max_failures={max_failures} and were stopped; "
+            "their ETTR is near 0 and their times are truncated (see n_capped)",
+            CappedJobsWarning, stacklevel=2,
+        )
+    return ds
