@@ -172,13 +172,17 @@ def summarize(totals: Totals, packed: Packed, quantiles=(0.05, 0.5, 0.95)) -> di
     """Estimates per row: ETTR both ways with standard errors, wall quantiles, breakdown."""
     s = totals.stats
     n = s[:, S_N]
-    wall, var_wall = _mean_var(s[:, S_WALL], s[:, S_WALL_SQ], n)
-    prod, var_prod = _mean_var(s[:, S_PRODUCTIVE], s[:, S_PRODUCTIVE_SQ], n)
-    eff, var_eff = _mean_var(s[:, S_EFF], s[:, S_EFF_SQ], n)
+    work = packed.params[:, P_WORK]
+    ffw = packed.failure_free_wall
+    # Wall, productive and eff are sums of deviations from the failure-free job.
+    d_wall, var_wall = _mean_var(s[:, S_WALL], s[:, S_WALL_SQ], n)
+    d_prod, var_prod = _mean_var(s[:, S_PRODUCTIVE], s[:, S_PRODUCTIVE_SQ], n)
+    d_eff, var_eff = _mean_var(s[:, S_EFF], s[:, S_EFF_SQ], n)
     fail, var_fail = _mean_var(s[:, S_FAILURES], s[:, S_FAILURES_SQ], n)
+    wall, prod = ffw + d_wall, work + d_prod
     with np.errstate(invalid="ignore", divide="ignore"):
-        cov = (s[:, S_PRODUCTIVE_WALL] - s[:, S_PRODUCTIVE] * wall) / (n - 1)
-        ratio = s[:, S_PRODUCTIVE] / s[:, S_WALL]
+        cov = (s[:, S_PRODUCTIVE_WALL] - s[:, S_PRODUCTIVE] * d_wall) / (n - 1)
+        ratio = prod / wall
         # Delta method for a ratio of means.
         ratio_var = np.maximum(var_prod - 2 * ratio * cov + ratio**2 * var_wall, 0.0)
         ratio_se = np.sqrt(ratio_var / n) / wall
@@ -186,15 +190,13 @@ def summarize(totals: Totals, packed: Packed, quantiles=(0.05, 0.5, 0.95)) -> di
     return {
         "ettr": ratio,
         "ettr_se": ratio_se,
-        "ettr_job_mean": eff,
+        "ettr_job_mean": work / ffw + d_eff,
         "ettr_job_mean_se": np.sqrt(var_eff / n),
         "wall_mean": wall,
         "wall_se": np.sqrt(var_wall / n),
         "wall_quantile": packed.failure_free_wall[:, None] / y,
         "failures_mean": fail,
         "failures_se": np.sqrt(var_fail / n),
-        "time_mean": np.stack(
-            [s[:, k] / n for k in (S_PRODUCTIVE, S_CHECKPOINT, S_LOST, S_RESTART, S_QUEUE)], axis=1
-        ),
+        "time_mean": np.stack([prod] + [s[:, k] / n for k in (S_CHECKPOINT, S_LOST, S_RESTART, S_QUEUE)], axis=1),
         "n_capped": s[:, S_CAPPED].astype(np.int64),
     }

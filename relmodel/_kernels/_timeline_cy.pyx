@@ -167,8 +167,8 @@ cdef inline double time_to_failure(double u, double mean_ttf, double scale, doub
 
 
 cdef JobResult simulate_job(const double* p, const double* rate_cdf, const double* rate_value,
-                            const double* rate_survival, Py_ssize_t n_rates, uint64_t seed, uint64_t scenario, int64_t job,
-                            int64_t max_failures) noexcept nogil:
+                            const double* rate_survival, Py_ssize_t n_rates, uint64_t seed,
+                            uint64_t scenario, int64_t job, int64_t max_failures) noexcept nogil:
     cdef double interval = p[P_INTERVAL]
     cdef double ckpt = p[P_CKPT]
     cdef double restart = p[P_RESTART]
@@ -249,6 +249,8 @@ cdef JobResult simulate_job(const double* p, const double* rate_cdf, const doubl
                 finished = False
                 break
 
+    if finished:
+        done = n_full
     r.productive = p[P_WORK] if finished else done * interval
     r.checkpoint = done * ckpt
     r.wall = r.productive + r.checkpoint + r.lost + r.restart + r.queue
@@ -264,14 +266,17 @@ def run_blocks(const double[:, ::1] params, const double[::1] rate_cdf,
     """Sums and histogram of each work item (scenario row, block of BLOCK_SIZE jobs)."""
     cdef Py_ssize_t it, s, b
     cdef int64_t job, first, last
-    cdef double failure_free_wall, eff, fail, y
+    cdef double work, failure_free_wall, failure_free_eff, d_wall, d_prod, d_eff, fail, y
     cdef double n, wall_sum, wall_sq, prod_sum, prod_sq, prod_wall, eff_sum, eff_sq
     cdef double ckpt_sum, lost_sum, restart_sum, queue_sum, fail_sum, fail_sq, capped_sum
     cdef JobResult r
     with nogil:
         for it in range(item_scenario.shape[0]):
             s = item_scenario[it]
-            failure_free_wall = params[s, P_WORK] + params[s, P_N_FULL] * params[s, P_CKPT]
+            # Sums of deviations from the failure-free job: exact zeros when no job fails.
+            work = params[s, P_WORK]
+            failure_free_wall = work + params[s, P_N_FULL] * params[s, P_CKPT]
+            failure_free_eff = work / failure_free_wall
             for b in range(N_BINS + 1):
                 out_hist[it, b] = 0
             n = wall_sum = wall_sq = prod_sum = prod_sq = prod_wall = eff_sum = eff_sq = 0.0
@@ -284,16 +289,18 @@ def run_blocks(const double[:, ::1] params, const double[::1] rate_cdf,
                 r = simulate_job(&params[s, 0], &rate_cdf[rate_offset[s]], &rate_value[rate_offset[s]],
                                  &rate_survival[rate_offset[s]], rate_offset[s + 1] - rate_offset[s],
                                  seed, scenario_key[s], job, max_failures)
-                eff = r.productive / r.wall
+                d_wall = r.wall - failure_free_wall
+                d_prod = r.productive - work
+                d_eff = r.productive / r.wall - failure_free_eff
                 fail = <double>r.failures
                 n += 1.0
-                wall_sum += r.wall
-                wall_sq += r.wall * r.wall
-                prod_sum += r.productive
-                prod_sq += r.productive * r.productive
-                prod_wall += r.productive * r.wall
-                eff_sum += eff
-                eff_sq += eff * eff
+                wall_sum += d_wall
+                wall_sq += d_wall * d_wall
+                prod_sum += d_prod
+                prod_sq += d_prod * d_prod
+                prod_wall += d_prod * d_wall
+                eff_sum += d_eff
+                eff_sq += d_eff * d_eff
                 ckpt_sum += r.checkpoint
                 lost_sum += r.lost
                 restart_sum += r.restart

@@ -28,6 +28,10 @@ J_FAILURES = 6
 J_CAPPED = 7
 N_JOB_FIELDS = 8
 
+# Wall, productive and eff (productive / wall) are summed as deviations from
+# the failure-free job (wall - D, productive - work, eff - work / D, with
+# D = work + n_full * checkpoint cost): exact zeros without failures, and no
+# cancellation in the variances.
 S_N = 0
 S_WALL = 1
 S_WALL_SQ = 2

@@ -150,6 +150,8 @@ def simulate_job(p, rate_cdf, rate_value, rate_survival, k0, k1, job, max_failur
                 finished = False
                 break
 
+    if finished:
+        done = n_full
     productive = p[P_WORK] if finished else done * interval
     checkpoint = done * ckpt
     wall = productive + checkpoint + lost + restart_time + queue_time
@@ -175,7 +177,10 @@ def run_blocks(
         value = rate_value[rate_offset[s]:rate_offset[s + 1]]
         survival = rate_survival[rate_offset[s]:rate_offset[s + 1]]
         k1 = scenario_key[s]
-        failure_free_wall = p[P_WORK] + p[P_N_FULL] * p[P_CKPT]
+        # Sums of deviations from the failure-free job: exact zeros when no job fails.
+        work = p[P_WORK]
+        failure_free_wall = work + p[P_N_FULL] * p[P_CKPT]
+        failure_free_eff = work / failure_free_wall
         hist = out_hist[it]
         hist[:] = 0
         n = wall_sum = wall_sq = prod_sum = prod_sq = prod_wall = eff_sum = eff_sq = 0.0
@@ -185,16 +190,18 @@ def run_blocks(
             wall, prod, ckpt, lost, restart, queue, failures, capped = simulate_job(
                 p, cdf, value, survival, k0, k1, job, max_failures
             )
-            eff = prod / wall
+            d_wall = wall - failure_free_wall
+            d_prod = prod - work
+            d_eff = prod / wall - failure_free_eff
             fail = float(failures)
             n += 1.0
-            wall_sum += wall
-            wall_sq += wall * wall
-            prod_sum += prod
-            prod_sq += prod * prod
-            prod_wall += prod * wall
-            eff_sum += eff
-            eff_sq += eff * eff
+            wall_sum += d_wall
+            wall_sq += d_wall * d_wall
+            prod_sum += d_prod
+            prod_sq += d_prod * d_prod
+            prod_wall += d_prod * d_wall
+            eff_sum += d_eff
+            eff_sq += d_eff * d_eff
             ckpt_sum += ckpt
             lost_sum += lost
             restart_sum += restart

@@ -1,0 +1,111 @@
+"""The two kernel backends, thread counts and chunkings give the same bits."""
+
+import warnings
+
+import numpy as np
+import pytest
+import xarray as xr
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import relmodel as rm
+from relmodel.engine import pack, run
+from strategies import scenarios
+
+REFERENCE = rm.Scenario(n_gpus=1024, failure_rate=6.5e-3, checkpoint_interval="1h",
+                        checkpoint_cost="5min", restart_cost="10min", work="7d")
+
+
+def job_arrays(sc, backend, n_jobs=300, seed=1, **kw):
+    return run(pack(sc), n_jobs, seed, backend, keep_jobs=True, max_failures=2000, **kw)
+
+
+@settings(max_examples=40)
+@given(sc=scenarios(max_gpus=4096), seed=st.integers(0, 2**32 - 1))
+def test_numba_and_cython_are_bit_identical(sc, seed):
+    a = job_arrays(sc, "numba", seed=seed)
+    b = job_arrays(sc, "cython", seed=seed)
+    assert np.array_equal(a.jobs, b.jobs)
+    assert np.array_equal(a.stats, b.stats) and np.array_equal(a.hist, b.hist)
+
+
+def strip(ds):
+    return ds.drop_attrs()
+
+
+def test_thread_count_does_not_change_the_dataset():
+    grid = REFERENCE.sweep(n_gpus=[8, 1024, 16384], weibull_shape=[1.0, 0.7])
+    one = rm.simulate(grid, n_jobs=5000, seed=3, n_threads=1)
+    two = rm.simulate(grid, n_jobs=5000, seed=3, n_threads=2)
+    xr.testing.assert_identical(strip(one), strip(two))
+
+
+def test_chunking_and_backend_do_not_change_the_sums():
+    packed = pack(REFERENCE.sweep(n_gpus=[64, 2048]))
+    ref = run(packed, 10_000, 5, "numba")
+    for chunk_items in (1, 3, 7, 1000):
+        for backend in ("numba", "cython"):
+            other = run(packed, 10_000, 5, backend, chunk_items=chunk_items)
+            assert np.array_equal(ref.stats, other.stats) and np.array_equal(ref.hist, other.hist)
+
+
+def test_a_sub_grid_with_its_global_keys_reproduces_the_full_grid():
+    grid = REFERENCE.sweep(n_gpus=[64, 512, 4096])
+    full = run(pack(grid), 3000, 9, "numba")
+    part = run(pack(REFERENCE.sweep(n_gpus=[4096])), 3000, 9, "numba", scenario_keys=[2])
+    assert np.array_equal(full.stats[2:], part.stats)
+
+
+def test_seed_and_scenario_change_the_streams():
+    a = job_arrays(REFERENCE, "numba", seed=1).jobs
+    assert not np.array_equal(a, job_arrays(REFERENCE, "numba", seed=2).jobs)
+
+
+@pytest.mark.parametrize("backend", ["numba", "cython"])
+@given(sc=scenarios())
+@settings(max_examples=15)
+def test_failure_free_jobs_are_exact(backend, sc):
+    sc = sc.sweep(failure_rate=0.0)
+    n_full, _ = sc.intervals
+    jobs = job_arrays(sc, backend, n_jobs=50).jobs[0]
+    expected_wall = sc.work + sc.checkpoint_cost * n_full
+    assert np.all(jobs[:, 0] == expected_wall)
+    assert np.all(jobs[:, 1] == sc.work) and np.all(jobs[:, 2:].sum(axis=1) == n_full * sc.checkpoint_cost)
+    ds = rm.simulate(sc, n_jobs=3000, backend=backend)
+    assert np.all(ds.wall_quantile.values == expected_wall)
+    assert float(ds.failures_mean) == 0 and float(ds.ettr_se) == 0
+    assert float(ds.ettr) == pytest.approx(sc.work / expected_wall, rel=1e-13)
+
+
+@given(sc=scenarios(max_gpus=4096))
+@settings(max_examples=25)
+def test_each_job_time_breakdown_adds_up(sc):
+    jobs = job_arrays(sc, "numba").jobs[0]
+    wall, parts = jobs[:, 0], jobs[:, 1:6]
+    assert np.all(parts >= 0)
+    np.testing.assert_allclose(parts.sum(axis=1), wall, rtol=1e-12)
+    n_full, _ = sc.intervals
+    done = jobs[:, 7] == 0
+    assert np.all(jobs[done, 1] == sc.work)
+    np.testing.assert_allclose(jobs[done, 2], n_full * sc.checkpoint_cost, rtol=1e-12)
+    # A failure loses at most one segment (interval + checkpoint write) of work.
+    assert np.all(jobs[:, 3] <= jobs[:, 6] * (sc.checkpoint_interval + sc.checkpoint_cost) * (1 + 1e-12))
+    if sc.queue_wait_distribution == "fixed":
+        np.testing.assert_allclose(jobs[:, 5], jobs[:, 6] * sc.queue_wait, rtol=1e-12)
+
+
+@pytest.mark.parametrize("backend", ["numba", "cython"])
+def test_hopeless_jobs_are_capped_and_flagged(backend):
+    hopeless = rm.Scenario(n_gpus=10**6, failure_rate=0.02, checkpoint_interval="12h", work="30d",
+                           restart_cost="30min")
+    assert rm.ettr(hopeless) < 1e-100
+    with pytest.warns(rm.CappedJobsWarning, match="max_failures=500"):
+        ds = rm.simulate(hopeless, n_jobs=100, max_failures=500, backend=backend)
+    assert int(ds.n_capped) == 100 and float(ds.failures_mean) == 500
+    assert float(ds.ettr) < 0.01
+
+
+def test_no_warning_when_no_job_is_capped():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        rm.simulate(REFERENCE, n_jobs=2000)

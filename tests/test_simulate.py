@@ -1,0 +1,66 @@
+"""The Dataset that `simulate` returns: labels, units, provenance, estimators."""
+
+import numpy as np
+import pytest
+import xarray as xr
+
+import relmodel as rm
+
+SC = rm.Scenario(n_gpus=[1024, 16384], failure_rate=6.5e-3, checkpoint_interval=["30min", "1h", "2h"],
+                 checkpoint_cost="5min", restart_cost="10min", work="7d")
+
+
+@pytest.fixture(scope="module")
+def ds():
+    return rm.simulate(SC, n_jobs=4000, seed=7, keep_jobs=True)
+
+
+def test_dims_coords_and_units(ds):
+    assert dict(ds.sizes) == {"n_gpus": 2, "checkpoint_interval": 3, "quantile": 3, "component": 5, "job": 4000}
+    for dim in ds.dims:
+        assert dim in ds.coords  # every dim has a coordinate
+    assert ds.checkpoint_interval.attrs["units"] == "h" and ds.failure_rate.attrs["units"] == "1/(node day)"
+    assert float(ds.restart_cost) == pytest.approx(1 / 6)  # fixed parameters are scalar coordinates
+    for name in ("ettr", "ettr_se", "ettr_job_mean", "ettr_job_mean_se", "wall_quantile", "failures_mean",
+                 "time_mean", "n_capped"):
+        assert "units" in ds[name].attrs and "long_name" in ds[name].attrs
+
+
+def test_provenance(ds):
+    for key in ("relmodel_version", "seed", "rng", "backend", "n_jobs", "created", "max_failures"):
+        assert key in ds.attrs
+    assert ds.attrs["seed"] == 7 and ds.attrs["n_jobs"] == 4000 and "Philox4x32-10" in ds.attrs["rng"]
+
+
+def test_summaries_match_the_per_job_values(ds):
+    wall = ds.job_wall
+    np.testing.assert_allclose(ds.wall_mean, wall.mean("job"), rtol=1e-12)
+    np.testing.assert_allclose(ds.ettr, ds.job_productive.sum("job") / wall.sum("job"), rtol=1e-12)
+    np.testing.assert_allclose(ds.ettr_job_mean, (ds.job_productive / wall).mean("job"), rtol=1e-12)
+    np.testing.assert_allclose(ds.ettr_job_mean_se, (ds.job_productive / wall).std("job", ddof=1) / np.sqrt(4000),
+                               rtol=1e-8)
+    np.testing.assert_allclose(ds.failures_mean, ds.job_failures.mean("job"), rtol=1e-12)
+    np.testing.assert_allclose(ds.time_mean.sum("component"), ds.wall_mean, rtol=1e-12)
+    # Histogram quantiles: within one bin (relative 1/2048 of y = D/wall) of the exact ones.
+    exact = wall.quantile(ds["quantile"], dim="job")
+    np.testing.assert_allclose(ds.wall_quantile, exact.transpose(*ds.wall_quantile.dims), rtol=2e-3)
+    assert np.all(ds.wall_quantile.diff("quantile") >= 0)
+
+
+def test_ettr_decreases_with_scale_and_has_an_interior_optimum(ds):
+    assert np.all(ds.ettr.sel(n_gpus=16384) < ds.ettr.sel(n_gpus=1024))
+    big = ds.ettr.sel(n_gpus=16384)
+    assert float(big.sel(checkpoint_interval=0.5)) > float(big.sel(checkpoint_interval=2.0))
+
+
+def test_memory_does_not_grow_with_n_jobs():
+    small = rm.simulate(SC, n_jobs=1000)
+    large = rm.simulate(SC, n_jobs=200_000)
+    assert small.nbytes == large.nbytes and "job" not in large.dims
+
+
+def test_round_trip_through_netcdf(tmp_path, ds):
+    path = tmp_path / "run.nc"
+    ds.drop_dims("job").to_netcdf(path, engine="h5netcdf")
+    back = xr.open_dataset(path, engine="h5netcdf")
+    xr.testing.assert_identical(back, ds.drop_dims("job"))
