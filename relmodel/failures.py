@@ -10,7 +10,6 @@ and each job draws its number of lemons from a binomial, hence its own rate.
 from __future__ import annotations
 
 import numpy as np
-from scipy import stats
 
 # Binomial tails below this mass are dropped: a 53-bit uniform cannot reach them.
 _TAIL = 2.0**-60
@@ -26,6 +25,8 @@ def job_rate_table(n_nodes: int, failure_rate: float, lemon_fraction: float = 0.
     per_node_hour = failure_rate / 24.0
     if lemon_fraction == 0.0 or lemon_rate_factor == 1.0 or failure_rate == 0.0:
         return np.array([1.0]), np.array([n_nodes * per_node_hour])
+    from scipy import stats  # here, not at import: it costs a second and only lemons need it
+
     healthy = per_node_hour / (1.0 - lemon_fraction + lemon_fraction * lemon_rate_factor)
     binom = stats.binom(n_nodes, lemon_fraction)
     lemons = np.arange(int(binom.ppf(_TAIL)), int(binom.isf(_TAIL)) + 1)
