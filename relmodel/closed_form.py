@@ -6,6 +6,8 @@ is a different quantity (Jensen), which only `simulate` reports.
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import warnings
 
 import numpy as np
@@ -15,6 +17,9 @@ from .failures import job_rate_table
 from .scenario import Scenario, as_scenario, split_work
 
 ETTR_METHODS = ("linear", "renewal")
+INTERVAL_METHODS = ("young", "daly", "exact")
+MIN_INTERVAL = 1.0 / 3600.0  # one second: no plan checkpoints more often
+_EXACT_WINDOW = 100_000  # candidate checkpoint counts either side of the long-run optimum
 
 
 class ClosedFormWarning(UserWarning):
@@ -90,7 +95,15 @@ def renewal_applies(sc: Scenario) -> bool:
     return sc.weibull_shape == 1.0
 
 
-def ettr(scenario, method: str = "renewal"):
+def _over_points(sc: Scenario, point, name: str, attrs: dict):
+    """Evaluate `point` on every scalar scenario: a float, or a DataArray over the sweep dims."""
+    values = np.array([point(p) for p in sc.points()], dtype=float)
+    if not sc.is_grid:
+        return float(values[0])
+    return xr.DataArray(values.reshape(sc.shape), coords=sc.coords(), dims=sc.dims, name=name, attrs=attrs)
+
+
+def ettr(scenario, method: str = "renewal", *, at: str = "given"):
     """Expected ETTR = work / E[wall] by a closed form.
 
     method="renewal": exact for exponential failures (also with lemon nodes and
@@ -99,20 +112,132 @@ def ettr(scenario, method: str = "renewal"):
     study, (1 - lam (u0 + dt/2)) / (1 + w/dt) / (1 + lam q); NaN, with a
     ClosedFormWarning, where its numerator is <= 0.
 
+    at: "given" uses the scenario's checkpoint_interval; "young", "daly" or
+    "exact" use that optimal interval, point by point.
+
     Returns a float for a scenario, a DataArray over the sweep dims for a grid.
     """
     sc = as_scenario(scenario)
     if method not in ETTR_METHODS:
         raise ValueError(f"method: unknown ETTR method {method!r}; use one of {ETTR_METHODS}")
-    point = _renewal_point if method == "renewal" else _linear_point
-    values = np.array([point(p) if method == "linear" or renewal_applies(p) else np.nan for p in sc.points()])
-    if np.isnan(values).any():
+    if at != "given" and at not in INTERVAL_METHODS:
+        raise ValueError(f"at: use 'given' or one of {INTERVAL_METHODS} (got {at!r})")
+
+    def point(p: Scenario) -> float:
+        if at != "given":
+            interval = _optimal_point(p, at)
+            if math.isnan(interval):
+                return math.nan
+            p = dataclasses.replace(p, checkpoint_interval=feasible_interval(interval, p.work))
+        if method == "linear":
+            return _linear_point(p)
+        return _renewal_point(p) if renewal_applies(p) else math.nan
+
+    out = _over_points(sc, point, f"ettr_{method}",
+                       {"long_name": f"expected ETTR, {method} closed form", "units": "1"})
+    if np.isnan(out).any():
         reason = ("its numerator 1 - lam (u0 + dt/2) is <= 0" if method == "linear"
                   else "it needs exponential failures (weibull_shape = 1)")
         warnings.warn(f"{method} ETTR is NaN where {reason}", ClosedFormWarning, stacklevel=2)
-    if not sc.is_grid:
-        return float(values[0])
-    return xr.DataArray(
-        values.reshape(sc.shape), coords=sc.coords(), dims=sc.dims, name=f"ettr_{method}",
-        attrs={"long_name": f"expected ETTR, {method} closed form", "units": "1"},
+    return out
+
+
+def feasible_interval(interval: float, work: float) -> float:
+    """An interval a Scenario accepts: at least MIN_INTERVAL; past the job (no
+    checkpoint at all) when the optimum is infinite."""
+    if math.isinf(interval) or interval > work:
+        return work * (1.0 + 1e-6)
+    return max(interval, MIN_INTERVAL)
+
+
+def long_run_optimal_interval(lam: float, ckpt: float) -> float:
+    """The maximiser of the long-run renewal ETTR, lam dt / (e^(lam (dt + w)) - 1).
+
+    Restart cost and queue wait do not move it. With x = lam dt and c = lam w,
+    the optimum solves (1 - x) e^(x + c) = 1, so x = 1 + W0(-e^(-1 - c)) (Lambert
+    W, principal branch); Newton steps on log(1 - x) + x + c = 0 restore the
+    digits that W loses next to its branch point when c is small.
+    """
+    if lam == 0:
+        return math.inf
+    c = lam * ckpt
+    if c == 0:
+        return 0.0
+    from scipy.special import lambertw  # here: scipy.special costs 0.15 s at import
+
+    x = 1.0 + float(lambertw(-math.exp(-1.0 - c)).real)
+    if not 0.0 < x < 1.0:
+        x = min(math.sqrt(2.0 * c), 0.5)
+    for _ in range(4):
+        g = math.log1p(-x) + x + c
+        x = min(max(x + g * (1.0 - x) / x, x / 2), (1.0 + x) / 2)
+    return x / lam
+
+
+def _optimal_point(sc: Scenario, method: str) -> float:
+    lam, w = sc.job_failure_rate, sc.checkpoint_cost
+    if method == "young":
+        return math.sqrt(2.0 * w / lam) if lam > 0 else math.inf
+    if method == "daly":
+        if lam == 0:
+            return math.inf
+        m = 1.0 / lam
+        if w >= 2.0 * m:
+            return m
+        return math.sqrt(2.0 * w * m) * (1.0 + math.sqrt(w / (2.0 * m)) / 3.0 + w / (18.0 * m)) - w
+    if not renewal_applies(sc):
+        return math.nan
+    return _exact_finite_work(sc)
+
+
+def _exact_finite_work(sc: Scenario) -> float:
+    """The maximiser of the renewal ETTR for the scenario's finite work.
+
+    With k checkpoints, E[wall] rises with the interval between work/(k+1) and
+    work/k (the last, shorter piece has no checkpoint and the segment cost is
+    convex), so the optimum lies just past some work/(k+1): search k around the
+    long-run optimum and return that point, nudged past the breakpoint so that
+    `work` splits into k full intervals and a remainder.
+    """
+    work, w = sc.work, sc.checkpoint_cost
+    long_run = max(long_run_optimal_interval(sc.job_failure_rate, w), MIN_INTERVAL)
+    if math.isinf(long_run):
+        return math.inf
+    k_max = math.floor(work / MIN_INTERVAL)
+    k_mid = min(work / long_run, k_max)
+    lo = max(0, min(math.floor(k_mid / 2) - 2, round(k_mid) - _EXACT_WINDOW))
+    hi = min(k_max, max(math.ceil(2 * k_mid) + 2, round(k_mid) + _EXACT_WINDOW))
+    hi = min(hi, lo + 2 * _EXACT_WINDOW)
+    k = np.arange(lo, hi + 1, dtype=float)
+    intervals = work / (k + 1) * (1.0 + 1e-6 / (k + 1))
+    cdf, rate = job_rate_table(sc.n_nodes, sc.failure_rate, sc.lemon_fraction, sc.lemon_rate_factor)
+    prob = np.diff(cdf, prepend=0.0)
+    walls = sum(
+        _times(pi, renewal_expected_wall(lam, intervals, work, w, sc.restart_cost, sc.queue_wait))
+        for pi, lam in zip(prob, rate)
     )
+    best = int(np.argmin(walls))
+    return math.inf if k[best] == 0 else float(intervals[best])
+
+
+def optimal_interval(scenario, method: str = "exact"):
+    """The checkpoint interval (hours) that maximises ETTR.
+
+    "young": sqrt(2 w M); "daly": Daly's higher-order form, M when w >= 2M;
+    "exact": the maximiser of the renewal ETTR for the scenario's finite work
+    (exponential failures; NaN with a ClosedFormWarning otherwise), found by a
+    search around the long-run optimum of `long_run_optimal_interval`.
+    M = 1 / (job failure rate). Infinite when there are no failures (never
+    checkpoint, or "exact": the job is shorter than its best interval); 0 for
+    "young" and "daly" when checkpoints are free (never below MIN_INTERVAL for
+    "exact"). Returns a float, or a DataArray for a grid.
+    """
+    sc = as_scenario(scenario)
+    if method not in INTERVAL_METHODS:
+        raise ValueError(f"method: unknown interval method {method!r}; use one of {INTERVAL_METHODS}")
+    out = _over_points(sc, lambda p: _optimal_point(p, method), f"optimal_interval_{method}",
+                       {"long_name": f"optimal checkpoint interval ({method})", "units": "h"})
+    if np.isnan(out).any():
+        warnings.warn("the exact optimal interval is NaN where failures are Weibull (renewal form needed)",
+                      ClosedFormWarning, stacklevel=2)
+    return out

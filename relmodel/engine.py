@@ -128,9 +128,11 @@ def run(packed: Packed, n_jobs: int, seed: int, backend: str = "numba", *, scena
             row, block = np.divmod(item, n_blocks)
             m = item.size
             kernel.run_blocks(*args, row, block, n_jobs, max_failures, chunk_stats[:m], chunk_hist[:m])
-            # In item order, so each row's blocks are added in block order whatever the chunking.
+            # Sums in item order, so each row's blocks are added in block order whatever
+            # the chunking; counts are integers, so any order will do.
             np.add.at(stats, row, chunk_stats[:m])
-            np.add.at(hist, row, chunk_hist[:m])
+            starts = np.flatnonzero(np.diff(row, prepend=-1))
+            hist[row[starts]] += np.add.reduceat(chunk_hist[:m], starts, axis=0)
             if progress is not None:
                 progress(int(np.minimum(n_jobs - block * BLOCK_SIZE, BLOCK_SIZE).sum()))
         jobs = None
