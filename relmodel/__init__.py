@@ -6,18 +6,23 @@ as labelled xarray Datasets.
 
 __version__ = "0.1.0"
 
-from .closed_form import ClosedFormWarning, ettr, mttf
+from .closed_form import ClosedFormWarning, ettr, mttf, optimal_interval
+from .plan import Plan, plan
 from .scenario import Scenario, ScenarioError
-from .simulate import CappedJobsWarning, simulate
+from .simulate import CappedJobsWarning, compare, simulate
 from .units import to_hours
 
 __all__ = [
     "CappedJobsWarning",
     "ClosedFormWarning",
+    "Plan",
     "Scenario",
     "ScenarioError",
+    "compare",
     "ettr",
     "mttf",
+    "optimal_interval",
+    "plan",
     "simulate",
     "to_hours",
 ]

@@ -48,12 +48,14 @@ def _parse(text: str, kind: str):
     return int(number) if kind == "count" and number.is_integer() else number
 
 
-def scenario_options(func):
+def scenario_options(func=None, *, interval_default="1h", interval_help="Productive time between checkpoints."):
     """The Scenario fields as options (shared by every command that takes a run)."""
+    if func is None:
+        return lambda f: scenario_options(f, interval_default=interval_default, interval_help=interval_help)
     specs = [
         ("--gpus", "n_gpus", None, "GPUs of the job."),
         ("--failure-rate", "failure_rate", 6.5e-3, "Failures per node-day (Meta study: 6.5e-3 and 2.34e-3)."),
-        ("--checkpoint-interval", "checkpoint_interval", "1h", "Productive time between checkpoints."),
+        ("--checkpoint-interval", "checkpoint_interval", interval_default, interval_help),
         ("--work", "work", "7d", "Productive time the job needs."),
         ("--checkpoint-cost", "checkpoint_cost", "5min", "Blocking time of one checkpoint write."),
         ("--restart-cost", "restart_cost", "10min", "Initialisation after each interruption."),
@@ -65,23 +67,47 @@ def scenario_options(func):
         ("--queue-wait-distribution", "queue_wait_distribution", "fixed", "fixed or exponential."),
     ]
     for flag, field, default, help_text in reversed(specs):
-        func = click.option(flag, field, type=FieldValues(field), default=default, required=default is None,
-                            show_default=default is not None, help=help_text)(func)
+        extra = {"required": True} if field == "n_gpus" else {"default": default, "show_default": default is not None}
+        func = click.option(flag, field, type=FieldValues(field), help=help_text, **extra)(func)
     return func
 
 
 FLAGS = {"n_gpus": "--gpus", **{f: "--" + f.replace("_", "-") for f in FIELDS if f != "n_gpus"}}
 
 
+def usage_error(err: ValueError) -> click.UsageError:
+    """A ValueError whose message starts with a parameter name, as an error naming the flag."""
+    parameter, _, message = str(err).partition(": ")
+    return click.UsageError(f"{FLAGS.get(parameter, parameter)}: {message}" if message else str(err))
+
+
 def build_scenario(fields: dict) -> Scenario:
     try:
         return Scenario(**fields)
-    except ScenarioError as err:
-        flag = FLAGS.get(err.parameter, err.parameter)
-        raise click.UsageError(f"{flag}: {str(err).split(': ', 1)[1]}") from None
+    except ValueError as err:
+        raise usage_error(err) from None
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+class OneLineErrors(click.Group):
+    """Bad input is one line, `Error: <flag>: <reason>`, and exit status 2 (no usage dump)."""
+
+    def main(self, args=None, prog_name=None, **kwargs):
+        kwargs.pop("standalone_mode", None)
+        try:
+            result = super().main(args, prog_name, standalone_mode=False, **kwargs)
+        except click.UsageError as err:
+            click.echo(f"Error: {err.format_message()}", err=True)
+            sys.exit(2)
+        except click.ClickException as err:
+            err.show()
+            sys.exit(err.exit_code)
+        except click.Abort:
+            click.echo("Aborted.", err=True)
+            sys.exit(1)
+        sys.exit(result if isinstance(result, int) else 0)
+
+
+@click.group(cls=OneLineErrors, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
              epilog=_UNITS_EPILOG)
 @click.version_option(package_name="relmodel")
 def main():
@@ -122,6 +148,45 @@ def simulate(n_jobs, seed, backend, threads, max_failures, out, progress, as_jso
         click.echo(format_table(rows))
         if out is not None:
             click.echo(f"wrote {out}")
+
+
+@main.command(epilog=_UNITS_EPILOG)
+@scenario_options(interval_default=None,
+                  interval_help="The interval used today, shown beside the optimal ones (optional).")
+@click.option("--target-ettr", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=None,
+              help="What each parameter would need, alone, to reach this ETTR; and the largest job that does.")
+@click.option("--n-jobs", type=click.IntRange(min=100), default=20_000, show_default=True,
+              help="Jobs of the quick check simulation, per interval.")
+@click.option("--seed", type=click.IntRange(0, 2**32 - 1), default=0, show_default=True)
+@click.option("--backend", type=click.Choice(["numba", "cython"]), default="numba", show_default=True)
+@click.option("--plot", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Draw ETTR against interval and against scale to this image file.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print a JSON object (keys mttf_h, optimal_interval_h, ettr, and more).")
+def plan(target_ettr, n_jobs, seed, backend, plot, as_json, **fields):
+    """Capacity plan: checkpoint interval, ETTR, MTTF, time lost, sensitivities, targets."""
+    from .plan import plan as make_plan
+
+    for name, value in fields.items():
+        if isinstance(value, list):
+            raise click.UsageError(f"{FLAGS[name]}: plan takes one value (got {len(value)})")
+    if fields["checkpoint_interval"] is None:
+        del fields["checkpoint_interval"]
+    build_scenario({"checkpoint_interval": 1.0, **fields})  # flag-named errors before any work
+    try:
+        result = make_plan(target_ettr=target_ettr, n_jobs=n_jobs, seed=seed, backend=backend, **fields)
+    except ValueError as err:
+        raise usage_error(err) from None
+    if plot is not None:
+        from .plot import plan_figure
+
+        plan_figure(result.scenario, plot)
+    if as_json:
+        click.echo(to_json(result.to_dict()))
+    else:
+        click.echo(str(result))
+        if plot is not None:
+            click.echo(f"wrote {plot}")
 
 
 def to_json(obj) -> str:

@@ -64,8 +64,7 @@ def renewal_expected_wall(lam, interval, work, ckpt, restart, queue):
     lam, interval, work, ckpt, restart, queue = np.broadcast_arrays(
         *(np.asarray(x, dtype=float) for x in (lam, interval, work, ckpt, restart, queue))
     )
-    split = np.vectorize(split_work, otypes=[float, float])
-    n_full, remainder = split(work, interval)
+    n_full, remainder = split_work(work, interval)
     with np.errstate(over="ignore"):
         restart_star = _times(queue, np.exp(lam * restart)) + _growth(lam, restart)
         def segment(length):
@@ -165,13 +164,18 @@ def long_run_optimal_interval(lam: float, ckpt: float) -> float:
         return 0.0
     from scipy.special import lambertw  # here: scipy.special costs 0.15 s at import
 
-    x = 1.0 + float(lambertw(-math.exp(-1.0 - c)).real)
-    if not 0.0 < x < 1.0:
-        x = min(math.sqrt(2.0 * c), 0.5)
-    for _ in range(4):
-        g = math.log1p(-x) + x + c
-        x = min(max(x + g * (1.0 - x) / x, x / 2), (1.0 + x) / 2)
-    return x / lam
+    w0 = float(lambertw(-math.exp(-1.0 - c)).real)
+    if c <= 1.0:  # x small: polish x itself
+        x = 1.0 + w0 if 0.0 < 1.0 + w0 < 1.0 else min(math.sqrt(2.0 * c), 0.5)
+        for _ in range(4):
+            g = math.log1p(-x) + x + c
+            x = min(max(x + g * (1.0 - x) / x, x / 2), (1.0 + x) / 2)
+        return x / lam
+    # x near 1: polish l = log(1 - x), which solves l - e^l + 1 + c = 0 (no underflow).
+    l = math.log(-w0) if -1.0 < w0 < 0.0 else -1.0 - c
+    for _ in range(6):
+        l -= (l - math.exp(l) + 1.0 + c) / (1.0 - math.exp(l))
+    return -math.expm1(l) / lam
 
 
 def _optimal_point(sc: Scenario, method: str) -> float:

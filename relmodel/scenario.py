@@ -241,25 +241,27 @@ def _item(value):
     return value.item() if isinstance(value, np.generic) else value
 
 
-def split_work(work: float, interval: float) -> tuple[int, float]:
-    """floor(work / interval) full intervals and the remainder.
+def split_work(work, interval):
+    """floor(work / interval) full intervals and the remainder (arrays broadcast).
 
     An exact multiple stays one (relative tolerance 1e-9), so "7d" of work at
     "5min" intervals is 2016 full intervals and no remainder, not 2015 and a
-    sliver that floating point left over.
+    sliver that floating point left over. Scalars in, (int, float) out.
     """
-    n_full = math.floor(work / interval)
+    work, interval = np.broadcast_arrays(np.asarray(work, dtype=float), np.asarray(interval, dtype=float))
+    n_full = np.floor(work / interval)
     remainder = work - n_full * interval
     tol = 1e-9 * interval
-    if remainder < tol:
-        if remainder < 0 and n_full > 0 and -remainder >= tol:
-            n_full -= 1
-            remainder = work - n_full * interval
-        else:
-            remainder = 0.0
-    elif interval - remainder < tol:
-        n_full += 1
-        remainder = 0.0
+    # A remainder below -tol: the division rounded up; take one interval back.
+    back = (remainder < 0) & (n_full > 0) & (-remainder >= tol)
+    n_full = np.where(back, n_full - 1, n_full)
+    remainder = np.where(back, work - n_full * interval, remainder)
+    # Within tol of 0 or of a whole interval: an exact multiple.
+    up = ~back & (interval - remainder < tol)
+    n_full = np.where(up, n_full + 1, n_full)
+    remainder = np.where(up | (~back & (remainder < tol)), 0.0, remainder)
+    if n_full.ndim == 0:
+        return int(n_full), float(remainder)
     return n_full, remainder
 
 

@@ -116,3 +116,55 @@ def simulate(scenario, n_jobs: int = 100_000, seed: int = 0, backend: str = "num
             CappedJobsWarning, stacklevel=2,
         )
     return ds
+
+
+def compare(grid, n_jobs: int = 100_000, seed: int = 0, backend: str = "numba", **simulate_kwargs) -> xr.Dataset:
+    """Closed forms against the simulation, point by point over a scenario grid.
+
+    Returns a Dataset with `ettr_linear`, `ettr_renewal`, `ettr_sim` (work /
+    mean wall, the quantity both closed forms estimate) and `ettr_sim_se`,
+    `ettr_job_mean` (the mean of per-job ratios, for the Jensen gap), `z_renewal`
+    (simulation minus renewal in standard errors), `linear_rel_error` (linear
+    against the exact reference: renewal where it applies, else the
+    simulation), and flags `renewal_exact` (exponential failures) and
+    `linear_valid` (its numerator > 0). Closed forms that do not apply are NaN.
+    """
+    from .closed_form import ClosedFormWarning, ettr, renewal_applies
+
+    sc = as_scenario(grid)
+    sim = simulate(sc, n_jobs=n_jobs, seed=seed, backend=backend, **simulate_kwargs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ClosedFormWarning)  # the flags below say where
+        linear = ettr(sc, "linear")
+        renewal = ettr(sc, "renewal")
+    exact = np.array([renewal_applies(p) for p in sc.points()]).reshape(sc.shape)
+    ds = xr.Dataset(coords=sim.coords).drop_vars(["quantile", "component"])
+    ds["ettr_linear"] = ((), linear) if not sc.is_grid else linear.variable
+    ds["ettr_renewal"] = ((), renewal) if not sc.is_grid else renewal.variable
+    ds["ettr_sim"] = sim.ettr
+    ds["ettr_sim_se"] = sim.ettr_se
+    ds["ettr_job_mean"] = sim.ettr_job_mean
+    ds["ettr_job_mean_se"] = sim.ettr_job_mean_se
+    ds["n_capped"] = sim.n_capped
+    with np.errstate(invalid="ignore", divide="ignore"):
+        ds["z_renewal"] = (ds.ettr_sim - ds.ettr_renewal) / ds.ettr_sim_se
+        reference = xr.where(exact, ds.ettr_renewal, ds.ettr_sim)
+        ds["linear_rel_error"] = (ds.ettr_linear - reference) / reference
+    ds["renewal_exact"] = (sc.dims, exact)
+    ds["linear_valid"] = np.isfinite(ds.ettr_linear)
+    for name, (long_name, units) in {
+        "ettr_linear": ("expected ETTR, first-order (linear) closed form", "1"),
+        "ettr_renewal": ("expected ETTR, renewal closed form (exact for exponential failures)", "1"),
+        "ettr_sim": ("simulated ETTR: total productive / total wall", "1"),
+        "ettr_sim_se": ("standard error of ettr_sim", "1"),
+        "ettr_job_mean": ("simulated mean over jobs of productive / wall (not what the closed forms give)", "1"),
+        "ettr_job_mean_se": ("standard error of ettr_job_mean", "1"),
+        "n_capped": ("simulated jobs stopped at max_failures", "1"),
+        "z_renewal": ("(ettr_sim - ettr_renewal) / ettr_sim_se", "1"),
+        "linear_rel_error": ("(ettr_linear - reference) / reference; reference: renewal if exact, else ettr_sim", "1"),
+        "renewal_exact": ("the renewal form is exact here (exponential failures)", ""),
+        "linear_valid": ("the linear form is inside its valid range (numerator > 0)", ""),
+    }.items():
+        ds[name].attrs = {"long_name": long_name, **({"units": units} if units else {})}
+    ds.attrs = {**sim.attrs, "title": "relmodel: closed forms against simulation"}
+    return ds

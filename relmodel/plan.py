@@ -1,0 +1,229 @@
+"""The capacity planner: checkpoint cadence, ETTR, and what must improve.
+
+Everything is computed with the renewal model (exact for exponential failures,
+lemon mixtures included) at the interval that maximises it, and checked by a
+quick simulation at each recommended interval.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import warnings
+
+import numpy as np
+from scipy.optimize import brentq
+
+from .closed_form import ClosedFormWarning, ettr, feasible_interval, optimal_interval, renewal_applies
+from .scenario import Scenario, as_scenario
+from .units import format_hours
+
+IMPROVABLE = ("failure_rate", "restart_cost", "checkpoint_cost")
+SENSITIVITY = ("failure_rate", "restart_cost", "checkpoint_cost", "queue_wait", "n_gpus")
+_MAX_NODES = 2**24
+
+
+def best_ettr(sc: Scenario) -> float:
+    """Renewal ETTR at the exact optimal interval."""
+    return ettr(sc, "renewal", at="exact")
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """What `plan` found; `to_dict()` for machines, `str()` for people."""
+
+    scenario: Scenario  # at the recommended interval
+    mttf_h: float
+    intervals_h: dict  # label -> interval (young, daly, exact, and current if given)
+    ettr_by_interval: dict  # label -> {linear, renewal, simulated, simulated_se, simulated_ci95}
+    time_per_job_h: dict  # simulated mean per job at the recommended interval, by component
+    sensitivity: dict  # parameter -> {value, elasticity, ettr_if_halved}
+    target: dict | None  # ettr, needed (None: out of reach), best_possible, max_gpus
+    n_jobs: int
+    recommended: str = "exact"
+
+    @property
+    def optimal_interval_h(self) -> float:
+        return self.intervals_h[self.recommended]
+
+    @property
+    def ettr(self) -> float:
+        return self.ettr_by_interval[self.recommended]["renewal"]
+
+    def to_dict(self) -> dict:
+        return {
+            "mttf_h": self.mttf_h,
+            "optimal_interval_h": self.optimal_interval_h,
+            "ettr": self.ettr,
+            "recommended_method": self.recommended,
+            "intervals_h": self.intervals_h,
+            "ettr_by_interval": self.ettr_by_interval,
+            "time_per_job_h": self.time_per_job_h,
+            "sensitivity": self.sensitivity,
+            "target": self.target,
+            "simulation_jobs": self.n_jobs,
+            "scenario": {f.name: getattr(self.scenario, f.name) for f in dataclasses.fields(Scenario)},
+        }
+
+    def __str__(self) -> str:
+        sc = self.scenario
+        out = [
+            f"{sc.n_gpus} GPUs ({sc.n_nodes} nodes), work {format_hours(sc.work)}, "
+            f"failure rate {sc.failure_rate:g} per node-day, checkpoint {format_hours(sc.checkpoint_cost)}, "
+            f"restart {format_hours(sc.restart_cost)}, queue {format_hours(sc.queue_wait)}",
+            f"MTTF of the job: {format_hours(self.mttf_h)}",
+            "",
+            f"{'interval':>10}  {'method':<8} {'linear':>8} {'renewal':>8}   simulated (95% CI, {self.n_jobs} jobs)",
+        ]
+        for label, interval in self.intervals_h.items():
+            e = self.ettr_by_interval[label]
+            lo, hi = e["simulated_ci95"]
+            mark = " *" if label == self.recommended else ""
+            out.append(f"{_interval_text(interval):>10}  {label + mark:<8} {e['linear']:8.4f} {e['renewal']:8.4f}"
+                       f"   {e['simulated']:.4f} [{lo:.4f}, {hi:.4f}]")
+        t = self.time_per_job_h
+        out += ["", f"Time per job at the * interval (simulated mean): wall {format_hours(t['wall'])}"]
+        for name, label in (("productive", "productive"), ("checkpoint", "checkpoint writes"),
+                            ("lost", "re-done work"), ("restart", "restarts"), ("queue", "queue waits")):
+            out.append(f"  {label:<18} {format_hours(t[name]):>9}  {t[name] / t['wall']:6.1%}")
+        out += ["", "Sensitivity of ETTR (renewal; elasticity d ln ETTR / d ln x; interval re-optimised when halved):",
+                f"  {'parameter':<16} {'value':>10} {'elasticity':>11} {'ETTR if halved':>15}"]
+        for name, s in self.sensitivity.items():
+            out.append(f"  {name:<16} {_value_text(name, s['value']):>10} {s['elasticity']:11.4f} "
+                       f"{s['ettr_if_halved']:15.4f}")
+        if self.target is not None:
+            x = self.target["ettr"]
+            out += ["", f"To reach ETTR {x:g} (each parameter alone, interval re-optimised):"]
+            for name in IMPROVABLE:
+                need, now = self.target["needed"][name], getattr(sc, name)
+                if need is None:
+                    out.append(f"  {name:<16} out of reach through {name.replace('_', ' ')} alone "
+                               f"(ETTR {self.target['best_possible'][name]:.4f} at best)")
+                elif need >= now:
+                    out.append(f"  {name:<16} already reached at {_value_text(name, now)}")
+                else:
+                    out.append(f"  {name:<16} {_value_text(name, need)} or less ({now / need:.3g}x lower)"
+                               if need > 0 else f"  {name:<16} 0")
+            g = self.target["max_gpus"]
+            out.append(f"  largest job reaching it today: {g} GPUs" if g else
+                       "  no job size reaches it with today's parameters")
+        return "\n".join(out)
+
+
+def _interval_text(hours: float) -> str:
+    return "never" if math.isinf(hours) else format_hours(hours)
+
+
+def _value_text(name: str, value) -> str:
+    return format_hours(value) if name.endswith(("_cost", "_wait")) else f"{value:g}"
+
+
+def plan(scenario=None, *, target_ettr: float | None = None, n_jobs: int = 20_000, seed: int = 0,
+         backend: str = "numba", **fields) -> Plan:
+    """Plan a run: recommended checkpoint interval, ETTR, MTTF and what must improve.
+
+    Give a Scenario (its checkpoint_interval, if any, is shown as "current"), or
+    its fields as keywords (checkpoint_interval optional). `target_ettr` in (0, 1)
+    adds, for failure rate, restart cost and checkpoint cost, the value each would
+    need alone to reach it, and the largest GPU count that reaches it today.
+    Needs exponential failures (weibull_shape = 1): the plan rests on the renewal form.
+    """
+    from .simulate import simulate
+
+    if scenario is None:
+        current = fields.get("checkpoint_interval")
+        fields.setdefault("checkpoint_interval", 1.0)
+        sc = Scenario(**fields)
+    else:
+        if fields:
+            raise TypeError("give a scenario or its fields, not both")
+        sc = as_scenario(scenario)
+        current = sc.checkpoint_interval
+    if sc.is_grid:
+        raise ValueError(f"plan takes one scenario, not a grid over {sc.dims}")
+    if not renewal_applies(sc):
+        raise ValueError("weibull_shape: the planner uses the renewal model, which needs exponential "
+                         "failures (weibull_shape = 1); use relmodel.compare for Weibull failures")
+    if target_ettr is not None and not (isinstance(target_ettr, (int, float)) and 0 < target_ettr < 1):
+        raise ValueError(f"target_ettr: must be in (0, 1) (got {target_ettr!r})")
+
+    intervals = {m: optimal_interval(sc, m) for m in ("young", "daly", "exact")}
+    if current is not None:
+        intervals["current"] = sc.checkpoint_interval
+    feasible = {label: feasible_interval(v, sc.work) for label, v in intervals.items()}
+    distinct = sorted(set(feasible.values()))
+    sim = simulate(sc.sweep(checkpoint_interval=distinct), n_jobs=n_jobs, seed=seed, backend=backend)
+    ettr_by = {}
+    for label, interval in feasible.items():
+        at = sc.sweep(checkpoint_interval=interval)
+        point = sim.sel(checkpoint_interval=interval)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ClosedFormWarning)
+            linear = ettr(at, "linear")
+        est, se = float(point.ettr), float(point.ettr_se)
+        ettr_by[label] = {"linear": linear, "renewal": ettr(at, "renewal"), "simulated": est,
+                          "simulated_se": se, "simulated_ci95": [est - 1.96 * se, est + 1.96 * se]}
+    best = sc.sweep(checkpoint_interval=feasible["exact"])
+    at_best = sim.sel(checkpoint_interval=feasible["exact"])
+    time_per_job = {c: float(at_best.time_mean.sel(component=c)) for c in at_best.component.values}
+    time_per_job["wall"] = float(at_best.wall_mean)
+
+    return Plan(
+        scenario=best, mttf_h=sc.mttf, intervals_h=intervals, ettr_by_interval=ettr_by,
+        time_per_job_h=time_per_job, sensitivity=_sensitivity(best),
+        target=None if target_ettr is None else _targets(best, float(target_ettr)), n_jobs=n_jobs,
+    )
+
+
+def _sensitivity(sc: Scenario) -> dict:
+    out = {}
+    for name in SENSITIVITY:
+        value = getattr(sc, name)
+        if name == "n_gpus":
+            # ETTR depends on size through n_nodes * failure_rate only.
+            elasticity = out["failure_rate"]["elasticity"]
+            halved = best_ettr(sc.sweep(n_gpus=max(1, value // 2)))
+        elif value == 0:
+            elasticity, halved = 0.0, best_ettr(sc)
+        else:
+            h = 1e-4
+            up = ettr(sc.sweep(**{name: value * math.exp(h)}), "renewal")
+            down = ettr(sc.sweep(**{name: value * math.exp(-h)}), "renewal")
+            elasticity = (math.log(up) - math.log(down)) / (2 * h) if up > 0 and down > 0 else math.nan
+            halved = best_ettr(sc.sweep(**{name: value / 2}))
+        out[name] = {"value": value, "elasticity": elasticity, "ettr_if_halved": halved}
+    return out
+
+
+def _targets(sc: Scenario, x: float) -> dict:
+    needed, best_possible = {}, {}
+    for name in IMPROVABLE:
+        now = getattr(sc, name)
+        def gap(v, name=name):
+            return best_ettr(sc.sweep(**{name: v})) - x
+        floor = now * 1e-6 if name == "checkpoint_cost" else 0.0
+        best_possible[name] = gap(floor) + x
+        if gap(now) >= 0:
+            needed[name] = now
+        elif best_possible[name] < x:
+            needed[name] = None
+        else:
+            needed[name] = brentq(gap, floor, now, xtol=1e-12, rtol=1e-10)
+    return {"ettr": x, "needed": needed, "best_possible": best_possible, "max_gpus": _max_gpus(sc, x)}
+
+
+def _max_gpus(sc: Scenario, x: float) -> int | None:
+    """The largest GPU count (whole nodes) whose best ETTR reaches x."""
+    def reaches(nodes: int) -> bool:
+        return best_ettr(sc.sweep(n_gpus=nodes * sc.gpus_per_node)) >= x
+    if not reaches(1):
+        return None
+    lo, hi = 1, 2
+    while hi < _MAX_NODES and reaches(hi):
+        lo, hi = hi, hi * 2
+    if hi >= _MAX_NODES and reaches(_MAX_NODES):
+        return _MAX_NODES * sc.gpus_per_node
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if reaches(mid) else (lo, mid)
+    return lo * sc.gpus_per_node

@@ -1,0 +1,199 @@
+"""Closed forms: golden values worked by hand, properties over typical ranges."""
+
+import dataclasses
+import math
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+import relmodel as rm
+from relmodel.closed_form import long_run_optimal_interval
+from strategies import scenarios
+
+# One node failing once a day on average: M = 1 / lam = 24 h.
+ONE_A_DAY = dict(n_gpus=8, failure_rate=1.0, work=1000.0)
+
+
+def test_mttf_golden():
+    # 16384 GPUs = 2048 nodes; 2048 * 6.5e-3 = 13.312 failures per day -> 24 / 13.312 h.
+    assert rm.mttf(n_gpus=16384, failure_rate=6.5e-3) == pytest.approx(1.8028846153846154, rel=1e-15)
+    assert rm.mttf(n_gpus=9, failure_rate=1.0) == 12.0  # 9 GPUs need 2 nodes
+    assert rm.mttf(n_gpus=8, failure_rate=0.0) == math.inf
+    np.testing.assert_allclose(rm.mttf([8, 16], 1.0), [24.0, 12.0])
+
+
+def test_young_golden():
+    # w = 5 min = 1/12 h, M = 24 h: sqrt(2 * (1/12) * 24) = sqrt(4) = 2 h = 120 min.
+    sc = rm.Scenario(**ONE_A_DAY, checkpoint_interval=1, checkpoint_cost="5min")
+    assert rm.optimal_interval(sc, "young") == pytest.approx(2.0, rel=1e-15)
+
+
+def test_daly_golden():
+    # sqrt(w / 2M) = sqrt(1/576) = 1/24 and w / 18M = 1/5184, so
+    # 2 * (1 + 1/72 + 1/5184) - 1/12 = 1.9448302469...
+    sc = rm.Scenario(**ONE_A_DAY, checkpoint_interval=1, checkpoint_cost="5min")
+    assert rm.optimal_interval(sc, "daly") == pytest.approx(2 * (1 + 1 / 72 + 1 / 5184) - 1 / 12, rel=1e-14)
+    # w >= 2M: Daly's interval is M itself.
+    assert rm.optimal_interval(sc.sweep(checkpoint_cost="2d"), "daly") == pytest.approx(24.0)
+
+
+def test_linear_golden():
+    # lam = 1/24, dt = 2 h, u0 = 0.5 h, w = 5 min: (1 - (0.5 + 1) / 24) / (1 + (1/12) / 2) = 0.9375 / (25/24) = 0.9.
+    sc = rm.Scenario(**ONE_A_DAY, checkpoint_interval=2, checkpoint_cost="5min", restart_cost=0.5)
+    assert rm.ettr(sc, "linear") == pytest.approx(0.9, rel=1e-14)
+    # A queue wait q = 1.2 h adds the factor 1 / (1 + 1.2 / 24) = 1 / 1.05.
+    assert rm.ettr(sc.sweep(queue_wait=1.2), "linear") == pytest.approx(0.9 / 1.05, rel=1e-14)
+
+
+def test_renewal_golden():
+    # lam = 0.1 per hour (1 node at 2.4 per day), dt = 1 h, no costs, work 2 h:
+    # two full intervals, each taking (e^0.1 - 1) / 0.1 = 1.0517091807564762 h on average,
+    # the second followed by a zero-cost checkpoint; ETTR = 2 / 2.1034183615129524.
+    sc = rm.Scenario(n_gpus=8, failure_rate=2.4, checkpoint_interval=1, work=2)
+    assert rm.ettr(sc, "renewal") == pytest.approx(2 / (2 * math.expm1(0.1) / 0.1), rel=1e-14)
+    # A restart u0 = 0.5 h and queue q = 0.25 h: R* = q e^(lam u0) + (e^(lam u0) - 1) / lam.
+    r_star = 0.25 * math.exp(0.05) + math.expm1(0.05) / 0.1
+    sc = sc.sweep(restart_cost=0.5, queue_wait=0.25, work=2.5)  # 2 full intervals + 0.5 h
+    wall = 2 * math.expm1(0.1) * (10 + r_star) + math.expm1(0.05) * (10 + r_star)
+    assert rm.ettr(sc, "renewal") == pytest.approx(2.5 / wall, rel=1e-14)
+
+
+def test_renewal_matches_daly_efficiency_for_long_jobs():
+    # q = 0, long work: ETTR -> e^(-lam u0) lam dt / (e^(lam (dt + w)) - 1).
+    lam, dt, w, u0 = 1 / 24, 1.5, 0.1, 0.3
+    sc = rm.Scenario(n_gpus=8, failure_rate=1.0, checkpoint_interval=dt, checkpoint_cost=w, restart_cost=u0,
+                     work=dt * 200_000)
+    daly = math.exp(-lam * u0) * lam * dt / math.expm1(lam * (dt + w))
+    assert rm.ettr(sc, "renewal") == pytest.approx(daly, rel=1e-9)
+
+
+def test_renewal_is_zero_not_an_overflow_when_hopeless():
+    sc = rm.Scenario(n_gpus=10**6, failure_rate=0.02, checkpoint_interval="1w", work="30d", restart_cost="1h")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no overflow or invalid-value warnings
+        assert rm.ettr(sc, "renewal") == 0.0
+        assert 0 <= rm.ettr(sc.sweep(checkpoint_interval="1s", checkpoint_cost="1s"), "renewal") <= 1
+
+
+def test_linear_is_flagged_outside_its_range():
+    sc = rm.Scenario(n_gpus=16384, failure_rate=6.5e-3, checkpoint_interval="4h", work="14d")
+    with pytest.warns(rm.ClosedFormWarning, match="numerator"):
+        assert math.isnan(rm.ettr(sc, "linear"))
+
+
+def test_renewal_and_exact_are_nan_and_flagged_for_weibull():
+    sc = rm.Scenario(n_gpus=1024, failure_rate=6.5e-3, checkpoint_interval="1h", work="7d", weibull_shape=0.7,
+                     checkpoint_cost="5min")
+    with pytest.warns(rm.ClosedFormWarning):
+        assert math.isnan(rm.ettr(sc, "renewal"))
+    with pytest.warns(rm.ClosedFormWarning):
+        assert math.isnan(rm.optimal_interval(sc, "exact"))
+    assert rm.optimal_interval(sc, "young") > 0  # the heuristics only need the mean rate
+
+
+def test_grids_give_labelled_arrays():
+    sc = rm.Scenario(n_gpus=[8, 1024, 16384], failure_rate=[2.34e-3, 6.5e-3], checkpoint_interval="1h",
+                     checkpoint_cost="5min", restart_cost="10min", work="7d")
+    for value in (rm.ettr(sc, "renewal"), rm.ettr(sc, "linear"), rm.optimal_interval(sc, "exact"),
+                  rm.ettr(sc, at="exact")):
+        assert value.dims == ("n_gpus", "failure_rate") and value.shape == (3, 2) and "units" in value.attrs
+    point = rm.ettr(sc, "renewal").sel(n_gpus=1024, failure_rate=6.5e-3)
+    assert float(point) == rm.ettr(sc.sweep(n_gpus=1024, failure_rate=6.5e-3), "renewal")
+
+
+@pytest.mark.parametrize("kwargs, match", [(dict(method="quadratic"), "method"), (dict(at="best"), "at")])
+def test_unknown_methods_are_rejected(kwargs, match):
+    sc = rm.Scenario(n_gpus=8, failure_rate=1e-3, checkpoint_interval=1, work=10)
+    with pytest.raises(ValueError, match=match):
+        rm.ettr(sc, **kwargs)
+    with pytest.raises(ValueError, match="method"):
+        rm.optimal_interval(sc, "newton")
+
+
+# ---- properties over typical ranges -------------------------------------------
+
+COSTS = ("failure_rate", "restart_cost", "checkpoint_cost", "queue_wait")
+
+
+@given(sc=scenarios(exponential_only=True))
+def test_both_forms_in_unit_interval(sc):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", rm.ClosedFormWarning)
+        linear = rm.ettr(sc, "linear")
+    assert 0 <= rm.ettr(sc, "renewal") <= 1
+    assert math.isnan(linear) or 0 < linear <= 1
+
+
+@given(sc=scenarios(exponential_only=True), name=st.sampled_from(COSTS + ("n_gpus",)),
+       factor=st.floats(1.01, 10))
+def test_monotone_in_every_cost_and_in_scale(sc, name, factor):
+    value = getattr(sc, name)
+    bigger = math.ceil(value * factor) + 1 if name == "n_gpus" else (value * factor if value else 0.1)
+    worse = dataclasses.replace(sc, **{name: bigger})
+    assert rm.ettr(worse, "renewal") <= rm.ettr(sc, "renewal")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", rm.ClosedFormWarning)
+        before, after = rm.ettr(sc, "linear"), rm.ettr(worse, "linear")
+    assume(not math.isnan(after))
+    assert after <= before * (1 + 1e-12)
+    # The best achievable ETTR is monotone too (interval re-optimised).
+    assert rm.ettr(worse, at="exact") <= rm.ettr(sc, at="exact") * (1 + 1e-12)
+
+
+@given(sc=scenarios(exponential_only=True), shrink=st.sampled_from([1e-2, 1e-3, 1e-4]))
+def test_linear_approaches_renewal_as_failures_vanish(sc, shrink):
+    # Work a whole number of intervals, so only the failure terms differ.
+    sc = sc.sweep(work=sc.checkpoint_interval * 50)
+    x = sc.job_failure_rate * (sc.checkpoint_interval + sc.restart_cost + sc.queue_wait)
+    small = sc.sweep(failure_rate=sc.failure_rate * shrink / max(x, 1e-300))  # lam (dt + u0 + q) = shrink
+    gap = abs(rm.ettr(small, "linear") - rm.ettr(small, "renewal"))
+    # The linear form ignores failures during checkpoint writes: a first-order
+    # gap of lam w / 2, which vanishes with lam; the rest is second order.
+    assert gap <= small.job_failure_rate * sc.checkpoint_cost / 2 * 1.01 + 5 * shrink**2 + 1e-12
+    if sc.checkpoint_cost == 0:
+        assert gap <= 5 * shrink**2 + 1e-12
+
+
+@given(sc=scenarios(exponential_only=True))
+def test_exact_optimum_is_never_worse_than_young_or_daly(sc):
+    assume(sc.checkpoint_cost > 0)
+    best = rm.ettr(sc, "renewal", at="exact")
+    for method in ("young", "daly"):
+        assert best >= rm.ettr(sc, "renewal", at=method) * (1 - 1e-6)
+
+
+@given(lam=st.floats(1e-5, 10), w=st.floats(1e-6, 1e-2))
+def test_young_daly_and_exact_agree_to_first_order_when_w_much_less_than_m(lam, w):
+    w = w / lam  # w / M between 1e-6 and 1e-2
+    young = math.sqrt(2 * w / lam)
+    exact = long_run_optimal_interval(lam, w)
+    sc = rm.Scenario(n_gpus=8, failure_rate=24 * lam, checkpoint_interval=1, checkpoint_cost=w, work=1.0)
+    daly = rm.optimal_interval(sc, "daly")
+    eps = math.sqrt(lam * w)  # relative size of the next-order terms
+    assert abs(exact / young - 1) <= eps and abs(daly / young - 1) <= eps
+    assert abs(exact / daly - 1) <= 2 * lam * w + 1e-9  # Daly is the next order
+
+
+@given(lam=st.floats(1e-6, 100), w=st.floats(1e-6, 1e3))
+def test_long_run_optimum_maximises_long_run_efficiency(lam, w):
+    x = lam * long_run_optimal_interval(lam, w)
+    c = lam * w
+    assert 0 < x <= 1
+    def efficiency(x):  # lam dt / (e^(lam (dt + w)) - 1), in log form to avoid overflow
+        return math.log(x) - (x + c) - math.log(-math.expm1(-(x + c)))
+    for step in (1e-3, 1e-5):
+        assert efficiency(x) >= max(efficiency(x * (1 - step)), efficiency(min(x * (1 + step), 1.0))) - 1e-13
+    if c < 1:  # the first-order condition (1 - x) e^(x + c) = 1 itself, where it is well conditioned
+        assert math.log1p(-x) + x + c == pytest.approx(0, abs=1e-12)
+
+
+def test_exact_interval_splits_work_into_equal_pieces():
+    sc = rm.Scenario(n_gpus=1024, failure_rate=6.5e-3, checkpoint_interval=1, checkpoint_cost="5min",
+                     restart_cost="10min", work=10)
+    interval = rm.optimal_interval(sc, "exact")
+    n_full, remainder = sc.sweep(checkpoint_interval=interval).intervals
+    assert remainder == pytest.approx(interval, rel=1e-5)  # the last piece is as long as the others
+    assert rm.optimal_interval(sc.sweep(failure_rate=0), "exact") == math.inf

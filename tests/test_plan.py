@@ -1,0 +1,123 @@
+"""compare(), the planner, its figures and `relmodel plan`."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import relmodel as rm
+from relmodel.cli import main
+from relmodel.plan import best_ettr
+
+RUN = dict(n_gpus=16384, failure_rate=6.5e-3, checkpoint_cost="5min", restart_cost="10min", work="14d")
+
+
+def test_compare_puts_closed_forms_beside_the_simulation():
+    grid = rm.Scenario(**{**RUN, "n_gpus": [1024, 16384]}, checkpoint_interval=["30min", "2h"],
+                       weibull_shape=[1.0, 0.7])
+    ds = rm.compare(grid, n_jobs=20_000, seed=3)
+    exp = ds.sel(weibull_shape=1.0)
+    assert np.all(np.abs(exp.z_renewal) < 4)
+    assert bool(exp.renewal_exact.all()) and not bool(ds.renewal_exact.sel(weibull_shape=0.7).any())
+    assert np.all(np.isnan(ds.ettr_renewal.sel(weibull_shape=0.7)))
+    # The linear form is measured against the simulation where the renewal form does not apply.
+    weib = ds.sel(weibull_shape=0.7)
+    np.testing.assert_allclose(weib.linear_rel_error, (weib.ettr_linear - weib.ettr_sim) / weib.ettr_sim)
+    assert "units" in ds.ettr_sim.attrs and ds.attrs["seed"] == 3
+
+
+@pytest.fixture(scope="module")
+def the_plan():
+    return rm.plan(**RUN, checkpoint_interval="1h", target_ettr=0.8, n_jobs=5000)
+
+
+def test_plan_recommends_the_exact_optimum(the_plan):
+    p = the_plan
+    assert p.mttf_h == pytest.approx(24 / (2048 * 6.5e-3))
+    assert set(p.intervals_h) == {"young", "daly", "exact", "current"}
+    assert p.ettr == max(e["renewal"] for e in p.ettr_by_interval.values())
+    for e in p.ettr_by_interval.values():
+        lo, hi = e["simulated_ci95"]
+        assert lo < e["simulated"] < hi and abs(e["simulated"] - e["renewal"]) < 4 * e["simulated_se"]
+    t = p.time_per_job_h
+    assert sum(t[c] for c in ("productive", "checkpoint", "lost", "restart", "queue")) == pytest.approx(t["wall"])
+
+
+def test_plan_targets_are_the_values_that_reach_the_target(the_plan):
+    target = the_plan.target
+    sc = the_plan.scenario
+    for name, needed in target["needed"].items():
+        if needed is None:
+            assert target["best_possible"][name] < 0.8
+        else:
+            assert best_ettr(sc.sweep(**{name: needed})) == pytest.approx(0.8, abs=1e-6)
+    assert target["needed"]["restart_cost"] is None  # 10 min restarts are not what holds this run back
+    g = target["max_gpus"]
+    assert best_ettr(sc.sweep(n_gpus=g)) >= 0.8 > best_ettr(sc.sweep(n_gpus=g + sc.gpus_per_node))
+
+
+def test_plan_sensitivities(the_plan):
+    s = the_plan.sensitivity
+    assert all(s[k]["elasticity"] < 0 for k in ("failure_rate", "restart_cost", "checkpoint_cost"))
+    assert s["queue_wait"]["elasticity"] == 0
+    assert all(s[k]["ettr_if_halved"] > the_plan.ettr for k in ("failure_rate", "restart_cost", "checkpoint_cost"))
+
+
+@settings(max_examples=10)
+@given(gpus=st.integers(8, 65536), x=st.floats(0.3, 0.97))
+def test_max_gpus_bracket_the_target(gpus, x):
+    sc = rm.Scenario(**{**RUN, "n_gpus": gpus}, checkpoint_interval=1)
+    g = rm.plan(sc, target_ettr=x, n_jobs=200).target["max_gpus"]
+    if g is None:
+        assert best_ettr(sc.sweep(n_gpus=8)) < x
+    else:
+        assert best_ettr(sc.sweep(n_gpus=g)) >= x > best_ettr(sc.sweep(n_gpus=g + 8))
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(target_ettr=1.2), "target_ettr"), (dict(weibull_shape=0.5), "weibull_shape"),
+    (dict(n_gpus=[8, 16]), "grid"),
+])
+def test_plan_rejects_what_it_cannot_plan(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        rm.plan(**{**RUN, **kwargs})
+
+
+def invoke(*args):
+    return CliRunner().invoke(main, list(args))
+
+
+def test_cli_plan_json_and_plot(tmp_path):
+    png = tmp_path / "plan.png"
+    result = invoke("plan", "--gpus", "16384", "--work", "14d", "--target-ettr", "0.8", "--n-jobs", "2000",
+                    "--json", "--plot", str(png))
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.output)
+    assert {"mttf_h", "optimal_interval_h", "ettr"} <= set(out)
+    assert out["mttf_h"] == pytest.approx(1.8028846, rel=1e-6) and 0 < out["ettr"] < 1
+    assert png.stat().st_size > 10_000
+
+
+def test_cli_plan_table_names_every_section():
+    result = invoke("plan", "--gpus", "1024", "--n-jobs", "1000", "--target-ettr", "0.95")
+    assert result.exit_code == 0, result.output
+    for text in ("MTTF", "exact *", "re-done work", "Sensitivity", "To reach ETTR 0.95", "largest job"):
+        assert text in result.output
+
+
+@pytest.mark.parametrize("args, flag", [
+    ([], "--gpus"), (["--gpus", "8", "--restart-cost", "-1"], "--restart-cost"),
+    (["--gpus", "8", "--checkpoint-cost", "5 minutes later"], "--checkpoint-cost"),
+    (["--gpus", "8", "--failure-rate", "inf"], "--failure-rate"),
+    (["--gpus", "8", "--target-ettr", "1"], "--target-ettr"), (["--gpus", "8,16"], "--gpus"),
+    (["--gpus", "8", "--weibull-shape", "2"], "--weibull-shape"), (["--gpus", "8", "--work", "0"], "--work"),
+])
+def test_cli_plan_bad_input_is_one_line_naming_the_flag(args, flag):
+    result = invoke("plan", *args)
+    assert result.exit_code == 2
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error:") and flag in lines[0]
