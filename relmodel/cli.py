@@ -72,7 +72,9 @@ def scenario_options(func=None, *, interval_default="1h", interval_help="Product
     return func
 
 
-FLAGS = {"n_gpus": "--gpus", **{f: "--" + f.replace("_", "-") for f in FIELDS if f != "n_gpus"}}
+FLAGS = {"n_gpus": "--gpus", "n_threads": "--threads",
+         **{f: "--" + f.replace("_", "-") for f in (*FIELDS, "n_jobs", "seed", "max_failures", "target_ettr")
+            if f != "n_gpus"}}
 
 
 def usage_error(err: ValueError) -> click.UsageError:
@@ -134,8 +136,11 @@ def simulate(n_jobs, seed, backend, threads, max_failures, out, progress, as_jso
     sc = build_scenario(fields)
     if out is not None and out.suffix not in (".nc", ".zarr"):
         raise click.UsageError(f"--out: unknown suffix {out.suffix!r}; use .nc or .zarr")
-    ds = run_simulation(sc, n_jobs=n_jobs, seed=seed, backend=backend, n_threads=threads,
-                        max_failures=max_failures, progress=progress)
+    try:
+        ds = run_simulation(sc, n_jobs=n_jobs, seed=seed, backend=backend, n_threads=threads,
+                            max_failures=max_failures, progress=progress)
+    except ValueError as err:
+        raise usage_error(err) from None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ClosedFormWarning)  # NaN in the table says it
         ds["ettr_renewal"] = ettr(sc, "renewal")

@@ -114,7 +114,10 @@ def run(packed: Packed, n_jobs: int, seed: int, backend: str = "numba", *, scena
     check_run_args(n_jobs, seed, max_failures)
     kernel = get_backend(backend)
     n_rows = packed.params.shape[0]
-    keys = np.arange(n_rows, dtype=np.uint64) if scenario_keys is None else np.asarray(scenario_keys, np.uint64)
+    keys = np.arange(n_rows, dtype=np.uint64) if scenario_keys is None else np.asarray(scenario_keys)
+    if keys.shape != (n_rows,) or keys.dtype.kind not in "iu" or keys.min() < 0 or keys.max() >= 2**32:
+        raise ValueError(f"scenario_keys: need {n_rows} integers in [0, 2**32) (got {scenario_keys!r})")
+    keys = keys.astype(np.uint64)
     n_blocks = -(-n_jobs // BLOCK_SIZE)
     stats = np.zeros((n_rows, N_STATS))
     hist = np.zeros((n_rows, N_BINS + 1), dtype=np.int64)

@@ -42,7 +42,7 @@ def test_simulate_json_is_strict_json():
     (["--gpus", "8", "--failure-rate", "-1"], "--failure-rate"),
     (["--gpus", "8", "--work", "3 fortnights"], "--work"),
     (["--gpus", "8", "--n-jobs", "0"], "--n-jobs"), (["--gpus", "8", "--out", "x.csv"], "--out"),
-    (["--gpus", "8,8"], "--gpus"),
+    (["--gpus", "8,8"], "--gpus"), (["--gpus", "8", "--threads", "999"], "--threads"),
 ])
 def test_bad_input_is_a_usage_error_naming_the_flag(args, flag):
     result = invoke("simulate", *args)

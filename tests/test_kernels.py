@@ -56,6 +56,13 @@ def test_a_sub_grid_with_its_global_keys_reproduces_the_full_grid():
     assert np.array_equal(full.stats[2:], part.stats)
 
 
+def test_scenario_keys_are_checked():
+    packed = pack(REFERENCE.sweep(n_gpus=[64, 2048]))
+    for keys in ([0], [0, 2**32], [-1, 0], [0.5, 1.5]):
+        with pytest.raises(ValueError, match="scenario_keys"):
+            run(packed, 100, 0, scenario_keys=keys)
+
+
 def test_seed_and_scenario_change_the_streams():
     a = job_arrays(REFERENCE, "numba", seed=1).jobs
     assert not np.array_equal(a, job_arrays(REFERENCE, "numba", seed=2).jobs)
