@@ -141,7 +141,7 @@ def run(packed: Packed, n_jobs: int, seed: int, backend: str = "numba", *, scena
         jobs = None
         if keep_jobs:
             jobs = np.empty((n_rows, n_jobs, N_JOB_FIELDS))
-            kernel.run_jobs(*args, 0, max_failures, jobs)
+            kernel.run_jobs(*args, np.int64(0), np.int64(max_failures), jobs)
     return Totals(stats=stats, hist=hist, jobs=jobs)
 
 

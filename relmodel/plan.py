@@ -11,9 +11,6 @@ import dataclasses
 import math
 import warnings
 
-import numpy as np
-from scipy.optimize import brentq
-
 from .closed_form import ClosedFormWarning, ettr, feasible_interval, optimal_interval, renewal_applies
 from .scenario import Scenario, as_scenario
 from .units import format_hours
@@ -196,6 +193,8 @@ def _sensitivity(sc: Scenario) -> dict:
 
 
 def _targets(sc: Scenario, x: float) -> dict:
+    from scipy.optimize import brentq  # here: scipy.optimize costs 0.3 s at import
+
     needed, best_possible = {}, {}
     for name in IMPROVABLE:
         now = getattr(sc, name)

@@ -63,18 +63,19 @@ def split_job(job):
     return j & _MASK32, j >> _S32
 
 
-@njit("void(uint64, uint64, int64, int64, float64[::1])", parallel=True, **_JIT)
+# Lazily compiled (no signature): tests and benchmarks only, kept off the simulate start-up path.
+@njit(parallel=True, **_JIT)
 def uniforms(seed, scenario, job, first, out):
     """out[i] = uniform number first + i of (seed, scenario, job); for tests and streams."""
     k0 = np.uint64(seed)
     k1 = np.uint64(scenario)
-    job_lo, job_hi = split_job(job)
+    job_lo, job_hi = split_job(np.int64(job))
     for i in prange(out.size):
         u, _, spare = next_uniform(k0, k1, job_lo, job_hi, (first + i) & ~1, 0.0)
         out[i] = spare if (first + i) & 1 else u
 
 
-@njit("float64[::1](uint64, uint64, int64, int64, int64)", parallel=True, **_JIT)
+@njit(parallel=True, **_JIT)
 def exponential_draw_limit(seed, scenario, n_jobs, draws_per_job, block_size):
     """The practical limit of the timeline kernel: the same generator drawing
     `draws_per_job` exponential variates per job in a bare loop (per-block sums)."""

@@ -234,12 +234,8 @@ def run_blocks(
         st[S_CAPPED] = capped_sum
 
 
-@njit(
-    "void(float64[:, ::1], float64[::1], float64[::1], float64[::1], int64[::1], uint64,"
-    " uint64[::1], int64, int64, float64[:, :, ::1])",
-    parallel=True,
-    **_JIT,
-)
+# Lazily compiled (no signature): only keep_jobs needs it, so simulate does not load it at start-up.
+@njit(parallel=True, **_JIT)
 def run_jobs(
     params, rate_cdf, rate_value, rate_survival, rate_offset, seed, scenario_key, first_job,
     max_failures, out,
