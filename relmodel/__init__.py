@@ -10,6 +10,7 @@ from .closed_form import ClosedFormWarning, ettr, mttf, optimal_interval
 from .plan import Plan, plan
 from .scenario import Scenario, ScenarioError
 from .simulate import CappedJobsWarning, compare, simulate
+from .sweep import open_study
 from .units import to_hours
 
 __all__ = [
@@ -21,6 +22,7 @@ __all__ = [
     "compare",
     "ettr",
     "mttf",
+    "open_study",
     "optimal_interval",
     "plan",
     "simulate",

@@ -194,6 +194,41 @@ def plan(target_ettr, n_jobs, seed, backend, plot, as_json, **fields):
             click.echo(f"wrote {plot}")
 
 
+@main.command(epilog="Study files: [fixed] scenario fields, [sweep] axes (lists, or {start, stop, num, "
+                    "scale}), [run] n_jobs, seed, backend, max_failures, chunk_points, outputs. " + _UNITS_EPILOG)
+@click.argument("study_file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--out", type=click.Path(path_type=Path), required=True,
+              help="The store: .zarr (written chunk by chunk, resumable) or .nc (converted at the end).")
+@click.option("--scheduler", default="local", show_default=True,
+              help="local (Numba threads here), dask-local (a LocalCluster here) or tcp://HOST:PORT.")
+@click.option("--workers", type=click.IntRange(min=1), default=None, help="Workers of dask-local (default: cores).")
+@click.option("--quiet", is_flag=True, help="No progress bar.")
+@click.option("--plot", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Draw the standard figures of two sweep axes to this image file.")
+@click.option("--x", "x_dim", default=None, help="Sweep axis on the x axis of --plot (default: the first).")
+@click.option("--y", "y_dim", default=None, help="Sweep axis on the y axis of --plot (default: the second).")
+def sweep(study_file, out, scheduler, workers, quiet, plot, x_dim, y_dim):
+    """Run (or resume) a study: a grid of scenarios, chunk by chunk, into a zarr or netCDF store."""
+    from .study import StudyError, load_study
+    from .sweep import open_study, run_study
+
+    try:
+        study = load_study(study_file)
+        run_study(study, out, source=study_file.read_text(), scheduler=scheduler, n_workers=workers,
+                  progress=not quiet)
+    except StudyError as err:
+        raise click.UsageError(str(err)) from None
+    if plot is not None:
+        from .plot import study_figure
+
+        try:
+            study_figure(open_study(out), x_dim, y_dim, plot)
+        except ValueError as err:
+            raise usage_error(err) from None
+    if not quiet:
+        click.echo(f"wrote {out}" + (f" and {plot}" if plot else ""))
+
+
 def to_json(obj) -> str:
     """Strict JSON: NaN and infinities become null."""
     def clean(x):

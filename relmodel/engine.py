@@ -41,8 +41,13 @@ class Packed:
 
 
 def pack(sc: Scenario) -> Packed:
+    return pack_points(sc.points())
+
+
+def pack_points(points) -> Packed:
+    """Kernel inputs for scalar scenarios, one row each, in the order given."""
     rows, cdfs, values, survivals = [], [], [], []
-    for p in sc.points():
+    for p in points:
         n_full, remainder = split_work(p.work, p.checkpoint_interval)
         shape = p.weibull_shape
         scale_factor = 1.0 / math.gamma(1.0 + 1.0 / shape)

@@ -75,3 +75,50 @@ def plan_figure(scenario, path=None, **kwargs):
     if path is not None:
         fig.savefig(path, dpi=120)
     return fig
+
+
+def study_figure(ds, x=None, y=None, path=None):
+    """A study's standard figures over two sweep axes: a heat map of simulated
+    ETTR, and (when checkpoint_interval is swept) the best simulated interval
+    against the other axis beside the exact closed-form optimum."""
+    from matplotlib.figure import Figure
+
+    sweep_dims = [d for d in ds.ettr.dims]
+    x = x or sweep_dims[0]
+    y = y or (sweep_dims[1] if len(sweep_dims) > 1 else None)
+    for name, dim in (("x", x), ("y", y)):
+        if dim is not None and dim not in sweep_dims:
+            raise ValueError(f"{name}: {dim!r} is not a sweep axis of this study ({', '.join(sweep_dims)})")
+    if y is None:
+        raise ValueError(f"y: a study figure needs two sweep axes; this study sweeps {', '.join(sweep_dims)}")
+    ettr_xy = ds.ettr
+    others = [d for d in sweep_dims if d not in (x, y)]
+    if others:  # the first value of every other axis
+        ettr_xy = ettr_xy.isel({d: 0 for d in others})
+    ettr_xy = ettr_xy.transpose(y, x).load()
+    with_curve = "checkpoint_interval" in (x, y)
+    fig = Figure(figsize=(12 if with_curve else 6, 4.5), layout="constrained")
+    axes = fig.subplots(1, 2 if with_curve else 1)
+    heat = axes[0] if with_curve else axes
+    mesh = heat.pcolormesh(np.arange(ettr_xy.sizes[x]), np.arange(ettr_xy.sizes[y]), ettr_xy.values,
+                           shading="nearest", vmin=0, vmax=1, cmap="viridis")
+    heat.set(xticks=range(ettr_xy.sizes[x]), yticks=range(ettr_xy.sizes[y]), xlabel=x, ylabel=y,
+             title="simulated ETTR" + (f" ({', '.join(f'{d}={ds[d].values[0]:g}' for d in others)})" if others else ""))
+    heat.set_xticklabels([f"{v:g}" for v in ettr_xy[x].values], rotation=45, fontsize=7)
+    heat.set_yticklabels([f"{v:g}" for v in ettr_xy[y].values], fontsize=7)
+    fig.colorbar(mesh, ax=heat, label="ETTR")
+    if with_curve:
+        other = y if x == "checkpoint_interval" else x
+        best = ettr_xy.idxmax("checkpoint_interval")
+        ax = axes[1]
+        ax.plot(best[other], best, "o", label="best simulated interval (grid)")
+        # The optimum does not depend on the interval the grid was run at: fix it to one value.
+        sc = Scenario.from_dataset(ettr_xy).sweep(checkpoint_interval=float(ettr_xy.checkpoint_interval[0]))
+        ax.plot(ettr_xy[other], optimal_interval(sc, "exact"), "-", label="exact optimum (renewal)")
+        ax.set(xscale="log", yscale="log", xlabel=other, ylabel="checkpoint interval (h)",
+               title="optimal checkpoint interval")
+        ax.legend(fontsize=8)
+    if path is not None:
+        fig.savefig(path, dpi=120)
+    return fig
+

@@ -172,6 +172,13 @@ class Scenario:
         for values in itertools.product(*(getattr(self, d) for d in dims)):
             yield dataclasses.replace(self, **dict(zip(dims, values)))
 
+    def point(self, index) -> "Scenario":
+        """The scalar scenario at a grid index (a tuple over `dims`)."""
+        index = tuple(index)
+        if len(index) != len(self.dims):
+            raise IndexError(f"need {len(self.dims)} indices for dims {self.dims}, got {index}")
+        return dataclasses.replace(self, **{d: getattr(self, d)[i] for d, i in zip(self.dims, index)})
+
     def columns(self) -> dict[str, np.ndarray]:
         """Each field as a flat array over the grid points, in scenario index order."""
         dims = self.dims
@@ -190,6 +197,18 @@ class Scenario:
             attrs = {"units": units} if units else {}
             out[name] = ((name,), np.asarray(value), attrs) if name in self.dims else ((), value, attrs)
         return out
+
+    @classmethod
+    def from_dataset(cls, ds) -> "Scenario":
+        """The scenario (grid) behind a Dataset or DataArray from simulate, compare or a study:
+        its scenario coordinates, dimension coordinates becoming sweep axes."""
+        fields = {}
+        for name in FIELDS:
+            if name not in ds.coords:
+                raise ValueError(f"{name}: the Dataset has no coordinate {name!r}; is it from relmodel?")
+            value = ds[name].values
+            fields[name] = value.tolist() if value.ndim else value.item()
+        return cls(**fields)
 
     def sweep(self, **axes) -> "Scenario":
         """A copy with some fields replaced (sequences make sweep axes)."""

@@ -121,6 +121,9 @@ def simulate(scenario, n_jobs: int = 100_000, seed: int = 0, backend: str = "num
 def compare(grid, n_jobs: int = 100_000, seed: int = 0, backend: str = "numba", **simulate_kwargs) -> xr.Dataset:
     """Closed forms against the simulation, point by point over a scenario grid.
 
+    `grid` may also be a Dataset from `simulate` or a study (`open_study`): its
+    simulated ETTR is used as it is, and only the closed forms are computed.
+
     Returns a Dataset with `ettr_linear`, `ettr_renewal`, `ettr_sim` (work /
     mean wall, the quantity both closed forms estimate) and `ettr_sim_se`,
     `ettr_job_mean` (the mean of per-job ratios, for the Jensen gap), `z_renewal`
@@ -131,21 +134,26 @@ def compare(grid, n_jobs: int = 100_000, seed: int = 0, backend: str = "numba", 
     """
     from .closed_form import ClosedFormWarning, ettr, renewal_applies
 
-    sc = as_scenario(grid)
-    sim = simulate(sc, n_jobs=n_jobs, seed=seed, backend=backend, **simulate_kwargs)
+    from .scenario import Scenario
+
+    if isinstance(grid, xr.Dataset):
+        sim, sc = grid, Scenario.from_dataset(grid)
+    else:
+        sc = as_scenario(grid)
+        sim = simulate(sc, n_jobs=n_jobs, seed=seed, backend=backend, **simulate_kwargs)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ClosedFormWarning)  # the flags below say where
         linear = ettr(sc, "linear")
         renewal = ettr(sc, "renewal")
     exact = np.array([renewal_applies(p) for p in sc.points()]).reshape(sc.shape)
-    ds = xr.Dataset(coords=sim.coords).drop_vars(["quantile", "component"])
+    ds = xr.Dataset(coords=sim.coords).drop_vars(["quantile", "component"], errors="ignore")
     ds["ettr_linear"] = ((), linear) if not sc.is_grid else linear.variable
     ds["ettr_renewal"] = ((), renewal) if not sc.is_grid else renewal.variable
     ds["ettr_sim"] = sim.ettr
     ds["ettr_sim_se"] = sim.ettr_se
-    ds["ettr_job_mean"] = sim.ettr_job_mean
-    ds["ettr_job_mean_se"] = sim.ettr_job_mean_se
-    ds["n_capped"] = sim.n_capped
+    for name in ("ettr_job_mean", "ettr_job_mean_se", "n_capped"):  # a study may not have kept them
+        if name in sim:
+            ds[name] = sim[name]
     with np.errstate(invalid="ignore", divide="ignore"):
         ds["z_renewal"] = (ds.ettr_sim - ds.ettr_renewal) / ds.ettr_sim_se
         reference = xr.where(exact, ds.ettr_renewal, ds.ettr_sim)
@@ -165,6 +173,7 @@ def compare(grid, n_jobs: int = 100_000, seed: int = 0, backend: str = "numba", 
         "renewal_exact": ("the renewal form is exact here (exponential failures)", ""),
         "linear_valid": ("the linear form is inside its valid range (numerator > 0)", ""),
     }.items():
-        ds[name].attrs = {"long_name": long_name, **({"units": units} if units else {})}
+        if name in ds:
+            ds[name].attrs = {"long_name": long_name, **({"units": units} if units else {})}
     ds.attrs = {**sim.attrs, "title": "relmodel: closed forms against simulation"}
     return ds

@@ -1,0 +1,192 @@
+"""Study files: a TOML description of a sweep (fixed fields, sweep axes, run).
+
+    [fixed]
+    failure_rate = 6.5e-3
+    checkpoint_cost = "5min"
+    [sweep]
+    n_gpus = [1024, 4096, 16384]
+    checkpoint_interval = { start = "10min", stop = "4h", num = 12, scale = "log" }
+    [run]
+    n_jobs = 100000
+    seed = 1
+
+Every error names the key and its line.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import math
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from .scenario import FIELDS, Scenario, ScenarioError
+from .units import to_hours
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+OUTPUTS = ("ettr", "ettr_se", "ettr_job_mean", "ettr_job_mean_se", "wall_mean", "wall_se", "wall_quantile",
+           "failures_mean", "failures_se", "time_mean", "n_capped")
+RUN_KEYS = {"n_jobs", "seed", "backend", "max_failures", "chunk_points", "outputs"}
+
+
+class StudyError(ValueError):
+    """A study file that cannot be run; the message names the key and its line."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Study:
+    fixed: dict
+    sweep: dict  # field -> list of values (units resolved)
+    n_jobs: int
+    seed: int
+    backend: str = "numba"
+    max_failures: int = 100_000
+    chunk_points: int | None = None  # grid points per chunk (a target; default from n_jobs)
+    outputs: tuple = OUTPUTS
+
+    @property
+    def scenario(self) -> Scenario:
+        return Scenario(**self.fixed, **self.sweep)
+
+    def identity(self) -> dict:
+        """What the results depend on (not chunking, scheduler or workers)."""
+        sc = self.scenario
+        return {
+            "scenario": {name: getattr(sc, name) for name in FIELDS},
+            "n_jobs": self.n_jobs, "seed": self.seed, "backend": self.backend,
+            "max_failures": self.max_failures, "outputs": list(self.outputs),
+        }
+
+    def fingerprint(self) -> str:
+        text = json.dumps(self.identity(), sort_keys=True, default=list)
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _line_of(text: str, section: str | None, key: str) -> int | None:
+    """The line of `key = ...` in [section] (section None: top level), or of the
+    header [key] itself when `key` names a table."""
+    current = None
+    for number, line in enumerate(text.splitlines(), start=1):
+        header = re.match(r"^\s*\[([^\]]+)\]\s*(#.*)?$", line)
+        if header:
+            current = header.group(1).strip()
+            if section is None and current == key:
+                return number
+        elif current == section and re.match(rf"^\s*{re.escape(key)}\s*=", line):
+            return number
+    return None
+
+
+def _axis(field: str, spec) -> list:
+    """A sweep axis: a list, or {start, stop, num, scale = "linear" | "log"}."""
+    kind = FIELDS[field][1]
+    if isinstance(spec, list):
+        return spec
+    if not isinstance(spec, dict):
+        raise ValueError("a sweep axis is a list or a table {start, stop, num, scale}")
+    unknown = set(spec) - {"start", "stop", "num", "scale"}
+    if unknown or not {"start", "stop", "num"} <= set(spec):
+        raise ValueError("a range needs start, stop and num (and optionally scale = 'linear' or 'log')")
+    num, scale = spec["num"], spec.get("scale", "linear")
+    if not isinstance(num, int) or num < 1 or scale not in ("linear", "log"):
+        raise ValueError("num must be a positive integer and scale 'linear' or 'log'")
+    convert = (lambda v: to_hours(v, field)) if kind == "duration" else float
+    start, stop = convert(spec["start"]), convert(spec["stop"])
+    if scale == "log" and (start <= 0 or stop <= 0):
+        raise ValueError("a log range needs start and stop > 0")
+    values = np.geomspace(start, stop, num) if scale == "log" else np.linspace(start, stop, num)
+    if kind == "count":
+        values = np.unique(np.round(values).astype(int))
+    return values.tolist()
+
+
+def parse_study(text: str, name: str = "study") -> Study:
+    """Read a study from TOML text; `name` (the file) prefixes every error."""
+    def fail(section, key, message):
+        line = _line_of(text, section, key) if key else None
+        where = f"{name} line {line}" if line else name
+        raise StudyError(f"{where}: [{section}] {key}: {message}" if key else f"{where}: {message}")
+
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        raise StudyError(f"{name}: not valid TOML: {err}") from None
+    for section in doc:
+        if section not in ("fixed", "sweep", "run"):
+            raise StudyError(f"{name} line {_line_of(text, None, section) or '?'}: unknown section or key "
+                             f"{section!r}; a study has [fixed], [sweep] and [run]")
+    fixed, sweep, run = doc.get("fixed", {}), doc.get("sweep", {}), doc.get("run", {})
+    for section, table in (("fixed", fixed), ("sweep", sweep)):
+        for key in table:
+            if key not in FIELDS:
+                fail(section, key, f"not a scenario field; fields are {', '.join(FIELDS)}")
+    for key in set(fixed) & set(sweep):
+        fail("sweep", key, "given in both [fixed] and [sweep]")
+    for key in run:
+        if key not in RUN_KEYS:
+            fail("run", key, f"unknown run setting; settings are {', '.join(sorted(RUN_KEYS))}")
+    axes = {}
+    for key, spec in sweep.items():
+        try:
+            axes[key] = _axis(key, spec)
+        except ValueError as err:
+            fail("sweep", key, str(err))
+    for key in ("n_jobs", "seed"):
+        if key not in run:
+            fail("run", None, f"[run] needs {key}")
+    outputs = run.get("outputs", list(OUTPUTS))
+    if not isinstance(outputs, list) or not set(outputs) <= set(OUTPUTS) or not outputs:
+        fail("run", "outputs", f"a non-empty list of {', '.join(OUTPUTS)}")
+    checks = {"n_jobs": (1, 2**62), "seed": (0, 2**32 - 1), "max_failures": (1, 2**62), "chunk_points": (1, 2**40)}
+    for key, (low, high) in checks.items():
+        value = run.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high):
+            fail("run", key, f"must be an integer in [{low}, {high}] (got {value!r})")
+    if run.get("backend", "numba") not in ("numba", "cython"):
+        fail("run", "backend", f"must be 'numba' or 'cython' (got {run['backend']!r})")
+    study = Study(fixed=fixed, sweep=axes, n_jobs=run["n_jobs"], seed=run["seed"],
+                  backend=run.get("backend", "numba"), max_failures=run.get("max_failures", 100_000),
+                  chunk_points=run.get("chunk_points"), outputs=tuple(o for o in OUTPUTS if o in outputs))
+    try:
+        study.scenario
+    except ScenarioError as err:
+        section = "sweep" if err.parameter in sweep else "fixed"
+        fail(section, err.parameter, str(err).split(": ", 1)[1])
+    except TypeError as err:  # a required field missing
+        missing = re.findall(r"'(\w+)'", str(err))
+        raise StudyError(f"{name}: missing scenario field(s) {', '.join(missing)} in [fixed] or [sweep]") from None
+    return study
+
+
+def load_study(path) -> Study:
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as err:
+        raise StudyError(f"{path}: cannot read the study file ({err.strerror})") from None
+    return parse_study(text, name=str(path))
+
+
+def chunk_shape(shape: tuple[int, ...], target_points: int) -> tuple[int, ...]:
+    """Chunk sizes over the sweep dims, about `target_points` grid points each:
+    whole trailing dims first, then as much of the next one as fits."""
+    sizes, budget = [], max(1, target_points)
+    for extent in reversed(shape):
+        take = min(extent, budget)
+        sizes.append(take)
+        budget = max(1, budget // extent) if take == extent else 1
+    return tuple(reversed(sizes))
+
+
+def default_chunk_points(n_jobs: int) -> int:
+    """About four million jobs per chunk: seconds of work, fine-grained progress."""
+    return max(1, math.ceil(4_000_000 / n_jobs))

@@ -1,0 +1,226 @@
+"""Studies at scale: a grid cut into chunks, each simulated (here, or on Dask
+workers) and written to its region of a zarr store as soon as it is done.
+
+Same bits everywhere: a chunk's random streams are keyed by the global
+scenario index of each grid point, never by chunk or worker, so the store does
+not depend on chunking, scheduler or the number of workers. Resume: a chunk is
+done only once its marker file exists, and the marker is written (atomically)
+after the chunk's data, so a killed sweep recomputes exactly the chunks
+without a marker. A `.nc` study runs in a working zarr store and becomes
+netCDF at the end.
+"""
+
+from __future__ import annotations
+
+import datetime
+import itertools
+import os
+import shutil
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+
+from . import __version__
+from .engine import COMPONENTS, pack_points, run, summarize
+from .simulate import RNG_SCHEME, _VARIABLES
+from .study import Study, StudyError, chunk_shape, default_chunk_points
+
+# Marker files, one per finished chunk, inside an empty zarr group so that zarr
+# readers see a known node. Zarr format 2: format 3 has no specified string dtype yet.
+DONE_DIR = "relmodel_done"
+_EXTRA_DIMS = {"wall_quantile": ("quantile",), "time_mean": ("component",)}
+QUANTILES = (0.05, 0.5, 0.95)
+
+
+# ---- one chunk: pure computation, runs anywhere --------------------------------
+
+def chunk_regions(shape, chunks):
+    """Every chunk as a tuple of (start, stop) per sweep dim, in C order."""
+    starts = [range(0, extent, size) for extent, size in zip(shape, chunks)]
+    for corner in itertools.product(*starts):
+        yield tuple((s, min(s + c, e)) for s, c, e in zip(corner, chunks, shape))
+
+
+def compute_chunk(study: Study, region) -> dict[str, np.ndarray]:
+    """Simulate the grid points of one region; arrays shaped like the region."""
+    sc = study.scenario
+    ranges = [range(a, b) for a, b in region]
+    index = list(itertools.product(*ranges))
+    keys = [int(np.ravel_multi_index(i, sc.shape)) if i else 0 for i in index]
+    packed = pack_points(sc.point(i) for i in index)
+    totals = run(packed, study.n_jobs, study.seed, study.backend, scenario_keys=keys,
+                 max_failures=study.max_failures)
+    est = summarize(totals, packed, QUANTILES)
+    region_shape = tuple(len(r) for r in ranges)
+    return {name: est[name].reshape(region_shape + est[name].shape[1:]).astype(np.float64)
+            for name in study.outputs}
+
+
+def _warm_up(backend: str):
+    """Load (or compile) the kernels once per worker, before any task."""
+    from . import Scenario, simulate
+
+    simulate(Scenario(n_gpus=8, failure_rate=1.0, checkpoint_interval=1, work=2), n_jobs=8, backend=backend)
+    return True
+
+
+# ---- the store -----------------------------------------------------------------
+
+def _template(study: Study, chunks) -> xr.Dataset:
+    import dask.array as da
+
+    sc = study.scenario
+    dims = sc.dims
+    data_vars = {}
+    for name in study.outputs:
+        extra = _EXTRA_DIMS.get(name, ())
+        extra_len = {"quantile": len(QUANTILES), "component": len(COMPONENTS)}
+        shape = sc.shape + tuple(extra_len[d] for d in extra)
+        long_name, units = _VARIABLES[name]
+        data_vars[name] = (dims + extra, da.full(shape, np.nan, chunks=tuple(chunks) + shape[len(dims):]),
+                           {"long_name": long_name, "units": units})
+    coords = dict(sc.coords())
+    coords["quantile"] = ("quantile", np.asarray(QUANTILES), {"units": "1"})
+    coords["component"] = ("component", list(COMPONENTS))
+    return xr.Dataset(data_vars, coords=coords)
+
+
+def _store_attrs(study: Study, source: str, chunks) -> dict:
+    return {
+        "title": "relmodel study", "relmodel_version": __version__, "study_fingerprint": study.fingerprint(),
+        "study_source": source, "seed": study.seed, "n_jobs": study.n_jobs, "backend": study.backend,
+        "max_failures": study.max_failures, "rng": RNG_SCHEME, "chunks": list(chunks),
+        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "status": "running",
+    }
+
+
+def open_or_create(study: Study, store: Path, source: str) -> tuple[tuple, set]:
+    """The store's chunk layout and the chunks already done; refuses another study's store."""
+    import zarr
+
+    if store.exists():
+        try:
+            attrs = dict(zarr.open_group(store, mode="r").attrs)
+        except Exception as err:  # not a zarr group at all
+            raise StudyError(f"{store}: exists and is not a relmodel study store ({err})") from None
+        if attrs.get("study_fingerprint") != study.fingerprint():
+            raise StudyError(
+                f"{store}: was written by a different study (fingerprint {attrs.get('study_fingerprint')}, "
+                f"this study {study.fingerprint()}); choose another --out or delete it")
+        chunks = tuple(attrs["chunks"])
+    else:
+        target = study.chunk_points or default_chunk_points(study.n_jobs)
+        chunks = chunk_shape(study.scenario.shape, target)
+        template = _template(study, chunks)
+        template.attrs = _store_attrs(study, source, chunks)
+        template.to_zarr(store, mode="w", compute=False, consolidated=False, zarr_format=2)
+        zarr.open_group(store, mode="r+").create_group(DONE_DIR)
+    done_dir = store / DONE_DIR
+    done = {p.name.removesuffix(".done") for p in done_dir.glob("*.done")}
+    return chunks, done
+
+
+def _chunk_id(region) -> str:
+    return "chunk-" + "-".join(f"{a}" for a, _ in region) if region else "chunk-0"
+
+
+def write_chunk(store: Path, study: Study, region, arrays: dict):
+    dims = study.scenario.dims
+    ds = xr.Dataset({name: (dims + _EXTRA_DIMS.get(name, ()), value) for name, value in arrays.items()})
+    ds.to_zarr(store, region={d: slice(a, b) for d, (a, b) in zip(dims, region)}, consolidated=False)
+    marker = store / DONE_DIR / f"{_chunk_id(region)}.done"
+    partial = marker.with_suffix(".tmp")
+    partial.write_text("")
+    os.replace(partial, marker)  # atomic: a marker exists only after its data
+
+
+def _finish(store: Path):
+    import zarr
+
+    group = zarr.open_group(store, mode="r+")
+    group.attrs["status"] = "complete"
+    group.attrs["completed"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+
+
+# ---- running a study -------------------------------------------------------------
+
+def run_study(study: Study, out, *, source: str = "", scheduler: str = "local", n_workers: int | None = None,
+              progress: bool = True) -> Path:
+    """Run (or resume) a study into `out` (.zarr, or .nc through a working zarr store)."""
+    out = Path(out)
+    if out.suffix not in (".zarr", ".nc"):
+        raise StudyError(f"{out}: the output must end in .zarr or .nc")
+    if out.suffix == ".nc" and out.exists():
+        raise StudyError(f"{out}: exists; a finished netCDF study is not resumed (delete it to run again)")
+    store = out.with_name(out.name + ".partial.zarr") if out.suffix == ".nc" else out
+    chunks, done = open_or_create(study, store, source)
+    shape = study.scenario.shape
+    todo = [r for r in chunk_regions(shape, chunks) if _chunk_id(r) not in done]
+    n_total = len(list(chunk_regions(shape, chunks)))
+
+    from tqdm.auto import tqdm
+
+    bar = tqdm(total=n_total, initial=n_total - len(todo), unit="chunk", desc="sweep", disable=not progress)
+    start, jobs_done = time.perf_counter(), 0
+
+    def finished(region, arrays):
+        nonlocal jobs_done
+        write_chunk(store, study, region, arrays)
+        jobs_done += int(np.prod([b - a for a, b in region])) * study.n_jobs
+        bar.set_postfix_str(f"{jobs_done / (time.perf_counter() - start):.3g} jobs/s", refresh=False)
+        bar.update(1)
+
+    try:
+        if scheduler == "local":
+            for region in todo:
+                finished(region, compute_chunk(study, region))
+        else:
+            _run_on_dask(study, todo, finished, scheduler, n_workers)
+    finally:
+        bar.close()
+    _finish(store)
+    if out.suffix == ".nc":
+        with xr.open_zarr(store, consolidated=False) as ds:
+            ds.load().to_netcdf(out, engine="h5netcdf")
+        shutil.rmtree(store)
+    return out
+
+
+def _run_on_dask(study: Study, todo, finished, scheduler: str, n_workers):
+    from distributed import Client, LocalCluster, as_completed
+
+    if scheduler == "dask-local":
+        # One thread per worker and one Numba thread each: no oversubscription.
+        env = {"NUMBA_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
+        cluster = LocalCluster(n_workers=n_workers or os.cpu_count(), threads_per_worker=1, processes=True,
+                               env=env, dashboard_address=None)
+        client = Client(cluster)
+    elif scheduler.startswith(("tcp://", "tls://", "ucx://")):
+        cluster, client = None, Client(scheduler)
+    else:
+        raise StudyError(f"scheduler: use 'local', 'dask-local' or a Dask scheduler address (got {scheduler!r})")
+    try:
+        client.run(_warm_up, study.backend)
+        futures = {client.submit(compute_chunk, study, region, pure=False): region for region in todo}
+        for future in as_completed(futures):
+            finished(futures[future], future.result())
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
+
+
+def open_study(path) -> xr.Dataset:
+    """A study's Dataset, lazily loaded (zarr) or opened (netCDF); warns if unfinished."""
+    path = Path(path)
+    if path.suffix == ".nc":
+        return xr.open_dataset(path, engine="h5netcdf")
+    ds = xr.open_zarr(path, consolidated=False)
+    if ds.attrs.get("status") != "complete":
+        warnings.warn(f"{path}: the study is not finished; missing chunks read as NaN", RuntimeWarning,
+                      stacklevel=2)
+    return ds

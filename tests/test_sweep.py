@@ -1,0 +1,159 @@
+"""Studies: study files, chunked stores, Dask, resume after a kill."""
+
+import dataclasses
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import xarray as xr
+from click.testing import CliRunner
+
+import relmodel as rm
+from relmodel.cli import main
+from relmodel.study import StudyError, parse_study
+from relmodel.sweep import DONE_DIR, chunk_regions, run_study
+
+STUDY = """\
+[fixed]
+failure_rate = 6.5e-3
+checkpoint_cost = "5min"
+restart_cost = "10min"
+work = "7d"
+[sweep]
+n_gpus = [1024, 4096, 16384]
+checkpoint_interval = ["30min", "1h", "2h"]
+[run]
+n_jobs = 20000
+seed = 1
+chunk_points = 2
+"""
+
+
+def data(ds):
+    return ds.load().drop_attrs()
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    path = tmp_path_factory.mktemp("ref") / "ref.zarr"
+    run_study(parse_study(STUDY), path, progress=False)
+    return rm.open_study(path)
+
+
+def test_store_layout_matches_the_issue(reference):
+    assert reference.ettr.dims == ("n_gpus", "checkpoint_interval")
+    assert reference.attrs["status"] == "complete" and reference.attrs["seed"] == 1
+    assert reference.checkpoint_interval.attrs["units"] == "h"
+    direct = rm.simulate(parse_study(STUDY).scenario, n_jobs=20000, seed=1)
+    for name in ("ettr", "ettr_se", "wall_quantile", "time_mean", "failures_mean"):
+        assert np.array_equal(reference[name].values, direct[name].values)  # same bits as simulate
+
+
+def test_chunking_and_schedulers_give_identical_stores(tmp_path, reference):
+    study = parse_study(STUDY)
+    run_study(dataclasses.replace(study, chunk_points=9), tmp_path / "one_chunk.zarr", progress=False)
+    xr.testing.assert_identical(data(rm.open_study(tmp_path / "one_chunk.zarr")), data(reference))
+    run_study(study, tmp_path / "dask.zarr", scheduler="dask-local", n_workers=2, progress=False)
+    xr.testing.assert_identical(data(rm.open_study(tmp_path / "dask.zarr")), data(reference))
+    run_study(study, tmp_path / "study.nc", progress=False)
+    xr.testing.assert_identical(data(rm.open_study(tmp_path / "study.nc")), data(reference))
+    assert not (tmp_path / "study.nc.partial.zarr").exists()
+
+
+def test_a_killed_sweep_resumes_to_the_same_store(tmp_path, reference):
+    slow = STUDY.replace("chunk_points = 2", "chunk_points = 1")  # 9 chunks, one point each
+    study_file = tmp_path / "study.toml"
+    study_file.write_text(slow)
+    out = tmp_path / "killed.zarr"
+    command = [sys.executable, "-m", "relmodel.cli", "sweep", str(study_file), "--out", str(out), "--quiet"]
+    proc = subprocess.Popen(command, env={**os.environ, "NUMBA_NUM_THREADS": "1"})
+    markers = out / DONE_DIR
+    deadline = time.time() + 120
+    while time.time() < deadline and proc.poll() is None:
+        if markers.exists() and len(list(markers.glob("*.done"))) >= 2:
+            break
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    n_done = len(list(markers.glob("*.done")))
+    assert 0 < n_done < 9, f"the kill should land part-way ({n_done} of 9 chunks done)"
+    with pytest.warns(RuntimeWarning, match="not finished"):
+        rm.open_study(out)
+    result = CliRunner().invoke(main, ["sweep", str(study_file), "--out", str(out), "--quiet"])
+    assert result.exit_code == 0, result.output
+    xr.testing.assert_identical(data(rm.open_study(out)), data(reference))
+
+
+def test_chunks_without_a_marker_are_recomputed(tmp_path, reference):
+    study = parse_study(STUDY)
+    out = tmp_path / "s.zarr"
+    run_study(study, out, progress=False)
+    # A partly written chunk: garbage data and no marker.
+    chunks = tuple(rm.open_study(out).attrs["chunks"])
+    (a, b), (c, d) = next(chunk_regions(study.scenario.shape, chunks))
+    xr.Dataset({"ettr": (("n_gpus", "checkpoint_interval"), np.full((b - a, d - c), -1.0))}).to_zarr(
+        out, region={"n_gpus": slice(a, b), "checkpoint_interval": slice(c, d)}, consolidated=False)
+    (out / DONE_DIR / "chunk-0-0.done").unlink()
+    assert (rm.open_study(out).ettr == -1).sum() == (b - a) * (d - c)
+    run_study(study, out, progress=False)
+    xr.testing.assert_identical(data(rm.open_study(out)), data(reference))
+
+
+def test_another_study_is_refused(tmp_path):
+    out = tmp_path / "s.zarr"
+    run_study(parse_study(STUDY), out, progress=False)
+    with pytest.raises(StudyError, match="different study"):
+        run_study(parse_study(STUDY.replace("seed = 1", "seed = 2")), out, progress=False)
+    with pytest.raises(StudyError, match="not a relmodel study store"):
+        (tmp_path / "junk.zarr").mkdir()
+        run_study(parse_study(STUDY), tmp_path / "junk.zarr", progress=False)
+
+
+def test_compare_and_figures_work_on_a_study(tmp_path, reference):
+    cmp = rm.compare(reference)
+    assert np.all(np.abs(cmp.z_renewal) < 4)
+    study_file = tmp_path / "study.toml"
+    study_file.write_text(STUDY)
+    png = tmp_path / "s.png"
+    result = CliRunner().invoke(main, ["sweep", str(study_file), "--out", str(tmp_path / "s.zarr"), "--quiet",
+                                       "--plot", str(png)])
+    assert result.exit_code == 0, result.output
+    assert png.stat().st_size > 10_000
+
+
+@pytest.mark.parametrize("change, message", [
+    (("checkpoint_cost = \"5min\"", "checkpoint_cost = \"5m\""), "line 3: [fixed] checkpoint_cost"),
+    (("seed = 1", "seed = -1"), "line 11: [run] seed"),
+    (("seed = 1", "seed = 1\nthreads = 2"), "line 12: [run] threads"),
+    (("[run]", "[runs]"), "line 9: unknown section"),
+    (("n_gpus = [1024, 4096, 16384]", "n_gpus = [1024, 0]"), "line 7: [sweep] n_gpus"),
+    (("n_gpus = [1024, 4096, 16384]", "n_gpu = [1024]"), "line 7: [sweep] n_gpu"),
+    (("checkpoint_interval = [\"30min\", \"1h\", \"2h\"]",
+      "checkpoint_interval = { start = \"1h\", stop = \"0s\", num = 3, scale = \"log\" }"),
+     "line 8: [sweep] checkpoint_interval"),
+    (("work = \"7d\"\n", ""), "missing scenario field(s) work"),
+    (("n_jobs = 20000", "n_jobs = 2e4"), "line 10: [run] n_jobs"),
+    (("seed = 1", "seed = "), "not valid TOML"),
+])
+def test_study_errors_name_the_key_and_line(change, message):
+    with pytest.raises(StudyError) as info:
+        parse_study(STUDY.replace(*change), name="study.toml")
+    assert message in str(info.value)
+
+
+def test_ranges_make_axes():
+    study = parse_study(STUDY.replace(
+        "checkpoint_interval = [\"30min\", \"1h\", \"2h\"]",
+        "checkpoint_interval = { start = \"15min\", stop = \"4h\", num = 5, scale = \"log\" }").replace(
+        "n_gpus = [1024, 4096, 16384]", "n_gpus = { start = 8, stop = 131072, num = 15, scale = \"log\" }"))
+    np.testing.assert_allclose(study.sweep["checkpoint_interval"], [0.25, 0.5, 1, 2, 4])
+    assert study.sweep["n_gpus"] == [2**k for k in range(3, 18)]
+
+
+def test_cli_sweep_bad_input_is_one_line():
+    result = CliRunner().invoke(main, ["sweep", "no-such-study.toml", "--out", "x.zarr"])
+    assert result.exit_code == 2 and result.output.strip().count("\n") == 0 and "no-such-study.toml" in result.output
