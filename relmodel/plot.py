@@ -77,6 +77,10 @@ def plan_figure(scenario, path=None, **kwargs):
     return fig
 
 
+def _tick(value) -> str:
+    return f"{value:.0f}" if float(value).is_integer() else f"{value:.3g}"
+
+
 def study_figure(ds, x=None, y=None, path=None):
     """A study's standard figures over two sweep axes: a heat map of simulated
     ETTR, and (when checkpoint_interval is swept) the best simulated interval
@@ -104,8 +108,8 @@ def study_figure(ds, x=None, y=None, path=None):
                            shading="nearest", vmin=0, vmax=1, cmap="viridis")
     heat.set(xticks=range(ettr_xy.sizes[x]), yticks=range(ettr_xy.sizes[y]), xlabel=x, ylabel=y,
              title="simulated ETTR" + (f" ({', '.join(f'{d}={ds[d].values[0]:g}' for d in others)})" if others else ""))
-    heat.set_xticklabels([f"{v:g}" for v in ettr_xy[x].values], rotation=45, fontsize=7)
-    heat.set_yticklabels([f"{v:g}" for v in ettr_xy[y].values], fontsize=7)
+    heat.set_xticklabels([_tick(v) for v in ettr_xy[x].values], rotation=45, fontsize=7)
+    heat.set_yticklabels([_tick(v) for v in ettr_xy[y].values], fontsize=7)
     fig.colorbar(mesh, ax=heat, label="ETTR")
     if with_curve:
         other = y if x == "checkpoint_interval" else x

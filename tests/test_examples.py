@@ -16,3 +16,10 @@ def test_ettr_projection(tmp_path):
     assert set(ds.dims) == {"mitigation", "failure_rate", "n_gpus"}
     assert (ds.ettr_renewal.sel(mitigation="baseline").diff("n_gpus") < 0).all()  # bigger jobs lose more
     assert (tmp_path / "ettr_projection.png").stat().st_size > 10_000
+
+
+def test_example_study_file_is_valid():
+    from relmodel.study import load_study
+
+    study = load_study(EXAMPLES / "study.toml")
+    assert study.scenario.dims == ("n_gpus", "checkpoint_interval") and study.scenario.size == 60
