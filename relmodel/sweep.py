@@ -171,11 +171,13 @@ def run_study(study: Study, out, *, source: str = "", scheduler: str = "local", 
         raise StudyError(f"{out}: the output must end in .zarr or .nc")
     if out.suffix == ".nc" and out.exists():
         raise StudyError(f"{out}: exists; a finished netCDF study is not resumed (delete it to run again)")
+    if scheduler not in ("local", "dask-local") and not scheduler.startswith(("tcp://", "tls://", "ucx://")):
+        raise StudyError(f"scheduler: use 'local', 'dask-local' or a Dask scheduler address (got {scheduler!r})")
     store = out.with_name(out.name + ".partial.zarr") if out.suffix == ".nc" else out
     chunks, done = open_or_create(study, store, source)
-    shape = study.scenario.shape
-    todo = [r for r in chunk_regions(shape, chunks) if _chunk_id(r) not in done]
-    n_total = len(list(chunk_regions(shape, chunks)))
+    regions = list(chunk_regions(study.scenario.shape, chunks))
+    todo = [r for r in regions if _chunk_id(r) not in done]
+    n_total = len(regions)
 
     from tqdm.auto import tqdm
 
@@ -216,10 +218,8 @@ def _run_on_dask(study: Study, todo, finished, scheduler: str, n_workers):
         cluster = LocalCluster(n_workers=n_workers or os.cpu_count(), threads_per_worker=1, processes=True,
                                env=env, dashboard_address=None)
         client = Client(cluster)
-    elif scheduler.startswith(("tcp://", "tls://", "ucx://")):
-        cluster, client = None, Client(scheduler)
     else:
-        raise StudyError(f"scheduler: use 'local', 'dask-local' or a Dask scheduler address (got {scheduler!r})")
+        cluster, client = None, Client(scheduler)
     try:
         client.run(_warm_up, study.backend)
         futures = {client.submit(compute_chunk, study, region, pure=False): region for region in todo}

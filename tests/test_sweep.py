@@ -108,6 +108,9 @@ def test_another_study_is_refused(tmp_path):
     run_study(parse_study(STUDY), out, progress=False)
     with pytest.raises(StudyError, match="different study"):
         run_study(parse_study(STUDY.replace("seed = 1", "seed = 2")), out, progress=False)
+    with pytest.raises(StudyError, match="scheduler"):
+        run_study(parse_study(STUDY), tmp_path / "new.zarr", scheduler="slurm", progress=False)
+    assert not (tmp_path / "new.zarr").exists()
     with pytest.raises(StudyError, match="not a relmodel study store"):
         (tmp_path / "junk.zarr").mkdir()
         run_study(parse_study(STUDY), tmp_path / "junk.zarr", progress=False)
