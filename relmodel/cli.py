@@ -229,6 +229,19 @@ def sweep(study_file, out, scheduler, workers, quiet, plot, x_dim, y_dim):
         click.echo(f"wrote {out}" + (f" and {plot}" if plot else ""))
 
 
+@main.command()
+@click.option("--quick", is_flag=True, help="A tenth of the jobs: under two minutes on 2 cores.")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
+              help="Also write every figure, with machine information, to this file.")
+@click.option("--figures", type=click.Path(file_okay=False), default=None,
+              help="Draw the scaling figures (threads, failures per job) into this folder.")
+def bench(quick, json_path, figures):
+    """relmodel against a NumPy and a SimPy implementation and the bare generator."""
+    from .bench import run as run_bench
+
+    run_bench(quick, json_path, figures)
+
+
 def to_json(obj) -> str:
     """Strict JSON: NaN and infinities become null."""
     def clean(x):

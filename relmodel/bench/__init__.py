@@ -1,0 +1,292 @@
+"""relmodel against the alternatives and against the limit (`relmodel bench`,
+`python -m benches`).
+
+For three reference scenarios (6.5e-3 failures per node-day, 8 GPUs per node,
+checkpoints every 1 h costing 5 min, 10 min restarts, no queue): small = 8
+GPUs x 7 days, medium = 1024 GPUs x 7 days, large = 16,384 GPUs x 14 days.
+
+* relmodel: Numba on 1 thread and on all threads, and Cython (serial), timed
+  through `engine.run` (the hot path of `simulate` minus the labelling), best
+  of 3 after a warm-up call, so JIT compilation is excluded;
+* the same model as a user would write it: a NumPy version vectorised over
+  jobs that skips whole checkpoint intervals per failure draw, and a SimPy
+  discrete-event model (`relmodel.bench.peers`);
+* the limit: the kernel's own Philox generator drawing as many exponential
+  variates per job (failures + 1) in a bare loop, on all threads.
+
+Every implementation must agree on ETTR with relmodel within 4 combined
+standard errors (Cython: exactly) before any speed is printed. Then: jobs/s,
+failure events/s, each peer's ratio to relmodel, relmodel's fraction of the
+limit, peak traced memory, compile time and time to a first result in a fresh
+process (cold and warm cache), and PASS/MISS against the goals (information,
+never an exit code). `--figures DIR` draws throughput against threads and the
+cost per job against failures per job (0.01 to 1000). `--quick` takes under
+two minutes on 2 cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+import tracemalloc
+
+import numpy as np
+
+from .. import __version__
+from ..scenario import Scenario
+
+COMMON = dict(failure_rate=6.5e-3, gpus_per_node=8, checkpoint_interval="1h", checkpoint_cost="5min",
+              restart_cost="10min")
+# name: (fields, jobs for relmodel, for the NumPy peer, for the SimPy peer)
+SCENARIOS = {
+    "small": (dict(COMMON, n_gpus=8, work="7d"), 25_000_000, 2_000_000, 2_000),
+    "medium": (dict(COMMON, n_gpus=1024, work="7d"), 10_000_000, 500_000, 300),
+    "large": (dict(COMMON, n_gpus=16384, work="14d"), 300_000, 20_000, 20),
+}
+SEED, REPEATS = 0, 3
+
+
+def best_of(call, repeats=REPEATS):
+    """(best seconds of `repeats` calls after one warm-up call, last result)."""
+    call()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        result = call()
+        times.append(time.perf_counter() - start)
+    return min(times), result
+
+
+def peak_memory_mb(call) -> float:
+    tracemalloc.start()
+    try:
+        call()
+        return tracemalloc.get_traced_memory()[1] / 2**20
+    finally:
+        tracemalloc.stop()
+
+
+def ratio_estimate(productive, wall):
+    """Total productive / total wall and its delta-method standard error."""
+    n = len(wall)
+    r = productive.sum() / wall.sum()
+    resid = productive - r * wall
+    return float(r), float(np.sqrt(resid.var(ddof=1) / n) / wall.mean())
+
+
+def measure_relmodel(sc, n_jobs, backend, threads):
+    from .. import engine
+    from .._kernels.layout import S_FAILURES
+
+    packed = engine.pack(sc)
+    def call(n=n_jobs):
+        return engine.run(packed, n, SEED, backend, n_threads=threads)
+    seconds, totals = best_of(call)
+    est = engine.summarize(totals, packed)
+    return dict(seconds=seconds, n_jobs=n_jobs, events=float(totals.stats[:, S_FAILURES].sum()),
+                ettr=float(est["ettr"][0]), ettr_se=float(est["ettr_se"][0]),
+                peak_mb=peak_memory_mb(lambda: call(min(n_jobs, 1_000_000))))
+
+
+def measure_peer(peer, sc, n_jobs):
+    seconds, (productive, wall, failures) = best_of(lambda: peer(sc, n_jobs, SEED), repeats=1)
+    ettr, se = ratio_estimate(productive, wall)
+    return dict(seconds=seconds, n_jobs=n_jobs, events=float(failures.sum()), ettr=ettr, ettr_se=se,
+                peak_mb=peak_memory_mb(lambda: peer(sc, min(n_jobs, 200_000), SEED)))
+
+
+def measure_limit(n_jobs, draws_per_job):
+    from .. import engine
+    from .._kernels.layout import BLOCK_SIZE
+    from .._kernels.rng_numba import exponential_draw_limit
+
+    with engine.numba_threads(None):
+        seconds, _ = best_of(lambda: exponential_draw_limit(SEED, 0, n_jobs, draws_per_job, BLOCK_SIZE))
+    return dict(seconds=seconds, draws_per_job=draws_per_job, draws_per_s=n_jobs * draws_per_job / seconds)
+
+
+FIRST_RESULT = """import time
+start = time.perf_counter()
+import relmodel
+relmodel.simulate(relmodel.Scenario(**{fields!r}), n_jobs=1000, seed=0, backend={backend!r})
+print(time.perf_counter() - start)
+"""
+
+
+def first_result_seconds(backend) -> dict:
+    """Seconds from `import relmodel` to a first result in fresh processes: cold, then warm cache."""
+    code = FIRST_RESULT.format(fields=SCENARIOS["small"][0], backend=backend)
+    with tempfile.TemporaryDirectory(prefix="relmodel-bench-cache-") as cache:
+        env = dict(os.environ, NUMBA_CACHE_DIR=cache)
+        cold, warm = (float(subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True,
+                                           text=True).stdout.split()[-1]) for _ in range(2))
+    return dict(cold_s=cold, warm_s=warm)
+
+
+def machine() -> dict:
+    import numba
+
+    model = ""
+    if os.path.exists("/proc/cpuinfo"):
+        model = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo")
+                      if line.startswith("model name")), "")
+    return dict(platform=platform.platform(), cpu=model or platform.processor(), python=platform.python_version(),
+                relmodel=__version__, numba=numba.__version__, numpy=np.__version__, cpu_count=os.cpu_count(),
+                numba_threads=numba.config.NUMBA_NUM_THREADS, load_avg_start=os.getloadavg()[0])
+
+
+def check_agreement(results: dict):
+    """Every implementation agrees with relmodel's Numba run, or no speed is printed."""
+    problems = []
+    for scenario, runs in results.items():
+        ref = runs["numba"]
+        for name, r in runs.items():
+            if name == "cython" and (r["ettr"], r["ettr_se"]) != (ref["ettr"], ref["ettr_se"]):
+                problems.append(f"{scenario}: cython ETTR {r['ettr']!r} is not bit-identical to numba {ref['ettr']!r}")
+            tolerance = 4 * np.hypot(r["ettr_se"], ref["ettr_se"])
+            if abs(r["ettr"] - ref["ettr"]) > tolerance:
+                problems.append(f"{scenario}: {name} ETTR {r['ettr']:.6f} vs relmodel {ref['ettr']:.6f} "
+                                f"(more than 4 combined standard errors, {tolerance:.1e})")
+    if problems:
+        raise SystemExit("implementations disagree; no speed is reported:\n  " + "\n  ".join(problems))
+
+
+def scaling_figures(directory, quick: bool) -> dict:
+    """Throughput against thread count, and cost per job against failures per job."""
+    import numba
+    from matplotlib.figure import Figure
+
+    from .. import engine
+    from .._kernels.layout import S_FAILURES
+    from ..closed_form import feasible_interval, optimal_interval
+
+    data = {"threads": {}, "failures": []}
+    threads = list(range(1, numba.config.NUMBA_NUM_THREADS + 1))
+    for name, (fields, n_jobs, _, _) in SCENARIOS.items():
+        n = n_jobs // (20 if quick else 5)
+        packed = engine.pack(Scenario(**fields))
+        data["threads"][name] = [n / best_of(lambda: engine.run(packed, n, SEED, n_threads=t), 1)[0]
+                                 for t in threads]
+    for rate in np.geomspace(1e-5, 1.0, 9 if quick else 13):
+        sc = Scenario(**dict(COMMON, n_gpus=1024, work="7d", failure_rate=rate))
+        sc = sc.sweep(checkpoint_interval=feasible_interval(optimal_interval(sc, "exact"), sc.work))
+        packed = engine.pack(sc)
+        n = 20_000
+        seconds, totals = best_of(lambda: engine.run(packed, n, SEED), 1)
+        while seconds < (0.1 if quick else 0.4) and n < 50_000_000:  # long enough to time
+            n *= 4
+            seconds, totals = best_of(lambda: engine.run(packed, n, SEED), 1)
+        failures = totals.stats[0, S_FAILURES] / n
+        data["failures"].append(dict(failure_rate=float(rate), failures_per_job=float(failures),
+                                     ns_per_job=seconds / n * 1e9))
+    fig = Figure(figsize=(11, 4), layout="constrained")
+    left, right = fig.subplots(1, 2)
+    for name, rates in data["threads"].items():
+        left.plot(threads, np.array(rates) / rates[0], "o-", label=f"{name} ({rates[0]:.3g} jobs/s on 1)")
+    left.plot(threads, threads, "k:", label="linear")
+    left.set(xlabel="Numba threads", ylabel="speed-up over 1 thread", title="throughput against threads",
+             xticks=threads)
+    left.legend(fontsize=8)
+    f = data["failures"]
+    x = [p["failures_per_job"] for p in f]
+    right.loglog(x, [p["ns_per_job"] for p in f], "o-", label="ns per job")
+    right.loglog(x, [p["ns_per_job"] / max(p["failures_per_job"], 1e-300) for p in f], "s--", label="ns per failure")
+    right.set(xlabel="failures per job", ylabel="ns (all threads)", title="cost against failures per job (1024 GPUs)")
+    right.legend(fontsize=8)
+    os.makedirs(directory, exist_ok=True)
+    path = os.path.join(directory, "bench_scaling.png")
+    fig.savefig(path, dpi=120)
+    data["figure"] = path
+    return data
+
+
+def run(quick: bool = False, json_path=None, figures=None) -> dict:
+    from .peers import numpy_timelines, simpy_timelines
+
+    info = machine()
+    print(f"{info['cpu']} | {info['platform']} | python {info['python']} | numba {info['numba']} | "
+          f"cpus {info['cpu_count']} | Numba threads {info['numba_threads']} | load {info['load_avg_start']:.2f}")
+    scale = 10 if quick else 1
+    results, limits = {}, {}
+    for name, (fields, n_rel, n_numpy, n_simpy) in SCENARIOS.items():
+        sc = Scenario(**fields)
+        runs = {
+            "numba": measure_relmodel(sc, n_rel // scale, "numba", None),
+            "numba-1-thread": measure_relmodel(sc, n_rel // scale, "numba", 1),
+            "cython": measure_relmodel(sc, n_rel // scale, "cython", None),
+            "numpy": measure_peer(numpy_timelines, sc, n_numpy // scale),
+            "simpy": measure_peer(simpy_timelines, sc, max(10, n_simpy // scale)),
+        }
+        results[name] = runs
+        ref = runs["numba"]
+        limits[name] = measure_limit(ref["n_jobs"], round(ref["events"] / ref["n_jobs"]) + 1)
+    check_agreement(results)
+
+    print(f"\nall implementations agree on ETTR (within 4 standard errors; cython bit for bit)\n")
+    print(f"{'scenario':8} {'implementation':15} {'n_jobs':>11} {'ETTR':>9} {'jobs/s':>10} {'events/s':>10} "
+          f"{'relmodel x':>10} {'peak MB':>8}")
+    for name, runs in results.items():
+        ref_rate = runs["numba"]["n_jobs"] / runs["numba"]["seconds"]
+        for impl, r in runs.items():
+            r["jobs_per_s"] = r["n_jobs"] / r["seconds"]
+            r["events_per_s"] = r["events"] / r["seconds"]
+            r["relmodel_speedup"] = ref_rate / r["jobs_per_s"]
+            print(f"{name:8} {impl:15} {r['n_jobs']:>11,} {r['ettr']:9.5f} {r['jobs_per_s']:>10.3g} "
+                  f"{r['events_per_s']:>10.3g} {r['relmodel_speedup']:>10.3g} {r['peak_mb']:>8.1f}")
+    print(f"\n{'limit: bare Philox exponentials':34} {'draws/job':>9} {'draws/s':>10} {'relmodel events/s / draws/s':>28}")
+    for name, lim in limits.items():
+        lim["fraction"] = results[name]["numba"]["events_per_s"] / lim["draws_per_s"]
+        print(f"{name:34} {lim['draws_per_job']:>9} {lim['draws_per_s']:>10.3g} {lim['fraction']:>28.3f}")
+
+    print("\ntime to a first result in a fresh process (import relmodel, simulate 1000 jobs)")
+    first = {b: first_result_seconds(b) for b in ("numba", "cython")}
+    for b, t in first.items():
+        print(f"  {b:7} cold cache (compiles) {t['cold_s']:6.2f} s   warm cache {t['warm_s']:5.2f} s")
+
+    medium, large = results["medium"], results["large"]
+    goals = [
+        ("numba >= 3x the NumPy peer (medium)", medium["numpy"]["relmodel_speedup"], 3.0),
+        ("numba >= 1000x the SimPy model (medium)", medium["simpy"]["relmodel_speedup"], 1000.0),
+        ("numba >= 60% of the bare generator (large)", limits["large"]["fraction"], 0.6),
+        ("cython within 2x of numba 1 thread (medium)",
+         medium["numba-1-thread"]["jobs_per_s"] / medium["cython"]["jobs_per_s"], None),
+        ("numba medium >= 6e6 jobs/s", medium["numba"]["jobs_per_s"], 6e6),
+        ("numba small >= 60e6 jobs/s", results["small"]["numba"]["jobs_per_s"], 60e6),
+        ("numba large >= 50e6 events/s", large["numba"]["events_per_s"], 50e6),
+        ("numba warm-cache first result < 1 s", first["numba"]["warm_s"], None),
+    ]
+    print("\ngoals (information, not an exit code)")
+    goal_rows = []
+    for label, value, target in goals:
+        ok = value >= target if target is not None else value <= (2.0 if "2x" in label else 1.0)
+        goal_rows.append(dict(goal=label, value=value, passed=bool(ok)))
+        print(f"  {'PASS' if ok else 'MISS'}  {label:46} measured {value:.3g}")
+
+    report = dict(machine=info, quick=quick, scenarios={k: v[0] for k, v in SCENARIOS.items()}, results=results,
+                  limit=limits, first_result=first, goals=goal_rows)
+    if figures:
+        report["scaling"] = scaling_figures(figures, quick)
+        print(f"\nwrote {report['scaling']['figure']}")
+    report["machine"]["load_avg_end"] = os.getloadavg()[0]
+    print(f"load average at the end {report['machine']['load_avg_end']:.2f} (above the thread count means "
+          "other work shared the cores and the figures are low)")
+    if json_path:
+        with open(json_path, "w") as fh:
+            json.dump(report, fh, indent=2)
+        print(f"wrote {json_path}")
+    return report
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m benches", description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a tenth of the jobs; under two minutes")
+    parser.add_argument("--json", metavar="PATH", help="also write every figure, with machine information")
+    parser.add_argument("--figures", metavar="DIR", help="draw the scaling figures into DIR")
+    args = parser.parse_args(argv)
+    run(args.quick, args.json, args.figures)
