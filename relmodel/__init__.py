@@ -13,6 +13,18 @@ from .simulate import CappedJobsWarning, compare, simulate
 from .sweep import open_study
 from .units import to_hours
 
+_SUBPACKAGES = ("elastic", "pipeline")
+
+
+def __getattr__(name):
+    # `rm.pipeline` and `rm.elastic` load on first use, keeping `import relmodel` light.
+    if name in _SUBPACKAGES:
+        import importlib
+
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = [
     "CappedJobsWarning",
     "ClosedFormWarning",
@@ -20,10 +32,12 @@ __all__ = [
     "Scenario",
     "ScenarioError",
     "compare",
+    "elastic",
     "ettr",
     "mttf",
     "open_study",
     "optimal_interval",
+    "pipeline",
     "plan",
     "simulate",
     "to_hours",

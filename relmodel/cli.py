@@ -296,5 +296,16 @@ def format_table(rows: list[dict]) -> str:
     return "\n".join("  ".join(v.rjust(w) for v, w in zip(line, widths)) for line in table)
 
 
+def _add_subsystem_commands():
+    # Imported last: these modules use the helpers above.
+    from .elastic.cli import cluster
+    from .pipeline.cli import pipeline
+
+    main.add_command(pipeline)
+    main.add_command(cluster)
+
+
+_add_subsystem_commands()
+
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())

@@ -1,0 +1,50 @@
+"""Elastic scaling of deep-learning jobs on a shared GPU cluster (Saxena et al. 2020).
+
+`allocate` gives GPUs and batch sizes to a set of jobs by dynamic programming;
+`simulate_cluster` runs a workload (synthetic, an ElasticFlow trace or a job CSV) under
+the elastic, fixed-batch and FIFO policies, with node failures, into a
+labelled Dataset.
+
+    import relmodel as rm
+    alloc = rm.elastic.allocate(jobs, n_gpus=64, policy="elastic")   # or "fixed-batch"
+    ds = rm.elastic.simulate_cluster(rm.elastic.synthetic_workload(6, "24h", seed=1), n_gpus=64)
+"""
+
+from .allocate import OBJECTIVES, Allocation, allocate
+from .cluster import OUTCOMES, POLICIES, PolicyRun, UnfinishedJobsWarning, run_policy
+from .config import ClusterConfig
+from .dataset import common_jct_mean, simulate_cluster, summary
+from .jobs import Job, JobError, check_job, job_options
+from .throughput import MODELS, ParametricThroughput, ProfiledThroughput, fit_parametric
+from .traces import TraceError, TraceWarning, read_elasticflow, read_job_csv, read_trace
+from .workloads import Workload, synthetic_workload
+
+__all__ = [
+    "MODELS",
+    "OBJECTIVES",
+    "OUTCOMES",
+    "POLICIES",
+    "Allocation",
+    "ClusterConfig",
+    "Job",
+    "JobError",
+    "ParametricThroughput",
+    "PolicyRun",
+    "ProfiledThroughput",
+    "TraceError",
+    "TraceWarning",
+    "UnfinishedJobsWarning",
+    "Workload",
+    "allocate",
+    "check_job",
+    "common_jct_mean",
+    "fit_parametric",
+    "job_options",
+    "read_elasticflow",
+    "read_job_csv",
+    "read_trace",
+    "run_policy",
+    "simulate_cluster",
+    "summary",
+    "synthetic_workload",
+]

@@ -1,0 +1,104 @@
+"""`allocate`: GPUs and batch sizes for a set of jobs, by dynamic programming.
+
+    P(j, c) = max over feasible g <= c of P(j-1, c-g) + V_j(g),   P(0, c) = 0
+
+with V_j(g) the best value of job j on g GPUs over its feasible batch sizes
+(elastic), or at its submitted batch (fixed-batch, the baseline). The value is
+the job's throughput (samples/s) or its speedup over its own minimum
+allocation. The kernel is `relmodel._kernels.allocate.solve_allocation`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+import numpy as np
+
+from .jobs import Job, Options, job_options
+
+POLICIES = ("elastic", "fixed-batch")
+OBJECTIVES = ("throughput", "speedup")
+
+
+def check_choice(name: str, value, choices) -> str:
+    if value not in choices:
+        raise ValueError(f"{name}: must be one of {', '.join(choices)} (got {value!r})")
+    return value
+
+
+@dataclasses.dataclass(frozen=True)
+class Allocation:
+    """GPUs, batch size and throughput of each job (in the order given), and
+    the objective's total `value`."""
+
+    job_ids: tuple[str, ...]
+    gpus: np.ndarray
+    batch: np.ndarray
+    throughput: np.ndarray  # samples/s
+    value: float
+    policy: str
+    objective: str
+    n_gpus: int
+
+    def __len__(self):
+        return len(self.job_ids)
+
+    def to_dataset(self):
+        import xarray as xr
+
+        from .. import __version__
+
+        return xr.Dataset(
+            {"gpus": ("job", self.gpus, {"long_name": "GPUs allocated", "units": "GPU"}),
+             "batch": ("job", self.batch, {"long_name": "global batch size", "units": "sample"}),
+             "throughput": ("job", self.throughput, {"long_name": "throughput", "units": "sample/s"})},
+            coords={"job": ("job", list(self.job_ids))},
+            attrs={"title": "relmodel elastic allocation", "policy": self.policy, "objective": self.objective,
+                   "n_gpus": self.n_gpus, "value": self.value, "relmodel_version": __version__},
+        )
+
+
+def solve(options: Sequence[Options], capacity: int, objective: str) -> tuple[np.ndarray, float]:
+    """Index of the chosen option of each job and the best total; (all -1, -inf)
+    when the jobs' minimum allocations exceed `capacity`."""
+    from .._kernels.allocate import solve_allocation
+
+    counts = np.array([o.gpus.size for o in options], dtype=np.int64)
+    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    if not options:
+        return np.zeros(0, dtype=np.int64), 0.0
+    gpus = np.concatenate([o.gpus for o in options])
+    value = np.concatenate([o.value(objective) for o in options])
+    chosen, total = solve_allocation(offsets, gpus, value, int(capacity))
+    return np.where(chosen >= 0, chosen - offsets[:-1], -1), float(total)
+
+
+def allocate(jobs: Sequence[Job], n_gpus: int, policy: str = "elastic", objective: str = "throughput") -> Allocation:
+    """The allocation of `n_gpus` GPUs to `jobs` that maximises the objective.
+
+    policy : "elastic" (each job's batch anywhere in its range) or
+        "fixed-batch" (each job keeps its submitted batch; GPUs still scale).
+    objective : "throughput" (total samples/s) or "speedup" (total of each
+        job's throughput over its throughput at its minimum allocation).
+
+    Every job gets at least its minimum; GPUs may stay idle when no job gains
+    from them. Raises `JobError` for an invalid job and ValueError when the
+    jobs' minimums do not fit.
+    """
+    check_choice("policy", policy, POLICIES)
+    check_choice("objective", objective, OBJECTIVES)
+    if isinstance(n_gpus, bool) or not isinstance(n_gpus, (int, np.integer)) or n_gpus < 1:
+        raise ValueError(f"n_gpus: must be a positive integer (got {n_gpus!r})")
+    opts = [job_options(job, n_gpus, policy == "fixed-batch") for job in jobs]
+    chosen, total = solve(opts, n_gpus, objective)
+    if total == -np.inf:
+        need = sum(int(o.gpus[0]) for o in opts)
+        raise ValueError(f"n_gpus: the jobs need {need} GPUs at their minimum allocations; there are {n_gpus}")
+    return Allocation(tuple(str(j.job_id) for j in jobs), _pick(opts, chosen, "gpus"), _pick(opts, chosen, "batch"),
+                      _pick(opts, chosen, "throughput"), total, policy, objective, int(n_gpus))
+
+
+def _pick(opts: Sequence[Options], chosen: np.ndarray, field: str) -> np.ndarray:
+    return np.array([getattr(o, field)[k] for o, k in zip(opts, chosen)],
+                    dtype=np.float64 if field == "throughput" else np.int64)

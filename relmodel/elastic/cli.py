@@ -1,0 +1,114 @@
+"""`relmodel cluster`: a workload under the elastic, fixed-batch and FIFO policies."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ..cli import format_table, to_json, usage_error, write_dataset
+from ..units import UNITS_HELP
+from .cluster import POLICIES
+
+_FLAGS = {"n_gpus": "--gpus", "window": "--duration", "batch_range_factor": "--batch-range", "policy": "--policy"}
+_TABLE_KEYS = ("completed", "dropped", "rejected", "mean_jct_h", "p50_jct_h", "p90_jct_h", "utilisation",
+               "gpu_hours_lost_failures", "shrinks", "restarts", "rescales")
+
+
+def _flag_error(err: ValueError) -> click.UsageError:
+    """A ValueError "name: reason" as an error naming the command-line flag."""
+    name, _, reason = str(err).partition(": ")
+    if reason and name.isidentifier():
+        return click.UsageError(f"{_FLAGS.get(name, '--' + name.replace('_', '-'))}: {reason}")
+    return usage_error(err)
+
+
+def _factors(text: str) -> tuple[float, float]:
+    try:
+        low, high = (float(v) for v in text.split(","))
+    except ValueError:
+        raise click.UsageError(f"--batch-range: expected LOW,HIGH factors such as 0.5,2 (got {text!r})") from None
+    return low, high
+
+
+@click.command("cluster", epilog=f"Durations are {UNITS_HELP}. Failure rates are failures per node-day.")
+@click.option("--gpus", "n_gpus", type=int, default=64, show_default=True, help="GPUs of the cluster.")
+@click.option("--gpus-per-node", type=int, default=8, show_default=True, help="GPUs per node (nodes fail whole).")
+@click.option("--arrival-rate", type=float, default=6.0, show_default=True,
+              help="Jobs per hour of the synthetic workload (Poisson arrivals).")
+@click.option("--duration", default=None, help="Arrival window [default: 24h; with --trace the whole trace].")
+@click.option("--seed", type=click.IntRange(0, 2**32 - 1), default=0, show_default=True,
+              help="Seeds the workload and the node failures.")
+@click.option("--policy", type=click.Choice(["all", *POLICIES]), default="all", show_default=True)
+@click.option("--failure-rate", type=float, default=0.0, show_default=True, help="Node failures per node-day.")
+@click.option("--repair-time", default="2h", show_default=True, help="A failed node is back after this long.")
+@click.option("--checkpoint-interval", default="1h", show_default=True, help="Compute between checkpoints.")
+@click.option("--checkpoint-cost", default="1min", show_default=True, help="Blocking time of a checkpoint write.")
+@click.option("--restart-cost", default="10min", show_default=True, help="Restart from a checkpoint.")
+@click.option("--pause", default="30s", show_default=True, help="Stop of a job whose GPUs or batch change.")
+@click.option("--unplaceable", type=click.Choice(["drop", "queue"]), default="drop", show_default=True,
+              help="What becomes of a job that cannot be placed when it arrives.")
+@click.option("--objective", type=click.Choice(["throughput", "speedup"]), default="throughput", show_default=True,
+              help="What the allocator maximises: total samples/s, or total speedup over minimum allocations.")
+@click.option("--batch-range", default="0.5,2", show_default=True,
+              help="Each job's batch range: LOW,HIGH times its submitted batch.")
+@click.option("--trace", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Replay a trace instead of a synthetic workload: an ElasticFlow CSV, or a job CSV "
+                   "(submit_time, model, work, batch, and optional bounds).")
+@click.option("--out", type=click.Path(dir_okay=True, path_type=Path), default=None,
+              help="Write the Dataset (.nc or .zarr).")
+@click.option("--plot", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Draw utilisation and completion-time figures to this image file.")
+@click.option("--json", "as_json", is_flag=True, help='Print {"policies": {...}, ...} as JSON.')
+def cluster(n_gpus, gpus_per_node, arrival_rate, duration, seed, policy, failure_rate, repair_time,
+            checkpoint_interval, checkpoint_cost, restart_cost, pause, unplaceable, objective, batch_range,
+            trace, out, plot, as_json):
+    """Simulate a GPU cluster: elastic scaling (GPUs and batch sizes by dynamic
+    programming) against fixed batch sizes and plain FIFO, with node failures;
+    prints a table per policy."""
+    from .dataset import simulate_cluster, summary
+    from .traces import TraceError, read_trace
+    from .workloads import synthetic_workload
+
+    if out is not None and out.suffix not in (".nc", ".zarr"):
+        raise click.UsageError(f"--out: unknown suffix {out.suffix!r}; use .nc or .zarr")
+    ctx = click.get_current_context()
+    factors = _factors(batch_range)
+    try:
+        if trace is not None:
+            if ctx.get_parameter_source("arrival_rate") is not click.core.ParameterSource.DEFAULT:
+                raise click.UsageError("--arrival-rate: not used with --trace (arrivals come from the trace)")
+            if not trace.is_file():
+                raise click.UsageError(f"--trace: no such file {str(trace)!r}")
+            workload = read_trace(trace, batch_range_factor=factors, window=duration)
+        else:
+            workload = synthetic_workload(arrival_rate, duration or "24h", seed, batch_range_factor=factors)
+        ds = simulate_cluster(workload, policy, n_gpus=n_gpus, gpus_per_node=gpus_per_node, seed=seed,
+                              failure_rate=failure_rate, repair_time=repair_time,
+                              checkpoint_interval=checkpoint_interval, checkpoint_cost=checkpoint_cost,
+                              restart_cost=restart_cost, pause=pause, unplaceable=unplaceable, objective=objective)
+    except TraceError as err:
+        raise click.UsageError(f"--trace: {err}") from None
+    except ValueError as err:
+        raise _flag_error(err) from None
+    if out is not None:
+        write_dataset(ds, out)
+    if plot is not None:
+        from .plot import cluster_figure
+
+        cluster_figure(ds, plot)
+    rows = summary(ds)
+    rejected = [{"job_id": str(ds.job_id.values[i]), "reason": str(reason)}
+                for i, reason in zip(ds.rejected_job.values, ds.rejection_reason.values)]
+    if as_json:
+        click.echo(to_json({"policies": rows, "rejected_jobs": rejected, "attrs": dict(ds.attrs)}))
+        return
+    source = trace.name if trace is not None else f"synthetic, {arrival_rate:g} jobs/h"
+    click.echo(f"{source}: {ds.sizes['job']} jobs on {n_gpus} GPUs"
+               + (f", {failure_rate:g} failures per node-day" if failure_rate else ""))
+    click.echo(format_table([{"policy": name, **{k: row[k] for k in _TABLE_KEYS}} for name, row in rows.items()]))
+    if rejected:
+        click.echo(f"{len(rejected)} job(s) rejected at submission; first: {rejected[0]['reason']}")
+    written = [str(p) for p in (out, plot) if p is not None]
+    if written:
+        click.echo("wrote " + " and ".join(written))

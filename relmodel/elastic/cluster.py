@@ -1,0 +1,352 @@
+"""The event-driven cluster simulator, one policy at a time.
+
+Events: job arrivals, completions, node failures and repairs. After each the
+policy places jobs:
+
+* elastic / fixed-batch: every running job, and a new or waiting one if the
+  jobs' minimum allocations still fit, get GPUs (and batch sizes) from the
+  dynamic program; a job whose (GPUs, batch) changes pauses for `pause`
+  (save, reshard, reload) holding its new GPUs;
+* fifo: jobs start in arrival order on their submitted GPUs and batch, never
+  rescaled (head-of-line blocking in the queue).
+
+A job that cannot be placed when it arrives is dropped, or queued with
+unplaceable="queue". Every job writes a checkpoint after each
+`checkpoint_interval` of compute (costing `checkpoint_cost`), and a
+reconfiguration saves its state too. When a node fails, a job that held GPUs
+there either shrinks onto its surviving GPUs and continues (elastic and
+fixed-batch, if it keeps a feasible GPU count) after a pause, or (fifo, or too
+few survivors) loses the work since its last checkpoint, goes back to the head
+of the queue (never dropped) and pays `restart_cost` when it starts again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import heapq
+import math
+import warnings
+from collections import deque
+
+import numpy as np
+
+from .allocate import check_choice, solve
+from .config import ClusterConfig
+from .jobs import JobError, Options, check_job, options_for
+from .nodes import FailureProcess, Placement, node_sizes
+
+POLICIES = ("elastic", "fixed-batch", "fifo")
+OUTCOMES = ("completed", "dropped", "rejected", "unfinished", "not submitted")
+COMPLETED, DROPPED, REJECTED, UNFINISHED, NOT_SUBMITTED = range(5)
+DRAIN_FACTOR = 100  # the run stops this many arrival windows (>= 24 h) after the last arrival
+# Event kinds, in the order simultaneous events are handled: GPUs come back before they are asked for.
+_COMPLETE, _REPAIR, _FAIL, _ARRIVE = range(4)
+# Overhead at the start of a job's configuration (an "epoch").
+_NONE, _RESTART, _FAILURE_PAUSE, _PAUSE = range(4)
+
+
+class UnfinishedJobsWarning(UserWarning):
+    """The run stopped (at `until`, or at its drain limit) with jobs still running or queued."""
+
+
+@dataclasses.dataclass
+class PolicyRun:
+    """What one policy did with one workload: per job, counters, the allocated
+    GPUs over time and the event log (time, event, job or node, GPUs, batch)."""
+
+    policy: str
+    outcome: np.ndarray  # codes into OUTCOMES
+    submit: np.ndarray  # h
+    start: np.ndarray  # first start, h (NaN: never started)
+    end: np.ndarray  # completion, h (NaN: not completed)
+    rejected: list  # (job index, reason)
+    alloc_times: np.ndarray  # change points of the GPUs held by jobs
+    alloc_gpus: np.ndarray
+    counters: dict
+    events: list
+    end_time: float
+
+    @property
+    def jct(self) -> np.ndarray:
+        return self.end - self.submit
+
+
+class _Epoch:
+    """A job's current configuration: GPUs, batch, rate, and its progress clock."""
+
+    __slots__ = ("gpus", "batch", "rate", "begin", "ready", "overhead", "done0", "version", "struck")
+
+    def __init__(self, gpus, batch, rate, begin, ready, overhead, done0, version):
+        self.gpus, self.batch, self.rate = gpus, batch, rate
+        self.begin, self.ready, self.overhead, self.done0, self.version = begin, ready, overhead, done0, version
+        self.struck = False
+
+
+class _Simulation:
+    def __init__(self, jobs, policy: str, cfg: ClusterConfig):
+        self.jobs, self.policy, self.cfg = jobs, policy, cfg
+        self.resizable = policy != "fifo"
+        n = len(jobs)
+        self.outcome = np.full(n, NOT_SUBMITTED, dtype=np.int8)
+        self.submit = np.array([float(j.submit_time) if _finite(j.submit_time) else np.nan for j in jobs])
+        self.start = np.full(n, np.nan)
+        self.end = np.full(n, np.nan)
+        self.done = np.zeros(n)  # samples saved, for jobs not running
+        self.rejected = []
+        self.options: dict[int, Options] = {}
+        self.epochs: dict[int, _Epoch] = {}
+        self.waiting: deque[int] = deque()
+        self.restart_due: set[int] = set()
+        self.place = Placement(node_sizes(cfg.n_gpus, cfg.gpus_per_node))
+        self.failures = FailureProcess(cfg.n_nodes, cfg.failure_rate, cfg.seed, cfg.failures)
+        self.heap, self.seq, self.now = [], 0, 0.0
+        self.events, self.alloc = [], [(0.0, 0)]
+        self.counters = dict.fromkeys(
+            ("rescales", "shrinks", "restarts", "job_interruptions", "node_failures"), 0)
+        self.counters.update(dict.fromkeys(
+            ("gpu_hours_lost_failures", "gpu_hours_redone", "gpu_hours_restart", "gpu_hours_paused"), 0.0))
+        self.cycle = cfg.checkpoint_interval + cfg.checkpoint_cost
+
+    # -- the event queue -------------------------------------------------
+    def push(self, t, kind, a, b=0):
+        heapq.heappush(self.heap, (float(t), kind, self.seq, a, b))
+        self.seq += 1
+
+    def log(self, what, who, gpus=0, batch=0):
+        self.events.append((self.now, what, who, gpus, batch))
+
+    def run(self) -> PolicyRun:
+        order = sorted(range(len(self.jobs)), key=lambda i: (np.nan_to_num(self.submit[i], nan=0.0), i))
+        for i in order:
+            self.push(max(0.0, np.nan_to_num(self.submit[i], nan=0.0)), _ARRIVE, i)
+        for t, node in self.failures.first_failures():
+            self.push(t, _FAIL, node)
+        last = max((self.submit[i] for i in order if np.isfinite(self.submit[i])), default=0.0)
+        horizon = self.cfg.until if self.cfg.until is not None else last + DRAIN_FACTOR * max(last, 24.0)
+        pending = len(order)
+        while self.heap:
+            t, kind, _, a, b = self.heap[0]
+            if t > horizon:
+                break
+            heapq.heappop(self.heap)
+            if kind == _COMPLETE and (a not in self.epochs or self.epochs[a].version != b):
+                continue  # superseded by a reconfiguration
+            self.now = t
+            arrival, changed = None, True
+            if kind == _ARRIVE:
+                pending -= 1
+                arrival, changed = self.arrive(a), False
+            elif kind == _COMPLETE:
+                self.complete(a)
+            elif kind == _FAIL:
+                changed = self.fail(a)
+            else:
+                self.repair(a)
+            self.schedule(arrival, changed)
+            held = sum(e.gpus for e in self.epochs.values())
+            if held != self.alloc[-1][1]:
+                self.alloc.append((t, held))
+            if pending == 0 and not self.epochs and not self.waiting:
+                break
+        self.finish(horizon)
+        times, gpus = zip(*self.alloc)
+        return PolicyRun(self.policy, self.outcome, self.submit, self.start, self.end, self.rejected,
+                         np.array(times), np.array(gpus, dtype=np.int64), self.counters, self.events, self.now)
+
+    def finish(self, horizon):
+        left = [i for i in self.epochs] + list(self.waiting)
+        if left:
+            self.now = horizon
+            for i in list(self.epochs):
+                self.close(i, self.now)
+            self.outcome[left] = UNFINISHED
+            warnings.warn(f"{self.policy}: stopped at {self.now:.4g} h with {len(left)} job(s) unfinished",
+                          UnfinishedJobsWarning, stacklevel=4)
+
+    # -- event handlers --------------------------------------------------
+    def arrive(self, i) -> int | None:
+        job = self.jobs[i]
+        try:
+            bounds = check_job(job, self.cfg.n_gpus)
+        except JobError as err:
+            self.outcome[i] = REJECTED
+            self.rejected.append((i, str(err)))
+            self.log("reject", job.job_id)
+            return None
+        self.outcome[i] = UNFINISHED
+        if self.resizable:
+            self.options[i] = options_for(bounds, self.policy == "fixed-batch")
+        else:  # rigid: the submitted GPUs and batch only
+            x = np.array([float(bounds.model.throughput(bounds.gpus, bounds.batch))])
+            gpus, batch = np.array([bounds.gpus]), np.array([bounds.batch])
+            self.options[i] = Options(gpus.astype(np.int64), batch.astype(np.int64), x)
+        self.log("submit", job.job_id)
+        return i
+
+    def complete(self, i):
+        self.close(i, self.now)
+        ep = self.epochs.pop(i)
+        self.place.release(i)
+        self.outcome[i] = COMPLETED
+        self.end[i] = self.now
+        self.log("complete", self.jobs[i].job_id, ep.gpus, ep.batch)
+
+    def fail(self, node) -> bool:
+        if not self.place.up[node]:
+            return False  # an explicit failure of a node already down
+        self.counters["node_failures"] += 1
+        self.log("node-fail", node)
+        lost = self.place.fail(node)
+        self.push(self.now + self.cfg.repair_time, _REPAIR, node)
+        evicted = []
+        for i in sorted(lost):
+            ep = self.epochs[i]
+            self.counters["job_interruptions"] += 1
+            survivors = ep.gpus - lost[i]
+            if self.resizable and survivors >= self.options[i].gpus[0]:
+                self.close(i, self.now)
+                self.counters["shrinks"] += 1
+                ep.gpus, ep.struck = survivors, True
+                self.log("shrink", self.jobs[i].job_id, survivors, ep.batch)
+            else:
+                self.evict(i, ep)
+                evicted.append(i)
+        self.waiting.extendleft(reversed(evicted))
+        return True
+
+    def evict(self, i, ep):
+        """Back to the last checkpoint: the work since then is redone on the next start."""
+        self.account_overhead(ep, self.now)
+        e = max(0.0, self.now - ep.ready)
+        k = math.floor(e / self.cycle)  # checkpoints completed in this epoch
+        redo = ep.gpus * (e - k * self.cycle)
+        self.counters["gpu_hours_redone"] += redo
+        self.counters["gpu_hours_lost_failures"] += redo
+        self.counters["restarts"] += 1
+        self.done[i] = ep.done0 + ep.rate * k * self.cfg.checkpoint_interval
+        self.place.release(i)
+        del self.epochs[i]
+        self.restart_due.add(i)
+        self.log("evict", self.jobs[i].job_id)
+
+    def repair(self, node):
+        self.place.repair(node)
+        self.log("node-repair", node)
+        t = self.failures.next_failure(node, self.now)
+        if math.isfinite(t):
+            self.push(t, _FAIL, node)
+
+    # -- progress of a configuration ---------------------------------------
+    def close(self, i, t):
+        """Bring job i's progress to time t and account its overhead so far;
+        the epoch then restarts its clock at t (no overhead, no compute yet), as
+        it does after a reconfiguration, which saves the job's state."""
+        ep = self.epochs[i]
+        self.account_overhead(ep, t)
+        e = max(0.0, t - ep.ready)
+        full = math.floor(e / self.cycle)
+        compute = full * self.cfg.checkpoint_interval + min(e - full * self.cycle, self.cfg.checkpoint_interval)
+        ep.done0 = min(self.jobs[i].work, ep.done0 + ep.rate * compute)
+        ep.begin = ep.ready = t
+        ep.overhead = _NONE
+
+    def account_overhead(self, ep, t):
+        """GPU time of the epoch's restart or pause elapsed by t: lost to failures
+        (restarts, pauses of struck jobs) or spent rescaling."""
+        spent = max(0.0, min(t, ep.ready) - ep.begin) * ep.gpus
+        if ep.overhead == _PAUSE:
+            self.counters["gpu_hours_paused"] += spent
+        elif ep.overhead != _NONE:
+            self.counters["gpu_hours_restart"] += spent
+            self.counters["gpu_hours_lost_failures"] += spent
+
+    def start_epoch(self, i, gpus, batch, rate, overhead):
+        old = self.epochs.get(i)
+        done0 = old.done0 if old else self.done[i]
+        length = {_NONE: 0.0, _RESTART: self.cfg.restart_cost}.get(overhead, self.cfg.pause)
+        version = old.version + 1 if old else 0
+        ep = _Epoch(gpus, batch, rate, self.now, self.now + length, overhead, done0, version)
+        self.epochs[i] = ep
+        if np.isnan(self.start[i]):
+            self.start[i] = self.now
+        # Wall time for the remaining compute: checkpoints after each full interval, none after the last.
+        y = (self.jobs[i].work - done0) / rate
+        k = max(0, math.ceil(y / self.cfg.checkpoint_interval) - 1)
+        self.push(ep.ready + k * self.cycle + (y - k * self.cfg.checkpoint_interval), _COMPLETE, i, version)
+
+    # -- placement ---------------------------------------------------------
+    def fits(self, i) -> bool:
+        need = int(self.options[i].gpus[0])
+        if not self.resizable:
+            return need <= self.place.total_free
+        return need + sum(int(self.options[j].gpus[0]) for j in self.epochs) <= self.place.capacity
+
+    def schedule(self, arrival, changed):
+        admitted = []
+        while self.waiting and self.fits(self.waiting[0]):
+            admitted.append(self.admit(self.waiting.popleft()))
+        if arrival is not None:
+            if not self.waiting and self.fits(arrival):
+                admitted.append(self.admit(arrival))
+            elif self.cfg.unplaceable == "queue":
+                self.waiting.append(arrival)
+                self.log("queue", self.jobs[arrival].job_id)
+            else:
+                self.outcome[arrival] = DROPPED
+                self.log("drop", self.jobs[arrival].job_id)
+        if self.resizable and (changed or admitted):
+            self.reallocate(set(admitted))
+
+    def admit(self, i) -> int:
+        overhead = _RESTART if i in self.restart_due else _NONE
+        self.restart_due.discard(i)
+        if self.resizable:  # GPUs come from the next reallocation
+            self.epochs[i] = _Epoch(0, 0, 0.0, self.now, self.now, overhead, self.done[i], -1)
+            return i
+        opts = self.options[i]
+        self.place.acquire(i, int(opts.gpus[0]))
+        self.start_epoch(i, int(opts.gpus[0]), int(opts.batch[0]), float(opts.throughput[0]) * 3600.0, overhead)
+        self.log("start", self.jobs[i].job_id, int(opts.gpus[0]), int(opts.batch[0]))
+        return i
+
+    def reallocate(self, new: set):
+        order = sorted(self.epochs)
+        chosen, total = solve([self.options[i] for i in order], self.place.capacity, self.cfg.objective)
+        if total == -np.inf:  # admission keeps the minimums within capacity
+            raise RuntimeError("allocation: the running jobs' minimums exceed the GPUs up")
+        plan = []
+        for i, k in zip(order, chosen):
+            opts, ep = self.options[i], self.epochs[i]
+            g, b = int(opts.gpus[k]), int(opts.batch[k])
+            if i in new or ep.struck or (g, b) != (ep.gpus, ep.batch):
+                plan.append((i, g, b, float(opts.throughput[k]) * 3600.0))
+        for i, g, _, _ in plan:  # shrink first, so the growing jobs find the GPUs
+            held = self.place.gpus_of(i)
+            if g < held:
+                self.place.release(i, held - g)
+        for i, g, b, rate in plan:
+            held = self.place.gpus_of(i)
+            if g > held:
+                self.place.acquire(i, g - held)
+            ep = self.epochs[i]
+            if i in new:
+                overhead, what = ep.overhead, "start"
+            else:
+                self.close(i, self.now)
+                overhead, what = (_FAILURE_PAUSE, "resume") if ep.struck else (_PAUSE, "rescale")
+                self.counters["rescales"] += what == "rescale"
+            self.start_epoch(i, g, b, rate, overhead)
+            self.log(what, self.jobs[i].job_id, g, b)
+
+
+def _finite(x) -> bool:
+    try:
+        return math.isfinite(float(x))
+    except (TypeError, ValueError):
+        return False
+
+
+def run_policy(jobs, policy: str, config: ClusterConfig) -> PolicyRun:
+    """Simulate `jobs` (a Workload or a sequence of Job) under one policy."""
+    check_choice("policy", policy, POLICIES)
+    return _Simulation(tuple(jobs), policy, config).run()

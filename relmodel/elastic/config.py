@@ -1,0 +1,91 @@
+"""`ClusterConfig`: the cluster and its operating rules."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+
+from ..scenario import _check_number
+from ..units import to_hours
+from .allocate import OBJECTIVES, check_choice
+from .nodes import node_sizes
+
+UNPLACEABLE = ("drop", "queue")
+
+
+@dataclasses.dataclass(frozen=True)
+class ClusterConfig:
+    """The cluster and its operating rules (durations in hours or with units).
+
+    n_gpus, gpus_per_node : cluster size; nodes are the unit of failure.
+    failure_rate : failures per node-day (0: none); `failures` instead lists
+        explicit (time h, node index) failures.
+    repair_time : a failed node is back after this long.
+    checkpoint_interval, checkpoint_cost, restart_cost : the timeline model's
+        parameters, for every job.
+    pause : the stop of a job whose GPUs or batch size change.
+    unplaceable : "drop" or "queue" a job that cannot be placed on arrival.
+    objective : the allocator's "throughput" or "speedup".
+    seed : seeds the failure process.
+    until : stop here (h); default: when every admitted job is done.
+    """
+
+    n_gpus: int = 64
+    gpus_per_node: int = 8
+    failure_rate: float = 0.0
+    repair_time: float = 2.0
+    checkpoint_interval: float = 1.0
+    checkpoint_cost: float = 1 / 60
+    restart_cost: float = 10 / 60
+    pause: float = 0.5 / 60
+    unplaceable: str = "drop"
+    objective: str = "throughput"
+    seed: int = 0
+    failures: tuple | None = None
+    until: float | None = None
+
+    def __post_init__(self):
+        for name in ("n_gpus", "gpus_per_node", "failure_rate", "checkpoint_interval", "checkpoint_cost",
+                     "restart_cost"):
+            kind = {"n_gpus": "count", "gpus_per_node": "count", "failure_rate": "rate"}.get(name, "duration")
+            object.__setattr__(self, name, _check_number(name, getattr(self, name), kind=kind))
+        for name in ("repair_time", "pause"):
+            hours = to_hours(getattr(self, name), name)
+            if not math.isfinite(hours) or hours < 0:
+                raise ValueError(f"{name}: must be a finite duration >= 0 (got {getattr(self, name)!r})")
+            object.__setattr__(self, name, hours)
+        check_choice("unplaceable", self.unplaceable, UNPLACEABLE)
+        check_choice("objective", self.objective, OBJECTIVES)
+        if isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer)) or not 0 <= self.seed < 2**32:
+            raise ValueError(f"seed: must be an integer in [0, 2**32) (got {self.seed!r})")
+        if self.until is not None:
+            until = to_hours(self.until, "until")
+            if not until >= 0:
+                raise ValueError(f"until: must be a duration >= 0 (got {self.until!r})")
+            object.__setattr__(self, "until", until)
+        if self.failures is not None:
+            n_nodes = node_sizes(self.n_gpus, self.gpus_per_node).size
+            failures = tuple((float(t), int(n)) for t, n in self.failures)
+            bad = [(t, n) for t, n in failures if not (0 <= n < n_nodes and math.isfinite(t) and t >= 0)]
+            if bad:
+                raise ValueError(f"failures: {bad[0]} is not (time >= 0 h, node in [0, {n_nodes}))")
+            object.__setattr__(self, "failures", failures)
+
+    @property
+    def n_nodes(self) -> int:
+        return node_sizes(self.n_gpus, self.gpus_per_node).size
+
+    @classmethod
+    def from_scenario(cls, scenario, **fields) -> "ClusterConfig":
+        """The timeline model's failure rate, GPUs per node, checkpoint interval
+        and cost, and restart cost, from a scalar `Scenario` (its job size and
+        work do not apply: the cluster's size is `n_gpus`)."""
+        from ..scenario import as_scenario
+
+        sc = as_scenario(scenario)
+        if sc.is_grid:
+            raise ValueError(f"scenario: need a scalar scenario, not a grid over {sc.dims}")
+        shared = ("failure_rate", "gpus_per_node", "checkpoint_interval", "checkpoint_cost", "restart_cost")
+        return cls(**{**{name: getattr(sc, name) for name in shared}, **fields})

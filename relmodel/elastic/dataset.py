@@ -1,0 +1,228 @@
+"""`simulate_cluster`: one workload under several policies, as a labelled Dataset."""
+
+from __future__ import annotations
+
+import datetime
+import math
+
+import numpy as np
+import xarray as xr
+
+from .. import __version__
+from .cluster import COMPLETED, DROPPED, OUTCOMES, POLICIES, REJECTED, UNFINISHED, run_policy
+from .config import ClusterConfig
+from .nodes import FailureProcess, capacity_timeline, node_sizes
+
+_PER_POLICY = {  # name: (long_name, units)
+    "submitted": ("jobs that arrived", "1"),
+    "rejected": ("jobs rejected at submission as invalid", "1"),
+    "completed": ("jobs completed", "1"),
+    "dropped": ("jobs dropped: no room when they arrived", "1"),
+    "unfinished": ("jobs still running or queued when the run stopped", "1"),
+    "jct_mean": ("mean job completion time (completion - submission) of completed jobs", "h"),
+    "wait_mean": ("mean time from submission to first start, of started jobs", "h"),
+    "makespan": ("time of the run's last event", "h"),
+    "utilisation_mean": ("GPU-hours held by jobs / (GPUs x makespan)", "1"),
+    "gpu_hours_busy": ("GPU-hours held by jobs (computing, checkpointing, pausing, restarting)", "GPU h"),
+    "gpu_hours_lost_failures": ("GPU-hours lost to failures: redone work, restarts, pauses of struck jobs", "GPU h"),
+    "gpu_hours_redone": ("GPU-hours of work lost since the last checkpoint (redone)", "GPU h"),
+    "gpu_hours_restart": ("GPU-hours of restarts and failure pauses", "GPU h"),
+    "gpu_hours_paused": ("GPU-hours of rescaling pauses (not failure-driven)", "GPU h"),
+    "node_failures": ("node failures during the run", "1"),
+    "job_interruptions": ("jobs struck by a node failure (counted per failure)", "1"),
+    "shrinks": ("struck jobs that shrank onto their surviving GPUs and went on", "1"),
+    "restarts": ("struck jobs that went back to their last checkpoint", "1"),
+    "rescales": ("reconfigurations of running jobs by the allocator (not failure-driven)", "1"),
+}
+RNG = ("Philox4x32-10; key (seed, stream); counter (draw, row): workload arrivals stream 1, "
+       "job attributes stream 2 (row = job), node failures stream 3 (row = node)")
+
+
+def simulate_cluster(workload, policies="all", *, config: ClusterConfig | None = None, time_bins: int = 96,
+                     quantiles=(0.5, 0.9, 0.99), return_runs: bool = False, **fields) -> xr.Dataset:
+    """Run a workload under each policy on the same cluster and failures.
+
+    Parameters
+    ----------
+    workload : a `Workload` (synthetic or a trace) or a sequence of `Job`.
+    policies : "all" or a sequence of "elastic", "fixed-batch", "fifo".
+    time_bins : bins of the utilisation time series.
+    quantiles : job completion time quantiles.
+    return_runs : also return the per-policy `PolicyRun`s (event logs).
+    config : a `ClusterConfig` (e.g. `ClusterConfig.from_scenario(sc,
+        n_gpus=64)`), or instead
+    **fields : `ClusterConfig` fields: n_gpus (64), gpus_per_node (8),
+        failure_rate (per node-day, 0), repair_time ("2h"), checkpoint_interval
+        ("1h"), checkpoint_cost ("1min"), restart_cost ("10min"), pause
+        ("30s"), unplaceable ("drop" | "queue"), objective ("throughput" |
+        "speedup"), seed (failures), failures (explicit), until.
+
+    Returns
+    -------
+    xarray.Dataset over `policy` (counts, completion times, GPU-hours lost to
+    failures), `policy` x `time` (utilisation), `policy` x `job` (per-job
+    outcome and completion time) and `rejected` (invalid jobs and why), with
+    the configuration and the workload's parameters in attrs.
+    """
+    if config is not None and fields:
+        raise ValueError(f"config: give a ClusterConfig or its fields, not both (got {sorted(fields)})")
+    cfg = config if config is not None else ClusterConfig(**fields)
+    names = list(POLICIES) if policies == "all" else [policies] if isinstance(policies, str) else list(policies)
+    for name in names:
+        if name not in POLICIES:
+            raise ValueError(f"policy: must be 'all' or among {', '.join(POLICIES)} (got {name!r})")
+    if len(set(names)) != len(names) or not names:
+        raise ValueError(f"policy: need distinct policies (got {names})")
+    if isinstance(time_bins, bool) or not isinstance(time_bins, int) or time_bins < 1:
+        raise ValueError(f"time_bins: must be a positive integer (got {time_bins!r})")
+    q = np.asarray(quantiles, dtype=float)
+    if q.ndim != 1 or np.any((q < 0) | (q > 1)):
+        raise ValueError(f"quantiles: must be in [0, 1] (got {quantiles!r})")
+    jobs = tuple(workload)
+    runs = [run_policy(jobs, name, cfg) for name in names]
+    ds = _dataset(jobs, runs, cfg, q, time_bins, getattr(workload, "attrs", {}))
+    return (ds, runs) if return_runs else ds
+
+
+def _dataset(jobs, runs, cfg, q, time_bins, workload_attrs) -> xr.Dataset:
+    t_max = max([r.end_time for r in runs] + [1e-9])
+    edges = np.linspace(0.0, t_max, time_bins + 1)
+    data = {name: [] for name in _PER_POLICY}
+    jct_q, util, outcome, jct = [], [], [], []
+    for r in runs:
+        done = r.outcome == COMPLETED
+        times = r.jct[done]
+        busy = _integral(r.alloc_times, r.alloc_gpus, r.end_time)
+        data["submitted"].append(int(np.sum(np.isin(r.outcome, (COMPLETED, DROPPED, REJECTED, UNFINISHED)))))
+        data["rejected"].append(int(np.sum(r.outcome == REJECTED)))
+        data["completed"].append(int(done.sum()))
+        data["dropped"].append(int(np.sum(r.outcome == DROPPED)))
+        data["unfinished"].append(int(np.sum(r.outcome == UNFINISHED)))
+        data["jct_mean"].append(float(times.mean()) if times.size else np.nan)
+        started = np.isfinite(r.start)
+        data["wait_mean"].append(float((r.start - r.submit)[started].mean()) if started.any() else np.nan)
+        data["makespan"].append(r.end_time)
+        data["gpu_hours_busy"].append(busy)
+        data["utilisation_mean"].append(busy / (cfg.n_gpus * r.end_time) if r.end_time > 0 else 0.0)
+        for key in ("gpu_hours_lost_failures", "gpu_hours_redone", "gpu_hours_restart", "gpu_hours_paused",
+                    "node_failures", "job_interruptions", "shrinks", "restarts", "rescales"):
+            data[key].append(r.counters[key])
+        jct_q.append(np.quantile(times, q) if times.size else np.full(q.size, np.nan))
+        util.append(_bin_means(r.alloc_times, r.alloc_gpus, r.end_time, edges) / cfg.n_gpus)
+        outcome.append([OUTCOMES[k] for k in r.outcome])
+        jct.append(np.where(done, r.jct, np.nan))
+
+    data_vars = {name: ("policy", values, _attrs(*_PER_POLICY[name])) for name, values in data.items()}
+    data_vars["jct_quantile"] = (("policy", "quantile"), np.array(jct_q),
+                                 _attrs("job completion time quantiles of completed jobs", "h"))
+    data_vars["gpu_utilisation"] = (("policy", "time"), np.array(util),
+                                    _attrs("GPUs held by jobs / GPUs, averaged over each time bin", "1"))
+    sizes = node_sizes(cfg.n_gpus, cfg.gpus_per_node)
+    up_t, up_g = capacity_timeline(sizes, FailureProcess(sizes.size, cfg.failure_rate, cfg.seed, cfg.failures),
+                                   cfg.repair_time, t_max)
+    data_vars["gpus_up"] = ("time", _bin_means(up_t, up_g, t_max, edges),
+                            _attrs("GPUs on nodes that are up, averaged over each time bin", "GPU"))
+    data_vars["outcome"] = (("policy", "job"), np.array(outcome, dtype=str).reshape(len(runs), len(jobs)),
+                            {"long_name": "what became of each job: " + ", ".join(OUTCOMES)})
+    data_vars["jct"] = (("policy", "job"), np.array(jct).reshape(len(runs), len(jobs)),
+                        _attrs("job completion time (NaN: not completed)", "h"))
+    rejected = runs[0].rejected
+    data_vars["rejection_reason"] = ("rejected_job", np.array([m for _, m in rejected], dtype=str),
+                                     {"long_name": "why the job was rejected at submission"})
+    coords = {
+        "policy": ("policy", [r.policy for r in runs]),
+        "quantile": ("quantile", q, {"units": "1"}),
+        "time": ("time", (edges[:-1] + edges[1:]) / 2, _attrs("centre of the time bin", "h")),
+        "job": ("job", np.arange(len(jobs))),
+        "job_id": ("job", np.array([str(j.job_id) for j in jobs], dtype=str)),
+        "submit_time": ("job", runs[0].submit, _attrs("submission time", "h")),
+        "model": ("job", np.array([getattr(j.model, "name", str(j.model)) for j in jobs], dtype=str)),
+        "rejected_job": ("rejected_job", np.array([i for i, _ in rejected], dtype=np.int64),
+                     {"long_name": "index (job) of each rejected job"}),
+    }
+    return xr.Dataset(data_vars, coords=coords, attrs=_provenance(cfg, runs, workload_attrs, t_max))
+
+
+def _attrs(long_name: str, units: str) -> dict:
+    return {"long_name": long_name, "units": units}
+
+
+def _provenance(cfg, runs, workload_attrs, t_max) -> dict:
+    attrs = {
+        "title": "relmodel elastic cluster simulation",
+        "relmodel_version": __version__,
+        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "rng": RNG,
+        "policies": [r.policy for r in runs],
+        "seed": cfg.seed,
+        "n_gpus": cfg.n_gpus,
+        "gpus_per_node": cfg.gpus_per_node,
+        "failure_rate_per_node_day": cfg.failure_rate,
+        "repair_time_h": cfg.repair_time,
+        "checkpoint_interval_h": cfg.checkpoint_interval,
+        "checkpoint_cost_h": cfg.checkpoint_cost,
+        "restart_cost_h": cfg.restart_cost,
+        "pause_h": cfg.pause,
+        "unplaceable": cfg.unplaceable,
+        "objective": cfg.objective,
+        "n_rejected": len(runs[0].rejected),
+        "time_span_h": t_max,
+    }
+    if cfg.until is not None:
+        attrs["until_h"] = cfg.until
+    if cfg.failures is not None:
+        attrs["failures_explicit"] = ";".join(f"{t:g}h@node{n}" for t, n in cfg.failures)
+    for key, value in workload_attrs.items():
+        if value is not None and not isinstance(value, bool):
+            attrs[f"workload_{key}"] = value
+    return attrs
+
+
+def _integral(times, values, end) -> float:
+    """Integral over [0, end] of the step function values[k] on [times[k], times[k+1])."""
+    widths = np.diff(np.append(times, max(end, times[-1])))
+    return float(np.sum(values * widths))
+
+
+def _bin_means(times, values, end, edges) -> np.ndarray:
+    """Mean of the step function over each bin (0 after `end`)."""
+    times = np.append(times, end)
+    values = np.append(values, 0)
+    cum = np.concatenate([[0.0], np.cumsum(values[:-1] * np.diff(times))])
+    k = np.clip(np.searchsorted(times, edges, side="right") - 1, 0, times.size - 1)
+    area = cum[k] + values[k] * (edges - times[k])
+    return np.diff(area) / np.diff(edges)
+
+
+def common_jct_mean(ds: xr.Dataset, policies=None) -> xr.DataArray:
+    """Mean completion time of each policy over the jobs that every one of
+    `policies` (default: all) completed: the like-for-like comparison, free of
+    the bias of a policy that drops the long jobs."""
+    sub = ds.jct if policies is None else ds.jct.sel(policy=list(policies))
+    common = np.isfinite(sub).all("policy")
+    out = sub.where(common).mean("job")
+    out.attrs = _attrs(f"mean job completion time over the {int(common.sum())} jobs every policy completed", "h")
+    return out.rename("jct_mean_common")
+
+
+def summary(ds: xr.Dataset) -> dict:
+    """Per policy: the figures `relmodel cluster` prints (and its --json)."""
+    out = {}
+    for policy in ds.policy.values.tolist():
+        p = ds.sel(policy=policy)
+        row = {key: int(p[key]) for key in ("submitted", "completed", "dropped", "rejected", "unfinished")}
+        row["mean_jct_h"] = float(p.jct_mean)
+        for qv in ds["quantile"].values:
+            row[f"p{_percent(qv)}_jct_h"] = float(p.jct_quantile.sel(quantile=qv))
+        row["mean_wait_h"] = float(p.wait_mean)
+        row["utilisation"] = float(p.utilisation_mean)
+        row["gpu_hours_lost_failures"] = float(p.gpu_hours_lost_failures)
+        for key in ("node_failures", "shrinks", "restarts", "rescales"):
+            row[key] = int(p[key])
+        out[policy] = row
+    return out
+
+
+def _percent(q: float) -> str:
+    pct = 100 * float(q)
+    return str(int(round(pct))) if math.isclose(pct, round(pct)) else f"{pct:g}"

@@ -1,0 +1,194 @@
+"""The job model: what a data-parallel training job may run on, and how fast.
+
+A job needs `work` samples processed, whatever its batch size (a batch size in
+[min_batch, max_batch] reaches the same accuracy after the same samples). It
+runs on g GPUs at global batch b = g * m, with the per-GPU (local) batch m a
+whole number in [min_local_batch, max_local_batch] (max: the memory bound)
+and g in [min_gpus, max_gpus]. It was submitted with batch `batch` on `gpus`
+GPUs: the rigid (FIFO) policy runs it exactly so, the fixed-batch policy
+keeps `batch` and rescales g, the elastic policy chooses both.
+
+A `Job` is not checked when built, so that a workload may hold invalid jobs;
+`check_job` rejects them (the cluster simulator does so at submission).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import numbers
+
+import numpy as np
+
+from .throughput import as_model
+
+
+class JobError(ValueError):
+    """An invalid job; `.job_id` and `.field` say which and where."""
+
+    def __init__(self, job_id: str, field: str, reason: str):
+        super().__init__(f"job {job_id!r}: {field}: {reason}")
+        self.job_id, self.field, self.reason = job_id, field, reason
+
+
+@dataclasses.dataclass(frozen=True)
+class Job:
+    """A training job. Work in samples, times in hours, throughputs in samples/s.
+
+    model : a throughput model (`ParametricThroughput`, `ProfiledThroughput`)
+        or a name in `MODELS`.
+    work : samples to process (> 0).
+    batch, gpus : the submitted global batch and GPU count (b0 / gpus is the
+        local batch).
+    min_batch, max_batch : the batch-size range [B_lo, B_hi] (default: batch).
+    min_local_batch, max_local_batch : per-GPU batch bounds (default: 1 and
+        the model's memory bound).
+    min_gpus, max_gpus : GPU bounds (default: 1 and the cluster size).
+    submit_time : arrival time in hours.
+    """
+
+    model: object
+    work: float
+    batch: int
+    gpus: int = 1
+    min_batch: int | None = None
+    max_batch: int | None = None
+    min_local_batch: int = 1
+    max_local_batch: int | None = None
+    min_gpus: int = 1
+    max_gpus: int | None = None
+    submit_time: float = 0.0
+    job_id: str = ""
+
+    def with_batch_range(self, low: int, high: int) -> "Job":
+        return dataclasses.replace(self, min_batch=low, max_batch=high)
+
+
+@dataclasses.dataclass(frozen=True)
+class Bounds:
+    """A checked job's bounds, resolved against a cluster of `n_gpus`."""
+
+    model: object
+    batch: int  # submitted
+    gpus: int  # submitted
+    batch_lo: int
+    batch_hi: int
+    local_lo: int
+    local_hi: int
+    gpus_lo: int
+    gpus_hi: int
+
+
+@dataclasses.dataclass(frozen=True)
+class Options:
+    """A job's feasible allocations, ascending in GPUs: on gpus[k] GPUs its best
+    batch is batch[k], at throughput[k] samples/s."""
+
+    gpus: np.ndarray
+    batch: np.ndarray
+    throughput: np.ndarray
+
+    def value(self, objective: str) -> np.ndarray:
+        """The DP value of each option: throughput, or speedup over the minimum allocation."""
+        return self.throughput if objective == "throughput" else self.throughput / self.throughput[0]
+
+
+def _whole(job_id: str, field: str, value, *, minimum: int = 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) \
+            or value != int(value) or value < minimum:
+        raise JobError(job_id, field, f"must be a whole number >= {minimum} (got {value!r})")
+    return int(value)
+
+
+def check_job(job: Job, n_gpus: int) -> Bounds:
+    """The job's bounds on a cluster of `n_gpus` GPUs, or a `JobError` naming
+    the field: negative or zero work, B_lo > B_hi, a submitted batch or GPU
+    count outside its bounds, or no feasible GPU count."""
+    jid = str(job.job_id)
+    try:
+        model = as_model(job.model)
+    except ValueError as err:
+        raise JobError(jid, "model", str(err).split(": ", 1)[1]) from None
+    work = job.work
+    if isinstance(work, bool) or not isinstance(work, numbers.Real) or not math.isfinite(work) or work <= 0:
+        raise JobError(jid, "work", f"must be a finite number of samples > 0 (got {work!r})")
+    st = job.submit_time
+    if isinstance(st, bool) or not isinstance(st, numbers.Real) or not math.isfinite(st) or st < 0:
+        raise JobError(jid, "submit_time", f"must be a finite time >= 0 h (got {st!r})")
+    batch = _whole(jid, "batch", job.batch)
+    gpus = _whole(jid, "gpus", job.gpus)
+    lo = batch if job.min_batch is None else _whole(jid, "min_batch", job.min_batch)
+    hi = batch if job.max_batch is None else _whole(jid, "max_batch", job.max_batch)
+    if lo > hi:
+        raise JobError(jid, "min_batch", f"B_lo = {lo} > B_hi = {hi}")
+    if not lo <= batch <= hi:
+        raise JobError(jid, "batch", f"submitted batch {batch} outside [B_lo, B_hi] = [{lo}, {hi}]")
+    m_lo = _whole(jid, "min_local_batch", job.min_local_batch)
+    m_hi = model.max_local_batch if job.max_local_batch is None else _whole(jid, "max_local_batch",
+                                                                             job.max_local_batch)
+    if m_lo > m_hi:
+        raise JobError(jid, "min_local_batch", f"{m_lo} > max_local_batch {m_hi}")
+    g_lo = _whole(jid, "min_gpus", job.min_gpus)
+    g_hi = n_gpus if job.max_gpus is None else min(_whole(jid, "max_gpus", job.max_gpus), n_gpus)
+    if g_lo > g_hi:
+        raise JobError(jid, "min_gpus", f"no feasible GPU count: needs at least {g_lo} GPUs, "
+                                        f"at most {g_hi} (cluster: {n_gpus})")
+    bounds = Bounds(model, batch, gpus, lo, hi, m_lo, m_hi, g_lo, g_hi)
+    if not feasible_gpus(bounds, lo, hi).size:
+        raise JobError(jid, "gpus", f"no feasible GPU count: no g in [{g_lo}, {g_hi}] has a local batch "
+                                    f"in [{m_lo}, {m_hi}] for a batch in [{lo}, {hi}]")
+    if not g_lo <= gpus <= g_hi:
+        raise JobError(jid, "gpus", f"submitted on {gpus} GPUs, outside [{g_lo}, {g_hi}] "
+                                    f"(GPU bounds, cluster of {n_gpus})")
+    if batch % gpus or not m_lo <= batch // gpus <= m_hi:
+        raise JobError(jid, "gpus", f"submitted batch {batch} on {gpus} GPUs is not a whole local batch "
+                                    f"in [{m_lo}, {m_hi}]")
+    x = float(model.throughput(gpus, batch))
+    if not (math.isfinite(x) and x > 0):
+        raise JobError(jid, "model", f"no throughput at the submitted {gpus} GPUs, batch {batch}")
+    return bounds
+
+
+def feasible_gpus(bounds: Bounds, lo: int, hi: int) -> np.ndarray:
+    """GPU counts with a whole local batch in bounds for some batch in [lo, hi]."""
+    g = np.arange(bounds.gpus_lo, bounds.gpus_hi + 1)
+    m_min = np.maximum(bounds.local_lo, -(-lo // g))
+    m_max = np.minimum(bounds.local_hi, hi // g)
+    return g[m_min <= m_max]
+
+
+def job_options(job: Job, n_gpus: int, fixed_batch: bool = False) -> Options:
+    """A job's feasible (g, best b, X) on a cluster of `n_gpus` (JobError if it is invalid)."""
+    return options_for(check_job(job, n_gpus), fixed_batch)
+
+
+def options_for(bounds: Bounds, fixed_batch: bool) -> Options:
+    """Feasible (g, best b, X) of a checked job: every batch in its range
+    (elastic), or only its submitted batch (fixed-batch). Options with no
+    throughput (off a profiled grid) are left out."""
+    lo, hi = (bounds.batch, bounds.batch) if fixed_batch else (bounds.batch_lo, bounds.batch_hi)
+    g = feasible_gpus(bounds, lo, hi)
+    m_min = np.maximum(bounds.local_lo, -(-lo // g))
+    m_max = np.minimum(bounds.local_hi, hi // g)
+    model = bounds.model
+    if getattr(model, "increasing_in_batch", False):
+        batch = g * m_max
+        x = np.asarray(model.throughput(g, batch), dtype=float)
+    else:  # every (g, m) pair; the first best m (the smallest batch) on ties
+        counts = m_max - m_min + 1
+        g_rep = np.repeat(g, counts)
+        starts = np.cumsum(counts) - counts
+        m_all = np.arange(counts.sum()) - np.repeat(starts, counts) + np.repeat(m_min, counts)
+        x_all = np.asarray(model.throughput(g_rep, g_rep * m_all), dtype=float)
+        x_all = np.where(np.isfinite(x_all) & (x_all > 0), x_all, -np.inf)
+        best = np.maximum.reduceat(x_all, starts) if g.size else x_all
+        is_best = x_all == np.repeat(best, counts)
+        first = np.flatnonzero(is_best)
+        first = first[np.r_[True, np.diff(g_rep[first]) != 0]] if first.size else first
+        batch = np.zeros(g.size, dtype=np.int64)
+        x = np.full(g.size, -np.inf)
+        pos = np.searchsorted(g, g_rep[first])
+        batch[pos] = g_rep[first] * m_all[first]
+        x[pos] = x_all[first]
+    ok = np.isfinite(x) & (x > 0)
+    return Options(g[ok].astype(np.int64), batch[ok].astype(np.int64), x[ok])

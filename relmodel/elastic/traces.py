@@ -1,0 +1,206 @@
+"""Trace readers: the ElasticFlow CSV format, and a job CSV with the job model's
+own fields. Malformed rows are reported with their line number (the header is
+line 1); rows that parse but describe an invalid job are kept, for the
+simulator to reject at submission.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import warnings
+from collections.abc import Mapping
+from pathlib import Path
+
+from ..units import to_hours
+from .jobs import Job
+from .throughput import MODELS
+from .workloads import Workload, _check_factors, _positive, batch_range
+
+ELASTICFLOW_COLUMNS = ("job_id", "submission_time", "num_iteration", "model_name", "batch_size", "num_gpu")
+JOB_CSV_COLUMNS = ("submit_time", "model", "work", "batch")
+JOB_CSV_OPTIONAL = ("job_id", "gpus", "min_batch", "max_batch", "min_local_batch", "max_local_batch", "min_gpus",
+                    "max_gpus")
+
+
+class TraceError(ValueError):
+    """A malformed trace row; the message names the file, the line and the column."""
+
+    def __init__(self, path, line: int, column: str, reason: str):
+        super().__init__(f"{Path(path).name} line {line}: {column}: {reason}")
+        self.path, self.line, self.column, self.reason = str(path), line, column, reason
+
+
+class TraceWarning(UserWarning):
+    """Malformed trace rows were skipped (errors="skip")."""
+
+
+def read_trace(path, **kwargs) -> Workload:
+    """An ElasticFlow trace or a job CSV, told apart by the header."""
+    header = _header(Path(path))
+    if "submit_time" in header:
+        return read_job_csv(path, **kwargs)
+    if "submission_time" in header:
+        return read_elasticflow(path, **kwargs)
+    raise TraceError(path, 1, "header", f"neither an ElasticFlow trace ({','.join(ELASTICFLOW_COLUMNS)}) nor a "
+                                        f"job CSV ({','.join(JOB_CSV_COLUMNS)}, ...); got {','.join(header)}")
+
+
+def read_elasticflow(path, *, models: Mapping | None = None, batch_range_factor=(0.5, 2.0), window=None,
+                     errors: str = "raise", time_origin="first") -> Workload:
+    """Jobs of an ElasticFlow trace CSV (job_id, submission_time (s), num_iteration,
+    model_name, deadline, batch_size, num_gpu, duration).
+
+    Each job's throughput model is `models[model_name]` (default: `MODELS`),
+    its work num_iteration * batch_size samples, its batch range
+    `batch_range_factor` times batch_size. Times start at the first submission
+    (`time_origin="first"`) or at `time_origin` seconds; `window` keeps the
+    jobs submitted within that duration of the origin.
+
+    A malformed row (missing or extra fields, a value that is not a number,
+    an unknown model) raises `TraceError` naming the file, line and column, or
+    with errors="skip" is left out (a `TraceWarning` says how many, and
+    attrs["skipped_lines"] which). Values that parse but make an invalid job
+    (no iterations, a batch that fits no GPU count) are kept: the simulator
+    rejects those at submission.
+    """
+    path = Path(path)
+    models = dict(MODELS if models is None else models)
+    factors = _check_factors(batch_range_factor)
+    limit = None if window is None else _positive("window", window, duration=True)
+    rows, skipped = _rows(path, ELASTICFLOW_COLUMNS, errors, lambda line, get: _elasticflow_row(path, line, get, models))
+    if time_origin == "first":
+        origin = min((r[1] for r in rows), default=0.0)
+    elif isinstance(time_origin, (int, float)) and not isinstance(time_origin, bool) and math.isfinite(time_origin):
+        origin = float(time_origin)
+    else:
+        raise ValueError(f"time_origin: must be 'first' or a number of seconds (got {time_origin!r})")
+    jobs = []
+    for job_id, submit_s, iterations, model, batch, gpus in sorted(rows, key=lambda r: r[1]):
+        t = (submit_s - origin) / 3600.0
+        if t < 0 or (limit is not None and t >= limit):
+            continue
+        lo, hi = batch_range(batch, factors) if batch > 0 else (batch, batch)
+        jobs.append(Job(model, float(iterations) * batch, batch, gpus, min_batch=lo, max_batch=hi,
+                        submit_time=t, job_id=job_id))
+    attrs = {"workload": f"ElasticFlow trace {path.name}", "trace_file": path.name, "n_rows": len(rows),
+             "n_jobs": len(jobs), "time_origin_s": float(origin), "batch_range_factor": list(factors),
+             "skipped_lines": [line for line, _ in skipped]}
+    if limit is not None:
+        attrs["window_h"] = limit
+    return Workload(tuple(jobs), attrs)
+
+
+def read_job_csv(path, *, models: Mapping | None = None, batch_range_factor=(0.5, 2.0), window=None,
+                 errors: str = "raise") -> Workload:
+    """Jobs of a CSV with the job model's fields: submit_time (hours, or with a
+    unit: "90min"), model (a name in `models`), work (samples), batch; and
+    optionally job_id, gpus (1), min_batch and max_batch (default:
+    `batch_range_factor` times batch), min_local_batch, max_local_batch,
+    min_gpus, max_gpus (empty cells take the defaults). Errors as in
+    `read_elasticflow`."""
+    path = Path(path)
+    models = dict(MODELS if models is None else models)
+    factors = _check_factors(batch_range_factor)
+    limit = None if window is None else _positive("window", window, duration=True)
+    rows, skipped = _rows(path, JOB_CSV_COLUMNS, errors, lambda line, get: _job_row(path, line, get, models))
+    jobs = []
+    for line, fields in sorted(rows, key=lambda r: (r[1]["submit_time"], r[0])):
+        if limit is not None and fields["submit_time"] >= limit:
+            continue
+        if fields["batch"] > 0 and "min_batch" not in fields and "max_batch" not in fields:
+            fields["min_batch"], fields["max_batch"] = batch_range(fields["batch"], factors)
+        fields.setdefault("job_id", f"line{line}")
+        jobs.append(Job(**fields))
+    attrs = {"workload": f"job CSV {path.name}", "trace_file": path.name, "n_rows": len(rows), "n_jobs": len(jobs),
+             "batch_range_factor": list(factors), "skipped_lines": [line for line, _ in skipped]}
+    if limit is not None:
+        attrs["window_h"] = limit
+    return Workload(tuple(jobs), attrs)
+
+
+def _header(path: Path) -> list[str]:
+    with path.open(newline="") as f:
+        return [h.strip() for h in next(csv.reader(f), [])]
+
+
+def _rows(path: Path, required, errors: str, parse):
+    """(parsed rows, [(line, message)] skipped) of a CSV; parse(line, get) reads one row."""
+    if errors not in ("raise", "skip"):
+        raise ValueError(f"errors: must be 'raise' or 'skip' (got {errors!r})")
+    rows, skipped = [], []
+    with path.open(newline="") as f:
+        reader = csv.reader(f)
+        header = [h.strip() for h in next(reader, [])]
+        missing = [c for c in required if c not in header]
+        if missing:
+            raise TraceError(path, 1, missing[0], f"missing column(s) {', '.join(missing)}; "
+                                                   f"the header is {','.join(header) or '(empty)'}")
+        col = {name: k for k, name in enumerate(header)}
+        for fields in reader:
+            line = reader.line_num
+            if not fields or all(not v.strip() for v in fields):
+                continue
+            try:
+                if len(fields) != len(header):
+                    raise TraceError(path, line, "row", f"{len(fields)} fields, the header has {len(header)}")
+                rows.append(parse(line, lambda name, fields=fields: fields[col[name]].strip() if name in col else ""))
+            except TraceError as err:
+                if errors == "raise":
+                    raise
+                skipped.append((line, str(err)))
+    if skipped:
+        warnings.warn(f"{len(skipped)} malformed row(s) of {path.name} skipped; first: {skipped[0][1]}",
+                      TraceWarning, stacklevel=3)
+    return rows, skipped
+
+
+def _number(path, line, column, text, *, whole=False):
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        raise TraceError(path, line, column, f"{text!r} is not a number") from None
+    if not math.isfinite(value):
+        raise TraceError(path, line, column, f"{text!r} is not finite")
+    if whole:
+        if value != int(value):
+            raise TraceError(path, line, column, f"{text!r} is not a whole number")
+        return int(value)
+    return value
+
+
+def _model(path, line, column, name, models):
+    if name not in models:
+        raise TraceError(path, line, column, f"unknown model {name!r}; known: {', '.join(models)}")
+    return models[name]
+
+
+def _elasticflow_row(path, line, get, models):
+    job_id = get("job_id")
+    if not job_id:
+        raise TraceError(path, line, "job_id", "empty")
+    submit = _number(path, line, "submission_time", get("submission_time"))
+    iterations = _number(path, line, "num_iteration", get("num_iteration"), whole=True)
+    model = _model(path, line, "model_name", get("model_name"), models)
+    batch = _number(path, line, "batch_size", get("batch_size"), whole=True)
+    gpus = _number(path, line, "num_gpu", get("num_gpu"), whole=True)
+    for optional in ("deadline", "duration"):
+        if get(optional):
+            _number(path, line, optional, get(optional))
+    return job_id, submit, iterations, model, batch, gpus
+
+
+def _job_row(path, line, get, models):
+    try:
+        submit = to_hours(get("submit_time"), "submit_time")
+    except ValueError as err:
+        raise TraceError(path, line, "submit_time", str(err).split(": ", 1)[1]) from None
+    if not math.isfinite(submit):
+        raise TraceError(path, line, "submit_time", f"{get('submit_time')!r} is not finite")
+    fields = {"submit_time": submit, "model": _model(path, line, "model", get("model"), models),
+              "work": _number(path, line, "work", get("work")),
+              "batch": _number(path, line, "batch", get("batch"), whole=True)}
+    for name in JOB_CSV_OPTIONAL:
+        if get(name):
+            fields[name] = get(name) if name == "job_id" else _number(path, line, name, get(name), whole=True)
+    return line, fields

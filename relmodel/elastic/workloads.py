@@ -1,0 +1,156 @@
+"""Workloads: lists of jobs with their provenance, and a synthetic generator
+(Poisson arrivals, a model mix). Trace readers are in `traces`.
+
+Random numbers come from the project's Philox4x32-10 generator with key
+(seed, stream) and counter (draw, row): arrivals are row 0 of STREAM_ARRIVALS,
+job i's attributes row i of STREAM_JOBS. So job i is the same job whatever the
+arrival rate, and a longer window only appends jobs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import numbers
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from ..units import to_hours
+from .jobs import Job
+from .throughput import MODELS
+
+STREAM_ARRIVALS = 1
+STREAM_JOBS = 2
+
+
+@dataclasses.dataclass(frozen=True)
+class Workload:
+    """Jobs in submission order, and the parameters that made them (`attrs`,
+    copied into the simulation Dataset with a `workload_` prefix)."""
+
+    jobs: tuple[Job, ...]
+    attrs: dict
+
+    def __len__(self):
+        return len(self.jobs)
+
+    def __iter__(self):
+        return iter(self.jobs)
+
+    @property
+    def window(self) -> float:
+        """Hours from 0 to the last submission."""
+        return max((j.submit_time for j in self.jobs), default=0.0)
+
+
+def _check_factors(factors) -> tuple[float, float]:
+    lo, hi = (float(f) for f in factors)
+    if not (0 < lo <= 1 <= hi and math.isfinite(hi)):
+        raise ValueError(f"batch_range_factor: need 0 < low <= 1 <= high (got {factors!r})")
+    return lo, hi
+
+
+def batch_range(batch: int, factors: tuple[float, float]) -> tuple[int, int]:
+    """[B_lo, B_hi] around a submitted batch: (batch * low, batch * high), rounded."""
+    return max(1, round(batch * factors[0])), max(batch, round(batch * factors[1]))
+
+
+def _positive(name: str, value, *, duration=False) -> float:
+    x = to_hours(value, name) if duration else value
+    if isinstance(x, bool) or not isinstance(x, numbers.Real) or not math.isfinite(x) or x <= 0:
+        raise ValueError(f"{name}: must be a finite number > 0 (got {value!r})")
+    return float(x)
+
+
+def poisson_arrivals(rate: float, window: float, seed: int) -> np.ndarray:
+    """Arrival times (h) of a Poisson process of `rate` per hour on [0, window)."""
+    from .._kernels.allocate import stream_uniforms
+
+    times, first, t = [], 0, 0.0
+    chunk = int(rate * window * 1.2) + 64
+    while True:
+        gaps = -np.log(stream_uniforms(seed, STREAM_ARRIVALS, 0, first, chunk)) / rate
+        arrivals = t + np.cumsum(gaps)
+        times.append(arrivals[arrivals < window])
+        if arrivals[-1] >= window:
+            return np.concatenate(times)
+        t, first = arrivals[-1], first + chunk
+
+
+def synthetic_workload(arrival_rate, duration, seed: int = 0, *, model_mix: Mapping[str, float] | None = None,
+                       gpu_choices: Sequence[int] = (1, 2, 4, 8, 16),
+                       gpu_weights: Sequence[float] = (0.55, 0.1, 0.15, 0.15, 0.05),
+                       job_duration=("10min", "8h"), batch_range_factor=(0.5, 2.0),
+                       batch_scaling: str = "global", models: Mapping | None = None) -> Workload:
+    """Poisson arrivals at `arrival_rate` jobs per hour over `duration`.
+
+    Each job draws a model from `model_mix` (weights; default: every model of
+    `models`, equally), a size among the model's `batch_sizes`, a GPU count
+    from `gpu_choices` (by `gpu_weights`), and a run time at that size,
+    log-uniform in `job_duration`; its work is that run time times its
+    throughput there. With batch_scaling="global" (as in the ElasticFlow
+    traces) the size is the global batch, whatever the GPU count (GPU counts
+    that do not give a whole local batch within the memory bound are left
+    out); with "per-gpu" it is the local batch, so the global batch grows
+    with the GPUs asked for. The batch range is `batch_range_factor` times
+    the submitted batch.
+    """
+    from .._kernels.allocate import stream_uniforms
+
+    rate = _positive("arrival_rate", arrival_rate)
+    window = _positive("duration", duration, duration=True)
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**32:
+        raise ValueError(f"seed: must be an integer in [0, 2**32) (got {seed!r})")
+    models = dict(MODELS if models is None else models)
+    mix = {name: 1.0 for name in models} if model_mix is None else dict(model_mix)
+    unknown = set(mix) - set(models)
+    if unknown:
+        raise ValueError(f"model_mix: unknown model(s) {sorted(unknown)}; known: {', '.join(models)}")
+    names = list(mix)
+    weights = np.array([mix[n] for n in names], dtype=float)
+    if not np.all(np.isfinite(weights)) or np.any(weights < 0) or weights.sum() <= 0:
+        raise ValueError(f"model_mix: weights must be >= 0 with a positive sum (got {mix})")
+    choices = np.array(gpu_choices, dtype=np.int64)
+    g_weights = np.array(gpu_weights, dtype=float)
+    if choices.ndim != 1 or choices.size == 0 or choices.shape != g_weights.shape or np.any(choices < 1) \
+            or np.any(g_weights < 0) or g_weights.sum() <= 0:
+        raise ValueError("gpu_choices: need positive GPU counts and as many non-negative weights (positive sum)")
+    short, long = (_positive("job_duration", d, duration=True) for d in job_duration)
+    if short > long:
+        raise ValueError(f"job_duration: low {short} h > high {long} h")
+    factors = _check_factors(batch_range_factor)
+    if batch_scaling not in ("global", "per-gpu"):
+        raise ValueError(f"batch_scaling: must be 'global' or 'per-gpu' (got {batch_scaling!r})")
+
+    arrivals = poisson_arrivals(rate, window, int(seed))
+    jobs = []
+    model_cdf = np.cumsum(weights) / weights.sum()
+    for i, t in enumerate(arrivals):
+        u = stream_uniforms(int(seed), STREAM_JOBS, i, 0, 4)
+        model = models[names[min(int(np.searchsorted(model_cdf, u[0])), len(names) - 1)]]
+        sizes = model.batch_sizes or (model.max_local_batch,)
+        size = int(sizes[min(int(u[1] * len(sizes)), len(sizes) - 1)])
+        per_gpu = batch_scaling == "per-gpu"
+        fits = per_gpu | ((size % choices == 0) & (size // choices <= model.max_local_batch))
+        w = np.where(fits, g_weights, 0.0)
+        if w.sum() == 0:  # no listed size fits: the fewest GPUs that hold the batch
+            gpus = -(-size // model.max_local_batch)
+        else:
+            cdf = np.cumsum(w) / w.sum()
+            gpus = int(choices[min(int(np.searchsorted(cdf, u[2])), choices.size - 1)])
+        batch = gpus * size if per_gpu else size
+        run_h = short * (long / short) ** u[3]
+        work = run_h * 3600.0 * float(model.throughput(gpus, batch))
+        lo, hi = batch_range(batch, factors)
+        jobs.append(Job(model, work, batch, gpus, min_batch=lo, max_batch=hi, submit_time=float(t),
+                        job_id=f"job{i:05d}"))
+    attrs = {
+        "workload": "synthetic: Poisson arrivals, model mix, log-uniform run times",
+        "arrival_rate_per_h": rate, "arrival_window_h": window, "seed": int(seed), "n_jobs": len(jobs),
+        "model_mix": ",".join(f"{n}:{mix[n]:g}" for n in names),
+        "gpu_choices": choices.tolist(), "gpu_weights": g_weights.tolist(),
+        "job_duration_h": [short, long], "batch_range_factor": list(factors), "batch_scaling": batch_scaling,
+        "rng": "Philox4x32-10; key (seed, stream); arrivals row 0 of stream 1, job i row i of stream 2",
+    }
+    return Workload(tuple(jobs), attrs)

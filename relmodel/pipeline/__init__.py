@@ -1,0 +1,56 @@
+"""Pipeline training under failures: an exact schedule simulator, ReCycle's
+adaptive pipelining and its baselines, and throughput over a run.
+
+    import relmodel as rm
+    rm.pipeline.iteration_time(stages=4, replicas=4, microbatches=8, fwd=1.0, bwd_input=1.0,
+                               bwd_weight=1.0, strategy="recycle", failed={0: 1})   # 33.0
+
+Layers: `graph` builds task arrays, `schedule` runs them (the kernels in
+`relmodel._kernels.schedule`), `recycle` and `strategies` give each strategy's
+steady state, `runs` integrates them along failure paths, `datasets` labels.
+"""
+
+from .config import (BACKWARDS, OPTIMIZERS, ORDERS, PipelineConfig, PipelineError, failed_workers,
+                     spread_failures)
+from .datasets import (PLACEMENTS, failure_set, recycle_check, replay_traces, schedule_dataset, simulate_runs,
+                       throughput_table)
+from .plot import throughput_figure
+from .recycle import recycle_schedule
+from .runs import RunModel
+from .schedule import DeadlockError, Schedule, fault_free
+from .strategies import (STRATEGIES, StrategyOptions, StrategyResult, bamboo_schedule, evaluate, iteration_time,
+                         work_bound)
+from .traces import Trace, TraceError, read_trace
+
+__all__ = [
+    "BACKWARDS",
+    "DeadlockError",
+    "OPTIMIZERS",
+    "ORDERS",
+    "PLACEMENTS",
+    "PipelineConfig",
+    "PipelineError",
+    "RunModel",
+    "STRATEGIES",
+    "Schedule",
+    "StrategyOptions",
+    "StrategyResult",
+    "Trace",
+    "TraceError",
+    "bamboo_schedule",
+    "evaluate",
+    "failed_workers",
+    "failure_set",
+    "fault_free",
+    "iteration_time",
+    "read_trace",
+    "recycle_check",
+    "recycle_schedule",
+    "replay_traces",
+    "schedule_dataset",
+    "simulate_runs",
+    "spread_failures",
+    "throughput_figure",
+    "throughput_table",
+    "work_bound",
+]

@@ -1,0 +1,232 @@
+"""`relmodel pipeline`: throughput against failed workers per fault-tolerance strategy."""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+import click
+
+from .config import BACKWARDS, OPTIMIZERS, ORDERS
+
+_FLAG_OF = {"failed": "--failures", "n_failures": "--failures", "strategy": "--strategies",
+            "strategies": "--strategies", "n_runs": "--runs", "duration": "--run-duration", "traces": "--trace"}
+_EPILOG = ("Task times are in any one unit (--time-unit says which, for run-level results); give one number for "
+           "every stage or a comma-separated list, one per stage. --failures takes 'A..B', a list '0,2,4' or N "
+           "(meaning 0..N). Durations are hours or a number with a unit (90s, 5min, 2h, 1.5d).")
+
+
+def _flag_error(err: ValueError) -> click.UsageError:
+    from ..cli import usage_error  # here: relmodel.cli may import this module while it loads
+    from .traces import TraceError
+
+    if isinstance(err, TraceError):
+        return usage_error(ValueError(f"--trace: {err}"))
+    parameter = getattr(err, "parameter", None)
+    if parameter is None:
+        return usage_error(err)
+    message = str(err).partition(": ")[2]
+    flag = _FLAG_OF.get(parameter, "--" + parameter.replace("_", "-"))
+    return usage_error(ValueError(f"{flag}: {message}"))
+
+
+def _times(text: str, flag: str):
+    try:
+        values = [float(v) for v in text.split(",")]
+    except ValueError:
+        raise click.UsageError(f"{flag}: {text!r} is not a number or a comma-separated list of numbers") from None
+    return values if len(values) > 1 else values[0]
+
+
+def parse_failures(text: str) -> list[int]:
+    """'A..B' -> A..B, 'a,b,c' -> those, 'N' -> 0..N."""
+    text = text.strip()
+    match = re.fullmatch(r"(\d+)\s*\.\.\s*(\d+)", text)
+    if match:
+        low, high = int(match[1]), int(match[2])
+        if high < low:
+            raise click.UsageError(f"--failures: {text!r} is an empty range")
+        return list(range(low, high + 1))
+    if re.fullmatch(r"\d+", text):
+        return list(range(int(text) + 1))
+    if re.fullmatch(r"\d+(\s*,\s*\d+)+", text):
+        return sorted({int(v) for v in text.split(",")})
+    raise click.UsageError(f"--failures: expected 'A..B', 'a,b,c' or N (got {text!r})")
+
+
+@click.command("pipeline", epilog=_EPILOG)
+@click.option("--stages", type=int, default=8, show_default=True, help="Pipeline stages p.")
+@click.option("--replicas", type=int, default=8, show_default=True, help="Data-parallel replicas d.")
+@click.option("--microbatches", type=int, default=16, show_default=True,
+              help="Micro-batches m per replica and iteration.")
+@click.option("--fwd", default="1", show_default=True, metavar="T[,T...]", help="Forward time F per micro-batch (per stage: a list).")
+@click.option("--bwd-input", default="1", show_default=True, metavar="T[,T...]", help="Input-gradient time B.")
+@click.option("--bwd-weight", default="1", show_default=True, metavar="T[,T...]", help="Weight-gradient time W.")
+@click.option("--failures", default="0..4", show_default=True, metavar="A..B|a,b|N", help="Failed workers to tabulate.")
+@click.option("--strategies", metavar="NAMES", default=",".join(("recycle", "restart", "spare", "drop-pipeline", "oobleck", "bamboo")),
+              show_default=True, help="Comma-separated strategies.")
+@click.option("--order", type=click.Choice(ORDERS), default="1f1b", show_default=True, help="Fault-free schedule.")
+@click.option("--backward", type=click.Choice(BACKWARDS), default="fused", show_default=True,
+              help="B and W as one task, or decoupled.")
+@click.option("--optimizer", type=click.Choice(OPTIMIZERS), default="barrier", show_default=True,
+              help="Global barrier, or a staggered step per stage.")
+@click.option("--p2p-delay", type=float, default=0.0, show_default=True, help="Transfer between adjacent stages.")
+@click.option("--reroute-delay", type=float, default=None, help="Transfer between replicas (default: --p2p-delay).")
+@click.option("--optimizer-time", type=float, default=0.0, show_default=True, help="All-reduce plus optimizer step.")
+@click.option("--spares", type=int, default=2, show_default=True, help="Hot spare workers.")
+@click.option("--bamboo-slowdown", type=float, default=1.5, show_default=True,
+              help="Step time factor of a Bamboo takeover.")
+@click.option("--oobleck-min-stages", type=int, default=None,
+              help="Fewest stages of an Oobleck template (default: --stages).")
+@click.option("--trace", "traces", multiple=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="Replay a node trace (ms,add|remove,node CSV or date, time, count); repeatable.")
+@click.option("--run-duration", metavar="DURATION", default=None, help="Also simulate runs this long with failures and repairs (e.g. 14d).")
+@click.option("--failure-rate", type=float, default=6.5e-3, show_default=True, help="Failures per node-day (runs).")
+@click.option("--repair-time", metavar="DURATION", default="4h", show_default=True, help="Until a failed node is back (runs).")
+@click.option("--swap-time", metavar="DURATION", default="5min", show_default=True, help="A spare node taking a failed worker's place.")
+@click.option("--restart-cost", metavar="DURATION", default="10min", show_default=True, help="A checkpoint-restart.")
+@click.option("--checkpoint-interval", metavar="DURATION", default="1h", show_default=True, help="Time between checkpoints.")
+@click.option("--time-unit", metavar="DURATION", default="1s", show_default=True, help="The unit of the task times, for runs and traces.")
+@click.option("--runs", "n_runs", type=int, default=None,
+              help="Monte Carlo runs [1000], or placements per trace [8].")
+@click.option("--seed", type=click.IntRange(0, 2**32 - 1), default=0, show_default=True)
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write the table as netCDF (.nc); runs and traces go to groups 'runs' and 'traces'.")
+@click.option("--plot", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Draw throughput against failed workers to this image file.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON object instead of the table.")
+def pipeline(stages, replicas, microbatches, fwd, bwd_input, bwd_weight, failures, strategies, order, backward,
+             optimizer, p2p_delay, reroute_delay, optimizer_time, spares, bamboo_slowdown, oobleck_min_stages,
+             traces, run_duration, failure_rate, repair_time, swap_time, restart_cost, checkpoint_interval,
+             time_unit, n_runs, seed, out, plot, as_json):
+    """Throughput of d replicas of a p-stage pipeline with 1, 2, ... workers down, per fault-tolerance
+    strategy (ReCycle, checkpoint-restart, spares, dropping pipelines, Oobleck, Bamboo)."""
+    from .config import PipelineConfig
+    from .datasets import replay_traces, simulate_runs, throughput_table
+    from .runs import RunModel
+    from .strategies import StrategyOptions
+
+    counts = parse_failures(failures)
+    names = [s.strip() for s in strategies.split(",") if s.strip()]
+    if out is not None and out.suffix != ".nc":
+        raise click.UsageError(f"--out: unknown suffix {out.suffix!r}; use .nc")
+    try:
+        cfg = PipelineConfig(stages, replicas, microbatches, fwd=_times(fwd, "--fwd"),
+                             bwd_input=_times(bwd_input, "--bwd-input"), bwd_weight=_times(bwd_weight, "--bwd-weight"),
+                             order=order, backward=backward, optimizer=optimizer, p2p_delay=p2p_delay,
+                             reroute_delay=reroute_delay, optimizer_time=optimizer_time)
+        options = StrategyOptions(spares=spares, bamboo_slowdown=bamboo_slowdown,
+                                  oobleck_min_stages=oobleck_min_stages)
+        table = throughput_table(cfg, counts, names, options)
+        model = RunModel(duration=run_duration or "14d", failure_rate=failure_rate, repair_time=repair_time,
+                         swap_time=swap_time, restart_cost=restart_cost, checkpoint_interval=checkpoint_interval,
+                         time_unit=time_unit)
+        runs = None
+        if run_duration is not None:
+            runs = simulate_runs(cfg, model, strategies=names, options=options, n_runs=n_runs or 1000, seed=seed)
+        replayed = None
+        if traces:
+            replayed = replay_traces(cfg, list(traces), model, strategies=names, options=options,
+                                     n_runs=n_runs or 8, seed=seed)
+    except ValueError as err:
+        raise _flag_error(err) from None
+    if out is not None:
+        _write(out, table, runs, replayed)
+    if plot is not None:
+        from .plot import throughput_figure
+
+        throughput_figure(table, replayed if replayed is not None else runs, plot)
+    if as_json:
+        from ..cli import to_json
+
+        click.echo(to_json(_as_dict(table, runs, replayed)))
+        return
+    click.echo(format_table(table))
+    for ds, label in ((runs, "Monte Carlo runs"), (replayed, "trace replays")):
+        if ds is not None:
+            click.echo("")
+            click.echo(format_runs(ds, label))
+    for path in (out, plot):
+        if path is not None:
+            click.echo(f"wrote {path}")
+
+
+def _write(path: Path, table, runs, replayed):
+    table.to_netcdf(path, engine="h5netcdf", mode="w")  # the table at the root, runs and traces as groups
+    for ds, group in ((runs, "runs"), (replayed, "traces")):
+        if ds is not None:
+            ds.to_netcdf(path, engine="h5netcdf", group=group, mode="a")
+
+
+def _as_dict(table, runs, replayed) -> dict:
+    attrs = table.attrs
+    result = {
+        "config": {k: attrs[k] for k in ("stages", "replicas", "microbatches", "fwd", "bwd_input", "bwd_weight",
+                                         "order", "backward", "optimizer", "p2p_delay", "reroute_delay",
+                                         "optimizer_time")},
+        "ideal_period": attrs["ideal_period"],
+        "rows": [
+            {
+                "n_failures": int(n),
+                "work_bound": float(table.work_bound.sel(n_failures=n)),
+                "recycle_target": float(table.recycle_target.sel(n_failures=n)),
+                **{name: {str(s): float(table[name].sel(strategy=s, n_failures=n)) for s in table.strategy.values}
+                   for name in ("period", "throughput", "fraction_of_ideal")},
+            }
+            for n in table.n_failures.values
+        ],
+    }
+    for ds, key in ((runs, "runs"), (replayed, "traces")):
+        if ds is not None:
+            result[key] = _runs_dict(ds)
+    return result
+
+
+def _runs_dict(ds) -> dict:
+    def per_strategy(sel):
+        return {str(s): {"fraction_of_ideal": float(sel.fraction_of_ideal.sel(strategy=s)),
+                         "ci": [float(v) for v in sel.fraction_of_ideal_ci.sel(strategy=s).values]}
+                for s in sel.strategy.values}
+    if "trace" in ds.dims:
+        return {str(t): per_strategy(ds.sel(trace=t)) for t in ds.trace.values}
+    return {"failures_per_run": float(ds.failures_per_run), **per_strategy(ds)}
+
+
+def format_table(table) -> str:
+    a = table.attrs
+    strategies = [str(s) for s in table.strategy.values]
+    head = (f"{a['stages']} stages x {a['replicas']} replicas, {a['microbatches']} micro-batches "
+            f"({a['order']}, {a['backward']} backward, {a['optimizer']} optimizer); fault-free period "
+            f"{a['ideal_period']:.6g}\nthroughput as a fraction of fault-free:")
+    rows = [["failed"] + strategies + ["work bound"]]
+    for n in table.n_failures.values:
+        cells = [str(int(n))]
+        for s in strategies:
+            value = float(table.fraction_of_ideal.sel(strategy=s, n_failures=n))
+            cells.append(f"{value:.4f}")
+        bound = float(table.work_bound.sel(n_failures=n))
+        cells.append(f"{bound:.6g}" if math.isfinite(bound) else "inf")
+        rows.append(cells)
+    return head + "\n" + _align(rows)
+
+
+def format_runs(ds, label: str) -> str:
+    groups = [str(t) for t in ds.trace.values] if "trace" in ds.dims else [None]
+    rows = [["strategy"] + [g or "fraction" for g in groups]]
+    for s in ds.strategy.values:
+        cells = [str(s)]
+        for g in groups:
+            sel = ds.sel(strategy=s, trace=g) if g else ds.sel(strategy=s)
+            low, high = sel.fraction_of_ideal_ci.values
+            interval = "" if math.isnan(low) else f" [{low:.4f}, {high:.4f}]"
+            cells.append(f"{float(sel.fraction_of_ideal):.4f}{interval}")
+        rows.append(cells)
+    head = f"{label}: time-average throughput as a fraction of fault-free ({int(ds.attrs['n_runs'])} runs"
+    head += f", {float(ds.failures_per_run):.3g} failures per run)" if "failures_per_run" in ds else " per trace)"
+    return head + "\n" + _align(rows)
+
+
+def _align(rows) -> str:
+    widths = [max(len(r[j]) for r in rows) for j in range(len(rows[0]))]
+    return "\n".join("  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in rows)

@@ -1,0 +1,314 @@
+"""Labelled results: the arrays of `strategies`, `schedule` and `runs` as xarray Datasets."""
+
+from __future__ import annotations
+
+import datetime
+import math
+from collections.abc import Mapping
+
+import numpy as np
+import xarray as xr
+
+from .config import PipelineConfig, PipelineError, check_count, spread_failures
+from .recycle import load_bound
+from .runs import RunModel, ideal_steps, monte_carlo_paths, replay_paths, run_progress
+from .schedule import Schedule
+from .strategies import STRATEGIES, StrategyOptions, check_strategy, evaluate, ideal
+from .traces import Trace, read_trace
+
+RNG_SCHEME = ("Philox4x32-10; key = (seed, scenario key); counter = (draw lo, draw hi, run lo, run hi); "
+              "two 53-bit uniforms on (0, 1] per call")
+BOUNDS = ("low", "high")
+
+
+def _provenance(title: str, cfg: PipelineConfig, options: StrategyOptions | None = None, **extra) -> dict:
+    from .. import __version__
+
+    attrs = {"title": title, "relmodel_version": __version__,
+             "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+             "stages": cfg.stages, "replicas": cfg.replicas, "microbatches": cfg.microbatches,
+             "fwd": list(cfg.fwd), "bwd_input": list(cfg.bwd_input), "bwd_weight": list(cfg.bwd_weight),
+             "order": cfg.order, "backward": cfg.backward, "optimizer": cfg.optimizer, "p2p_delay": cfg.p2p_delay,
+             "reroute_delay": cfg.reroute_delay, "optimizer_time": cfg.optimizer_time}
+    if options is not None:
+        for name, value in vars(options).items():
+            attrs[name] = "simulated" if value is None else (int(value) if isinstance(value, bool) else value)
+    for name, value in extra.items():
+        attrs[name] = int(value) if isinstance(value, bool) else value
+    return attrs
+
+
+def _strategies(strategies) -> list[str]:
+    strategies = [strategies] if isinstance(strategies, str) else list(strategies)
+    if not strategies:
+        raise PipelineError("strategies", "need at least one strategy")
+    return [check_strategy(s) for s in strategies]
+
+
+def throughput_table(cfg: PipelineConfig, n_failures=range(5), strategies=STRATEGIES,
+                     options: StrategyOptions | None = None) -> xr.Dataset:
+    """Steady-state throughput of each strategy with n failed workers (placed by
+    `spread_failures`: distinct replicas, stages spaced out). Dims (strategy, n_failures)."""
+    options = options or StrategyOptions()
+    strategies = _strategies(strategies)
+    counts = sorted({check_count("n_failures", n, low=0) for n in n_failures})
+    if counts and counts[-1] > cfg.n_workers:
+        raise PipelineError("n_failures", f"{counts[-1]} failures but only {cfg.n_workers} workers")
+    masks = [spread_failures(n, cfg.replicas, cfg.stages) for n in counts]
+    results = [[evaluate(cfg, s, mask, options) for mask in masks] for s in strategies]
+    grab = lambda name: np.array([[getattr(r, name) for r in row] for row in results])  # noqa: E731
+    t0 = ideal(cfg).period
+    bound = np.array([load_bound(cfg, mask) for mask in masks])
+    ds = xr.Dataset(
+        {
+            "period": (("strategy", "n_failures"), grab("period"),
+                       {"long_name": "steady-state time per iteration (inf: cannot run)", "units": "time unit"}),
+            "throughput": (("strategy", "n_failures"), grab("throughput"),
+                           {"long_name": "micro-batches per time unit (global batch / period)",
+                            "units": "1/time unit"}),
+            "fraction_of_ideal": (("strategy", "n_failures"), grab("fraction_of_ideal"),
+                                  {"long_name": "throughput / fault-free throughput", "units": "1"}),
+            "detail": (("strategy", "n_failures"), grab("detail").astype(str),
+                       {"long_name": "what the strategy runs"}),
+            "work_bound": ("n_failures", bound, {"long_name": "max_s ceil(m d / (d - f_s)) t_s: no schedule "
+                                                              "bound to stages does better", "units": "time unit"}),
+            "recycle_target": ("n_failures", np.maximum(t0, bound),
+                               {"long_name": "ReCycle's aim max(T0, work bound)", "units": "time unit"}),
+            "failed_stages": (("n_failures", "stage"), np.array([m.sum(axis=0) for m in masks]).reshape(len(masks), -1),
+                              {"long_name": "failed workers per stage", "units": "1"}),
+        },
+        coords={"strategy": ("strategy", strategies), "n_failures": ("n_failures", counts, {"units": "1"}),
+                "stage": ("stage", np.arange(cfg.stages))},
+        attrs=_provenance("relmodel pipeline: steady-state throughput against failed workers", cfg, options,
+                          ideal_period=t0, placement="failure i on replica i mod d, stages spaced out"),
+    )
+    return ds
+
+
+def schedule_dataset(schedule: Schedule, cfg: PipelineConfig) -> xr.Dataset:
+    """Period, busy time and bubble fraction per worker of a schedule. Dims (replica, stage)."""
+    return xr.Dataset(
+        {
+            "busy": (("replica", "stage"), schedule.busy, {"long_name": "work per iteration", "units": "time unit"}),
+            "bubble_fraction": (("replica", "stage"), schedule.bubble_fraction,
+                                {"long_name": "idle share of the period (NaN: no tasks)", "units": "1"}),
+            "period": ((), schedule.period, {"long_name": "steady-state time per iteration", "units": "time unit"}),
+        },
+        coords={"replica": ("replica", np.arange(schedule.busy.shape[0])),
+                "stage": ("stage", np.arange(schedule.busy.shape[1]))},
+        attrs=_provenance("relmodel pipeline schedule", cfg, n_iterations=schedule.graph.n_iterations),
+    )
+
+
+def _interval(values: np.ndarray, confidence: float) -> tuple[float, float, float]:
+    """(mean, low, high): a Student-t interval over runs (NaN bounds for one run)."""
+    n = values.size
+    mean = float(values.mean())
+    if n < 2:
+        return mean, math.nan, math.nan
+    from scipy import stats  # here: only intervals need it
+
+    half = float(stats.t.ppf(0.5 + confidence / 2, n - 1) * values.std(ddof=1) / math.sqrt(n))
+    return mean, mean - half, mean + half
+
+
+def _run_variables(cfg, strategies, options, model, paths, confidence):
+    """Per-strategy throughput and fraction of ideal, with intervals over runs."""
+    ideal_count = ideal_steps(cfg, model, paths.horizon)
+    batch = cfg.microbatches * cfg.replicas
+    fraction = np.empty((len(strategies), 3))
+    for i, s in enumerate(strategies):
+        steps = run_progress(cfg, s, options, model, paths)
+        fraction[i] = _interval(steps / ideal_count, confidence)
+    ideal_rate = batch / (ideal(cfg).period * model.time_unit)
+    return fraction, ideal_rate
+
+
+def simulate_runs(cfg: PipelineConfig, model: RunModel | None = None, *, strategies=STRATEGIES,
+                  options: StrategyOptions | None = None, n_runs: int = 1000, seed: int = 0,
+                  scenario_key: int = 0, confidence: float = 0.95) -> xr.Dataset:
+    """Monte Carlo of worker failures and repairs over `model.duration`: the
+    time-average throughput per strategy with its confidence interval over runs,
+    the share of time with n workers down, and each strategy's steady state
+    with n down. Dims (strategy, n_failures, bound)."""
+    model = model or RunModel()
+    options = options or StrategyOptions()
+    strategies = _strategies(strategies)
+    _check_run_args(n_runs, seed, scenario_key, confidence)
+    paths = monte_carlo_paths(cfg, model, options.spares, n_runs, seed, scenario_key)
+    fraction, ideal_rate = _run_variables(cfg, strategies, options, model, paths, confidence)
+    occupancy = paths.occupancy()
+    counts = np.arange(occupancy.size)
+    steady = throughput_table(cfg, counts, strategies, options)
+    ds = xr.Dataset(
+        {
+            "fraction_of_ideal": ("strategy", fraction[:, 0],
+                                  {"long_name": "time-average throughput / fault-free throughput", "units": "1"}),
+            "fraction_of_ideal_ci": (("strategy", "bound"), fraction[:, 1:],
+                                     {"long_name": f"{confidence:.0%} confidence interval over runs", "units": "1"}),
+            "throughput": ("strategy", fraction[:, 0] * ideal_rate,
+                           {"long_name": "time-average micro-batches per hour", "units": "1/h"}),
+            "throughput_ci": (("strategy", "bound"), fraction[:, 1:] * ideal_rate,
+                              {"long_name": f"{confidence:.0%} confidence interval over runs", "units": "1/h"}),
+            "ideal_throughput": ((), ideal_rate, {"long_name": "fault-free micro-batches per hour", "units": "1/h"}),
+            "time_fraction": ("n_failures", occupancy,
+                              {"long_name": "share of run time with n workers down", "units": "1"}),
+            "steady_fraction_of_ideal": (("strategy", "n_failures"), steady.fraction_of_ideal.values,
+                                         {"long_name": "steady-state throughput / fault-free with n workers down "
+                                                       "(failures spread over replicas)", "units": "1"}),
+            "failures_per_run": ((), float(paths.failures_per_run.mean()),
+                                 {"long_name": "mean worker failures per run", "units": "1"}),
+        },
+        coords={"strategy": ("strategy", strategies), "n_failures": ("n_failures", counts, {"units": "1"}),
+                "bound": ("bound", list(BOUNDS))},
+        attrs=_provenance("relmodel pipeline: throughput over runs with failures and repairs", cfg, options,
+                          seed=seed, scenario_key=scenario_key, rng=RNG_SCHEME, n_runs=n_runs,
+                          confidence=confidence, **_model_attrs(model)),
+    )
+    return ds
+
+
+def replay_traces(cfg: PipelineConfig, traces, model: RunModel | None = None, *, strategies=STRATEGIES,
+                  options: StrategyOptions | None = None, n_runs: int = 8, seed: int = 0,
+                  confidence: float = 0.95) -> xr.Dataset:
+    """Replay node traces (paths, `Trace`s, or a mapping name -> either) onto the
+    d * p workers, `n_runs` times each with random placement of nodes on slots:
+    time-average throughput per strategy and trace, with its interval over
+    placements. Dims (strategy, trace, bound, n_failures)."""
+    model = model or RunModel()
+    options = options or StrategyOptions()
+    strategies = _strategies(strategies)
+    _check_run_args(n_runs, seed, 0, confidence)
+    loaded = _load_traces(traces)
+    fractions, occupancies, durations, maxima = [], [], [], []
+    for key, trace in enumerate(loaded):
+        paths = replay_paths(cfg, trace, model, n_runs, seed, key)
+        fraction, ideal_rate = _run_variables(cfg, strategies, options, model, paths, confidence)
+        fractions.append(fraction)
+        occupancies.append(paths.occupancy())
+        durations.append(trace.duration)
+        maxima.append(int(trace.nodes_present().max()))
+    width = max(o.size for o in occupancies)
+    occupancy = np.array([np.pad(o, (0, width - o.size)) for o in occupancies])
+    fraction = np.stack(fractions, axis=1)  # (strategy, trace, 3)
+    names = [t.name for t in loaded]
+    return xr.Dataset(
+        {
+            "fraction_of_ideal": (("strategy", "trace"), fraction[..., 0],
+                                  {"long_name": "time-average throughput / fault-free throughput", "units": "1"}),
+            "fraction_of_ideal_ci": (("strategy", "trace", "bound"), fraction[..., 1:],
+                                     {"long_name": f"{confidence:.0%} interval over node placements", "units": "1"}),
+            "throughput": (("strategy", "trace"), fraction[..., 0] * ideal_rate,
+                           {"long_name": "time-average micro-batches per hour", "units": "1/h"}),
+            "ideal_throughput": ((), ideal_rate, {"long_name": "fault-free micro-batches per hour", "units": "1/h"}),
+            "time_fraction": (("trace", "n_failures"), occupancy,
+                              {"long_name": "share of the trace with n workers down", "units": "1"}),
+            "duration": ("trace", np.array(durations), {"long_name": "trace length", "units": "h"}),
+            "max_nodes": ("trace", np.array(maxima), {"long_name": "most nodes present at once", "units": "1"}),
+        },
+        coords={"strategy": ("strategy", strategies), "trace": ("trace", names),
+                "bound": ("bound", list(BOUNDS)), "n_failures": ("n_failures", np.arange(width), {"units": "1"})},
+        attrs=_provenance("relmodel pipeline: throughput replaying node traces", cfg, options, seed=seed,
+                          rng=RNG_SCHEME, n_runs=n_runs, confidence=confidence, **_model_attrs(model)),
+    )
+
+
+def _load_traces(traces) -> list[Trace]:
+    if isinstance(traces, Mapping):
+        items = [(name, t) for name, t in traces.items()]
+    elif isinstance(traces, (str, Trace)) or hasattr(traces, "__fspath__"):
+        items = [(None, traces)]
+    else:
+        items = [(None, t) for t in traces]
+    out = []
+    for name, t in items:
+        trace = t if isinstance(t, Trace) else read_trace(t, name)
+        if trace.time.size == 0:
+            raise PipelineError("traces", f"trace {trace.name!r} has no events")
+        out.append(trace)
+    if len({t.name for t in out}) != len(out):
+        raise PipelineError("traces", "trace names must be distinct (pass a mapping name -> trace)")
+    return out
+
+
+def _model_attrs(model: RunModel) -> dict:
+    hours = {"duration", "repair_time", "swap_time", "detection_time", "reconfig_time", "restart_cost",
+             "checkpoint_interval", "time_unit"}
+    return {f"{k}_h" if k in hours else k: v for k, v in vars(model).items()}
+
+
+PLACEMENTS = ("spread", "stacked")
+
+
+def failure_set(placement: str, n: int, replicas: int, stages: int, stage: int = 0) -> np.ndarray | None:
+    """n failed workers: "spread" (see `spread_failures`) or "stacked" (all at
+    `stage`, on replicas 0..n-1); None where the placement cannot hold n."""
+    if placement == "spread":
+        return spread_failures(n, replicas, stages) if n <= replicas * stages else None
+    mask = np.zeros((replicas, stages), dtype=bool)
+    if n > replicas:
+        return None
+    mask[:n, stage] = True
+    return mask
+
+
+def recycle_check(stages=(2, 4, 8), replicas=(2, 4, 8), microbatches=(4, 8, 16), n_failures=(1, 2, 3, 4), *,
+                  placements=PLACEMENTS, tolerance: float = 0.02, options: StrategyOptions | None = None,
+                  **config) -> xr.Dataset:
+    """ReCycle's period against its aim max(T0, max_s L_s t_s) over a grid.
+
+    T0 is the fault-free period of the configuration (`config`: stage times and
+    schedule options of `PipelineConfig`). `fits` marks failure sets whose extra
+    load fits the bubble (L_s <= m + p - 1 at every stage); `within` marks
+    periods no more than `tolerance` above the aim. Points where a placement
+    cannot hold n failures, or a stage loses every replica, are NaN.
+    Dims (stages, replicas, microbatches, n_failures, placement).
+    """
+    options = options or StrategyOptions()
+    shape = (len(stages), len(replicas), len(microbatches), len(n_failures), len(placements))
+    period, aim, fits = np.full(shape, np.nan), np.full(shape, np.nan), np.zeros(shape, dtype=bool)
+    max_load = np.zeros(shape, dtype=np.int64)
+    for index in np.ndindex(*shape[:3]):
+        p, d, m = stages[index[0]], replicas[index[1]], microbatches[index[2]]
+        cfg = PipelineConfig(p, d, m, **config)
+        t0 = ideal(cfg).period
+        for i, n in enumerate(n_failures):
+            for k, placement in enumerate(placements):
+                mask = failure_set(placement, n, d, p)
+                if mask is None or np.any(mask.all(axis=0)):
+                    continue
+                at = index + (i, k)
+                period[at] = evaluate(cfg, "recycle", mask, options).period
+                aim[at] = max(t0, load_bound(cfg, mask))
+                max_load[at] = int(np.max(-(-(m * d) // (d - mask.sum(axis=0)))))
+                fits[at] = max_load[at] <= m + p - 1
+    with np.errstate(invalid="ignore"):
+        ratio = period / aim
+    dims = ("stages", "replicas", "microbatches", "n_failures", "placement")
+    cfg = PipelineConfig(stages[0], replicas[0], microbatches[0], **config)
+    return xr.Dataset(
+        {
+            "period": (dims, period, {"long_name": "ReCycle steady-state period", "units": "time unit"}),
+            "aim": (dims, aim, {"long_name": "max(T0, max_s ceil(m d / (d - f_s)) t_s)", "units": "time unit"}),
+            "ratio": (dims, ratio, {"long_name": "period / aim", "units": "1"}),
+            "max_load": (dims, max_load, {"long_name": "max_s L_s = ceil(m d / (d - f_s)) (0: not run)",
+                                          "units": "micro-batches"}),
+            "fits": (dims, fits, {"long_name": "extra load fits the bubble: L_s <= m + p - 1 at every stage"}),
+            "within": (dims, ratio <= 1.0 + tolerance, {"long_name": f"period within {tolerance:.0%} of the aim"}),
+        },
+        coords={"stages": ("stages", list(stages)), "replicas": ("replicas", list(replicas)),
+                "microbatches": ("microbatches", list(microbatches)),
+                "n_failures": ("n_failures", list(n_failures)), "placement": ("placement", list(placements))},
+        attrs={k: v for k, v in _provenance("relmodel pipeline: ReCycle against its aim", cfg, options,
+                                            tolerance=tolerance).items()
+               if k not in ("stages", "replicas", "microbatches")},
+    )
+
+
+def _check_run_args(n_runs, seed, scenario_key, confidence):
+    check_count("n_runs", n_runs)
+    for name, value in (("seed", seed), ("scenario_key", scenario_key)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= value < 2**32:
+            raise PipelineError(name, f"must be an integer in [0, 2**32) (got {value!r})")
+    if not isinstance(confidence, float) or not 0 < confidence < 1:
+        raise PipelineError("confidence", f"must be a number in (0, 1) (got {confidence!r})")

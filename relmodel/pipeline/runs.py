@@ -1,0 +1,333 @@
+"""Throughput over a run, as arrays: failure paths (Monte Carlo, or a replayed
+trace), each strategy's rate in every state the path visits and its cost at
+every event, and the training steps each run completes.
+
+The workers are d * p slots (slot = replica * p + stage). A failed node is
+replaced from a pool of idle nodes after `swap_time` (the strategy's spares
+at the start, and repaired nodes later); every strategy sees the same path.
+What a strategy does in a state comes from `strategies.evaluate`; what an
+event costs it (a failure; a slot back):
+
+- recycle: detection, and the step in flight is lost; nothing.
+- drop-pipeline: detection + reconfiguration and the step in flight, when a
+  replica leaves; reconfiguration when one rejoins.
+- oobleck: detection + reconfiguration and the step in flight;
+  reconfiguration.
+- bamboo: detection (a neighbour takes over); when two neighbours are down,
+  detection + restart back to the checkpoint, without that pipeline;
+  reconfiguration when a pipeline rejoins.
+- spare: stalled until the slot is back, and the step in flight is lost.
+- restart: back to the checkpoint, stalled until every slot is back, then
+  `restart_cost`.
+
+A strategy that cannot run (e.g. every replica of a stage lost) falls back to
+its last checkpoint and pays `restart_cost` once it can run again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+
+import numpy as np
+
+from ..units import to_hours
+from .config import PipelineConfig, PipelineError, failed_workers
+from .schedule import kernels
+from .strategies import STRATEGIES, StrategyOptions, evaluate, ideal
+from .traces import Trace
+
+LOSS_NONE, LOSS_STEP, LOSS_CHECKPOINT = 0, 1, 2
+FAIL, RESTORE = 0, 1  # event kinds, as in relmodel._kernels.schedule
+REPAIR_DISTRIBUTIONS = ("fixed", "exponential")
+
+
+def duration_hours(value, name: str) -> float:
+    """`relmodel.units.to_hours`, plus milliseconds ("70ms"): task times are often in ms."""
+    if isinstance(value, str) and value.strip().lower().endswith("ms"):
+        number = value.strip()[:-2]
+        try:
+            return float(number) / 3.6e6
+        except ValueError:
+            raise ValueError(f"{name}: cannot read {value!r} as a duration") from None
+    return to_hours(value, name)
+
+
+@dataclasses.dataclass(frozen=True)
+class RunModel:
+    """Failures, repairs and event costs of a run (durations in hours or with units).
+
+    duration : length of a Monte Carlo run ["14d"].
+    failure_rate : failures per node-day of runtime [6.5e-3, the Meta study's larger cluster].
+    nodes_per_worker : nodes one worker (one stage of one replica) spans [1].
+    lemon_fraction, lemon_rate_factor : a fraction of nodes fail this many times as often
+        (the average rate stays `failure_rate`) [0, 1].
+    repair_time : until a failed node is back as an idle node ["4h"], "fixed" or "exponential".
+    swap_time : an idle node taking a failed worker's place ["5min"].
+    detection_time : noticing a failure ["30s"].
+    reconfig_time : re-forming pipelines (Oobleck, drop-pipeline, Bamboo re-joins) ["1min"].
+    restart_cost : a checkpoint-restart ["10min"].
+    checkpoint_interval : wall time between checkpoints ["1h"].
+    time_unit : the unit of the schedule's task times ["1s"; "1ms" works too].
+    """
+
+    duration: float = "14d"
+    failure_rate: float = 6.5e-3
+    nodes_per_worker: float = 1.0
+    lemon_fraction: float = 0.0
+    lemon_rate_factor: float = 1.0
+    repair_time: float = "4h"
+    repair_distribution: str = "fixed"
+    swap_time: float = "5min"
+    detection_time: float = "30s"
+    reconfig_time: float = "1min"
+    restart_cost: float = "10min"
+    checkpoint_interval: float = "1h"
+    time_unit: float = "1s"
+
+    def __post_init__(self):
+        for name in ("duration", "repair_time", "swap_time", "detection_time", "reconfig_time", "restart_cost",
+                     "checkpoint_interval", "time_unit"):
+            try:
+                hours = duration_hours(getattr(self, name), name)
+            except ValueError as err:
+                raise PipelineError(name, str(err).split(": ", 1)[1]) from None
+            positive = name in ("duration", "checkpoint_interval", "time_unit")
+            if not math.isfinite(hours) or hours < 0 or (positive and hours == 0):
+                raise PipelineError(name, f"must be finite and {'> 0' if positive else '>= 0'} "
+                                          f"(got {getattr(self, name)!r})")
+            object.__setattr__(self, name, hours)
+        for name, low, high in (("failure_rate", 0.0, math.inf), ("nodes_per_worker", 0.0, math.inf),
+                                ("lemon_fraction", 0.0, 1.0), ("lemon_rate_factor", 1.0, math.inf)):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high \
+                    or not math.isfinite(value):
+                raise PipelineError(name, f"must be a number in [{low:g}, {high:g}] (got {value!r})")
+            object.__setattr__(self, name, float(value))
+        if self.lemon_fraction == 1.0 and self.lemon_rate_factor != 1.0:
+            raise PipelineError("lemon_fraction", "must be < 1 when lemons fail faster (else there is no healthy node)")
+        if self.repair_distribution not in REPAIR_DISTRIBUTIONS:
+            raise PipelineError("repair_distribution", f"must be one of {', '.join(REPAIR_DISTRIBUTIONS)} "
+                                                       f"(got {self.repair_distribution!r})")
+
+    @property
+    def worker_rate(self) -> float:
+        """Failures per hour of one worker."""
+        return self.failure_rate * self.nodes_per_worker / 24.0
+
+
+@dataclasses.dataclass(frozen=True)
+class Paths:
+    """Event paths of n runs, and the down slots at the start and after each event.
+
+    Row layout (as `down`): run i owns rows row_offset[i] (its start) to
+    row_offset[i] + count[i].
+    """
+
+    time: np.ndarray  # (n_runs, width) hours
+    slot: np.ndarray
+    kind: np.ndarray  # 0 fail, 1 slot back
+    count: np.ndarray  # (n_runs,)
+    horizon: float
+    down: np.ndarray  # (n_rows, d * p) bool
+    row_offset: np.ndarray
+
+    @property
+    def row_kind(self) -> np.ndarray:
+        """-1 for a run's start row, else the kind of the event that led to the row."""
+        out = np.full(self.down.shape[0], -1, dtype=np.int64)
+        valid = np.arange(self.time.shape[1])[None, :] < self.count[:, None]
+        rows = self.row_offset[:, None] + 1 + np.arange(self.time.shape[1])[None, :]
+        out[rows[valid]] = self.kind[valid]
+        return out
+
+    @property
+    def row_slot(self) -> np.ndarray:
+        out = np.full(self.down.shape[0], -1, dtype=np.int64)
+        valid = np.arange(self.time.shape[1])[None, :] < self.count[:, None]
+        rows = self.row_offset[:, None] + 1 + np.arange(self.time.shape[1])[None, :]
+        out[rows[valid]] = self.slot[valid]
+        return out
+
+    def row_durations(self) -> np.ndarray:
+        """Hours each row's state lasts."""
+        n_runs, width = self.time.shape
+        valid = np.arange(width)[None, :] < self.count[:, None]
+        begin = np.zeros(self.down.shape[0])
+        rows = self.row_offset[:, None] + 1 + np.arange(width)[None, :]
+        begin[rows[valid]] = self.time[valid]
+        end = np.empty_like(begin)
+        end[:-1] = begin[1:]
+        last = self.row_offset + self.count
+        end[last] = self.horizon
+        return end - begin
+
+    def occupancy(self) -> np.ndarray:
+        """Share of run time with n workers down, n = 0 .. max."""
+        n_down = self.down.sum(axis=1)
+        time = np.bincount(n_down, weights=self.row_durations())
+        return time / (self.count.size * self.horizon)
+
+    @property
+    def failures_per_run(self) -> np.ndarray:
+        valid = np.arange(self.time.shape[1])[None, :] < self.count[:, None]
+        return np.sum(valid & (self.kind == FAIL), axis=1)
+
+
+def _finish(time, slot, kind, count, horizon, initial_down) -> Paths:
+    row_offset = (np.arange(count.size) + np.concatenate([[0], np.cumsum(count)[:-1]])).astype(np.int64)
+    down = np.zeros((count.size + int(count.sum()), initial_down.shape[1]), dtype=np.bool_)
+    kernels().down_masks(initial_down, slot, kind, count, row_offset, down)
+    return Paths(time=time, slot=slot, kind=kind, count=count, horizon=horizon, down=down, row_offset=row_offset)
+
+
+def _buffers(n_runs, width):
+    return (np.zeros((n_runs, width)), np.zeros((n_runs, width), dtype=np.int64),
+            np.zeros((n_runs, width), dtype=np.int64), np.zeros(n_runs, dtype=np.int64))
+
+
+def monte_carlo_paths(cfg: PipelineConfig, model: RunModel, spares: int, n_runs: int, seed: int,
+                      scenario_key: int = 0) -> Paths:
+    """Failure and repair paths of n_runs runs of model.duration hours."""
+    n_slots = cfg.n_workers
+    expected = 2.0 * n_slots * model.worker_rate * max(model.lemon_rate_factor, 1.0) * model.duration
+    width = int(expected + 10.0 * math.sqrt(expected) + 32)
+    rates = np.full(n_slots, model.worker_rate)
+    while True:
+        time, slot, kind, count = _buffers(n_runs, width)
+        kernels().failure_paths(np.uint64(seed), np.uint64(scenario_key), model.duration, rates, model.lemon_fraction,
+                             model.lemon_rate_factor, spares, model.repair_time,
+                             model.repair_distribution == "exponential", model.swap_time, time, slot, kind, count)
+        if np.all(count >= 0):
+            break
+        width *= 2  # a run had more events than the buffer held: redo with room (same draws)
+    return _finish(time, slot, kind, count, model.duration, np.zeros((n_runs, n_slots), dtype=np.bool_))
+
+
+def replay_paths(cfg: PipelineConfig, trace: Trace, model: RunModel, n_runs: int, seed: int,
+                 scenario_key: int = 0) -> Paths:
+    """The trace replayed n_runs times, each with its own random placement of nodes on slots."""
+    n_slots = cfg.n_workers
+    width = 2 * trace.time.size + 8
+    time, slot, kind, count = _buffers(n_runs, width)
+    initial = np.zeros((n_runs, n_slots), dtype=np.bool_)
+    kernels().trace_paths(np.uint64(seed), np.uint64(scenario_key), n_slots, trace.time, trace.add, trace.node,
+                       trace.n_nodes, model.swap_time, initial, time, slot, kind, count)
+    if np.any(count < 0):  # cannot happen: each trace event makes at most two path events
+        raise RuntimeError("trace replay overflowed its event buffer")
+    return _finish(time, slot, kind, count, trace.duration, initial)
+
+
+# -- strategies along a path ---------------------------------------------------------
+
+
+def _periods_by_key(cfg, strategy, options, down3, keys, representative):
+    """Period of every row: evaluate one representative mask per distinct key."""
+    unique, first, inverse = np.unique(keys, axis=0, return_index=True, return_inverse=True)
+    periods = np.array([evaluate(cfg, strategy, representative(down3[i]), options).period for i in first])
+    return periods[inverse.ravel()]
+
+
+def row_periods(cfg: PipelineConfig, strategy: str, options: StrategyOptions, down: np.ndarray) -> np.ndarray:
+    """Steady-state period (schedule time units; inf: cannot run) in each row's state."""
+    d, p = cfg.replicas, cfg.stages
+    down3 = down.reshape(-1, d, p)
+    n_down = down.sum(axis=1)
+    if strategy in ("restart", "spare"):  # they need every slot filled
+        return np.where(n_down == 0, ideal(cfg).period, math.inf)
+    if strategy == "recycle":  # normalised to failures per stage
+        counts, inverse = np.unique(down3.sum(axis=1), axis=0, return_inverse=True)
+        periods = np.array([recycle_period(cfg, options, tuple(c.tolist())) for c in counts])
+        return periods[inverse.ravel()]
+    if strategy == "drop-pipeline":
+        keys = (~down3.any(axis=2)).sum(axis=1)[:, None]
+    elif strategy == "oobleck":
+        keys = np.stack([n_down, down3.all(axis=1).any(axis=1)], axis=1)
+    else:  # bamboo
+        dropped = bamboo_dropped(down3)
+        keys = np.stack([(~dropped).sum(axis=1), (down3 & ~dropped[:, :, None]).any(axis=(1, 2))], axis=1)
+    return _periods_by_key(cfg, strategy, options, down3, keys, lambda mask: mask)
+
+
+@functools.lru_cache(maxsize=65536)
+def recycle_period(cfg: PipelineConfig, options: StrategyOptions, counts: tuple) -> float:
+    """ReCycle's period with counts[s] failed workers at stage s (placed as `failed_workers` does)."""
+    if max(counts) >= cfg.replicas:
+        return math.inf
+    mask = failed_workers(dict(enumerate(counts)), cfg.replicas, cfg.stages)
+    return evaluate(cfg, "recycle", mask, options).period
+
+
+def bamboo_dropped(down3: np.ndarray) -> np.ndarray:
+    """(rows, d) pipelines with two adjacent workers down (a worker backs up the next, cyclically)."""
+    if down3.shape[2] == 1:
+        return down3[:, :, 0]
+    return (down3 & np.roll(down3, -1, axis=2)).any(axis=2)
+
+
+def row_costs(cfg: PipelineConfig, strategy: str, model: RunModel, paths: Paths, periods: np.ndarray):
+    """(loss, dead, resume) per row: what the event leading to the row costs (see the module table)."""
+    kind = paths.row_kind
+    fail, back = kind == FAIL, kind == RESTORE
+    runs = np.isfinite(periods)
+    prev = np.maximum(np.arange(kind.size) - 1, 0)
+    prev_runs = runs[prev]
+    loss = np.full(kind.size, LOSS_NONE, dtype=np.int64)
+    dead = np.zeros(kind.size)
+    resume = np.full(kind.size, model.restart_cost)
+    fatal = fail & ~runs
+    if strategy == "recycle":
+        loss[fail & runs] = LOSS_STEP
+        dead[fail & runs] = model.detection_time
+    elif strategy in ("drop-pipeline", "bamboo"):
+        d, p = cfg.replicas, cfg.stages
+        down3 = paths.down.reshape(-1, d, p)
+        out = down3.any(axis=2) if strategy == "drop-pipeline" else bamboo_dropped(down3)
+        kept = (~out).sum(axis=1)
+        fewer, more = fail & (kept < kept[prev]) & runs, back & (kept > kept[prev]) & prev_runs & runs
+        dead[more] = model.reconfig_time
+        if strategy == "drop-pipeline":
+            loss[fewer] = LOSS_STEP
+            dead[fewer] = model.detection_time + model.reconfig_time
+        else:
+            loss[fewer] = LOSS_CHECKPOINT  # restart without the broken pipeline
+            dead[fewer] = model.detection_time + model.restart_cost
+            replica = np.maximum(paths.row_slot, 0) // p
+            takeover = fail & runs & ~fewer & ~out[np.arange(kind.size), replica]
+            dead[takeover] = model.detection_time
+    elif strategy == "oobleck":
+        loss[fail & runs] = LOSS_STEP
+        dead[fail & runs] = model.detection_time + model.reconfig_time
+        dead[back & prev_runs & runs] = model.reconfig_time
+    elif strategy == "spare":
+        loss[fail] = LOSS_STEP
+        resume[:] = 0.0  # the swap time already holds the stall
+        fatal = np.zeros_like(fail)
+    elif strategy == "restart":
+        loss[fail] = LOSS_CHECKPOINT
+        fatal = np.zeros_like(fail)
+    loss[fatal] = LOSS_CHECKPOINT
+    return loss, dead, resume
+
+
+def run_progress(cfg: PipelineConfig, strategy: str, options: StrategyOptions, model: RunModel,
+                 paths: Paths) -> np.ndarray:
+    """Training steps (iterations) each run completes under `strategy`."""
+    periods = row_periods(cfg, strategy, options, paths.down)
+    with np.errstate(divide="ignore"):
+        rate = np.where(np.isfinite(periods), 1.0 / (periods * model.time_unit), 0.0)
+    loss, dead, resume = row_costs(cfg, strategy, model, paths, periods)
+    progress = np.empty(paths.count.size)
+    kernels().integrate_runs(paths.time, paths.count, paths.row_offset, paths.horizon, rate, loss, dead, resume,
+                          model.checkpoint_interval, progress)
+    return progress
+
+
+def ideal_steps(cfg: PipelineConfig, model: RunModel, horizon: float) -> float:
+    """Steps the fault-free schedule completes in `horizon` hours."""
+    return horizon / (ideal(cfg).period * model.time_unit)
+
+
+__all__ = ["LOSS_CHECKPOINT", "LOSS_NONE", "LOSS_STEP", "Paths", "RunModel", "STRATEGIES", "bamboo_dropped",
+           "ideal_steps", "monte_carlo_paths", "replay_paths", "row_costs", "row_periods", "run_progress"]

@@ -1,0 +1,326 @@
+"""Steady-state throughput of each fault-tolerance strategy, as a function of
+the set of failed workers.
+
+Every strategy keeps the global batch (m d micro-batches per iteration), so
+throughput is m d / period. "Ideal" is the fault-free schedule of `cfg`.
+
+- recycle: re-route to same-stage peers (see `recycle`); zero when every
+  replica of a stage is lost.
+- restart: checkpoint-restart onto replacement nodes; the steady state is the
+  fault-free schedule (the downtime is a cost of the run, see `runs`).
+- spare: hot spares take the failed workers' places; fault-free while
+  failures <= spares, zero (stalled, waiting for a repair) beyond.
+- drop-pipeline: replicas with a failed worker leave; the d' others run
+  ceil(m d / d') micro-batches each; zero when no replica is whole.
+- oobleck: pipelines re-instantiated from templates of `oobleck_min_stages`
+  to p stages on the surviving nodes (layers copied from a surviving copy of
+  each stage), the global batch split so they finish together; zero when every
+  copy of some stage is lost.
+- bamboo: every worker also runs the next stage's forward (redundant
+  computation, in its bubbles where it fits: a steady overhead); a failed
+  worker's predecessor takes over at `bamboo_slowdown`; two adjacent failed
+  workers of one pipeline force a restart without that pipeline.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+
+import numpy as np
+
+from .config import PipelineConfig, PipelineError, check_count, failed_workers
+from .graph import R_KIND, build_graph, stage_order, task_index
+from .recycle import frozen, load_bound, recycle_schedule
+from .schedule import N_ITERATIONS, N_MEASURED, Schedule, fault_free, greedy, measure, resweep
+
+STRATEGIES = ("recycle", "restart", "spare", "drop-pipeline", "oobleck", "bamboo")
+
+
+@dataclasses.dataclass(frozen=True)
+class StrategyOptions:
+    """Knobs of the strategies (defaults in brackets).
+
+    spares : hot spare workers [2].
+    bamboo_slowdown : step time factor while a Bamboo neighbour covers a failed worker [1.5].
+    bamboo_overhead : fixed fractional slowdown of Bamboo's redundant computation; None
+        [default] simulates the redundant forwards in the schedule's bubbles.
+    oobleck_min_stages : fewest stages a pipeline template may have (memory); None [p].
+    recycle_decoupled, recycle_staggered : ReCycle's two optimisations [True, True].
+    """
+
+    spares: int = 2
+    bamboo_slowdown: float = 1.5
+    bamboo_overhead: float | None = None
+    oobleck_min_stages: int | None = None
+    recycle_decoupled: bool = True
+    recycle_staggered: bool = True
+
+    def __post_init__(self):
+        object.__setattr__(self, "spares", check_count("spares", self.spares, low=0))
+        if not (isinstance(self.bamboo_slowdown, (int, float)) and math.isfinite(self.bamboo_slowdown)
+                and self.bamboo_slowdown >= 1):
+            raise PipelineError("bamboo_slowdown", f"must be a number >= 1 (got {self.bamboo_slowdown!r})")
+        if self.bamboo_overhead is not None and not (
+                isinstance(self.bamboo_overhead, (int, float)) and 0 <= self.bamboo_overhead < math.inf):
+            raise PipelineError("bamboo_overhead", f"must be None or a number >= 0 (got {self.bamboo_overhead!r})")
+        if self.oobleck_min_stages is not None:
+            object.__setattr__(self, "oobleck_min_stages", check_count("oobleck_min_stages", self.oobleck_min_stages))
+
+
+@dataclasses.dataclass(frozen=True)
+class StrategyResult:
+    """One strategy's steady state with a set of failed workers."""
+
+    strategy: str
+    period: float  # time per iteration; inf: zero throughput
+    ideal_period: float  # the fault-free schedule's period
+    work_bound: float  # max_s ceil(m d / (d - f_s)) t_s: nothing bound to stages can do better
+    global_batch: int  # micro-batches per iteration (m d), kept by every strategy
+    n_failed: int
+    detail: str = ""
+    schedule: Schedule | None = None
+    load_bound: float = math.nan  # the busiest worker's work per iteration in what the strategy runs
+
+    def __post_init__(self):
+        if math.isnan(self.load_bound):
+            object.__setattr__(self, "load_bound", self.work_bound if self.survives else math.inf)
+
+    @property
+    def throughput(self) -> float:
+        """Micro-batches per time unit (0 when the strategy cannot run)."""
+        return self.global_batch / self.period if math.isfinite(self.period) else 0.0
+
+    @property
+    def fraction_of_ideal(self) -> float:
+        return self.ideal_period / self.period if math.isfinite(self.period) else 0.0
+
+    @property
+    def survives(self) -> bool:
+        return math.isfinite(self.period)
+
+
+def check_strategy(strategy: str) -> str:
+    if strategy not in STRATEGIES:
+        raise PipelineError("strategy", f"unknown strategy {strategy!r}; use one of {', '.join(STRATEGIES)}")
+    return strategy
+
+
+def work_bound(cfg: PipelineConfig, mask: np.ndarray) -> float:
+    """max_s ceil(m d / (d - f_s)) t_s (SPEC 2.2); inf when a stage has no survivor."""
+    return load_bound(cfg, mask)
+
+
+@functools.lru_cache(maxsize=16)
+def ideal(cfg: PipelineConfig) -> Schedule:
+    """The fault-free schedule of cfg (cached; its arrays are read-only)."""
+    return frozen(fault_free(cfg))
+
+
+@functools.lru_cache(maxsize=1024)
+def _single_pipeline_period(cfg: PipelineConfig, stages: tuple, microbatches: int) -> float:
+    """Period of one pipeline with these per-stage (F, B, W) times and m micro-batches, cfg's schedule kind."""
+    f, b, w = (list(x) for x in zip(*stages))
+    one = cfg.replace(stages=len(stages), replicas=1, microbatches=microbatches, fwd=f, bwd_input=b, bwd_weight=w)
+    return fault_free(one).period
+
+
+def evaluate(cfg: PipelineConfig, strategy: str, failed=None, options: StrategyOptions | None = None) -> StrategyResult:
+    """The steady state of `strategy` with the failed workers `failed` ({stage: count},
+    (replica, stage) pairs, or a boolean (d, p) mask)."""
+    check_strategy(strategy)
+    options = options or StrategyOptions()
+    mask = failed if isinstance(failed, np.ndarray) and failed.dtype == bool else \
+        failed_workers(failed, cfg.replicas, cfg.stages)
+    if mask.shape != (cfg.replicas, cfg.stages):
+        raise PipelineError("failed", f"a mask must have shape {(cfg.replicas, cfg.stages)} (got {mask.shape})")
+    base = ideal(cfg)
+    result = functools.partial(StrategyResult, strategy=strategy, ideal_period=base.period,
+                               work_bound=work_bound(cfg, mask), global_batch=cfg.microbatches * cfg.replicas,
+                               n_failed=int(mask.sum()))
+    return _RULES[strategy](cfg, mask, options, base, result)
+
+
+def _recycle(cfg, mask, options, base, result):
+    schedule = recycle_schedule(cfg, mask, decoupled=options.recycle_decoupled, staggered=options.recycle_staggered)
+    if schedule is None:
+        return result(period=math.inf, detail="every replica of a stage lost")
+    load = -(-(cfg.microbatches * cfg.replicas) // (cfg.replicas - mask.sum(axis=0)))
+    return result(period=schedule.period, schedule=schedule, detail=f"up to {int(load.max())} micro-batches a worker")
+
+
+def _restart(cfg, mask, options, base, result):
+    full = cfg.microbatches * float(cfg.stage_time.max())
+    return result(period=base.period, schedule=base, detail="restarted on replacements", load_bound=full)
+
+
+def _spare(cfg, mask, options, base, result):
+    n = int(mask.sum())
+    if n > options.spares:
+        return result(period=math.inf, detail=f"{n} failed > {options.spares} spares: stalled")
+    return result(period=base.period, schedule=base, detail=f"{n} of {options.spares} spares in use",
+                  load_bound=cfg.microbatches * float(cfg.stage_time.max()))
+
+
+def _drop(cfg, mask, options, base, result):
+    whole = int(np.sum(~mask.any(axis=1)))
+    if whole == 0:
+        return result(period=math.inf, detail="no replica left whole")
+    m_each = -(-(cfg.microbatches * cfg.replicas) // whole)
+    schedule = fault_free(cfg.replace(replicas=1, microbatches=m_each))
+    return result(period=schedule.period, schedule=schedule, detail=f"{whole} replicas x {m_each} micro-batches",
+                  load_bound=m_each * float(cfg.stage_time.max()))
+
+
+def _oobleck(cfg, mask, options, base, result):
+    if np.any(mask.all(axis=0)):
+        return result(period=math.inf, detail="every copy of a stage lost")
+    plan = oobleck_plan(cfg, int(mask.size - mask.sum()), options.oobleck_min_stages or cfg.stages)
+    if plan is None:
+        return result(period=math.inf, detail="too few nodes for one pipeline")
+    period, sizes, batches = plan
+    busiest = max(mb * float(group_stages(cfg.times, k).sum(axis=0).max()) for k, mb in zip(sizes, batches))
+    return result(period=period, detail=" + ".join(f"{k}-stage x {mb}" for k, mb in zip(sizes, batches)),
+                  load_bound=busiest)
+
+
+def _bamboo(cfg, mask, options, base, result):
+    d, p = mask.shape
+    broken = mask & np.roll(mask, -1, axis=1)  # worker and its successor (which it backs up) both down
+    dropped = broken.any(axis=1) if p > 1 else mask.any(axis=1)
+    kept = int(np.sum(~dropped))
+    if kept == 0:
+        return result(period=math.inf, detail="every pipeline lost two adjacent workers")
+    m_each = -(-(cfg.microbatches * d) // kept)
+    period = bamboo_period(cfg, m_each, options.bamboo_overhead)
+    # A worker whose successor is down runs both stages (it holds the copy).
+    t = cfg.stage_time
+    load = np.where(mask, 0.0, t + np.where(np.roll(mask, -1, axis=1), np.roll(t, -1), 0.0))[~dropped]
+    busiest = m_each * float(load.max())
+    takeover = bool(mask[~dropped].any())
+    if takeover:
+        period = max(period * options.bamboo_slowdown, busiest)
+    detail = f"{kept} pipelines" + (", takeover" if takeover else "") + (
+        f", {d - kept} restarted without" if kept < d else "")
+    return result(period=period, detail=detail, load_bound=busiest)
+
+
+_RULES = {"recycle": _recycle, "restart": _restart, "spare": _spare, "drop-pipeline": _drop, "oobleck": _oobleck,
+          "bamboo": _bamboo}
+
+
+# -- Oobleck: templates on the surviving nodes ---------------------------------
+
+
+def group_stages(times: np.ndarray, k: int) -> np.ndarray:
+    """Contiguous groups of the p stages into k, minimising the slowest group's
+    F + B + W (DP); returns the (3, k) grouped times."""
+    p = times.shape[1]
+    total = times.sum(axis=0)
+    prefix = np.concatenate([[0.0], np.cumsum(total)])
+    best = np.full((k + 1, p + 1), math.inf)
+    cut = np.zeros((k + 1, p + 1), dtype=int)
+    best[0, 0] = 0.0
+    for g in range(1, k + 1):
+        for end in range(g, p - (k - g) + 1):
+            for begin in range(g - 1, end):
+                cost = max(best[g - 1, begin], prefix[end] - prefix[begin])
+                if cost < best[g, end]:
+                    best[g, end], cut[g, end] = cost, begin
+    bounds = [p]
+    for g in range(k, 0, -1):
+        bounds.append(cut[g, bounds[-1]])
+    bounds = bounds[::-1]
+    return np.stack([times[:, a:b].sum(axis=1) for a, b in zip(bounds[:-1], bounds[1:])], axis=1)
+
+
+def oobleck_plan(cfg: PipelineConfig, nodes: int, min_stages: int):
+    """(period, template sizes, micro-batches each) of the best re-instantiation on
+    `nodes` nodes, or None when not even one pipeline fits."""
+    p, total_mb = cfg.stages, cfg.microbatches * cfg.replicas
+    min_stages = min(min_stages, p)
+    best = None
+    for n in range(max(1, nodes // p), nodes // min_stages + 1):
+        base, extra = divmod(nodes, n)
+        if base > p:
+            sizes = [p] * n
+        elif base < min_stages:
+            continue
+        else:
+            sizes = [min(base + 1, p)] * extra + [base] * (n - extra)
+        templates = {k: tuple(map(tuple, group_stages(cfg.times, k).T)) for k in set(sizes)}
+        period, batches = _split_batch(cfg, [templates[k] for k in sizes], total_mb)
+        if best is None or period < best[0]:
+            best = (period, sizes, batches)
+    return best
+
+
+def _split_batch(cfg, pipelines, total_mb):
+    """Deal micro-batches one at a time to the pipeline whose period grows least."""
+    batches = [0] * len(pipelines)
+    periods = [0.0] * len(pipelines)
+    for _ in range(total_mb):
+        trial = [_single_pipeline_period(cfg, pipe, mb + 1) for pipe, mb in zip(pipelines, batches)]
+        i = int(np.argmin(trial))
+        batches[i] += 1
+        periods[i] = trial[i]
+    return max(periods), batches
+
+
+# -- Bamboo: redundant forwards in the bubbles --------------------------------------
+
+
+@functools.lru_cache(maxsize=256)
+def bamboo_period(cfg: PipelineConfig, microbatches: int, overhead: float | None = None) -> float:
+    """Fault-free period of one Bamboo pipeline with m micro-batches: each worker
+    also runs the next stage's forward (cyclically) after its own, deferred into
+    idle time; or the fault-free period times (1 + overhead) when given."""
+    one = cfg.replace(replicas=1, microbatches=microbatches)
+    if overhead is not None:
+        return fault_free(one).period * (1.0 + overhead)
+    return bamboo_schedule(one).period
+
+
+def bamboo_schedule(cfg: PipelineConfig, n_iterations: int = N_ITERATIONS, n_measured: int = N_MEASURED) -> Schedule:
+    d, m, p = cfg.replicas, cfg.microbatches, cfg.stages
+    redundant = np.roll(np.asarray(cfg.fwd, dtype=float), -1)  # stage s also runs stage s+1's forward
+    graph = build_graph(cfg, n_iterations, redundant=redundant)
+    reference = fault_free(cfg, n_iterations, n_measured)
+    n_compute = graph.redundant_base
+    priority = np.zeros(graph.size)
+    priority[:n_compute] = reference.start[:n_compute]  # same indices below the redundant block
+    priority[graph.kind == R_KIND] = 2.0 * (float(reference.start.max()) + 1.0)  # only into idle time
+    its = np.arange(n_iterations)[:, None]
+    chains = []
+    for r in range(d):
+        for s in range(p):
+            types, micro = stage_order(cfg.order, p, m, s)
+            tasks = task_index(graph.shape, its, r, micro[None, :], s, types[None, :]).ravel()
+            chains.append(tasks[graph.worker[tasks] >= 0])
+            chains.append(graph.redundant_base + ((its * d + r) * m + np.arange(m)[None, :]) * p + s)
+    chains = [np.ascontiguousarray(c.ravel()) for c in chains]
+    _, _, sequence = greedy(graph, chains, priority)
+    start, end = resweep(graph, sequence)
+    return measure(graph, start, end, n_measured)
+
+
+def iteration_time(stages: int, replicas: int, microbatches: int, fwd=1.0, bwd_input=1.0, bwd_weight=1.0, *,
+                   strategy: str = "recycle", failed=None, **options) -> float:
+    """Steady-state time per iteration of `strategy` with `failed` workers down
+    ({stage: count} or (replica, stage) pairs); inf when it cannot run.
+
+    Keyword options are PipelineConfig's (order, backward, optimizer, p2p_delay,
+    reroute_delay, optimizer_time) and StrategyOptions' (spares, bamboo_slowdown, ...).
+    """
+    config_fields = {f.name for f in dataclasses.fields(PipelineConfig)}
+    option_fields = {f.name for f in dataclasses.fields(StrategyOptions)}
+    unknown = set(options) - config_fields - option_fields
+    if unknown:
+        known = sorted((config_fields | option_fields) - {"stages", "replicas", "microbatches", "fwd", "bwd_input",
+                                                            "bwd_weight"})
+        raise PipelineError(sorted(unknown)[0], f"unknown option; options are {', '.join(known)}")
+    cfg = PipelineConfig(stages=stages, replicas=replicas, microbatches=microbatches, fwd=fwd, bwd_input=bwd_input,
+                         bwd_weight=bwd_weight, **{k: v for k, v in options.items() if k in config_fields})
+    opts = StrategyOptions(**{k: v for k, v in options.items() if k in option_fields})
+    return evaluate(cfg, strategy, failed, opts).period

@@ -1,0 +1,254 @@
+"""The elastic allocator: the dynamic program against brute force, the job model
+and the throughput models."""
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import relmodel.elastic as el
+from relmodel._kernels.allocate import solve_allocation, stream_uniforms
+from relmodel._kernels.rng_numba import uniforms
+
+
+# -- the kernel alone ---------------------------------------------------------
+@st.composite
+def option_sets(draw):
+    """Jobs as lists of (g, value), ascending in g, and a capacity."""
+    capacity = draw(st.integers(0, 12))
+    jobs = []
+    for _ in range(draw(st.integers(0, 4))):
+        gpus = sorted(draw(st.sets(st.integers(1, 14), min_size=1, max_size=6)))
+        values = draw(st.lists(st.floats(0, 100, allow_subnormal=False), min_size=len(gpus), max_size=len(gpus)))
+        jobs.append(list(zip(gpus, values)))
+    return jobs, capacity
+
+
+def brute_force(jobs, capacity):
+    best = -math.inf
+    for combo in itertools.product(*jobs):
+        if sum(g for g, _ in combo) <= capacity:
+            best = max(best, sum(v for _, v in combo))
+    return best
+
+
+def run_kernel(jobs, capacity):
+    offsets = np.cumsum([0] + [len(j) for j in jobs]).astype(np.int64)
+    gpus = np.array([g for j in jobs for g, _ in j], dtype=np.int64)
+    values = np.array([v for j in jobs for _, v in j], dtype=float)
+    return solve_allocation(offsets, gpus, values, capacity), offsets, gpus, values
+
+
+@given(option_sets())
+def test_kernel_equals_brute_force(instance):
+    jobs, capacity = instance
+    (chosen, total), offsets, gpus, values = run_kernel(jobs, capacity)
+    expected = brute_force(jobs, capacity)
+    if expected == -math.inf:
+        assert total == -math.inf and np.all(chosen == -1)
+        return
+    assert math.isclose(total, expected, rel_tol=1e-12, abs_tol=1e-9)
+    # the backtracked choice is a feasible allocation worth the optimum
+    assert all(offsets[j] <= k < offsets[j + 1] for j, k in enumerate(chosen))
+    assert gpus[chosen].sum() <= capacity
+    assert math.isclose(values[chosen].sum(), total, rel_tol=1e-12, abs_tol=1e-9)
+
+
+def test_kernel_leaves_gpus_idle_when_no_job_gains():
+    # at-most-c: a job whose value falls beyond 2 GPUs keeps 2 of the 8
+    (chosen, total), *_ = run_kernel([[(1, 1.0), (2, 3.0), (4, 2.0), (8, 0.5)]], 8)
+    assert chosen.tolist() == [1] and total == 3.0
+
+
+def test_kernel_prefers_fewer_gpus_on_ties():
+    (chosen, _), _, gpus, _ = run_kernel([[(1, 5.0), (2, 5.0), (4, 5.0)]], 4)
+    assert gpus[chosen].tolist() == [1]
+
+
+def test_stream_uniforms_are_the_projects_philox_stream():
+    for first in (0, 1, 6, 7):
+        out = np.empty(9)
+        uniforms(11, 3, 42, first, out)
+        assert np.array_equal(stream_uniforms(11, 3, 42, first, 9), out)
+
+
+# -- allocate(): the job model end to end ----------------------------------------
+@st.composite
+def parametric_models(draw):
+    return el.ParametricThroughput(
+        "m", t_fixed=draw(st.floats(1e-3, 0.1)), t_sample=draw(st.floats(1e-4, 1e-2)),
+        t_log=draw(st.sampled_from([0.0, 0.005])), t_ring=draw(st.sampled_from([0.0, 0.01])),
+        t_hop=draw(st.sampled_from([0.0, 0.002])), max_local_batch=draw(st.integers(2, 16)))
+
+
+def profiled_model(max_local_batch):
+    gpus, batch = (1, 2, 4, 8), (2, 4, 8, 16, 32)
+    table = np.array([[b / (0.01 + 0.002 * b / g + 0.003 * math.log2(g) + 0.004 * g) for b in batch]
+                      for g in gpus])
+    table[3, 0] = np.nan  # an unprofiled cell
+    return el.ProfiledThroughput("table", gpus, batch, table, max_local_batch=max_local_batch)
+
+
+def is_valid(job, n_gpus):
+    try:
+        el.check_job(job, n_gpus)
+    except el.JobError:
+        return False
+    return True
+
+
+def jobs(n_gpus):
+    """Valid jobs on a cluster of n_gpus (the parametric or a profiled model)."""
+    return _jobs(n_gpus).filter(lambda job: is_valid(job, n_gpus))
+
+
+@st.composite
+def _jobs(draw, n_gpus):
+    model = draw(st.one_of(parametric_models(), st.integers(2, 16).map(profiled_model)))
+    m_hi = model.max_local_batch
+    gpus = draw(st.integers(1, n_gpus if isinstance(model, el.ParametricThroughput) else min(n_gpus, 8)))
+    local = draw(st.integers(1, m_hi))
+    batch = gpus * local
+    lo = draw(st.integers(1, batch))
+    hi = draw(st.integers(batch, batch * 3))
+    return el.Job(model, work=1e5, batch=batch, gpus=gpus, min_batch=lo, max_batch=hi,
+                  min_local_batch=draw(st.integers(1, local)), min_gpus=draw(st.integers(1, gpus)))
+
+
+def brute_force_allocation(job_list, n_gpus, policy, objective):
+    """Every (g, b) pair of every job, from the model directly."""
+    per_job = []
+    for job in job_list:
+        lo, hi = (job.batch, job.batch) if policy == "fixed-batch" else (job.min_batch, job.max_batch)
+        m_hi = job.model.max_local_batch if job.max_local_batch is None else job.max_local_batch
+        pairs = {}
+        for g in range(job.min_gpus, n_gpus + 1):
+            for b in range(lo, hi + 1):
+                if b % g == 0 and job.min_local_batch <= b // g <= m_hi:
+                    x = float(job.model.throughput(g, b))
+                    if math.isfinite(x) and x > 0:
+                        pairs[g] = max(pairs.get(g, 0.0), x)
+        if objective == "speedup":
+            base = pairs[min(pairs)]
+            pairs = {g: x / base for g, x in pairs.items()}
+        per_job.append(list(pairs.items()))
+    return brute_force(per_job, n_gpus)
+
+
+@given(data=st.data(), n_gpus=st.integers(1, 10), policy=st.sampled_from(["elastic", "fixed-batch"]),
+       objective=st.sampled_from(["throughput", "speedup"]))
+def test_allocate_equals_brute_force(data, n_gpus, policy, objective):
+    job_list = data.draw(st.lists(jobs(n_gpus), min_size=1, max_size=3))
+    expected = brute_force_allocation(job_list, n_gpus, policy, objective)
+    if expected == -math.inf:
+        with pytest.raises(ValueError, match="minimum allocations"):
+            el.allocate(job_list, n_gpus, policy, objective)
+        return
+    alloc = el.allocate(job_list, n_gpus, policy, objective)
+    assert math.isclose(alloc.value, expected, rel_tol=1e-9)
+    assert alloc.gpus.sum() <= n_gpus
+    for job, g, b, x in zip(job_list, alloc.gpus, alloc.batch, alloc.throughput):
+        lo, hi = (job.batch, job.batch) if policy == "fixed-batch" else (job.min_batch, job.max_batch)
+        assert b % g == 0 and lo <= b <= hi and g >= job.min_gpus
+        assert x == pytest.approx(float(job.model.throughput(g, b)), rel=1e-12)
+
+
+@given(data=st.data(), n_gpus=st.integers(1, 12), objective=st.sampled_from(["throughput", "speedup"]))
+def test_fixed_batch_range_makes_the_policies_coincide(data, n_gpus, objective):
+    job_list = [j.with_batch_range(j.batch, j.batch) for j in data.draw(st.lists(jobs(n_gpus), min_size=1,
+                                                                                  max_size=4))]
+    try:
+        a = el.allocate(job_list, n_gpus, "elastic", objective)
+    except ValueError:
+        with pytest.raises(ValueError):
+            el.allocate(job_list, n_gpus, "fixed-batch", objective)
+        return
+    b = el.allocate(job_list, n_gpus, "fixed-batch", objective)
+    assert np.array_equal(a.gpus, b.gpus) and np.array_equal(a.batch, b.batch) and a.value == b.value
+
+
+def test_elastic_batch_sizes_beat_the_fixed_batch():
+    job_list = [el.Job("resnet50", 1e6, 64, gpus=4, min_batch=32, max_batch=512, job_id=f"r{i}") for i in range(3)]
+    elastic = el.allocate(job_list, n_gpus=64, policy="elastic")
+    fixed = el.allocate(job_list, n_gpus=64, policy="fixed-batch")
+    assert elastic.value > 1.5 * fixed.value  # larger local batches scale further
+    assert np.all(fixed.batch == 64) and np.all(elastic.batch > 64)
+    ds = elastic.to_dataset()
+    assert ds.gpus.sum() == elastic.gpus.sum() and ds.attrs["policy"] == "elastic"
+
+
+def test_allocate_rejects_bad_arguments_and_jobs():
+    job = el.Job("bert", 1e6, 64, gpus=2, job_id="b")
+    with pytest.raises(ValueError, match="policy"):
+        el.allocate([job], 8, policy="fifo")
+    with pytest.raises(ValueError, match="objective"):
+        el.allocate([job], 8, objective="fairness")
+    pair = [el.Job("bert", 1e6, 64, gpus=2, min_gpus=2, job_id=c) for c in "cd"]
+    with pytest.raises(ValueError, match="n_gpus: the jobs need 4 GPUs at their minimum allocations; there are 3"):
+        el.allocate(pair, 3)
+    with pytest.raises(el.JobError, match="job 'x': min_batch: B_lo = 256 > B_hi = 128"):
+        el.allocate([el.Job("bert", 1e6, 128, min_batch=256, max_batch=128, job_id="x")], 8)
+
+
+@pytest.mark.parametrize("changes, field, text", [
+    ({"work": -5.0}, "work", "> 0"),
+    ({"work": 0.0}, "work", "> 0"),
+    ({"work": math.nan}, "work", "> 0"),
+    ({"min_batch": 256, "max_batch": 128}, "min_batch", "B_lo = 256 > B_hi = 128"),
+    ({"batch": 512}, "batch", "outside [B_lo, B_hi]"),
+    ({"min_gpus": 128}, "min_gpus", "no feasible GPU count"),
+    ({"max_local_batch": 1, "max_gpus": 8}, "gpus", "no feasible GPU count"),
+    ({"gpus": 3}, "gpus", "not a whole local batch"),
+    ({"gpus": 128}, "gpus", "outside [1, 64]"),
+    ({"model": "alexnet"}, "model", "unknown model 'alexnet'"),
+    ({"batch": 0, "min_batch": 0}, "batch", "whole number >= 1"),
+    ({"submit_time": -1.0}, "submit_time", ">= 0"),
+])
+def test_invalid_jobs_name_the_field(changes, field, text):
+    fields = dict(model="resnet50", work=1e6, batch=128, gpus=2, min_batch=64, max_batch=256, job_id="j7")
+    fields.update(changes)
+    with pytest.raises(el.JobError) as err:
+        el.check_job(el.Job(**fields), n_gpus=64)
+    assert err.value.field == field and err.value.job_id == "j7" and text in str(err.value)
+
+
+# -- throughput models ----------------------------------------------------------
+def test_parametric_form():
+    m = el.ParametricThroughput("m", t_fixed=0.01, t_sample=0.002, t_log=0.003, t_ring=0.004, t_hop=0.001)
+    assert m.step_time(1, 64) == pytest.approx(0.01 + 0.002 * 64)  # no communication on one GPU
+    assert m.step_time(8, 64) == pytest.approx(0.01 + 0.002 * 8 + 0.003 * 3 + 0.004 * 2 * 7 / 8 + 0.001 * 7)
+    g = np.arange(1, 65)
+    assert np.all(np.diff(m.comm_time(g)) > 0)  # communication grows with g
+    assert np.all(np.diff(m.throughput(8, np.arange(8, 512, 8))) > 0)  # larger batches go faster
+    with pytest.raises(ValueError, match="t_ring"):
+        el.ParametricThroughput("m", 0.01, 0.002, t_ring=-1)
+
+
+def test_fit_parametric_recovers_the_model():
+    true = el.ParametricThroughput("m", 0.02, 0.001, 0.004, 0.006, 0.0003)
+    g, b = np.meshgrid([1, 2, 4, 8, 16, 32, 64], [32, 64, 128, 256])
+    fit = el.fit_parametric("m", g.ravel(), b.ravel(), true.step_time(g.ravel(), b.ravel()))
+    for term in ("t_fixed", "t_sample", "t_log", "t_ring", "t_hop"):
+        assert getattr(fit, term) == pytest.approx(getattr(true, term), rel=1e-6, abs=1e-12)
+
+
+def test_profiled_table_interpolates_and_refuses_to_extrapolate():
+    t = profiled_model(16)
+    assert float(t.throughput(2, 8)) == pytest.approx(t.throughput_table[1, 2])  # on the grid: exact
+    mid = float(t.throughput(2, 12))  # between b = 8 and 16, linear in log2 b
+    assert min(t.throughput_table[1, 2:4]) < mid < max(t.throughput_table[1, 2:4])
+    assert math.isnan(float(t.throughput(16, 8))) and math.isnan(float(t.throughput(1, 64)))
+    assert math.isnan(float(t.throughput(8, 3)))  # next to the unprofiled cell
+    points = el.ProfiledThroughput.from_points("p", [1, 1, 2], [8, 8, 16], [0.1, 0.3, 0.1])
+    assert points.throughput_table[0, 0] == pytest.approx(8 / 0.2)  # the median of repeats
+    assert np.isnan(points.throughput_table[0, 1]) and points.max_local_batch == 8
+
+
+def test_catalogue_models_are_usable_by_name():
+    assert set(el.MODELS) == {"bert", "deepspeech2", "gpt2", "inception3", "resnet50", "vgg16"}
+    for model in el.MODELS.values():
+        assert all(b <= model.max_local_batch for b in model.batch_sizes)
+        assert float(model.throughput(8, model.batch_sizes[-1])) > float(model.throughput(1, model.batch_sizes[-1]))

@@ -1,0 +1,100 @@
+"""`relmodel cluster` (registered here on a bare group of the project's kind, as
+relmodel.cli registers it)."""
+
+import json
+from pathlib import Path
+
+import click
+import pytest
+import xarray as xr
+from click.testing import CliRunner
+
+from relmodel.cli import OneLineErrors
+from relmodel.elastic.cli import cluster
+
+TRACE_195 = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "elasticflow" / "195job.csv"
+
+
+@click.group(cls=OneLineErrors)
+def group():
+    """relmodel, as far as this test needs it."""
+
+
+group.add_command(cluster)
+
+
+def invoke(*args):
+    return CliRunner().invoke(group, ["cluster", *args])
+
+
+def test_table_plot_and_dataset(tmp_path):
+    plot, out = tmp_path / "cluster.png", tmp_path / "cluster.nc"
+    result = invoke("--gpus", "32", "--arrival-rate", "6", "--duration", "6h", "--seed", "1", "--policy", "all",
+                    "--failure-rate", "1", "--plot", str(plot), "--out", str(out))
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert "1 failures per node-day" in lines[0] and lines[1].split()[:3] == ["policy", "completed", "dropped"]
+    assert [line.split()[0] for line in lines[2:5]] == ["elastic", "fixed-batch", "fifo"]
+    assert plot.stat().st_size > 10_000
+    ds = xr.open_dataset(out, engine="h5netcdf")
+    assert ds.sizes["policy"] == 3 and ds.attrs["seed"] == 1 and ds.attrs["n_gpus"] == 32
+
+
+def test_json_has_the_documented_shape():
+    result = invoke("--gpus", "64", "--arrival-rate", "6", "--duration", "4h", "--seed", "1", "--json")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.output)
+    assert list(doc["policies"]) == ["elastic", "fixed-batch", "fifo"]
+    for row in doc["policies"].values():
+        assert {"completed", "dropped", "mean_jct_h", "p90_jct_h", "gpu_hours_lost_failures"} <= set(row)
+        assert row["completed"] + row["dropped"] + row["rejected"] == row["submitted"]
+    assert doc["attrs"]["workload_arrival_rate_per_h"] == 6.0 and doc["rejected_jobs"] == []
+
+
+def test_one_policy():
+    doc = json.loads(invoke("--policy", "fifo", "--duration", "2h", "--json").output)
+    assert list(doc["policies"]) == ["fifo"]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--gpus", "0"], "Error: --gpus: must be a positive integer"),
+    (["--arrival-rate", "0"], "Error: --arrival-rate: must be a finite number > 0"),
+    (["--duration", "5m"], "Error: --duration: unknown unit 'm'"),
+    (["--pause", "-1s"], "Error: --pause: must be a finite duration >= 0"),
+    (["--failure-rate", "-1"], "Error: --failure-rate: must be >= 0"),
+    (["--batch-range", "2"], "Error: --batch-range: expected LOW,HIGH"),
+    (["--batch-range", "2,4"], "Error: --batch-range: need 0 < low <= 1 <= high"),
+    (["--out", "x.csv"], "Error: --out: unknown suffix"),
+    (["--trace", "no/such.csv"], "Error: --trace: no such file"),
+])
+def test_bad_input_is_one_line_naming_the_flag(args, message):
+    result = invoke(*args)
+    assert result.exit_code == 2
+    assert result.output.startswith(message) and len(result.output.strip().splitlines()) == 1
+
+
+def test_a_malformed_trace_names_its_line(tmp_path):
+    path = tmp_path / "bad.csv"
+    path.write_text("job_id,submission_time,num_iteration,model_name,deadline,batch_size,num_gpu,duration\n"
+                    "a,0,100,bert,1,64,1,10\nb,10,100,bert,1,64,x,10\n")
+    result = invoke("--trace", str(path))
+    assert result.exit_code == 2 and "Error: --trace: bad.csv line 3: num_gpu: 'x' is not a number" in result.output
+    assert invoke("--trace", str(path), "--arrival-rate", "3").output.startswith("Error: --arrival-rate: not used")
+
+
+@pytest.mark.skipif(not TRACE_195.is_file(), reason=f"ElasticFlow traces not found at {TRACE_195.parent}")
+def test_trace_replay():
+    result = invoke("--trace", str(TRACE_195), "--duration", "12h", "--json")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.output)
+    assert doc["attrs"]["workload_trace_file"] == "195job.csv" and doc["attrs"]["workload_window_h"] == 12.0
+    assert 0 < doc["policies"]["elastic"]["submitted"] < 195
+
+
+def test_a_job_csv_trace(tmp_path):
+    path = tmp_path / "jobs.csv"
+    path.write_text("submit_time,model,work,batch,gpus\n0,resnet50,1e8,128,4\n10min,bert,1e7,64,1\n"
+                    "20min,bert,-1,64,1\n")
+    doc = json.loads(invoke("--trace", str(path), "--gpus", "16", "--json").output)
+    assert doc["policies"]["elastic"]["completed"] == 2 and doc["policies"]["fifo"]["rejected"] == 1
+    assert doc["rejected_jobs"][0]["job_id"] == "line4" and "work" in doc["rejected_jobs"][0]["reason"]

@@ -1,0 +1,251 @@
+"""`relmodel.pipeline`: the public contract, strategies, errors, the command and the example."""
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+import numpy as np
+import pytest
+import xarray as xr
+from click.testing import CliRunner
+from hypothesis import assume, given
+from hypothesis import strategies as st
+
+import relmodel.pipeline as pl
+from relmodel.cli import OneLineErrors, main
+from relmodel.pipeline.cli import parse_failures, pipeline
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+STAGE_BOUND = ("recycle", "drop-pipeline")  # workers stay on their stage
+
+
+def test_iteration_time_contract():
+    t = pl.iteration_time(stages=4, replicas=4, microbatches=8, fwd=1.0, bwd_input=1.0, bwd_weight=1.0,
+                          strategy="recycle", failed={0: 1})
+    assert t == 33.0  # L = ceil(32 / 3) = 11 = m + p - 1: the fault-free 1F1B period, kept exactly
+    assert pl.iteration_time(4, 4, 8, strategy="recycle", failed={}) == 33.0
+    assert pl.iteration_time(4, 4, 8, strategy="drop-pipeline", failed={0: 1}) == (11 + 3) * 3.0
+    for strategy in pl.STRATEGIES:
+        assert pl.iteration_time(4, 4, 8, strategy=strategy, failed={0: 1}) >= 33.0
+
+
+@pytest.mark.parametrize("kwargs, parameter", [
+    (dict(microbatches=0), "microbatches"), (dict(stages=0), "stages"), (dict(replicas=1.5), "replicas"),
+    (dict(fwd=-1.0), "fwd"), (dict(bwd_input=math.nan), "bwd_input"), (dict(bwd_weight=[1.0, 1.0]), "bwd_weight"),
+    (dict(fwd=0.0, bwd_input=0.0, bwd_weight=0.0), "fwd"), (dict(strategy="magic"), "strategy"),
+    (dict(failed={0: 5}), "failed"), (dict(failed={7: 1}), "failed"), (dict(failed={0: -1}), "failed"),
+    (dict(failed=[(9, 0)]), "failed"), (dict(failed=[(0, 0), (0, 0)]), "failed"), (dict(failed="0"), "failed"),
+    (dict(order="gpipe"), "order"), (dict(order="zb-h1"), "backward"), (dict(p2p_delay=-1.0), "p2p_delay"),
+    (dict(spares=-1), "spares"), (dict(bamboo_slowdown=0.5), "bamboo_slowdown"), (dict(colour="red"), "colour"),
+])
+def test_invalid_configurations_name_the_parameter(kwargs, parameter):
+    args = dict(stages=4, replicas=4, microbatches=8, strategy="recycle", failed={0: 1}) | kwargs
+    with pytest.raises(ValueError) as info:
+        pl.iteration_time(**args)
+    assert str(info.value).startswith(f"{parameter}:") and info.value.parameter == parameter
+
+
+def test_failure_messages_say_what_is_wrong():
+    with pytest.raises(ValueError, match="stage 0: 5 failed workers but only 4 replicas"):
+        pl.iteration_time(4, 4, 8, failed={0: 5})
+    with pytest.raises(ValueError, match=r"unknown stage 7 \(stages are 0..3\)"):
+        pl.iteration_time(4, 4, 8, failed={7: 1})
+    with pytest.raises(ValueError, match="unknown strategy 'magic'; use one of recycle"):
+        pl.iteration_time(4, 4, 8, strategy="magic")
+
+
+def test_losing_every_replica_of_a_stage():
+    """Zero throughput for the strategies that cannot survive it; the others run."""
+    cfg = pl.PipelineConfig(4, 3, 6)
+    results = {s: pl.evaluate(cfg, s, {1: 3}) for s in pl.STRATEGIES}
+    for s in ("recycle", "drop-pipeline", "oobleck"):
+        assert results[s].period == math.inf and results[s].throughput == 0 and not results[s].survives
+    assert results["restart"].fraction_of_ideal == 1.0
+    assert results["bamboo"].survives  # stage 0 holds a copy of stage 1 in every pipeline
+    assert not results["spare"].survives  # 3 failures, 2 spares
+    assert pl.evaluate(cfg, "spare", {1: 3}, pl.StrategyOptions(spares=3)).fraction_of_ideal == 1.0
+    assert pl.iteration_time(4, 3, 6, strategy="recycle", failed={1: 3}) == math.inf
+
+
+def cases():
+    def build(p, d, m, f, b, w, delay):
+        return pl.PipelineConfig(p, d, m, fwd=f, bwd_input=b, bwd_weight=w, p2p_delay=delay)
+    quarter = st.integers(1, 8).map(lambda k: k / 4)
+    return st.integers(1, 5).flatmap(lambda p: st.builds(
+        build, st.just(p), st.integers(1, 4), st.integers(1, 8),
+        *(st.lists(quarter, min_size=p, max_size=p) for _ in range(3)), st.sampled_from([0.0, 0.25])))
+
+
+@given(cfg=cases(), data=st.data())
+def test_no_strategy_beats_the_work_bound(cfg, data):
+    d, p = cfg.replicas, cfg.stages
+    mask = np.array(data.draw(st.lists(st.booleans(), min_size=d * p, max_size=d * p))).reshape(d, p)
+    assume(not mask.all(axis=0).any())
+    t = cfg.stage_time
+    m, n_alive = cfg.microbatches, d * p - mask.sum()
+    for strategy in pl.STRATEGIES:
+        r = pl.evaluate(cfg, strategy, mask)
+        assert r.work_bound == pl.work_bound(cfg, mask)
+        if not r.survives:
+            continue
+        assert r.period >= r.load_bound * (1 - 1e-12)  # the busiest worker of what it runs
+        if strategy in STAGE_BOUND:
+            assert r.period >= r.work_bound * (1 - 1e-12)
+        elif strategy in ("oobleck", "bamboo"):  # they move stages between nodes: the average load bounds them
+            assert r.period >= m * d * t.sum() / n_alive * (1 - 1e-12)
+        else:  # replaced workers: the fault-free bound
+            assert r.period >= m * t.max()
+        assert 0 < r.fraction_of_ideal <= 1.0 + 1e-12
+
+
+@given(cfg=cases(), n=st.integers(0, 6))
+def test_strategies_order_as_they_should(cfg, n):
+    d, p = cfg.replicas, cfg.stages
+    assume(n <= d * p)
+    mask = pl.spread_failures(n, d, p)
+    r = {s: pl.evaluate(cfg, s, mask) for s in pl.STRATEGIES}
+    if r["drop-pipeline"].survives:
+        assert r["recycle"].period <= r["drop-pipeline"].period
+        assert r["oobleck"].period <= r["drop-pipeline"].period  # re-forms at least as many whole pipelines
+    assert r["restart"].period == r["recycle"].ideal_period
+    if n == 0:
+        for s in ("recycle", "spare", "drop-pipeline", "oobleck"):
+            assert r[s].period == r[s].ideal_period
+        assert r["bamboo"].period >= r["bamboo"].ideal_period  # redundancy is never free
+
+
+def test_bamboo_restarts_without_a_pipeline_with_two_neighbours_down():
+    cfg = pl.PipelineConfig(4, 4, 8)
+    takeover = pl.evaluate(cfg, "bamboo", [(0, 1)])
+    neighbours = pl.evaluate(cfg, "bamboo", [(0, 1), (0, 2)])
+    apart = pl.evaluate(cfg, "bamboo", [(0, 1), (1, 2)])
+    assert "takeover" in takeover.detail and "restarted" in neighbours.detail
+    assert takeover.period == pytest.approx(1.5 * pl.evaluate(cfg, "bamboo").period)
+    assert apart.period == takeover.period
+    wrap = pl.evaluate(cfg, "bamboo", [(0, 3), (0, 0)])  # the last stage backs up the first
+    assert "restarted" in wrap.detail
+
+
+def test_oobleck_re_forms_pipelines_from_the_surviving_nodes():
+    cfg = pl.PipelineConfig(4, 4, 8)
+    two_replicas = pl.failed_workers([(0, 0), (1, 1)], 4, 4)
+    assert "2 replicas" in pl.evaluate(cfg, "drop-pipeline", two_replicas).detail
+    r = pl.evaluate(cfg, "oobleck", two_replicas)  # 14 nodes: three 4-stage pipelines
+    assert r.detail.count("4-stage") == 3
+    shallow = pl.evaluate(cfg, "oobleck", two_replicas, pl.StrategyOptions(oobleck_min_stages=2))
+    assert shallow.period <= r.period  # shorter templates use the leftover nodes
+    assert pl.strategies.group_stages(np.array([[1.0, 2.0, 3.0, 4.0]] * 3), 2).tolist() == [[6.0, 4.0]] * 3
+
+
+def test_throughput_table_is_labelled():
+    cfg = pl.PipelineConfig(4, 4, 8)
+    ds = pl.throughput_table(cfg, range(4))
+    assert set(ds.dims) == {"strategy", "n_failures", "stage"} and all(d in ds.coords for d in ds.dims)
+    for name, var in ds.data_vars.items():
+        assert "long_name" in var.attrs, name
+    assert ds.attrs["relmodel_version"] and ds.attrs["ideal_period"] == 33.0
+    assert float(ds.fraction_of_ideal.sel(strategy="recycle", n_failures=1)) == 1.0
+    assert ds.failed_stages.sum("stage").values.tolist() == [0, 1, 2, 3]
+    assert float(ds.recycle_target.sel(n_failures=0)) == 33.0
+
+
+def test_schedule_dataset():
+    cfg = pl.PipelineConfig(3, 2, 5)
+    ds = pl.schedule_dataset(pl.fault_free(cfg), cfg)
+    np.testing.assert_allclose(ds.bubble_fraction, 2 / 7)
+    assert float(ds.period) == 21.0 and ds.busy.dims == ("replica", "stage")
+
+
+# -- the command -----------------------------------------------------------------------------
+
+
+def command_group():
+    """The registered `relmodel` group when the command is there; else one like it."""
+    if "pipeline" in main.commands:
+        return main
+
+    @click.group(cls=OneLineErrors)
+    def group():
+        pass
+    group.add_command(pipeline)
+    return group
+
+
+def invoke(*args):
+    return CliRunner().invoke(command_group(), ["pipeline", *args])
+
+
+def test_cli_prints_a_table():
+    result = invoke("--stages", "4", "--replicas", "4", "--microbatches", "8", "--failures", "0..2")
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert "fault-free period 33" in lines[0]
+    header = lines[2].split()
+    assert header[:2] == ["failed", "recycle"] and "bamboo" in header
+    assert lines[4].split()[:2] == ["1", "1.0000"]
+
+
+def test_cli_json_plot_and_netcdf(tmp_path):
+    png, nc = tmp_path / "t.png", tmp_path / "t.nc"
+    result = invoke("--stages", "4", "--replicas", "2", "--microbatches", "4", "--failures", "0,1,8",
+                    "--fwd", "1,1,2,1", "--json", "--plot", str(png), "--out", str(nc))
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert [r["n_failures"] for r in data["rows"]] == [0, 1, 8]
+    assert data["rows"][2]["throughput"]["recycle"] == 0.0 and data["rows"][2]["period"]["recycle"] is None
+    assert data["config"]["fwd"] == [1.0, 1.0, 2.0, 1.0]
+    assert png.stat().st_size > 10_000
+    assert xr.open_dataset(nc, engine="h5netcdf").sizes["n_failures"] == 3
+
+
+def test_cli_runs_a_short_monte_carlo():
+    result = invoke("--stages", "2", "--replicas", "2", "--microbatches", "2", "--failures", "1",
+                    "--run-duration", "2d", "--failure-rate", "0.5", "--runs", "20", "--strategies", "recycle,spare")
+    assert result.exit_code == 0, result.output
+    assert "Monte Carlo runs" in result.output and "spare" in result.output.splitlines()[-1]
+
+
+@pytest.mark.parametrize("args, flag", [
+    (["--microbatches", "0"], "--microbatches"), (["--fwd", "-1"], "--fwd"), (["--fwd", "one"], "--fwd"),
+    (["--bwd-weight", "1,2"], "--bwd-weight"), (["--strategies", "magic"], "--strategies"),
+    (["--failures", "4..1"], "--failures"), (["--failures", "x"], "--failures"),
+    (["--failures", "99"], "--failures"), (["--order", "zb-h1"], "--backward"),
+    (["--run-duration", "3 fortnights"], "--run-duration"), (["--out", "x.csv"], "--out"),
+    (["--trace", "/nonexistent/trace.csv"], "--trace"), (["--spares", "-2"], "--spares"),
+])
+def test_cli_errors_are_one_line_naming_the_flag(args, flag):
+    result = invoke(*args)
+    assert result.exit_code == 2, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error:") and flag in lines[0], result.output
+
+
+def test_parse_failures():
+    assert parse_failures("0..4") == [0, 1, 2, 3, 4]
+    assert parse_failures("3") == [0, 1, 2, 3]
+    assert parse_failures("4, 0,2") == [0, 2, 4]
+
+
+# -- the example -------------------------------------------------------------------------------
+
+
+def test_example_pipeline_failures(tmp_path):
+    done = subprocess.run([sys.executable, str(EXAMPLES / "pipeline_failures.py"), "--quick", "--out", str(tmp_path)],
+                          check=True, capture_output=True, text=True, timeout=600)
+    assert "recycle" in done.stdout and "14-day runs" in done.stdout
+    steady = xr.open_dataset(tmp_path / "pipeline_failures.nc", engine="h5netcdf")
+    assert set(steady.dims) >= {"strategy", "n_failures"}
+    frac = steady.fraction_of_ideal
+    assert float(frac.sel(strategy="recycle", n_failures=4)) > float(frac.sel(strategy="oobleck", n_failures=4))
+    assert float(frac.sel(strategy="oobleck", n_failures=4)) > float(frac.sel(strategy="bamboo", n_failures=4))
+    runs = xr.open_dataset(tmp_path / "pipeline_failures.nc", engine="h5netcdf", group="runs")
+    assert set(runs.dims) == {"strategy", "n_failures", "bound"} and float(runs.time_fraction.sum()) == \
+        pytest.approx(1.0)
+    if (DATA / "spot-traces" / "p3-trace.csv").exists():
+        traces = xr.open_dataset(tmp_path / "pipeline_failures.nc", engine="h5netcdf", group="traces")
+        assert "p3-trace" in traces.trace.values
+    assert (tmp_path / "pipeline_failures.png").stat().st_size > 10_000
