@@ -6,7 +6,9 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import relmodel as rm
-from strategies import scenarios
+from relmodel.testing.strategies import scenarios
+
+EXPONENTIAL = ("exponential",)
 
 N_JOBS = 20_000
 
@@ -24,7 +26,7 @@ def tractable(sc, n_jobs=N_JOBS):
 
 
 @settings(max_examples=30)
-@given(sc=scenarios(exponential_only=True), seed=st.integers(0, 1000))
+@given(sc=scenarios(laws=EXPONENTIAL), seed=st.integers(0, 1000))
 def test_simulated_ettr_within_4_standard_errors_of_renewal(sc, seed):
     assume(tractable(sc))
     assert abs(z_score(sc, seed=seed)) < 4
@@ -57,7 +59,7 @@ def test_jensen_gap_is_reported_not_hidden():
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", range(8))
 @settings(max_examples=40)
-@given(sc=scenarios(exponential_only=True))
+@given(sc=scenarios(laws=EXPONENTIAL))
 def test_agreement_many_scenarios_and_seeds(seed, sc):
     assume(tractable(sc, n_jobs=50_000))
     assert abs(z_score(sc, n_jobs=50_000, seed=seed)) < 4.5

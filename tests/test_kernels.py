@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 import relmodel as rm
 from relmodel.engine import pack, run
-from strategies import scenarios
+from relmodel.testing.strategies import scenarios
 
 REFERENCE = rm.Scenario(n_gpus=1024, failure_rate=6.5e-3, checkpoint_interval="1h",
                         checkpoint_cost="5min", restart_cost="10min", work="7d")

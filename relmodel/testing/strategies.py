@@ -1,0 +1,277 @@
+"""Hypothesis strategies for relmodel's inputs.
+
+Every strategy takes keyword-only arguments, draws from the ranges real runs
+have by default (``extreme=True`` widens them to the edges that are still
+valid), accepts a strategy or a plain value wherever it takes a field, and
+raises ``hypothesis.errors.InvalidArgument`` for bounds that cannot be met.
+Everything drawn is valid: building it never raises.
+
+    from hypothesis import given
+    from relmodel.testing.strategies import scenarios
+
+    @given(scenarios(failure_laws=("exponential",)))
+    def test_my_model_in_unit_interval(sc):
+        assert 0 <= my_ettr(sc) <= 1
+"""
+
+from __future__ import annotations
+
+import math
+
+from hypothesis import strategies as st
+from hypothesis.errors import InvalidArgument
+from hypothesis.strategies import SearchStrategy
+
+from ..scenario import QUEUE_WAIT_DISTRIBUTIONS, Scenario
+from ..units import to_hours
+
+__all__ = [
+    "durations",
+    "elastic_jobs",
+    "failed_workers",
+    "failure_laws",
+    "pipeline_configs",
+    "scenarios",
+]
+
+FAILURE_LAWS = ("exponential", "weibull", "lemon")
+_UNIT_HOURS = {"s": 1 / 3600, "min": 1 / 60, "h": 1.0, "d": 24.0, "w": 168.0}
+_SECOND = 1 / 3600
+_YEAR = 365 * 24.0
+
+# (typical, extreme) bounds of each scenario field; durations in hours.
+_RANGES = {
+    "n_gpus": ((1, 32_768), (1, 1_000_000)),
+    "failure_rate": ((1e-4, 2e-2), (1e-9, 10.0)),
+    "checkpoint_interval": ((5 / 60, 12.0), (_SECOND, _YEAR)),
+    "work": ((1.0, 30 * 24.0), (_SECOND, 5 * _YEAR)),
+    "checkpoint_cost": ((1 / 60, 0.5), (_SECOND, 168.0)),
+    "restart_cost": ((1 / 60, 1.0), (_SECOND, 168.0)),
+    "queue_wait": ((1 / 60, 2.0), (_SECOND, 168.0)),
+}
+_MAX_INTERVALS = 2.0**40  # Scenario refuses more checkpoint intervals than this
+
+
+# ---- argument checks (hypothesis style: InvalidArgument, naming the argument) ----
+
+def _check_bounds(name: str, low, high, *, minimum, maximum=math.inf):
+    for label, value in ((f"min_{name}", low), (f"max_{name}", high)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
+            raise InvalidArgument(f"{label}={value!r} must be a number")
+        if not minimum <= value <= maximum:
+            raise InvalidArgument(f"{label}={value!r} must be in [{minimum}, {maximum}]")
+    if low > high:
+        raise InvalidArgument(f"min_{name}={low!r} is greater than max_{name}={high!r}")
+
+
+def _check_choices(name: str, chosen, allowed) -> tuple:
+    if isinstance(chosen, str) or not hasattr(chosen, "__iter__"):
+        raise InvalidArgument(f"{name}={chosen!r} must be a sequence drawn from {allowed}")
+    chosen = tuple(chosen)
+    if not chosen:
+        raise InvalidArgument(f"{name} must not be empty (choose from {allowed})")
+    unknown = [c for c in chosen if c not in allowed]
+    if unknown:
+        raise InvalidArgument(f"{name}: unknown {unknown!r}; choose from {allowed}")
+    return chosen
+
+
+def _as_strategy(value) -> SearchStrategy:
+    return value if isinstance(value, SearchStrategy) else st.just(value)
+
+
+def _log_uniform(low: float, high: float) -> SearchStrategy[float]:
+    """Floats spread over the decades of [low, high] (low > 0), ends included."""
+    if low == high:
+        return st.just(float(low))
+    lo, hi = math.log(low), math.log(high)
+    spread = st.floats(lo, hi).map(lambda x: min(max(math.exp(x), low), high))
+    return st.one_of(st.sampled_from([float(low), float(high)]), spread)
+
+
+# ---- durations ----------------------------------------------------------------
+
+def durations(*, min_value: float = _SECOND, max_value: float = _YEAR,
+              as_text: bool | None = None) -> SearchStrategy:
+    """Durations in [min_value, max_value] hours.
+
+    as_text : True draws strings with a unit ("90s", "1.5d"), False plain hours
+        (floats), None (default) either. Converted with `relmodel.to_hours`, a
+        string always lands inside the bounds.
+    """
+    _check_bounds("value", min_value, max_value, minimum=0.0, maximum=1e12)
+    if as_text not in (True, False, None):
+        raise InvalidArgument(f"as_text={as_text!r} must be True, False or None")
+    positive = max(min_value, 1e-12)
+    hours = _log_uniform(positive, max_value) if max_value > 0 else st.just(0.0)
+    if min_value == 0:
+        hours = st.one_of(st.just(0.0), hours)
+
+    @st.composite
+    def text(draw):
+        value = draw(hours)
+        fits = [u for u, size in _UNIT_HOURS.items() if value == 0 or value / size >= 1e-3] or ["s"]
+        unit = draw(st.sampled_from(fits))
+        spelled = f"{value / _UNIT_HOURS[unit]!r}{unit}"
+        # Printing in another unit may round across a bound by an ulp: fall back to hours.
+        return spelled if min_value <= to_hours(spelled) <= max_value else f"{value!r}h"
+
+    if as_text is None:
+        return st.one_of(hours, text())
+    return text() if as_text else hours
+
+
+# ---- scenarios ----------------------------------------------------------------
+
+def failure_laws(*, laws=FAILURE_LAWS) -> SearchStrategy[dict]:
+    """Scenario fields of a failure law: exponential, Weibull (shape 0.5 to 3,
+    same mean) or a lemon-node mixture (up to 5% of nodes, 2 to 50 times the rate)."""
+    laws = _check_choices("laws", laws, FAILURE_LAWS)
+    options = {
+        "exponential": st.just({}),
+        "weibull": st.builds(dict, weibull_shape=st.floats(0.5, 3.0)),
+        "lemon": st.builds(dict, lemon_fraction=st.floats(1e-3, 0.05), lemon_rate_factor=st.floats(2.0, 50.0)),
+    }
+    return st.one_of(*(options[law] for law in laws))
+
+
+@st.composite
+def _scenario(draw, fields, laws, queue_wait_distributions):
+    values = {name: draw(strategy) for name, strategy in fields.items()}
+    values.update(draw(laws))
+    values["queue_wait_distribution"] = draw(st.sampled_from(queue_wait_distributions))
+    # Keep the checkpoint count within what Scenario accepts.
+    work, interval = to_hours(values["work"]), to_hours(values["checkpoint_interval"])
+    if work / interval > _MAX_INTERVALS:
+        values["work"] = interval * _MAX_INTERVALS / 2
+    return Scenario(**values)
+
+
+def scenarios(*, n_gpus=None, failure_rate=None, checkpoint_interval=None, work=None, checkpoint_cost=None,
+              restart_cost=None, queue_wait=None, gpus_per_node=None, min_gpus: int | None = None,
+              max_gpus: int | None = None, laws=FAILURE_LAWS,
+              queue_wait_distributions=QUEUE_WAIT_DISTRIBUTIONS, extreme: bool = False) -> SearchStrategy[Scenario]:
+    """Valid scalar `Scenario`s.
+
+    Each field (n_gpus, failure_rate, ...) may be a value or a strategy; left
+    out, it is drawn from typical ranges (1 to 32,768 GPUs, 1e-4 to 2e-2
+    failures per node-day, intervals of 5 min to 12 h, work of 1 h to 30 days,
+    costs of 0 or 1 min up to 30 min, 1 h and 2 h), or with ``extreme=True`` from
+    the edges of the valid space (a single GPU to a million, a failure a
+    billion node-days to ten a node-day, intervals of a second to a year).
+    laws : failure laws to draw from ("exponential", "weibull", "lemon").
+    queue_wait_distributions : "fixed" and/or "exponential".
+    min_gpus, max_gpus : bounds on the drawn GPU count (when n_gpus is not given).
+    """
+    if extreme not in (True, False):
+        raise InvalidArgument(f"extreme={extreme!r} must be True or False")
+    pick = 1 if extreme else 0
+    g_lo, g_hi = _RANGES["n_gpus"][pick]
+    g_lo = g_lo if min_gpus is None else min_gpus
+    g_hi = g_hi if max_gpus is None else max_gpus
+    _check_bounds("gpus", g_lo, g_hi, minimum=1, maximum=10**9)
+    laws_strategy = failure_laws(laws=laws)
+    qwd = _check_choices("queue_wait_distributions", queue_wait_distributions, QUEUE_WAIT_DISTRIBUTIONS)
+
+    def default(name):
+        lo, hi = _RANGES[name][pick]
+        if name == "n_gpus":  # any count, and often a power of two as real jobs are
+            e_lo, e_hi = math.ceil(math.log2(g_lo)), math.floor(math.log2(g_hi))
+            powers = [st.integers(e_lo, e_hi).map(lambda e: 2**e)] if e_lo <= e_hi else []
+            return st.one_of(st.integers(int(g_lo), int(g_hi)), *powers)
+        if name in ("failure_rate",):
+            drawn = _log_uniform(lo, hi)
+            return st.one_of(st.just(0.0), drawn) if extreme else drawn
+        if name in ("checkpoint_interval", "work"):
+            return durations(min_value=lo, max_value=hi)
+        return st.one_of(st.just(0.0), durations(min_value=lo, max_value=hi))
+
+    given = dict(n_gpus=n_gpus, failure_rate=failure_rate, checkpoint_interval=checkpoint_interval, work=work,
+                 checkpoint_cost=checkpoint_cost, restart_cost=restart_cost, queue_wait=queue_wait)
+    fields = {name: default(name) if value is None else _as_strategy(value) for name, value in given.items()}
+    fields["gpus_per_node"] = st.sampled_from([1, 4, 8]) if gpus_per_node is None else _as_strategy(gpus_per_node)
+    return _scenario(fields, laws_strategy, qwd)
+
+
+# ---- pipelines ----------------------------------------------------------------
+
+@st.composite
+def _pipeline(draw, max_stages, max_replicas, max_microbatches, heterogeneous, schedules):
+    from ..pipeline import PipelineConfig
+
+    p = draw(st.integers(1, max_stages))
+    d = draw(st.integers(1, max_replicas))
+    m = draw(st.integers(1, max_microbatches))
+    time = st.floats(0.1, 4.0).map(lambda t: round(t, 3))
+    times = {}
+    for name in ("fwd", "bwd_input", "bwd_weight"):
+        per_stage = heterogeneous and draw(st.booleans())
+        times[name] = tuple(draw(st.lists(time, min_size=p, max_size=p))) if per_stage else draw(time)
+    order, backward, optimizer = draw(st.sampled_from(schedules))
+    return PipelineConfig(stages=p, replicas=d, microbatches=m, order=order, backward=backward,
+                          optimizer=optimizer, **times)
+
+
+def pipeline_configs(*, max_stages: int = 8, max_replicas: int = 8, max_microbatches: int = 32,
+                     heterogeneous: bool = True, orders=None) -> SearchStrategy:
+    """Valid `relmodel.pipeline.PipelineConfig`s: p stages, d replicas, m
+    micro-batches (each from 1 to its maximum), task times 0.1 to 4 (one per
+    stage when ``heterogeneous``), any valid order/backward/optimizer.
+
+    orders : restrict to these schedule orders ("1f1b", "zb-h1").
+    """
+    from ..pipeline import BACKWARDS, OPTIMIZERS, ORDERS
+
+    _check_bounds("stages", 1, max_stages, minimum=1, maximum=256)
+    _check_bounds("replicas", 1, max_replicas, minimum=1, maximum=1024)
+    _check_bounds("microbatches", 1, max_microbatches, minimum=1, maximum=4096)
+    orders = ORDERS if orders is None else _check_choices("orders", orders, ORDERS)
+    schedules = [(o, b, opt) for o in orders for b in BACKWARDS for opt in OPTIMIZERS
+                 if not (o == "zb-h1" and b != "decoupled")]
+    return _pipeline(max_stages, max_replicas, max_microbatches, heterogeneous, schedules)
+
+
+@st.composite
+def failed_workers(draw, config, *, max_failures: int | None = None, survivable: bool = True) -> dict:
+    """A {stage: failed workers} mapping for `config`; with ``survivable`` every
+    stage keeps at least one live replica."""
+    cap = config.replicas - 1 if survivable else config.replicas
+    total = config.stages * cap if max_failures is None else max_failures
+    failed = {}
+    for stage in draw(st.lists(st.integers(0, config.stages - 1), max_size=max(total, 0))):
+        if failed.get(stage, 0) < cap:
+            failed[stage] = failed.get(stage, 0) + 1
+    return failed
+
+
+# ---- elastic jobs ---------------------------------------------------------------
+
+@st.composite
+def _elastic_job(draw, n_gpus, models, elastic):
+    from ..elastic import Job
+    from ..elastic.throughput import as_model
+
+    name = draw(st.sampled_from(models))
+    model = as_model(name)
+    gpus = draw(st.integers(1, n_gpus))
+    local = draw(st.integers(1, model.max_local_batch))
+    batch = gpus * local
+    low, high = batch, batch
+    if elastic:
+        low = draw(st.integers(1, batch))
+        high = draw(st.integers(batch, max(batch, n_gpus * model.max_local_batch)))
+    work = draw(_log_uniform(1e3, 1e9))
+    return Job(model=name, work=work, batch=batch, gpus=gpus, min_batch=low, max_batch=high,
+               submit_time=draw(st.floats(0.0, 24.0)), job_id=f"job-{draw(st.integers(0, 10**6))}")
+
+
+def elastic_jobs(*, n_gpus: int = 64, models=None, elastic: bool = True) -> SearchStrategy:
+    """Valid `relmodel.elastic.Job`s for a cluster of `n_gpus` GPUs: a model
+    from `relmodel.elastic.MODELS`, a submitted (GPUs, batch) with a whole local
+    batch in memory, work of 1e3 to 1e9 samples, and a batch range around the
+    submitted batch (``elastic=False``: B_lo = B_hi = batch)."""
+    from ..elastic import MODELS
+
+    _check_bounds("gpus", 1, n_gpus, minimum=1, maximum=1_000_000)
+    names = tuple(MODELS) if models is None else _check_choices("models", models, tuple(MODELS))
+    return _elastic_job(n_gpus, names, elastic)
