@@ -4,7 +4,9 @@
    models) from light load to overload, under the elastic, fixed-batch and
    FIFO policies (jobs that find no room are dropped): jobs completed and mean
    completion time against arrival rate, with the elastic / fixed-batch ratios
-   (mean completion times also over the jobs both policies completed).
+   (mean completion times also over the jobs both policies completed), and
+   the work completed (GPU-hours at the submitted allocations), which weighs
+   a large job above a small one where the count of jobs does not.
    Two kinds of workload: submitted batches as in the traces (a global batch
    whatever the GPUs), and batches that grow with the GPUs asked for.
 2. Failures: the same kind of workload with node failures; GPU-hours lost to
@@ -32,7 +34,7 @@ from relmodel.elastic.plot import cluster_figure, load_sweep_figure
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "elasticflow"
 N_GPUS = 64
-SCALAR_VARS = ("submitted", "completed", "dropped", "jct_mean", "utilisation_mean", "gpu_hours_lost_failures",
+SCALAR_VARS = ("submitted", "completed", "work_completed", "dropped", "jct_mean", "utilisation_mean", "gpu_hours_lost_failures",
                "job_interruptions", "shrinks", "restarts", "node_failures")
 
 
@@ -51,6 +53,10 @@ def load_sweep(rates, window, seeds, scalings) -> xr.Dataset:
     totals = sweep.sum("seed")
     sweep["completed_ratio"] = (totals.completed.sel(policy="elastic") / totals.completed.sel(policy="fixed-batch"))
     sweep.completed_ratio.attrs = {"units": "1", "long_name": "jobs completed, elastic / fixed-batch (all seeds)"}
+    sweep["work_ratio"] = (totals.work_completed.sel(policy="elastic")
+                           / totals.work_completed.sel(policy="fixed-batch"))
+    sweep.work_ratio.attrs = {"units": "1", "long_name": "work completed (GPU-hours at the submitted allocations), "
+                                                         "elastic / fixed-batch (all seeds)"}
     means = sweep.jct_mean.mean("seed")
     sweep["jct_ratio"] = means.sel(policy="elastic") / means.sel(policy="fixed-batch")
     sweep.jct_ratio.attrs = {"units": "1", "long_name": "mean completion time, elastic / fixed-batch (seed means)"}
@@ -96,13 +102,13 @@ def print_sweep(sweep: xr.Dataset):
         s = sweep.sel(batch_scaling=scaling)
         print(f"\nload sweep, batch scaling {scaling!r}: jobs completed (sum over seeds), mean JCT (h)")
         print("rate/h " + "".join(f"{p:>22}" for p in s.policy.values)
-              + "   elastic/fixed: completed  JCT  JCT on common jobs")
+              + "   elastic/fixed: completed  work   JCT  JCT on common jobs")
         for rate in s.arrival_rate.values:
             r = s.sel(arrival_rate=rate)
             cells = "".join(f"{int(r.completed.sel(policy=p).sum()):>10d} "
                             f"{float(r.jct_mean.sel(policy=p).mean()):>10.3f} " for p in s.policy.values)
-            print(f"{rate:>6g} {cells}   {float(r.completed_ratio):>20.3f} {float(r.jct_ratio):>5.3f} "
-                  f"{float(r.jct_ratio_common):>6.3f}")
+            print(f"{rate:>6g} {cells}   {float(r.completed_ratio):>20.3f} {float(r.work_ratio):>5.3f} "
+                  f"{float(r.jct_ratio):>5.3f} {float(r.jct_ratio_common):>6.3f}")
 
 
 def main():

@@ -9,6 +9,7 @@ import warnings
 from pathlib import Path
 
 import click
+from click.core import ParameterSource
 
 from .scenario import FIELDS, Scenario, ScenarioError, _check_number
 from .units import UNITS_HELP
@@ -36,6 +37,36 @@ class FieldValues(click.ParamType):
         except ScenarioError as err:
             self.fail(str(err).split(": ", 1)[1], param, ctx)
         return parsed if len(parsed) > 1 else parsed[0]
+
+
+class FigurePath(click.Path):
+    """An image file to draw, its suffix one matplotlib can write (checked before any work)."""
+
+    def __init__(self):
+        super().__init__(dir_okay=False, path_type=Path)
+
+    def convert(self, value, param, ctx):
+        path = super().convert(value, param, ctx)
+        from matplotlib.figure import Figure  # here: only when a figure is asked for
+
+        formats = Figure().canvas.get_supported_filetypes()
+        if path.suffix.lstrip(".").lower() not in formats:
+            self.fail(f"{str(path)!r} needs an image suffix: {', '.join('.' + f for f in sorted(formats))}",
+                      param, ctx)
+        return path
+
+
+class DatasetPath(click.Path):
+    """A Dataset to write: netCDF (.nc) or zarr (.zarr), by suffix (checked before any work)."""
+
+    def __init__(self):
+        super().__init__(path_type=Path)
+
+    def convert(self, value, param, ctx):
+        path = super().convert(value, param, ctx)
+        if path.suffix not in (".nc", ".zarr"):
+            self.fail(f"unknown suffix {path.suffix!r} in {str(path)!r}; use .nc or .zarr", param, ctx)
+        return path
 
 
 def _parse(text: str, kind: str):
@@ -97,6 +128,11 @@ class OneLineErrors(click.Group):
         kwargs.pop("standalone_mode", None)
         try:
             result = super().main(args, prog_name, standalone_mode=False, **kwargs)
+        except click.BadParameter as err:
+            # "--flag: reason", as for every other bad input, rather than click's own wording.
+            flag = err.param.opts[-1] if err.param is not None and err.param.opts else err.param_hint
+            click.echo(f"Error: {flag}: {err.message}" if flag else f"Error: {err.format_message()}", err=True)
+            sys.exit(2)
         except click.UsageError as err:
             click.echo(f"Error: {err.format_message()}", err=True)
             sys.exit(2)
@@ -109,7 +145,24 @@ class OneLineErrors(click.Group):
         sys.exit(result if isinstance(result, int) else 0)
 
 
-@click.group(cls=OneLineErrors, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+class Commands(OneLineErrors):
+    """The commands of `relmodel`; those of the subpackages load when asked for
+    (their modules use the helpers here, so they cannot be imported first)."""
+
+    subpackage_commands = {"pipeline": "relmodel.pipeline.cli", "cluster": "relmodel.elastic.cli"}
+
+    def list_commands(self, ctx):
+        return sorted([*super().list_commands(ctx), *self.subpackage_commands])
+
+    def get_command(self, ctx, name):
+        if name in self.subpackage_commands:
+            import importlib
+
+            return getattr(importlib.import_module(self.subpackage_commands[name]), name)
+        return super().get_command(ctx, name)
+
+
+@click.group(cls=Commands, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
              epilog=_UNITS_EPILOG)
 @click.version_option(package_name="relmodel")
 def main():
@@ -124,7 +177,7 @@ def main():
 @click.option("--threads", type=click.IntRange(min=1), default=None, help="Numba threads (results do not depend on it).")
 @click.option("--max-failures", type=click.IntRange(min=1), default=100_000, show_default=True,
               help="Stop (and count as capped) a job at this many failures.")
-@click.option("--out", type=click.Path(dir_okay=True, path_type=Path), default=None,
+@click.option("--out", type=DatasetPath(), default=None,
               help="Write the Dataset: .nc (netCDF, h5netcdf) or .zarr.")
 @click.option("--progress/--no-progress", default=False, help="Show a progress bar.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
@@ -134,8 +187,6 @@ def simulate(n_jobs, seed, backend, threads, max_failures, out, progress, as_jso
     from .simulate import simulate as run_simulation
 
     sc = build_scenario(fields)
-    if out is not None and out.suffix not in (".nc", ".zarr"):
-        raise click.UsageError(f"--out: unknown suffix {out.suffix!r}; use .nc or .zarr")
     try:
         ds = run_simulation(sc, n_jobs=n_jobs, seed=seed, backend=backend, n_threads=threads,
                             max_failures=max_failures, progress=progress)
@@ -164,17 +215,25 @@ def simulate(n_jobs, seed, backend, threads, max_failures, out, progress, as_jso
               help="Jobs of the quick check simulation, per interval.")
 @click.option("--seed", type=click.IntRange(0, 2**32 - 1), default=0, show_default=True)
 @click.option("--backend", type=click.Choice(["numba", "cython"]), default="numba", show_default=True)
-@click.option("--plot", type=click.Path(dir_okay=False, path_type=Path), default=None,
+@click.option("--plot", type=FigurePath(), default=None,
               help="Draw ETTR against interval and against scale to this image file.")
 @click.option("--json", "as_json", is_flag=True,
               help="Print a JSON object (keys mttf_h, optimal_interval_h, ettr, and more).")
-def plan(target_ettr, n_jobs, seed, backend, plot, as_json, **fields):
+@click.option("--from-log", "from_log", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Take the failure rate from this job log (as `relmodel fit` does, jobs >= 128 GPUs).")
+def plan(target_ettr, n_jobs, seed, backend, plot, as_json, from_log, **fields):
     """Capacity plan: checkpoint interval, ETTR, MTTF, time lost, sensitivities, targets."""
     from .plan import plan as make_plan
 
     for name, value in fields.items():
         if isinstance(value, list):
             raise click.UsageError(f"{FLAGS[name]}: plan takes one value (got {len(value)})")
+    fitted = None
+    if from_log is not None:
+        if click.get_current_context().get_parameter_source("failure_rate") == ParameterSource.COMMANDLINE:
+            raise click.UsageError("--from-log: give --from-log or --failure-rate, not both")
+        fitted = fit_log(from_log, flag="--from-log", gpus_per_node=fields["gpus_per_node"])
+        fields["failure_rate"] = fitted.failure_rate
     if fields["checkpoint_interval"] is None:
         del fields["checkpoint_interval"]
     build_scenario({"checkpoint_interval": 1.0, **fields})  # flag-named errors before any work
@@ -187,23 +246,85 @@ def plan(target_ettr, n_jobs, seed, backend, plot, as_json, **fields):
 
         plan_figure(result.scenario, plot)
     if as_json:
-        click.echo(to_json(result.to_dict()))
+        extra = {} if fitted is None else {"failure_rate_from_log": {
+            "log": str(from_log), "failure_rate_per_node_day": fitted.failure_rate,
+            "failure_rate_ci": list(fitted.failure_rate_ci), "infrastructure_failures": fitted.n_failures,
+            "node_days": fitted.node_days}}
+        click.echo(to_json({**result.to_dict(), **extra}))
     else:
+        if fitted is not None:
+            low, high = fitted.failure_rate_ci
+            click.echo(f"failure rate from {from_log}: {fitted.failure_rate:.4g} per node-day "
+                       f"(95% CI {low:.4g} to {high:.4g}; {fitted.n_failures} failures in "
+                       f"{fitted.node_days:.4g} node-days)\n")
         click.echo(str(result))
         if plot is not None:
             click.echo(f"wrote {plot}")
 
 
+@main.command("fit")
+@click.argument("log_file", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--format", "log_format", type=click.Choice(["auto", "sacct", "csv"]), default="auto",
+              show_default=True, help="sacct: `sacct --parsable2` output; csv: job_id, n_gpus, start, end, state, ...")
+@click.option("--min-gpus", type=click.IntRange(min=1), default=128, show_default=True,
+              help="Only jobs with at least this many GPUs enter the rate.")
+@click.option("--gpus-per-node", type=click.IntRange(min=1), default=8, show_default=True,
+              help="GPUs per node (for logs that give GPU counts only).")
+@click.option("--taxonomy", default="meta-2024", show_default=True, help="Taxonomy preset name or TOML file.")
+@click.option("--confidence", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.95,
+              show_default=True, help="Of the Poisson interval on the rate.")
+@click.option("--skip-bad-rows", is_flag=True, help="Skip (and count) malformed rows instead of stopping.")
+@click.option("--plot", type=FigurePath(), default=None, help="Draw MTTF against job size to this image file.")
+@click.option("--out", type=DatasetPath(), default=None, help="Write the fit's Dataset: .nc or .zarr.")
+@click.option("--json", "as_json", is_flag=True,
+              help="Print a JSON object (failure_rate_per_node_day, failure_rate_ci, mttf_h_at, and more).")
+def fit_command(log_file, log_format, min_gpus, gpus_per_node, taxonomy, confidence, skip_bad_rows, plot, out,
+                as_json):
+    """Fit the failure rate per node-day from a scheduler job log (Slurm sacct or CSV)."""
+    result = fit_log(log_file, flag="LOG_FILE", format=log_format, min_gpus=min_gpus, gpus_per_node=gpus_per_node,
+                     taxonomy=taxonomy, confidence=confidence, errors="skip" if skip_bad_rows else "raise")
+    if plot is not None:
+        result.plot(plot)
+    if out is not None:
+        write_dataset(result.dataset, out)
+    if as_json:
+        click.echo(to_json(result.to_dict()))
+    else:
+        click.echo(str(result))
+        for path in (plot, out):
+            if path is not None:
+                click.echo(f"wrote {path}")
+
+
+def fit_log(path: Path, *, flag: str, **kwargs):
+    """`relmodel.fit` on a log file, its errors as one-line usage errors naming the file and line."""
+    from .fit import FitError, fit
+    from .logs import LogError
+    from .taxonomy import TaxonomyError
+
+    if not path.is_file():
+        raise click.UsageError(f"{flag}: no such file: {path}")
+    try:
+        return fit(path, **kwargs)
+    except LogError as err:
+        raise click.UsageError(f"{path}: {err}") from None
+    except TaxonomyError as err:
+        raise click.UsageError(f"--taxonomy: {err}") from None
+    except FitError as err:
+        parameter, _, message = str(err).partition(": ")
+        raise click.UsageError(f"--{parameter.replace('_', '-')}: {message}") from None
+
+
 @main.command(epilog="Study files: [fixed] scenario fields, [sweep] axes (lists, or {start, stop, num, "
                     "scale}), [run] n_jobs, seed, backend, max_failures, chunk_points, outputs. " + _UNITS_EPILOG)
 @click.argument("study_file", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--out", type=click.Path(path_type=Path), required=True,
+@click.option("--out", type=DatasetPath(), required=True,
               help="The store: .zarr (written chunk by chunk, resumable) or .nc (converted at the end).")
 @click.option("--scheduler", default="local", show_default=True,
               help="local (Numba threads here), dask-local (a LocalCluster here) or tcp://HOST:PORT.")
 @click.option("--workers", type=click.IntRange(min=1), default=None, help="Workers of dask-local (default: cores).")
 @click.option("--quiet", is_flag=True, help="No progress bar.")
-@click.option("--plot", type=click.Path(dir_okay=False, path_type=Path), default=None,
+@click.option("--plot", type=FigurePath(), default=None,
               help="Draw the standard figures of two sweep axes to this image file.")
 @click.option("--x", "x_dim", default=None, help="Sweep axis on the x axis of --plot (default: the first).")
 @click.option("--y", "y_dim", default=None, help="Sweep axis on the y axis of --plot (default: the second).")
@@ -295,17 +416,6 @@ def format_table(rows: list[dict]) -> str:
     widths = [max(len(line[j]) for line in table) for j in range(len(keys))]
     return "\n".join("  ".join(v.rjust(w) for v, w in zip(line, widths)) for line in table)
 
-
-def _add_subsystem_commands():
-    # Imported last: these modules use the helpers above.
-    from .elastic.cli import cluster
-    from .pipeline.cli import pipeline
-
-    main.add_command(pipeline)
-    main.add_command(cluster)
-
-
-_add_subsystem_commands()
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())

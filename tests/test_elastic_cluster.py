@@ -255,3 +255,17 @@ def test_timeline_parameters_come_from_a_scenario():
         el.simulate_cluster(work, config=cfg, n_gpus=8)
     with pytest.raises(ValueError, match="^scenario: "):
         el.ClusterConfig.from_scenario(sc.sweep(n_gpus=[8, 16]))
+
+
+def test_work_completed_weighs_jobs_by_their_submitted_size():
+    work = el.synthetic_workload(1, "24h", seed=0)
+    size = sum(j.work / float(j.model.throughput(j.gpus, j.batch)) / 3600 * j.gpus for j in work.jobs)
+    ds = el.simulate_cluster(work, n_gpus=64, seed=0)
+    assert np.allclose(ds.work_completed, size) and ds.work_completed.attrs["units"] == "GPU h"
+    # Overload with batches that grow with the GPUs asked for: the elastic policy admits the large
+    # jobs that the fixed-batch one drops (its minimum GPU counts are lower), so it may complete fewer
+    # jobs, but it completes more work.
+    over = el.simulate_cluster(el.synthetic_workload(64, "24h", seed=1, batch_scaling="per-gpu"),
+                               ["elastic", "fixed-batch"], n_gpus=64, seed=1)
+    assert float(over.work_completed.sel(policy="elastic")) > float(over.work_completed.sel(policy="fixed-batch"))
+    assert "work_completed_gpu_h" in el.summary(over)["elastic"]

@@ -183,7 +183,7 @@ def test_cli_prints_a_table():
     result = invoke("--stages", "4", "--replicas", "4", "--microbatches", "8", "--failures", "0..2")
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
-    assert "fault-free period 33" in lines[0]
+    assert "fault-free period T0 = 33" in lines[0]
     header = lines[2].split()
     assert header[:2] == ["failed", "recycle"] and "bamboo" in header
     assert lines[4].split()[:2] == ["1", "1.0000"]
@@ -249,3 +249,30 @@ def test_example_pipeline_failures(tmp_path):
         traces = xr.open_dataset(tmp_path / "pipeline_failures.nc", engine="h5netcdf", group="traces")
         assert "p3-trace" in traces.trace.values
     assert (tmp_path / "pipeline_failures.png").stat().st_size > 10_000
+
+
+def test_cli_table_is_all_fractions_and_says_what_steady_state_means():
+    result = invoke("--stages", "4", "--replicas", "4", "--microbatches", "8", "--failures", "0..3")
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    header = lines[2].split()
+    assert header[-3:] == ["aim", "max", "L"]
+    assert "work" not in lines[2] and "restart*" in header and "spare*" in header
+    for line in lines[3:7]:
+        cells = line.split()
+        fractions = [float(c) for c in cells[1:-1]]  # strategies and the aim
+        assert all(0.0 <= x <= 1.0 for x in fractions), line
+    assert lines[4].split()[-2:] == ["1.0000", "11"]  # ceil(32 / 3) = m + p - 1: the aim is T0
+    assert lines[6].split()[3] == "0.0000"  # spare: 3 down, 2 spares
+    text = " ".join(result.output.split())
+    assert "steady state once recovered" in text and "--run-duration" in text and "2 hot spares" in text
+    assert "detection + replacement + restart + rework" in text
+
+
+def test_recycle_summary_counts_the_grid():
+    ds = pl.recycle_check(stages=(2, 4), replicas=(2, 4), microbatches=(4, 8), n_failures=(1, 2))
+    s = pl.recycle_summary(ds)
+    assert s["points"] == int(ds.ratio.notnull().sum()) and s["fits"] == s["below_edge"] + s["at_edge"]
+    assert s["below_edge_within"] == s["below_edge"] > 0 and s["min_ratio"] >= 1.0
+    assert len(s["misses"]) == s["fits"] - s["fits_within"]
+    assert all(m["ratio"] > 1.02 for m in s["misses"])

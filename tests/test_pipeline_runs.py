@@ -238,3 +238,29 @@ def test_replay_of_the_spot_traces():
     assert bool((frac >= 0).all() and (frac <= 1).all())
     assert bool((frac.sel(strategy="recycle") >= frac.sel(strategy="drop-pipeline")).all())
     assert float(ds.time_fraction.sel(trace="g4dn-trace").sum()) == pytest.approx(1.0)
+
+
+def test_run_model_from_a_timeline_scenario():
+    import relmodel as rm
+
+    scenario = rm.Scenario(n_gpus=1024, failure_rate=6.5e-3, checkpoint_interval="30min", work="10d",
+                           restart_cost="10min", queue_wait="5min", lemon_fraction=0.1, lemon_rate_factor=3.0)
+    model = pl.RunModel.from_scenario(scenario, duration="7d", repair_time="2h")
+    assert (model.failure_rate, model.checkpoint_interval, model.restart_cost) == (6.5e-3, 0.5, 0.25)
+    assert (model.lemon_fraction, model.lemon_rate_factor, model.duration, model.repair_time) == (0.1, 3.0, 168, 2)
+    with pytest.raises(pl.PipelineError, match="weibull_shape"):
+        pl.RunModel.from_scenario(rm.Scenario(n_gpus=8, failure_rate=1e-3, checkpoint_interval=1, work=2,
+                                              weibull_shape=0.7))
+
+
+def test_restart_and_spare_stall_at_least_for_detection():
+    """With detection slower than the swap, the stall is the detection time."""
+    model = pl.RunModel(checkpoint_interval="1h", restart_cost="10min", detection_time="20min", swap_time="5min",
+                        time_unit="1s")
+    t, back = 1.25, 1.25 + 5 / 60
+    paths = runs._finish(np.array([[t, back]]), np.array([[0, 0]]), np.array([[runs.FAIL, runs.RESTORE]]),
+                         np.array([2]), 3.0, np.zeros((1, 4), dtype=np.bool_))
+    steps = 3.0 / (pl.fault_free(SMALL).period / 3600)
+    got = {s: runs.run_progress(SMALL, s, pl.StrategyOptions(), model, paths)[0] / steps for s in ("restart", "spare")}
+    assert got["restart"] == pytest.approx(1 - (0.25 + 20 / 60 + 1 / 6) / 3, abs=1e-3)
+    assert got["spare"] == pytest.approx(1 - (20 / 60) / 3, abs=1e-3)

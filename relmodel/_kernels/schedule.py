@@ -477,7 +477,8 @@ def integrate_runs(ev_time, count, row_offset, horizon, rate, loss, dead, resume
     as in `down_masks`): rate[k] steps per hour in that state; at the event
     that led to it, loss[k] (0: none, 1: the step in flight, 2: back to the
     last checkpoint), then dead[k] hours without progress, and resume[k] hours
-    of restart when the rate goes from zero to positive. Checkpoints are
+    of restart when the rate goes from zero to positive (after any dead time
+    still running, e.g. the detection of the failure that stopped it). Checkpoints are
     written every `checkpoint_interval` hours of wall time (their cost is left
     out: every strategy pays it).
     """
@@ -504,8 +505,8 @@ def integrate_runs(ev_time, count, row_offset, horizon, rate, loss, dead, resume
             elif loss[row] == 2:
                 done = saved
             until = te + dead[row]
-            if current == 0.0 and rate[row] > 0.0:
-                until = max(until, te + resume[row])
+            if current == 0.0 and rate[row] > 0.0:  # the restart follows any dead time still running
+                until = max(until, max(te, dead_until) + resume[row])
             dead_until = max(dead_until, until)
             current = rate[row]
             t = te

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ..cli import format_table, to_json, usage_error, write_dataset
+from ..cli import DatasetPath, FigurePath, format_table, to_json, usage_error, write_dataset
 from ..units import UNITS_HELP
 from .cluster import POLICIES
 
@@ -55,9 +55,9 @@ def _factors(text: str) -> tuple[float, float]:
 @click.option("--trace", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Replay a trace instead of a synthetic workload: an ElasticFlow CSV, or a job CSV "
                    "(submit_time, model, work, batch, and optional bounds).")
-@click.option("--out", type=click.Path(dir_okay=True, path_type=Path), default=None,
+@click.option("--out", type=DatasetPath(), default=None,
               help="Write the Dataset (.nc or .zarr).")
-@click.option("--plot", type=click.Path(dir_okay=False, path_type=Path), default=None,
+@click.option("--plot", type=FigurePath(), default=None,
               help="Draw utilisation and completion-time figures to this image file.")
 @click.option("--json", "as_json", is_flag=True, help='Print {"policies": {...}, ...} as JSON.')
 def cluster(n_gpus, gpus_per_node, arrival_rate, duration, seed, policy, failure_rate, repair_time,
@@ -70,8 +70,6 @@ def cluster(n_gpus, gpus_per_node, arrival_rate, duration, seed, policy, failure
     from .traces import TraceError, read_trace
     from .workloads import synthetic_workload
 
-    if out is not None and out.suffix not in (".nc", ".zarr"):
-        raise click.UsageError(f"--out: unknown suffix {out.suffix!r}; use .nc or .zarr")
     ctx = click.get_current_context()
     factors = _factors(batch_range)
     try:

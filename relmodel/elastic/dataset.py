@@ -19,6 +19,7 @@ _PER_POLICY = {  # name: (long_name, units)
     "completed": ("jobs completed", "1"),
     "dropped": ("jobs dropped: no room when they arrived", "1"),
     "unfinished": ("jobs still running or queued when the run stopped", "1"),
+    "work_completed": ("work of the completed jobs, in GPU-hours at their submitted GPUs and batch", "GPU h"),
     "jct_mean": ("mean job completion time (completion - submission) of completed jobs", "h"),
     "wait_mean": ("mean time from submission to first start, of started jobs", "h"),
     "makespan": ("time of the run's last event", "h"),
@@ -89,6 +90,7 @@ def _dataset(jobs, runs, cfg, q, time_bins, workload_attrs) -> xr.Dataset:
     edges = np.linspace(0.0, t_max, time_bins + 1)
     data = {name: [] for name in _PER_POLICY}
     jct_q, util, outcome, jct = [], [], [], []
+    size = _submitted_gpu_hours(jobs)
     for r in runs:
         done = r.outcome == COMPLETED
         times = r.jct[done]
@@ -98,6 +100,7 @@ def _dataset(jobs, runs, cfg, q, time_bins, workload_attrs) -> xr.Dataset:
         data["completed"].append(int(done.sum()))
         data["dropped"].append(int(np.sum(r.outcome == DROPPED)))
         data["unfinished"].append(int(np.sum(r.outcome == UNFINISHED)))
+        data["work_completed"].append(float(np.nansum(size[done])))
         data["jct_mean"].append(float(times.mean()) if times.size else np.nan)
         started = np.isfinite(r.start)
         data["wait_mean"].append(float((r.start - r.submit)[started].mean()) if started.any() else np.nan)
@@ -141,6 +144,23 @@ def _dataset(jobs, runs, cfg, q, time_bins, workload_attrs) -> xr.Dataset:
                      {"long_name": "index (job) of each rejected job"}),
     }
     return xr.Dataset(data_vars, coords=coords, attrs=_provenance(cfg, runs, workload_attrs, t_max))
+
+
+def _submitted_gpu_hours(jobs) -> np.ndarray:
+    """Each job's size: GPU-hours on its submitted GPUs at its submitted batch
+    (work / X(gpus, batch) x gpus); NaN for a job that is invalid. Completed
+    jobs counted this way weigh a large job above a small one, which the
+    number completed does not."""
+    from .throughput import as_model
+
+    out = np.full(len(jobs), np.nan)
+    for k, job in enumerate(jobs):
+        try:
+            x = float(as_model(job.model).throughput(job.gpus, job.batch))
+            out[k] = float(job.work) / (x * 3600.0) * float(job.gpus)
+        except (ValueError, TypeError, ZeroDivisionError):
+            continue
+    return np.where(np.isfinite(out) & (out >= 0), out, np.nan)
 
 
 def _attrs(long_name: str, units: str) -> dict:
@@ -211,6 +231,7 @@ def summary(ds: xr.Dataset) -> dict:
     for policy in ds.policy.values.tolist():
         p = ds.sel(policy=policy)
         row = {key: int(p[key]) for key in ("submitted", "completed", "dropped", "rejected", "unfinished")}
+        row["work_completed_gpu_h"] = float(p.work_completed)
         row["mean_jct_h"] = float(p.jct_mean)
         for qv in ds["quantile"].values:
             row[f"p{_percent(qv)}_jct_h"] = float(p.jct_quantile.sel(quantile=qv))

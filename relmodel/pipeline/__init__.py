@@ -12,7 +12,7 @@ steady state, `runs` integrates them along failure paths, `datasets` labels.
 
 from .config import (BACKWARDS, OPTIMIZERS, ORDERS, PipelineConfig, PipelineError, failed_workers,
                      spread_failures)
-from .datasets import (PLACEMENTS, failure_set, recycle_check, replay_traces, schedule_dataset, simulate_runs,
+from .datasets import (PLACEMENTS, failure_set, recycle_check, recycle_summary, replay_traces, schedule_dataset, simulate_runs,
                        throughput_table)
 from .plot import throughput_figure
 from .recycle import recycle_schedule
@@ -45,6 +45,7 @@ __all__ = [
     "iteration_time",
     "read_trace",
     "recycle_check",
+    "recycle_summary",
     "recycle_schedule",
     "replay_traces",
     "schedule_dataset",

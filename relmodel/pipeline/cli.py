@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import math
 import re
+import textwrap
 from pathlib import Path
 
 import click
 
+from ..cli import FigurePath
 from .config import BACKWARDS, OPTIMIZERS, ORDERS
 
 _FLAG_OF = {"failed": "--failures", "n_failures": "--failures", "strategy": "--strategies",
@@ -74,7 +76,8 @@ def parse_failures(text: str) -> list[int]:
 @click.option("--p2p-delay", type=float, default=0.0, show_default=True, help="Transfer between adjacent stages.")
 @click.option("--reroute-delay", type=float, default=None, help="Transfer between replicas (default: --p2p-delay).")
 @click.option("--optimizer-time", type=float, default=0.0, show_default=True, help="All-reduce plus optimizer step.")
-@click.option("--spares", type=int, default=2, show_default=True, help="Hot spare workers.")
+@click.option("--spares", type=int, default=2, show_default=True, help="Hot spare workers (the spare strategy stalls with more workers down; the pool of "
+                   "replacement nodes in runs).")
 @click.option("--bamboo-slowdown", type=float, default=1.5, show_default=True,
               help="Step time factor of a Bamboo takeover.")
 @click.option("--oobleck-min-stages", type=int, default=None,
@@ -93,7 +96,7 @@ def parse_failures(text: str) -> list[int]:
 @click.option("--seed", type=click.IntRange(0, 2**32 - 1), default=0, show_default=True)
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write the table as netCDF (.nc); runs and traces go to groups 'runs' and 'traces'.")
-@click.option("--plot", type=click.Path(dir_okay=False, path_type=Path), default=None,
+@click.option("--plot", type=FigurePath(), default=None,
               help="Draw throughput against failed workers to this image file.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON object instead of the table.")
 def pipeline(stages, replicas, microbatches, fwd, bwd_input, bwd_weight, failures, strategies, order, backward,
@@ -142,7 +145,7 @@ def pipeline(stages, replicas, microbatches, fwd, bwd_input, bwd_weight, failure
 
         click.echo(to_json(_as_dict(table, runs, replayed)))
         return
-    click.echo(format_table(table))
+    click.echo(format_table(table, model))
     for ds, label in ((runs, "Monte Carlo runs"), (replayed, "trace replays")):
         if ds is not None:
             click.echo("")
@@ -171,6 +174,7 @@ def _as_dict(table, runs, replayed) -> dict:
                 "n_failures": int(n),
                 "work_bound": float(table.work_bound.sel(n_failures=n)),
                 "recycle_target": float(table.recycle_target.sel(n_failures=n)),
+                "recycle_aim_fraction": attrs["ideal_period"] / float(table.recycle_target.sel(n_failures=n)),
                 **{name: {str(s): float(table[name].sel(strategy=s, n_failures=n)) for s in table.strategy.values}
                    for name in ("period", "throughput", "fraction_of_ideal")},
             }
@@ -193,22 +197,52 @@ def _runs_dict(ds) -> dict:
     return {"failures_per_run": float(ds.failures_per_run), **per_strategy(ds)}
 
 
-def format_table(table) -> str:
+def format_table(table, model=None) -> str:
+    """The steady-state table: every column a fraction of fault-free throughput,
+    plus ReCycle's aim and the busiest survivor's load, with footnotes on what
+    "steady state" means for each strategy (`model`, a `RunModel`, prices a
+    checkpoint-restart)."""
     a = table.attrs
     strategies = [str(s) for s in table.strategy.values]
-    head = (f"{a['stages']} stages x {a['replicas']} replicas, {a['microbatches']} micro-batches "
-            f"({a['order']}, {a['backward']} backward, {a['optimizer']} optimizer); fault-free period "
-            f"{a['ideal_period']:.6g}\nthroughput as a fraction of fault-free:")
-    rows = [["failed"] + strategies + ["work bound"]]
+    p, d, m = int(a["stages"]), int(a["replicas"]), int(a["microbatches"])
+    t0 = float(a["ideal_period"])
+    mark = {"restart": "*", "spare": "*"}
+    head = (f"{p} stages x {d} replicas, {m} micro-batches ({a['order']}, {a['backward']} backward, "
+            f"{a['optimizer']} optimizer); fault-free period T0 = {t0:.6g} (time units)\n"
+            f"Steady-state throughput as a fraction of fault-free, n workers down (failure i on replica i mod d):")
+    rows = [["failed"] + [s + mark.get(s, "") for s in strategies] + ["aim", "max L"]]
     for n in table.n_failures.values:
         cells = [str(int(n))]
         for s in strategies:
-            value = float(table.fraction_of_ideal.sel(strategy=s, n_failures=n))
-            cells.append(f"{value:.4f}")
-        bound = float(table.work_bound.sel(n_failures=n))
-        cells.append(f"{bound:.6g}" if math.isfinite(bound) else "inf")
+            cells.append(f"{float(table.fraction_of_ideal.sel(strategy=s, n_failures=n)):.4f}")
+        target = float(table.recycle_target.sel(n_failures=n))
+        cells.append(f"{t0 / target:.4f}" if math.isfinite(target) else "0.0000")
+        f = table.failed_stages.sel(n_failures=n).values
+        cells.append(str(int(max(-(-(m * d) // (d - int(x))) for x in f))) if (f < d).all() else "-")
         rows.append(cells)
-    return head + "\n" + _align(rows)
+    notes = [
+        f"aim: ReCycle's target T0 / max(T0, max_s L_s t_s); max L: micro-batches on the busiest survivor, "
+        f"L_s = ceil(m d / (d - f_s)) (the extra load fits the bubble while L_s <= m + p - 1 = {m + p - 1}).",
+    ]
+    if any(s in mark for s in strategies):
+        spares = a.get("spares")
+        note = "* steady state once recovered on replacement nodes, not the run-level effect:"
+        if "restart" in strategies:
+            note += " restart stops for detection + replacement + restart + rework after every failure"
+            if model is not None:
+                lost = 60 * (model.detection_time + model.swap_time + model.restart_cost
+                             + model.checkpoint_interval / 2)
+                note += (f" (about {lost:.3g} min each at the run defaults: {60 * model.detection_time:.3g} + "
+                         f"{60 * model.swap_time:.3g} + {60 * model.restart_cost:.3g} + half the "
+                         f"{60 * model.checkpoint_interval:.3g} min checkpoint interval)")
+            note += ";"
+        if "spare" in strategies:
+            note += (f" spare swaps in one of its {spares} hot spares (--spares) per failure and stalls (0) while "
+                     f"more workers are down than it has spares;")
+        note += " --run-duration 14d or --trace gives the time-average over a run with failures and repairs."
+        notes.append(note)
+    wrapped = [textwrap.fill(n, 110, subsequent_indent="  ") for n in notes]
+    return head + "\n" + _align(rows) + "\n" + "\n".join(wrapped)
 
 
 def format_runs(ds, label: str) -> str:

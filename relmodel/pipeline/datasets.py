@@ -305,6 +305,35 @@ def recycle_check(stages=(2, 4, 8), replicas=(2, 4, 8), microbatches=(4, 8, 16),
     )
 
 
+def recycle_summary(ds: xr.Dataset) -> dict:
+    """Counts of a `recycle_check` grid: the points run, those whose extra load
+    fits the bubble (split into L_s < m + p - 1 and the edge L_s = m + p - 1),
+    how many of each keep the aim within the tolerance, the largest ratio, and
+    every point that fits but misses (a list of dicts)."""
+    ran = ds.ratio.notnull()
+    fits = ds.fits & ran
+    edge = fits & (ds.max_load == ds.microbatches + ds.stages - 1)
+    strict = fits & ~edge
+    beyond = ran & ~ds.fits
+    count = lambda mask: int(mask.sum())  # noqa: E731
+    misses = ds[["ratio", "period", "aim", "max_load"]].where(fits & ~ds.within).to_dataframe().dropna()
+    return {
+        "tolerance": float(ds.attrs["tolerance"]),
+        "points": count(ran),
+        "fits": count(fits), "fits_within": count(fits & ds.within),
+        "below_edge": count(strict), "below_edge_within": count(strict & ds.within),
+        "at_edge": count(edge), "at_edge_within": count(edge & ds.within),
+        "beyond": count(beyond), "beyond_within": count(beyond & ds.within),
+        "max_ratio_fits": float(ds.ratio.where(fits).max()) if count(fits) else math.nan,
+        "max_ratio": float(ds.ratio.max()) if count(ran) else math.nan,
+        "min_ratio": float(ds.ratio.min()) if count(ran) else math.nan,
+        "misses": [{**dict(zip(misses.index.names, (v.item() if hasattr(v, "item") else v for v in index))),
+                    "ratio": float(row.ratio), "period": float(row.period), "aim": float(row.aim),
+                    "max_load": int(row.max_load)}
+                   for index, row in misses.iterrows()],
+    }
+
+
 def _check_run_args(n_runs, seed, scenario_key, confidence):
     check_count("n_runs", n_runs)
     for name, value in (("seed", seed), ("scenario_key", scenario_key)):

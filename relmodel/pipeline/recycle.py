@@ -123,16 +123,6 @@ def recycle_schedule(cfg: PipelineConfig, mask: np.ndarray, *, decoupled: bool =
     return dataclasses.replace(best, period=max(best.period, floor))
 
 
-def _adapted(cfg, mask, executor, reference, decoupled, staggered, reroute_first, n_iterations, n_measured):
-    kind = recycle_kind(cfg, decoupled, staggered)
-    graph = build_graph(kind, n_iterations, executor=executor)
-    chains, priority, release = _chains(graph, cfg.order, mask, reference.start, defer=decoupled,
-                                        reroute_first=reroute_first)
-    _, _, sequence = greedy(graph, chains, priority, release)
-    start, end = resweep(graph, sequence, release)
-    return measure(graph, start, end, n_measured)
-
-
 def load_bound(cfg: PipelineConfig, mask: np.ndarray) -> float:
     """max_s ceil(m d / (d - f_s)) t_s: the busiest survivor's work per iteration."""
     d, m = cfg.replicas, cfg.microbatches

@@ -16,9 +16,12 @@ event costs it (a failure; a slot back):
 - bamboo: detection (a neighbour takes over); when two neighbours are down,
   detection + restart back to the checkpoint, without that pipeline;
   reconfiguration when a pipeline rejoins.
-- spare: stalled until the slot is back, and the step in flight is lost.
-- restart: back to the checkpoint, stalled until every slot is back, then
-  `restart_cost`.
+- spare: stalled until the slot is back (at least `detection_time`), and the
+  step in flight is lost.
+- restart: back to the checkpoint (the rework), stalled until every slot is
+  back (at least `detection_time`), then `restart_cost`: zero throughput for
+  detection + replacement + restart + rework, then full throughput. Its
+  parameters are the timeline model's (`RunModel.from_scenario`).
 
 A strategy that cannot run (e.g. every replica of a stage lost) falls back to
 its last checkpoint and pays `restart_cost` once it can run again.
@@ -110,6 +113,25 @@ class RunModel:
         if self.repair_distribution not in REPAIR_DISTRIBUTIONS:
             raise PipelineError("repair_distribution", f"must be one of {', '.join(REPAIR_DISTRIBUTIONS)} "
                                                        f"(got {self.repair_distribution!r})")
+
+    @classmethod
+    def from_scenario(cls, scenario, nodes_per_worker: float | None = None, **changes) -> "RunModel":
+        """The run model of a timeline `relmodel.Scenario` (one point, not a grid):
+        its failure rate, lemon mixture, checkpoint interval and restart cost
+        (queue wait included: a restart waits for it). `nodes_per_worker`
+        defaults to 1; `changes` override any field (e.g. duration, repair_time).
+
+        Only exponential failures carry over (a Weibull shape is refused).
+        """
+        if scenario.dims:
+            raise PipelineError("scenario", f"pass one scenario, not a grid over {', '.join(scenario.dims)}")
+        if scenario.weibull_shape != 1.0:
+            raise PipelineError("scenario", "runs of pipelines draw exponential failures (weibull_shape must be 1)")
+        fields = dict(failure_rate=scenario.failure_rate, lemon_fraction=scenario.lemon_fraction,
+                      lemon_rate_factor=scenario.lemon_rate_factor, checkpoint_interval=scenario.checkpoint_interval,
+                      restart_cost=scenario.restart_cost + scenario.queue_wait,
+                      nodes_per_worker=1.0 if nodes_per_worker is None else nodes_per_worker)
+        return cls(**(fields | changes))
 
     @property
     def worker_rate(self) -> float:
@@ -302,10 +324,12 @@ def row_costs(cfg: PipelineConfig, strategy: str, model: RunModel, paths: Paths,
         dead[back & prev_runs & runs] = model.reconfig_time
     elif strategy == "spare":
         loss[fail] = LOSS_STEP
+        dead[fail] = model.detection_time  # the swap starts at the failure: the longer of the two stalls
         resume[:] = 0.0  # the swap time already holds the stall
         fatal = np.zeros_like(fail)
     elif strategy == "restart":
         loss[fail] = LOSS_CHECKPOINT
+        dead[fail] = model.detection_time
         fatal = np.zeros_like(fail)
     loss[fatal] = LOSS_CHECKPOINT
     return loss, dead, resume

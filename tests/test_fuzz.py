@@ -1,0 +1,80 @@
+"""Fuzzing the command line: any mix of flags and values, valid or not, ends in
+a result (exit 0), a one-line usage error (exit 2) or a reported failure to
+write (exit 1) within a time bound; never a traceback, never a hang."""
+
+import contextlib
+import signal
+
+import click
+import pytest
+from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from relmodel.cli import main
+
+CALL_SECONDS = 30  # a hang, not a slow run: the slowest valid draw takes a few seconds
+COMMANDS = ("simulate", "plan", "pipeline", "cluster")
+# Values that trip parsers: valid ones of every kind, and the edges and the junk around them.
+VALUES = (
+    "1", "8", "64", "1000", "16384", "1000000", "0", "-1", "2.5", "1e3", "1e-300", "1e400", "nan", "inf", "-inf",
+    "", " ", "abc", "1,8,64", "1,,2", "0..3", "3..1", "6.5e-3", "0.9", "1.5",
+    "90s", "5min", "1h", "1.5d", "3w", "10m", "-1h", "1e6d", "1e-9s", "nanh", "1 h", "h",
+    "fixed", "exponential", "numba", "cython", "1f1b", "zb-h1", "all", "elastic", "fifo",
+)
+RARE_VALUES = ("1e6d", "1000000", "1e400", "1e3")  # each draw keeps at most a couple of these big ones
+
+
+@contextlib.contextmanager
+def time_bound(seconds):
+    def hang(signum, frame):
+        raise TimeoutError(f"no answer within {seconds} s")
+
+    before = signal.signal(signal.SIGALRM, hang)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, before)
+
+
+@st.composite
+def command_lines(draw, command, out_dir):
+    cmd = main.get_command(None, command)
+    args = [command]
+    options = [p for p in cmd.params if isinstance(p, click.Option) and p.name not in ("help",)]
+    for option in draw(st.lists(st.sampled_from(options), max_size=8, unique_by=lambda p: p.name)):
+        flag = option.opts[-1] if option.opts[-1].startswith("--") else option.opts[0]
+        if option.is_flag:
+            args.append(flag)
+        elif option.name in ("out", "plot", "json_path", "figures"):
+            args += [flag, str(out_dir / draw(st.sampled_from(["x.nc", "x.png", "x.zarr", "x.txt", "x"])))]
+        else:
+            choices = getattr(option.type, "choices", ())
+            args += [flag, draw(st.sampled_from(tuple(choices) + VALUES))]
+    return args
+
+
+@pytest.fixture(scope="module")
+def out_dir(tmp_path_factory):
+    return tmp_path_factory.mktemp("fuzz")
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(data=st.data())
+def test_any_command_line_ends_in_a_result_or_a_one_line_error(command, out_dir, data):
+    args = data.draw(command_lines(command, out_dir))
+    if sum(a in RARE_VALUES for a in args) > 2:
+        return
+    with time_bound(CALL_SECONDS):
+        result = CliRunner().invoke(main, args)
+    if isinstance(result.exception, TimeoutError):
+        pytest.fail(f"relmodel {' '.join(args)}: no answer within {CALL_SECONDS} s")
+    assert result.exception is None or isinstance(result.exception, SystemExit), (
+        f"relmodel {' '.join(args)} raised {result.exception!r}\n{result.output}")
+    assert result.exit_code in (0, 1, 2), (args, result.exit_code, result.output)
+    if result.exit_code == 2:
+        errors = [line for line in result.output.splitlines() if line.startswith("Error")]
+        assert len(errors) == 1, (args, result.output)
