@@ -7,6 +7,7 @@ as labelled xarray Datasets.
 __version__ = "0.1.0"
 
 from .closed_form import ClosedFormWarning, ettr, mttf, optimal_interval
+from .fit import FitResult, fit
 from .plan import Plan, plan
 from .scenario import Scenario, ScenarioError
 from .simulate import CappedJobsWarning, compare, simulate
@@ -34,6 +35,8 @@ __all__ = [
     "compare",
     "elastic",
     "ettr",
+    "fit",
+    "FitResult",
     "mttf",
     "open_study",
     "optimal_interval",

@@ -1,0 +1,234 @@
+"""Failure taxonomies: scheduler end states, failure domains and infrastructure
+failure categories, loaded from versioned TOML presets in
+``relmodel/data/taxonomy/`` (or from any file with the same layout).
+
+>>> tax = load("meta-2024")
+>>> tax.is_infrastructure("NODE_FAIL"), tax.is_infrastructure("FAILED", "health_check: xid 79")
+(True, True)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+import re
+import types
+from pathlib import Path
+
+try:  # Python >= 3.11
+    import tomllib
+except ModuleNotFoundError:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+from .units import to_hours
+
+PRESETS = Path(__file__).resolve().parent / "data" / "taxonomy"
+END_STATES = ("COMPLETED", "FAILED", "NODE_FAIL", "PREEMPTED", "REQUEUED", "TIMEOUT", "CANCELLED", "OUT_OF_MEMORY")
+DOMAINS = ("user_code", "system_software", "hardware_transient", "hardware_permanent")
+_SHARE_TOLERANCE = 1e-6
+
+
+class TaxonomyError(ValueError):
+    """An invalid taxonomy file; the message names the file, the key and the value."""
+
+
+@dataclasses.dataclass(frozen=True)
+class EndState:
+    """A scheduler end state and whether it counts as an infrastructure failure."""
+
+    name: str
+    infrastructure: bool
+    aliases: tuple[str, ...] = ()
+    description: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class Category:
+    """One kind of infrastructure failure.
+
+    ``share`` is its fraction of infrastructure failures (the shares of a
+    taxonomy sum to 1); ``restart_cost`` and ``queue_wait`` are hours.
+    """
+
+    name: str
+    domain: str
+    share: float
+    restart_cost: float
+    queue_wait: float
+    description: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Taxonomy:
+    """A loaded taxonomy preset (immutable).
+
+    Attributes
+    ----------
+    name, version, description : str
+    end_states : mapping of state name -> `EndState` (read-only)
+    domains : mapping of domain name -> description (read-only)
+    categories : tuple of `Category`
+    failed_infrastructure_causes : words that make a FAILED job an
+        infrastructure failure when its cause contains one (category names count too)
+    source : the file it was read from
+    """
+
+    name: str
+    version: str
+    description: str
+    end_states: types.MappingProxyType
+    domains: types.MappingProxyType
+    categories: tuple[Category, ...]
+    failed_infrastructure_causes: tuple[str, ...]
+    source: str
+
+    def canonical_state(self, state: str) -> str | None:
+        """The end state a scheduler state (or its alias) maps to; None if unknown."""
+        key = state.strip().upper()
+        if key in self.end_states:
+            return key
+        for end in self.end_states.values():
+            if key in end.aliases:
+                return end.name
+        return None
+
+    def is_infrastructure(self, state: str, cause: str = "") -> bool:
+        """Whether a job that ended in `state` with recorded `cause` is an infrastructure failure."""
+        canonical = self.canonical_state(state)
+        if canonical is None:
+            return False
+        if self.end_states[canonical].infrastructure:
+            return True
+        return canonical == "FAILED" and self.cause_is_infrastructure(cause)
+
+    def cause_is_infrastructure(self, cause: str) -> bool:
+        """Whether a recorded cause names an infrastructure failure (a rule word or a category name)."""
+        words = set(re.split(r"[^a-z0-9_\-]+", (cause or "").lower()))
+        words.discard("")
+        return bool(words & self._cause_words)
+
+    @functools.cached_property
+    def _cause_words(self) -> frozenset:
+        return frozenset(w.lower() for w in self.failed_infrastructure_causes) | {c.name.lower()
+                                                                                 for c in self.categories}
+
+    def category(self, name: str) -> Category:
+        for cat in self.categories:
+            if cat.name == name:
+                return cat
+        raise KeyError(f"taxonomy {self.name!r} has no category {name!r}")
+
+    @property
+    def shares(self) -> dict:
+        return {c.name: c.share for c in self.categories}
+
+
+def presets() -> tuple[str, ...]:
+    """Names of the bundled presets."""
+    return tuple(sorted(p.stem for p in PRESETS.glob("*.toml")))
+
+
+def load(name_or_path: str | Path | Taxonomy = "meta-2024") -> Taxonomy:
+    """Load a taxonomy: a bundled preset name (``"meta-2024"``, ``"slurm-default"``) or a TOML path.
+
+    Raises
+    ------
+    TaxonomyError
+        On an unknown name, an unreadable file or an invalid value (the message
+        names the file, the key and the value).
+    """
+    if isinstance(name_or_path, Taxonomy):
+        return name_or_path
+    path = Path(name_or_path)
+    if not path.suffix and not path.exists():
+        path = PRESETS / f"{name_or_path}.toml"
+        if not path.exists():
+            raise TaxonomyError(f"unknown taxonomy {str(name_or_path)!r}; presets: {', '.join(presets())}")
+    try:
+        data = tomllib.loads(path.read_text())
+    except OSError as err:
+        raise TaxonomyError(f"{path}: cannot read ({err.strerror})") from None
+    except tomllib.TOMLDecodeError as err:
+        raise TaxonomyError(f"{path}: not valid TOML ({err})") from None
+    return _build(data, path)
+
+
+def _build(data: dict, path: Path) -> Taxonomy:
+    def fail(key, value, why):
+        raise TaxonomyError(f"{path}: {key} = {value!r}: {why}")
+
+    def text(table, key, where, required=True):
+        value = table.get(key, "" if not required else None)
+        if not isinstance(value, str) or (required and not value.strip()):
+            fail(f"{where}{key}", value, "expected a non-empty string")
+        return value
+
+    name, version = text(data, "name", ""), str(data.get("version", ""))
+    if not version:
+        fail("version", data.get("version"), "expected a version")
+
+    states = data.get("end_states")
+    if not isinstance(states, dict):
+        fail("end_states", states, "expected a table of end states")
+    end_states = {}
+    for state, spec in states.items():
+        where = f"end_states.{state}."
+        if state not in END_STATES:
+            fail(f"end_states.{state}", spec, f"unknown end state; expected one of {', '.join(END_STATES)}")
+        if not isinstance(spec, dict) or not isinstance(spec.get("infrastructure"), bool):
+            fail(f"{where}infrastructure", spec.get("infrastructure") if isinstance(spec, dict) else spec,
+                 "expected true or false")
+        aliases = spec.get("aliases", [])
+        if not isinstance(aliases, list) or not all(isinstance(a, str) for a in aliases):
+            fail(f"{where}aliases", aliases, "expected a list of strings")
+        end_states[state] = EndState(state, spec["infrastructure"], tuple(a.upper() for a in aliases),
+                                     text(spec, "description", where, required=False))
+    missing = [s for s in END_STATES if s not in end_states]
+    if missing:
+        fail("end_states", sorted(end_states), f"missing {', '.join(missing)}")
+
+    domains = data.get("domains")
+    if not isinstance(domains, dict) or set(domains) != set(DOMAINS):
+        fail("domains", sorted(domains) if isinstance(domains, dict) else domains,
+             f"expected exactly the domains {', '.join(DOMAINS)}")
+
+    rules = data.get("rules", {})
+    causes = rules.get("failed_infrastructure_causes", []) if isinstance(rules, dict) else rules
+    if not isinstance(causes, list) or not all(isinstance(c, str) for c in causes):
+        fail("rules.failed_infrastructure_causes", causes, "expected a list of strings")
+
+    raw = data.get("categories")
+    if not isinstance(raw, list) or not raw:
+        fail("categories", raw, "expected at least one [[categories]] table")
+    categories = []
+    for i, spec in enumerate(raw):
+        where = f"categories[{i}]."
+        if not isinstance(spec, dict):
+            fail(f"categories[{i}]", spec, "expected a table")
+        cat_name = text(spec, "name", where)
+        if spec.get("domain") not in DOMAINS:
+            fail(f"{where}domain", spec.get("domain"), f"expected one of {', '.join(DOMAINS)}")
+        share = spec.get("share")
+        if isinstance(share, bool) or not isinstance(share, (int, float)) or not (0 <= share <= 1):
+            fail(f"{where}share", share, "expected a number in [0, 1]")
+        hours = {}
+        for key in ("restart_cost", "queue_wait"):
+            try:
+                hours[key] = to_hours(spec.get(key), key)
+            except ValueError as err:
+                fail(f"{where}{key}", spec.get(key), str(err).split(": ", 1)[-1])
+            if not math.isfinite(hours[key]) or hours[key] < 0:
+                fail(f"{where}{key}", spec.get(key), "expected a finite duration >= 0")
+        categories.append(Category(cat_name, spec["domain"], float(share), hours["restart_cost"],
+                                   hours["queue_wait"], text(spec, "description", where, required=False)))
+    names = [c.name for c in categories]
+    if len(set(names)) != len(names):
+        fail("categories.name", names, "category names must be distinct")
+    total = math.fsum(c.share for c in categories)
+    if abs(total - 1.0) > _SHARE_TOLERANCE:
+        fail("categories.share", [c.share for c in categories], f"shares must sum to 1 (they sum to {total:.6g})")
+
+    return Taxonomy(name=name, version=version, description=str(data.get("description", "")),
+                    end_states=types.MappingProxyType(end_states), domains=types.MappingProxyType(dict(domains)),
+                    categories=tuple(categories), failed_infrastructure_causes=tuple(causes), source=str(path))
