@@ -85,8 +85,8 @@ class _RenewalModel:
         t = _as_array(t)
         cdf, lam = self._rate_table(n_nodes)
         prob = np.diff(cdf, prepend=0.0)
-        eta = self._scale_factor() / lam  # Weibull scale per rate entry (inf at rate 0)
         with np.errstate(divide="ignore", invalid="ignore"):
+            eta = self._scale_factor() / lam  # Weibull scale per rate entry (inf at rate 0)
             z = np.where(lam > 0, (t[..., None] / eta) ** self._shape, 0.0)
         return _out(np.exp(-z) @ prob)
 
@@ -97,8 +97,8 @@ class _RenewalModel:
         cdf, lam = self._rate_table(n_nodes)
         prob = np.diff(cdf, prepend=0.0)
         k = self._shape
-        eta = self._scale_factor() / lam
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            eta = self._scale_factor() / lam
             x = np.where(lam > 0, t[..., None] / eta, 0.0)
             z = x**k
             h = np.where(lam > 0, k / eta * x ** (k - 1.0), 0.0)
