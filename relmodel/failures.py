@@ -278,14 +278,14 @@ class FailureCategory:
             raise ScenarioError(f"{label}.domain", f"must be a string or None (got {self.domain!r})")
 
 
-def as_categories(value) -> tuple[FailureCategory, ...]:
+def as_categories(value, parameter: str = "categories") -> tuple[FailureCategory, ...]:
     """Normalise categories: a sequence of `FailureCategory` (or of objects with
     `name`, `share`, `restart_cost`, `queue_wait` and optionally `domain`
     attributes), or an object with such a `.categories` (a taxonomy).
-    Shares must sum to 1 and names be unique."""
+    Shares must sum to 1 and names be unique; errors name `parameter`."""
     items = getattr(value, "categories", value)
     if isinstance(items, (str, bytes)) or not hasattr(items, "__iter__"):
-        raise ScenarioError("categories", f"expected a sequence of categories (got {value!r})")
+        raise ScenarioError(parameter, f"expected a sequence of categories (got {value!r})")
     cats = []
     for item in items:
         if isinstance(item, FailureCategory):
@@ -295,16 +295,16 @@ def as_categories(value) -> tuple[FailureCategory, ...]:
             cats.append(FailureCategory(name=item.name, share=item.share, restart_cost=item.restart_cost,
                                         queue_wait=item.queue_wait, domain=getattr(item, "domain", None)))
         except AttributeError as err:
-            raise ScenarioError("categories", f"each category needs name, share, restart_cost and "
+            raise ScenarioError(parameter, f"each category needs name, share, restart_cost and "
                                               f"queue_wait ({err})") from None
     if not cats:
-        raise ScenarioError("categories", "need at least one category")
+        raise ScenarioError(parameter, "need at least one category")
     names = [c.name for c in cats]
     if len(set(names)) != len(names):
-        raise ScenarioError("categories", f"category names must be unique (got {names})")
+        raise ScenarioError(parameter, f"category names must be unique (got {names})")
     total = math.fsum(c.share for c in cats)
     if abs(total - 1.0) > _SHARE_TOLERANCE:
-        raise ScenarioError("categories", f"shares must sum to 1 (they sum to {total!r})")
+        raise ScenarioError(parameter, f"shares must sum to 1 (they sum to {total!r})")
     return tuple(cats)
 
 

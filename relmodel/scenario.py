@@ -184,7 +184,7 @@ class Scenario:
             if name == "taxonomy" and given is not None:
                 from .failures import as_categories
 
-                given = as_categories(given)
+                given = as_categories(given, "taxonomy")
             if not _same(given, defaults[name]) and not _same(given, value):
                 raise ScenarioError(name, f"{given!r} conflicts with failure_model={model!r}; give one or the other")
             object.__setattr__(self, name, value)
@@ -199,7 +199,7 @@ class Scenario:
             return
         from .failures import as_categories
 
-        cats = as_categories(self.taxonomy)
+        cats = as_categories(self.taxonomy, "taxonomy")
         object.__setattr__(self, "taxonomy", cats)
         for name in ("restart_cost", "queue_wait"):
             mean = math.fsum(c.share * getattr(c, name) for c in cats)
