@@ -88,7 +88,7 @@ class _RenewalModel:
         with np.errstate(divide="ignore", invalid="ignore"):
             eta = self._scale_factor() / lam  # Weibull scale per rate entry (inf at rate 0)
             z = np.where(lam > 0, (t[..., None] / eta) ** self._shape, 0.0)
-        return _out(np.exp(-z) @ prob)
+        return _out(np.minimum(np.exp(-z) @ prob, 1.0))  # the shares may sum to 1 + rounding
 
     def hazard(self, t, n_nodes):
         """Failure rate per hour at runtime `t` given no failure before (for the

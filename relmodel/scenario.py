@@ -216,7 +216,7 @@ class Scenario:
         from .failures import Exponential, LemonMixture, TaxonomyMixture, Weibull
 
         s = self._scalar()
-        lemons = s.lemon_fraction != 0.0 and s.lemon_rate_factor != 1.0
+        lemons = s.lemon_fraction != 0.0 or s.lemon_rate_factor != 1.0  # any lemon field set
         if s.taxonomy is not None:
             if lemons or s.weibull_shape != 1.0:
                 raise ValueError("taxonomy: no single model object for a taxonomy with lemons or Weibull times")

@@ -60,8 +60,8 @@ def test_survival_is_a_decreasing_probability_and_hazard_is_nonnegative(cls, dat
     model = data.draw(MODEL_STRATEGIES[cls])
     t = np.linspace(0.0, 5.0, 41) * model.mean(n_nodes)
     s = model.survival(t, n_nodes)
-    assert s[0] == 1.0
-    assert np.all((s >= 0) & (s <= 1)) and np.all(np.diff(s) <= 0)
+    assert s[0] == pytest.approx(1.0, rel=1e-14)
+    assert np.all((s >= 0) & (s <= 1)) and np.all(np.diff(s) <= 1e-15)
     h = model.hazard(t[1:], n_nodes)
     assert np.all(h >= 0) and np.all(np.isfinite(h))
 
@@ -107,7 +107,9 @@ def test_models_are_hashable_and_hand_back_their_scenario(cls, data):
     model = data.draw(MODEL_STRATEGIES[cls])
     assert hash(model) == hash(dataclasses.replace(model)) and model == dataclasses.replace(model)
     sc = rm.Scenario(failure_model=model, **BASE)
-    assert sc.to_failure_model() == model
+    assert rm.Scenario(failure_model=sc.to_failure_model(), **BASE) == sc
+    if not (cls is Weibull and model.shape == 1.0):  # that one comes back as Exponential
+        assert sc.to_failure_model() == model
     assert sc.failure_model is None  # consumed into the flat fields
 
 
