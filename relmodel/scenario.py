@@ -317,8 +317,32 @@ class Scenario:
         return cls(**fields)
 
     def sweep(self, **axes) -> "Scenario":
-        """A copy with some fields replaced (sequences make sweep axes)."""
+        """A copy with some fields replaced (sequences make sweep axes).
+
+        With a taxonomy, a scalar `restart_cost` or `queue_wait` scales every
+        category's value by one factor, so that their share-weighted mean
+        becomes the value given (what halving the restart cost means there);
+        a sequence of them is refused (no grid over categories).
+        """
+        if self.taxonomy is not None:
+            axes = self._scale_taxonomy(axes)
         return dataclasses.replace(self, **axes)
+
+    def _scale_taxonomy(self, axes: dict) -> dict:
+        cats = axes.get("taxonomy", self.taxonomy)
+        for name in ("restart_cost", "queue_wait"):
+            if name not in axes or axes[name] is None:
+                continue
+            value = axes[name]
+            if _is_axis(value):
+                raise ScenarioError(name, "cannot be a sweep axis with a taxonomy (it is set per category)")
+            hours = _check_number(name, _item(value), kind="duration")
+            mean = math.fsum(c.share * getattr(c, name) for c in cats)
+            if mean == 0 and hours != 0:
+                raise ScenarioError(name, "every category has 0 here, so there is nothing to scale")
+            factor = hours / mean if mean else 0.0
+            cats = tuple(dataclasses.replace(c, **{name: getattr(c, name) * factor}) for c in cats)
+        return {**axes, "taxonomy": cats, "restart_cost": None, "queue_wait": None}
 
     # -- derived quantities of a scalar scenario ---------------------------
     def _scalar(self) -> "Scenario":

@@ -343,3 +343,19 @@ def test_compare_works_with_a_taxonomy_and_weibull_taxonomies_have_no_closed_for
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert as_categories(CATS) == CATS
+
+
+def test_sweeping_restart_or_queue_scales_every_category():
+    sc = rm.Scenario(failure_model=TaxonomyMixture(6.5e-3, CATS), **BASE)
+    halved = sc.sweep(restart_cost=sc.restart_cost / 2)
+    assert halved.restart_cost == pytest.approx(sc.restart_cost / 2, rel=1e-14)
+    assert [c.restart_cost for c in halved.taxonomy] == pytest.approx([c.restart_cost / 2 for c in CATS])
+    assert [c.queue_wait for c in halved.taxonomy] == [c.queue_wait for c in CATS]
+    with pytest.raises(rm.ScenarioError, match="queue_wait: cannot be a sweep axis"):
+        sc.sweep(queue_wait=[0.1, 0.2])
+    no_queue = rm.Scenario(failure_rate=6.5e-3, taxonomy=[FailureCategory("a", 1.0, "5min")], **BASE)
+    with pytest.raises(rm.ScenarioError, match="nothing to scale"):
+        no_queue.sweep(queue_wait="1h")
+    # plan's sensitivities go through sweep, so a taxonomy scenario can be planned.
+    p = rm.plan(sc, n_jobs=500)
+    assert p.sensitivity["restart_cost"]["elasticity"] < 0
