@@ -7,6 +7,7 @@ as labelled xarray Datasets.
 __version__ = "0.1.0"
 
 from .closed_form import ClosedFormWarning, ettr, mttf, optimal_interval
+from .failures import Exponential, FailureCategory, LemonMixture, TaxonomyMixture, Weibull
 from .plan import Plan, plan
 from .scenario import Scenario, ScenarioError
 from .simulate import CappedJobsWarning, compare, simulate
@@ -28,9 +29,14 @@ def __getattr__(name):
 __all__ = [
     "CappedJobsWarning",
     "ClosedFormWarning",
+    "Exponential",
+    "FailureCategory",
+    "LemonMixture",
     "Plan",
     "Scenario",
     "ScenarioError",
+    "TaxonomyMixture",
+    "Weibull",
     "compare",
     "elastic",
     "ettr",

@@ -148,9 +148,11 @@ class Scenario:
     def __post_init__(self):
         if self.failure_model is not None:
             self._apply_failure_model()
-        for name in _REQUIRED:
-            if getattr(self, name) is None:
-                raise ScenarioError(name, "is required" + (" (or give failure_model)" if name == "failure_rate" else ""))
+        missing = [name for name in _REQUIRED if getattr(self, name) is None]
+        if missing:  # a TypeError, as for any missing argument (studies rely on it)
+            hint = " (failure_rate may come from failure_model=)" if "failure_rate" in missing else ""
+            raise TypeError("Scenario() missing required argument(s): "
+                            + ", ".join(f"'{name}'" for name in missing) + hint)
         self._apply_taxonomy()
         for name, (_, kind) in FIELDS.items():
             value = getattr(self, name)

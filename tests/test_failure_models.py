@@ -199,9 +199,9 @@ def test_conflicting_flat_fields_are_rejected(extra, parameter):
 def test_agreeing_flat_fields_and_missing_fields():
     model = Weibull(0.7, 6.5e-3)
     assert rm.Scenario(failure_model=model, failure_rate=6.5e-3, weibull_shape=0.7, **BASE).weibull_shape == 0.7
-    with pytest.raises(rm.ScenarioError, match="failure_rate: is required"):
+    with pytest.raises(TypeError, match="missing required argument.*'failure_rate'.*failure_model"):
         rm.Scenario(n_gpus=8, checkpoint_interval=1, work=10)
-    with pytest.raises(rm.ScenarioError, match="work: is required"):
+    with pytest.raises(TypeError, match="missing required argument.*'work'"):
         rm.Scenario(n_gpus=8, failure_rate=1e-3, checkpoint_interval=1)
     with pytest.raises(rm.ScenarioError, match="failure_model"):
         rm.Scenario(failure_model="weibull", **BASE)
