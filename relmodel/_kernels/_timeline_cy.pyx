@@ -209,7 +209,7 @@ cdef JobResult simulate_job(const double* p, const double* rate_cdf, const doubl
     cdef double segment = interval + ckpt
     cdef bint by_category = n_cats > 0
     cdef Py_ssize_t category = 0
-    cdef double lost_now, wait, ran
+    cdef double lost_now, wait
     cdef Stream st
     cdef double u = 1.0, lam, mean_ttf = 0.0, scale = 0.0, inv_shape = 0.0, t, left, k
     cdef Py_ssize_t entry = 0
@@ -270,15 +270,18 @@ cdef JobResult simulate_job(const double* p, const double* rate_cdf, const doubl
                 else:
                     wait = queue
                 r.queue += wait
-                t = time_to_failure(next_uniform(&st), mean_ttf, scale, shape, inv_shape)
-                ran = restart if t >= restart else t
-                r.restart += ran
                 if by_category:
                     cat_acc[category * N_CAT_STATS + C_QUEUE] += wait
-                    cat_acc[category * N_CAT_STATS + C_RESTART] += ran
+                t = time_to_failure(next_uniform(&st), mean_ttf, scale, shape, inv_shape)
                 if t >= restart:
+                    r.restart += restart
+                    if by_category:
+                        cat_acc[category * N_CAT_STATS + C_RESTART] += restart
                     t -= restart
                     break
+                r.restart += t
+                if by_category:
+                    cat_acc[category * N_CAT_STATS + C_RESTART] += t
                 r.failures += 1
                 if by_category:  # the failed restart's failure draws its own category
                     category = draw_category(cat_cdf, n_cats, &st)

@@ -186,16 +186,19 @@ def simulate_job(p, rate_cdf, rate_value, rate_survival, cat_cdf, cat_restart, c
                 else:
                     wait = queue
                 queue_time += wait
-                u, n_drawn, spare = next_uniform(k0, k1, job_lo, job_hi, n_drawn, spare)
-                t = time_to_failure(u, mean_ttf, scale, shape, inv_shape)
-                ran = restart if t >= restart else t
-                restart_time += ran
                 if by_category:
                     cat_acc[category, C_QUEUE] += wait
-                    cat_acc[category, C_RESTART] += ran
+                u, n_drawn, spare = next_uniform(k0, k1, job_lo, job_hi, n_drawn, spare)
+                t = time_to_failure(u, mean_ttf, scale, shape, inv_shape)
                 if t >= restart:
+                    restart_time += restart
+                    if by_category:
+                        cat_acc[category, C_RESTART] += restart
                     t -= restart
                     break
+                restart_time += t
+                if by_category:
+                    cat_acc[category, C_RESTART] += t
                 failures += 1
                 if by_category:  # the failed restart's failure draws its own category
                     category, n_drawn, spare = draw_category(cat_cdf, k0, k1, job_lo, job_hi, n_drawn, spare)
