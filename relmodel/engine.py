@@ -231,6 +231,8 @@ def summarize(totals: Totals, packed: Packed, quantiles=(0.05, 0.5, 0.95)) -> di
     by_category = {f"{name}_by_category": totals.cat_stats[:, :, col] / n[:, None]
                    for name, col in (("failures", C_FAILURES), ("lost", C_LOST), ("restart", C_RESTART),
                                      ("queue", C_QUEUE))}
+    by_category["unproductive_by_category"] = (
+        by_category["lost_by_category"] + by_category["restart_by_category"] + by_category["queue_by_category"])
     return {
         **by_category,
         "ettr": ratio,

@@ -44,6 +44,7 @@ _CATEGORY_VARIABLES = {
     "lost_by_category": ("mean lost (re-done) work per job, by the category of the failure that lost it", "h"),
     "restart_by_category": ("mean restart time per job, by the category of the failure restarted from", "h"),
     "queue_by_category": ("mean queue wait per job, by the category of the failure before it", "h"),
+    "unproductive_by_category": ("lost + restart + queue by category: the mean time per job each kind costs", "h"),
 }
 CATEGORY_FIELDS = ("failures", "lost", "restart", "queue")  # the C_* columns, in order
 
@@ -58,7 +59,8 @@ def simulate(scenario, n_jobs: int = 100_000, seed: int = 0, backend: str = "num
     as coordinates (`category_share`, `category_restart_cost`,
     `category_queue_wait`, `category_domain`) and `failures_by_category`,
     `lost_by_category`, `restart_by_category`, `queue_by_category` (means per
-    job; they add up over categories to the totals). Without one, none of these.
+    job; they add up over categories to the totals) and their sum
+    `unproductive_by_category`. Without one, none of these.
 
     Parameters
     ----------

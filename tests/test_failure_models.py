@@ -261,6 +261,8 @@ def test_the_dataset_breakdown_adds_up_to_the_totals():
     for name in ("lost", "restart", "queue"):
         xr.testing.assert_allclose(ds[f"{name}_by_category"].sum("category"),
                                    ds.time_mean.sel(component=name, drop=True), rtol=1e-12)
+    xr.testing.assert_allclose(ds.unproductive_by_category,
+                               ds.lost_by_category + ds.restart_by_category + ds.queue_by_category)
     assert ds.failures_by_category.dims == ("n_gpus", "category")
     assert float(ds.queue_by_category.sel(category="user").sum()) == 0.0
     assert "category" not in rm.simulate(rm.Scenario(failure_rate=6.5e-3, **BASE), n_jobs=100).dims
@@ -359,3 +361,13 @@ def test_sweeping_restart_or_queue_scales_every_category():
     # plan's sensitivities go through sweep, so a taxonomy scenario can be planned.
     p = rm.plan(sc, n_jobs=500)
     assert p.sensitivity["restart_cost"]["elasticity"] < 0
+
+
+def test_sample_follows_the_scenario_index_of_a_grid():
+    model = LemonMixture(6.5e-3, 0.05, 8.0)
+    grid = rm.Scenario(failure_model=model, **BASE).sweep(checkpoint_interval=["30min", "2h"])
+    ds = rm.simulate(grid, n_jobs=2000, seed=3, keep_jobs=True)
+    for i, point in enumerate(grid.points()):
+        first = model.sample(2000, point.n_nodes, seed=3, scenario_key=i)
+        failed = ds.job_failures.isel(checkpoint_interval=i).values > 0
+        assert np.array_equal(failed, first < point.failure_free_wall)
