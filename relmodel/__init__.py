@@ -7,6 +7,7 @@ as labelled xarray Datasets.
 __version__ = "0.1.0"
 
 from .closed_form import ClosedFormWarning, ettr, mttf, optimal_interval
+from .failures import Exponential, FailureCategory, LemonMixture, TaxonomyMixture, Weibull
 from .fit import FitResult, fit
 from .plan import Plan, plan
 from .scenario import Scenario, ScenarioError
@@ -29,14 +30,19 @@ def __getattr__(name):
 __all__ = [
     "CappedJobsWarning",
     "ClosedFormWarning",
+    "Exponential",
+    "FailureCategory",
+    "FitResult",
+    "LemonMixture",
     "Plan",
     "Scenario",
     "ScenarioError",
+    "TaxonomyMixture",
+    "Weibull",
     "compare",
     "elastic",
     "ettr",
     "fit",
-    "FitResult",
     "mttf",
     "open_study",
     "optimal_interval",

@@ -55,29 +55,68 @@ def _times(a, b):
         return np.where((a == 0) | (b == 0), 0.0, a * b)
 
 
-def renewal_expected_wall(lam, interval, work, ckpt, restart, queue):
+def restart_phase_mean(lam, restart, queue, share=None):
+    """R*: expected time from a failure until the job computes again (queue
+    waits and restarts, failures during restarts included), exact for
+    exponential failures at `lam` per hour.
+
+    One kind of failure: R* = q e^(lam u0) + (e^(lam u0) - 1)/lam. With a
+    taxonomy (`restart`, `queue`, `share` given per category along the last
+    axis; every failure, also one during a restart, draws its category anew),
+    renewal at each failure gives
+
+        R* = sum_c share_c (q_c + (1 - e^(-lam u_c))/lam) / sum_c share_c e^(-lam u_c),
+
+    which is the one-kind form for one category. (It is not the share-weighted
+    mean of the one-kind R*_c: a long restart is more likely to be cut short and
+    re-drawn, so the mix seen during restarts differs from the shares.)
+    """
+    if share is None:
+        with np.errstate(over="ignore"):
+            return _times(queue, np.exp(lam * restart)) + _growth(lam, restart)
+    lam = np.asarray(lam, dtype=float)[..., None]
+    restart, queue, share = (np.asarray(x, dtype=float) for x in (restart, queue, share))
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
+        completes = np.exp(-lam * restart)  # P(a restart of category c runs through)
+        spent = np.where(lam > 0, -np.expm1(-lam * restart) / np.where(lam > 0, lam, 1.0), restart)  # E[min(T, u_c)]
+        return np.sum(share * (queue + spent), axis=-1) / np.sum(share * completes, axis=-1)
+
+
+def renewal_expected_wall(lam, interval, work, ckpt, restart, queue, share=None):
     """E[wall] for exponential failures at rate `lam` per hour (SPEC section 3), exact.
 
-    A restart (with its queue wait) takes R* = q e^(lam u0) + (e^(lam u0) - 1)/lam
-    including failures during it; a segment of length s takes (e^(lam s) - 1)(1/lam + R*).
+    A restart (with its queue wait) takes R* (`restart_phase_mean`) including
+    failures during it; a segment of length s takes (e^(lam s) - 1)(1/lam + R*).
+    With `share`, `restart` and `queue` are per category (last axis): a taxonomy.
     """
-    lam, interval, work, ckpt, restart, queue = np.broadcast_arrays(
-        *(np.asarray(x, dtype=float) for x in (lam, interval, work, ckpt, restart, queue))
-    )
+    if share is None:
+        lam, interval, work, ckpt, restart, queue = np.broadcast_arrays(
+            *(np.asarray(x, dtype=float) for x in (lam, interval, work, ckpt, restart, queue))
+        )
+    else:
+        lam, interval, work, ckpt = np.broadcast_arrays(
+            *(np.asarray(x, dtype=float) for x in (lam, interval, work, ckpt))
+        )
     n_full, remainder = split_work(work, interval)
+    restart_star = restart_phase_mean(lam, restart, queue, share)
     with np.errstate(over="ignore"):
-        restart_star = _times(queue, np.exp(lam * restart)) + _growth(lam, restart)
         def segment(length):
             return _growth(lam, length) + _times(np.expm1(lam * length), restart_star)
         return _times(n_full, segment(interval + ckpt)) + segment(remainder)
 
 
+def _restart_args(sc: Scenario) -> tuple:
+    """(restart, queue, share) for renewal_expected_wall: per category with a taxonomy."""
+    if sc.taxonomy is None:
+        return sc.restart_cost, sc.queue_wait, None
+    cats = sc.taxonomy
+    return tuple(np.array([getattr(c, name) for c in cats]) for name in ("restart_cost", "queue_wait", "share"))
+
+
 def _renewal_point(sc: Scenario) -> float:
     cdf, rate = job_rate_table(sc.n_nodes, sc.failure_rate, sc.lemon_fraction, sc.lemon_rate_factor)
     prob = np.diff(cdf, prepend=0.0)
-    walls = renewal_expected_wall(
-        rate, sc.checkpoint_interval, sc.work, sc.checkpoint_cost, sc.restart_cost, sc.queue_wait
-    )
+    walls = renewal_expected_wall(rate, sc.checkpoint_interval, sc.work, sc.checkpoint_cost, *_restart_args(sc))
     return float(sc.work / np.sum(_times(prob, walls)))
 
 
@@ -90,7 +129,8 @@ def _linear_point(sc: Scenario) -> float:
 
 
 def renewal_applies(sc: Scenario) -> bool:
-    """The renewal form is exact for exponential failures (lemon mixtures included)."""
+    """The renewal form is exact for exponential failures (lemon mixtures and
+    failure taxonomies included)."""
     return sc.weibull_shape == 1.0
 
 
@@ -105,11 +145,12 @@ def _over_points(sc: Scenario, point, name: str, attrs: dict):
 def ettr(scenario, method: str = "renewal", *, at: str = "given"):
     """Expected ETTR = work / E[wall] by a closed form.
 
-    method="renewal": exact for exponential failures (also with lemon nodes and
-    any queue-wait law with that mean); NaN, with a ClosedFormWarning, where
-    failures are Weibull. method="linear": the first-order form of the Meta
-    study, (1 - lam (u0 + dt/2)) / (1 + w/dt) / (1 + lam q); NaN, with a
-    ClosedFormWarning, where its numerator is <= 0.
+    method="renewal": exact for exponential failures (also with lemon nodes, a
+    failure taxonomy, see `restart_phase_mean`, and any queue-wait law with that
+    mean); NaN, with a ClosedFormWarning, where failures are Weibull.
+    method="linear": the first-order form of the Meta study, (1 - lam (u0 +
+    dt/2)) / (1 + w/dt) / (1 + lam q), with a taxonomy's share-weighted u0 and
+    q; NaN, with a ClosedFormWarning, where its numerator is <= 0.
 
     at: "given" uses the scenario's checkpoint_interval; "young", "daly" or
     "exact" use that optimal interval, point by point.
@@ -217,7 +258,7 @@ def _exact_finite_work(sc: Scenario) -> float:
     cdf, rate = job_rate_table(sc.n_nodes, sc.failure_rate, sc.lemon_fraction, sc.lemon_rate_factor)
     prob = np.diff(cdf, prepend=0.0)
     walls = sum(
-        _times(pi, renewal_expected_wall(lam, intervals, work, w, sc.restart_cost, sc.queue_wait))
+        _times(pi, renewal_expected_wall(lam, intervals, work, w, *_restart_args(sc)))
         for pi, lam in zip(prob, rate)
     )
     best = int(np.argmin(walls))

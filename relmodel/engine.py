@@ -13,12 +13,12 @@ import numpy as np
 
 from ._kernels import backend as get_backend
 from ._kernels.layout import (
-    BLOCK_SIZE, N_BINS, N_JOB_FIELDS, N_PARAMS, N_STATS, P_CKPT, P_INTERVAL, P_N_FULL, P_QUEUE,
+    BLOCK_SIZE, C_FAILURES, C_LOST, C_QUEUE, C_RESTART, N_BINS, N_CAT_STATS, N_JOB_FIELDS, N_PARAMS, N_STATS, P_CKPT, P_INTERVAL, P_N_FULL, P_QUEUE,
     P_QUEUE_EXP, P_REMAINDER, P_RESTART, P_SCALE_FACTOR, P_SHAPE, P_WORK, S_CAPPED, S_CHECKPOINT,
     S_EFF, S_EFF_SQ, S_FAILURES, S_FAILURES_SQ, S_LOST, S_N, S_PRODUCTIVE, S_PRODUCTIVE_SQ,
     S_PRODUCTIVE_WALL, S_QUEUE, S_RESTART, S_WALL, S_WALL_SQ,
 )
-from .failures import job_rate_table
+from .failures import category_cdf, job_rate_table
 from .scenario import Scenario, split_work
 
 # A first uniform this far below the survival probability cannot be a failure
@@ -26,6 +26,7 @@ from .scenario import Scenario, split_work
 _SURVIVAL_MARGIN = 1.0 - 1e-9
 CHUNK_ITEMS = 256  # work items (blocks of BLOCK_SIZE jobs) per kernel call
 COMPONENTS = ("productive", "checkpoint", "lost", "restart", "queue")
+_NO_CATEGORIES = (np.zeros(0), np.zeros(0), np.zeros(0))
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,20 @@ class Packed:
     rate_survival: np.ndarray  # fast-path threshold on the first uniform
     rate_offset: np.ndarray  # (n + 1,)
     failure_free_wall: np.ndarray  # (n,)
+    # Failure taxonomy: rows cat_offset[i]:cat_offset[i+1]; empty without one.
+    cat_cdf: np.ndarray
+    cat_restart: np.ndarray  # h
+    cat_queue: np.ndarray  # h (mean, when queue waits are exponential)
+    cat_offset: np.ndarray  # (n + 1,)
+
+    @property
+    def n_categories(self) -> int:
+        """Columns of the per-category sums: the most categories of any row."""
+        return int(np.max(np.diff(self.cat_offset), initial=0))
+
+    def kernel_args(self):
+        return (self.params, self.rate_cdf, self.rate_value, self.rate_survival, self.rate_offset,
+                self.cat_cdf, self.cat_restart, self.cat_queue, self.cat_offset)
 
 
 def pack(sc: Scenario) -> Packed:
@@ -46,7 +61,7 @@ def pack(sc: Scenario) -> Packed:
 
 def pack_points(points) -> Packed:
     """Kernel inputs for scalar scenarios, one row each, in the order given."""
-    rows, cdfs, values, survivals = [], [], [], []
+    rows, cdfs, values, survivals, cats = [], [], [], [], []
     for p in points:
         n_full, remainder = split_work(p.work, p.checkpoint_interval)
         shape = p.weibull_shape
@@ -65,6 +80,10 @@ def pack_points(points) -> Packed:
         cdfs.append(cdf)
         values.append(lam)
         survivals.append(np.exp(-hazard) * _SURVIVAL_MARGIN)
+        taxonomy = p.taxonomy
+        cats.append(_NO_CATEGORIES if taxonomy is None else (
+            category_cdf(taxonomy), np.array([c.restart_cost for c in taxonomy]),
+            np.array([c.queue_wait for c in taxonomy])))
     params = np.ascontiguousarray(rows, dtype=np.float64).reshape(-1, N_PARAMS)
     return Packed(
         params=params,
@@ -73,6 +92,10 @@ def pack_points(points) -> Packed:
         rate_survival=np.concatenate(survivals),
         rate_offset=np.concatenate([[0], np.cumsum([len(c) for c in cdfs])]).astype(np.int64),
         failure_free_wall=params[:, P_WORK] + params[:, P_N_FULL] * params[:, P_CKPT],
+        cat_cdf=np.concatenate([c[0] for c in cats]) if cats else np.zeros(0),
+        cat_restart=np.concatenate([c[1] for c in cats]) if cats else np.zeros(0),
+        cat_queue=np.concatenate([c[2] for c in cats]) if cats else np.zeros(0),
+        cat_offset=np.concatenate([[0], np.cumsum([len(c[0]) for c in cats])]).astype(np.int64),
     )
 
 
@@ -83,6 +106,8 @@ class Totals:
     stats: np.ndarray  # (n, N_STATS) sums, folded in block order
     hist: np.ndarray  # (n, N_BINS + 1) counts
     jobs: np.ndarray | None  # (n, n_jobs, N_JOB_FIELDS) when kept
+    cat_stats: np.ndarray  # (n, n_categories, N_CAT_STATS) sums, folded in block order
+    cat_jobs: np.ndarray | None  # (n, n_jobs, n_categories, N_CAT_STATS) when kept
 
 
 def check_run_args(n_jobs, seed, max_failures):
@@ -126,28 +151,34 @@ def run(packed: Packed, n_jobs: int, seed: int, backend: str = "numba", *, scena
     n_blocks = -(-n_jobs // BLOCK_SIZE)
     stats = np.zeros((n_rows, N_STATS))
     hist = np.zeros((n_rows, N_BINS + 1), dtype=np.int64)
-    args = (packed.params, packed.rate_cdf, packed.rate_value, packed.rate_survival, packed.rate_offset,
-            np.uint64(seed), keys)
+    n_cat = packed.n_categories
+    cat_stats = np.zeros((n_rows, n_cat, N_CAT_STATS))
+    args = packed.kernel_args() + (np.uint64(seed), keys)
     chunk_stats = np.empty((chunk_items, N_STATS))
     chunk_hist = np.empty((chunk_items, N_BINS + 1), dtype=np.int64)
+    chunk_cat = np.empty((chunk_items, n_cat, N_CAT_STATS))
     with numba_threads(n_threads if backend == "numba" else None):
         for start in range(0, n_rows * n_blocks, chunk_items):
             item = np.arange(start, min(start + chunk_items, n_rows * n_blocks), dtype=np.int64)
             row, block = np.divmod(item, n_blocks)
             m = item.size
-            kernel.run_blocks(*args, row, block, n_jobs, max_failures, chunk_stats[:m], chunk_hist[:m])
+            kernel.run_blocks(*args, row, block, n_jobs, max_failures, chunk_stats[:m], chunk_hist[:m],
+                              chunk_cat[:m])
             # Sums in item order, so each row's blocks are added in block order whatever
             # the chunking; counts are integers, so any order will do.
             np.add.at(stats, row, chunk_stats[:m])
+            if n_cat:
+                np.add.at(cat_stats, row, chunk_cat[:m])
             starts = np.flatnonzero(np.diff(row, prepend=-1))
             hist[row[starts]] += np.add.reduceat(chunk_hist[:m], starts, axis=0)
             if progress is not None:
                 progress(int(np.minimum(n_jobs - block * BLOCK_SIZE, BLOCK_SIZE).sum()))
-        jobs = None
+        jobs = cat_jobs = None
         if keep_jobs:
             jobs = np.empty((n_rows, n_jobs, N_JOB_FIELDS))
-            kernel.run_jobs(*args, np.int64(0), np.int64(max_failures), jobs)
-    return Totals(stats=stats, hist=hist, jobs=jobs)
+            cat_jobs = np.empty((n_rows, n_jobs, n_cat, N_CAT_STATS))
+            kernel.run_jobs(*args, np.int64(0), np.int64(max_failures), jobs, cat_jobs)
+    return Totals(stats=stats, hist=hist, jobs=jobs, cat_stats=cat_stats, cat_jobs=cat_jobs)
 
 
 def _mean_var(total, total_sq, n):
@@ -197,7 +228,13 @@ def summarize(totals: Totals, packed: Packed, quantiles=(0.05, 0.5, 0.95)) -> di
         ratio_var = np.maximum(var_prod - 2 * ratio * cov + ratio**2 * var_wall, 0.0)
         ratio_se = np.sqrt(ratio_var / n) / wall
     y = histogram_quantiles(totals.hist, [1.0 - q for q in quantiles])
+    by_category = {f"{name}_by_category": totals.cat_stats[:, :, col] / n[:, None]
+                   for name, col in (("failures", C_FAILURES), ("lost", C_LOST), ("restart", C_RESTART),
+                                     ("queue", C_QUEUE))}
+    by_category["unproductive_by_category"] = (
+        by_category["lost_by_category"] + by_category["restart_by_category"] + by_category["queue_by_category"])
     return {
+        **by_category,
         "ettr": ratio,
         "ettr_se": ratio_se,
         "ettr_job_mean": work / ffw + d_eff,

@@ -1,18 +1,32 @@
-"""Failure processes: the per-job failure rate, and its spread across jobs.
+"""Failure processes: the per-job failure rate and its spread across jobs, and
+the failure-model objects that hand a failure process to a `Scenario`.
 
 Failures arrive per node at `failure_rate` per node-day of runtime, independent
 across nodes, so a job on N nodes fails at N * failure_rate. With lemon nodes a
 fraction of the cluster fails `lemon_rate_factor` times as often as the rest;
 the healthy rate is set so that the cluster-average rate stays `failure_rate`,
 and each job draws its number of lemons from a binomial, hence its own rate.
+
+The model objects (`Exponential`, `Weibull`, `LemonMixture`,
+`TaxonomyMixture`) are frozen and hashable. Each describes the time from a
+(re)start of a job on `n_nodes` nodes to its next failure, in hours of runtime:
+`hazard`, `survival`, `mean`, and `sample`, which draws through the same
+Philox streams and inverse transforms as `simulate`.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import math
+
 import numpy as np
+
+from .scenario import ScenarioError, _check_number
+from .units import to_hours
 
 # Binomial tails below this mass are dropped: a 53-bit uniform cannot reach them.
 _TAIL = 2.0**-60
+_SHARE_TOLERANCE = 1e-9  # category shares must sum to 1 within this
 
 
 def job_rate_table(n_nodes: int, failure_rate: float, lemon_fraction: float = 0.0,
@@ -37,3 +51,328 @@ def job_rate_table(n_nodes: int, failure_rate: float, lemon_fraction: float = 0.
     cdf /= cdf[-1]
     rate = healthy * ((n_nodes - lemons) + lemon_rate_factor * lemons)
     return cdf, rate
+
+
+def _check_nodes(n_nodes) -> int:
+    return _check_number("n_nodes", n_nodes, kind="count")
+
+
+def _as_array(t):
+    t = np.asarray(t, dtype=float)
+    if np.any(t < 0) or np.any(np.isnan(t)):
+        raise ValueError("t: times must be >= 0 (hours of runtime)")
+    return t
+
+
+def _out(values):
+    return values[()] if values.ndim == 0 else values
+
+
+class _RenewalModel:
+    """Shared behaviour: a job's failure rate per hour drawn from a table
+    (`_rate_table`), then Weibull times with shape `_shape` and that mean."""
+
+    _shape = 1.0
+
+    def _rate_table(self, n_nodes):
+        return job_rate_table(_check_nodes(n_nodes), self.rate)
+
+    def _scale_factor(self) -> float:
+        return 1.0 / math.gamma(1.0 + 1.0 / self._shape)
+
+    def survival(self, t, n_nodes):
+        """P(no failure in the first `t` hours of runtime) for a job on `n_nodes` nodes."""
+        t = _as_array(t)
+        cdf, lam = self._rate_table(n_nodes)
+        prob = np.diff(cdf, prepend=0.0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            eta = self._scale_factor() / lam  # Weibull scale per rate entry (inf at rate 0)
+            z = np.where(lam > 0, (t[..., None] / eta) ** self._shape, 0.0)
+        return _out(np.minimum(np.exp(-z) @ prob, 1.0))  # the shares may sum to 1 + rounding
+
+    def hazard(self, t, n_nodes):
+        """Failure rate per hour at runtime `t` given no failure before (for the
+        mixture: of the population of jobs still running at `t`)."""
+        t = _as_array(t)
+        cdf, lam = self._rate_table(n_nodes)
+        prob = np.diff(cdf, prepend=0.0)
+        k = self._shape
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            eta = self._scale_factor() / lam
+            x = np.where(lam > 0, t[..., None] / eta, 0.0)
+            z = x**k
+            h = np.where(lam > 0, k / eta * x ** (k - 1.0), 0.0)
+            # Weights relative to the longest-surviving entry: no underflow to 0/0.
+            log_w = np.log(prob) - z
+            w = np.exp(log_w - log_w.max(axis=-1, keepdims=True))
+            return _out((h * w).sum(axis=-1) / w.sum(axis=-1))
+
+    def mean(self, n_nodes) -> float:
+        """Mean time to the first failure, in hours (inf without failures)."""
+        cdf, lam = self._rate_table(n_nodes)
+        prob = np.diff(cdf, prepend=0.0)
+        with np.errstate(divide="ignore"):
+            return float(np.sum(prob * np.where(lam > 0, 1.0 / lam, math.inf)))
+
+    def sample(self, n: int, n_nodes, seed: int = 0, scenario_key: int = 0) -> np.ndarray:
+        """`n` times to first failure (hours of runtime), one per job 0..n-1.
+
+        Drawn by the timeline kernel's own path: Philox keyed by (seed,
+        scenario_key), counter (job, draw); the same rate-table draw and the same
+        inverse transform, so entry j is the first failure time of job j in
+        `simulate` for the same seed (and scenario index `scenario_key`).
+        """
+        from ._kernels.failure_sample import first_failure_times
+
+        for name, value, high in (("n", n, 2**62), ("seed", seed, 2**32 - 1), ("scenario_key", scenario_key, 2**32 - 1)):
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= value <= high:
+                raise ValueError(f"{name}: must be an integer in [0, {high}] (got {value!r})")
+        cdf, lam = self._rate_table(n_nodes)
+        out = np.empty(int(n))
+        first_failure_times(np.ascontiguousarray(cdf), np.ascontiguousarray(lam, dtype=float), self._shape,
+                            self._scale_factor(), np.uint64(seed), np.uint64(scenario_key), out)
+        return out
+
+
+def _rate(value) -> float:
+    return _check_number("rate", value, kind="rate")
+
+
+@dataclasses.dataclass(frozen=True)
+class Exponential(_RenewalModel):
+    """Poisson failures: each node fails at `rate` per node-day, independently.
+
+    Parameters
+    ----------
+    rate : failures per node-day of runtime (``failure_rate``, ``r_f``).
+
+    A job on N nodes fails at ``N * rate / 24`` per hour; its MTTF is the inverse.
+    """
+
+    rate: float
+
+    def __post_init__(self):
+        object.__setattr__(self, "rate", _rate(self.rate))
+
+    def scenario_fields(self) -> dict:
+        """The flat `Scenario` fields this model sets."""
+        return {"failure_rate": self.rate, "weibull_shape": 1.0, "lemon_fraction": 0.0,
+                "lemon_rate_factor": 1.0, "taxonomy": None}
+
+
+@dataclasses.dataclass(frozen=True)
+class Weibull(_RenewalModel):
+    """Weibull times between a job's failures with the mean of `Exponential(rate)`.
+
+    Parameters
+    ----------
+    shape : Weibull shape ``k`` (< 1: infant mortality, failures cluster after
+        restarts; > 1: wear-out; 1: exponential).
+    rate : failures per node-day of runtime; the job's mean time between
+        failures is ``24 / (n_nodes * rate)`` hours, as for the exponential, so
+        `rate` stays the long-run failure rate per node-day.
+
+    This is the `Scenario` pair (``failure_rate``, ``weibull_shape``): the job's
+    failures form a renewal process with Weibull(k, scale) inter-failure times,
+    ``scale = mean / Gamma(1 + 1/k)``, restarted at every failure. Use
+    `from_scale` or `from_mean` to give the job's scale or MTTF in hours instead.
+    """
+
+    shape: float
+    rate: float
+
+    def __post_init__(self):
+        object.__setattr__(self, "shape", _check_number("shape", self.shape, kind="shape"))
+        object.__setattr__(self, "rate", _rate(self.rate))
+
+    @property
+    def _shape(self):  # the renewal base reads the shape from here
+        return self.shape
+
+    @classmethod
+    def from_mean(cls, shape, mean, n_nodes) -> "Weibull":
+        """The model whose job on `n_nodes` nodes has mean time between failures `mean`
+        (hours, or a duration string)."""
+        hours = _positive_duration("mean", mean)
+        return cls(shape, 24.0 / (_check_nodes(n_nodes) * hours))
+
+    @classmethod
+    def from_scale(cls, shape, scale, n_nodes) -> "Weibull":
+        """The model whose job on `n_nodes` nodes has Weibull scale `scale`
+        (hours, or a duration string): mean = scale * Gamma(1 + 1/shape)."""
+        shape = _check_number("shape", shape, kind="shape")
+        hours = _positive_duration("scale", scale)
+        return cls.from_mean(shape, hours * math.gamma(1.0 + 1.0 / shape), n_nodes)
+
+    def scale(self, n_nodes) -> float:
+        """The Weibull scale of the job's inter-failure times, in hours."""
+        lam = _check_nodes(n_nodes) * self.rate / 24.0
+        return math.inf if lam == 0 else self._scale_factor() / lam
+
+    def scenario_fields(self) -> dict:
+        return {"failure_rate": self.rate, "weibull_shape": self.shape, "lemon_fraction": 0.0,
+                "lemon_rate_factor": 1.0, "taxonomy": None}
+
+
+@dataclasses.dataclass(frozen=True)
+class LemonMixture(_RenewalModel):
+    """Lemon nodes: a fraction of nodes fails `lemon_rate_factor` times as often.
+
+    Parameters
+    ----------
+    rate : cluster-average failures per node-day.
+    lemon_fraction : fraction of nodes that are lemons, in [0, 1].
+    lemon_rate_factor : how many times as often a lemon fails as a healthy node.
+
+    Each job draws its number of lemons from a binomial, hence its own
+    exponential rate (`job_rate_table`); `hazard`, `survival` and `mean` are
+    those of the mixture over lemon counts (a decreasing hazard: jobs with many
+    lemons fail first).
+    """
+
+    rate: float
+    lemon_fraction: float
+    lemon_rate_factor: float
+
+    def __post_init__(self):
+        object.__setattr__(self, "rate", _rate(self.rate))
+        for name, kind in (("lemon_fraction", "fraction"), ("lemon_rate_factor", "factor")):
+            object.__setattr__(self, name, _check_number(name, getattr(self, name), kind=kind))
+
+    def _rate_table(self, n_nodes):
+        return job_rate_table(_check_nodes(n_nodes), self.rate, self.lemon_fraction, self.lemon_rate_factor)
+
+    def scenario_fields(self) -> dict:
+        return {"failure_rate": self.rate, "weibull_shape": 1.0, "lemon_fraction": self.lemon_fraction,
+                "lemon_rate_factor": self.lemon_rate_factor, "taxonomy": None}
+
+
+@dataclasses.dataclass(frozen=True)
+class FailureCategory:
+    """One kind of failure: its share of all failures and what it costs.
+
+    Parameters
+    ----------
+    name : label (unique within a taxonomy).
+    share : fraction of failures of this kind, in [0, 1].
+    restart_cost : initialisation after a failure of this kind (hours or a duration).
+    queue_wait : wait before that restart (hours or a duration); fixed or
+        exponential as the scenario's ``queue_wait_distribution`` says.
+    domain : optional failure domain ("user", "system", "hardware", ...).
+    """
+
+    name: str
+    share: float
+    restart_cost: float = 0.0
+    queue_wait: float = 0.0
+    domain: str | None = None
+
+    def __post_init__(self):
+        if not isinstance(self.name, str) or not self.name:
+            raise ScenarioError("name", f"a category needs a non-empty name (got {self.name!r})")
+        label = f"categories[{self.name}]"
+        object.__setattr__(self, "share", _check_number(f"{label}.share", self.share, kind="fraction"))
+        for field in ("restart_cost", "queue_wait"):
+            object.__setattr__(self, field, _check_number(f"{label}.{field}", getattr(self, field), kind="duration"))
+        if self.domain is not None and not isinstance(self.domain, str):
+            raise ScenarioError(f"{label}.domain", f"must be a string or None (got {self.domain!r})")
+
+
+def as_categories(value, parameter: str = "categories") -> tuple[FailureCategory, ...]:
+    """Normalise categories: a sequence of `FailureCategory` (or of objects with
+    `name`, `share`, `restart_cost`, `queue_wait` and optionally `domain`
+    attributes), or an object with such a `.categories` (a taxonomy).
+    Shares must sum to 1 and names be unique; errors name `parameter`."""
+    items = getattr(value, "categories", value)
+    if isinstance(items, (str, bytes)) or not hasattr(items, "__iter__"):
+        raise ScenarioError(parameter, f"expected a sequence of categories (got {value!r})")
+    cats = []
+    for item in items:
+        if isinstance(item, FailureCategory):
+            cats.append(item)
+            continue
+        try:
+            cats.append(FailureCategory(name=item.name, share=item.share, restart_cost=item.restart_cost,
+                                        queue_wait=item.queue_wait, domain=getattr(item, "domain", None)))
+        except AttributeError as err:
+            raise ScenarioError(parameter, f"each category needs name, share, restart_cost and "
+                                              f"queue_wait ({err})") from None
+    if not cats:
+        raise ScenarioError(parameter, "need at least one category")
+    names = [c.name for c in cats]
+    if len(set(names)) != len(names):
+        raise ScenarioError(parameter, f"category names must be unique (got {names})")
+    total = math.fsum(c.share for c in cats)
+    if abs(total - 1.0) > _SHARE_TOLERANCE:
+        raise ScenarioError(parameter, f"shares must sum to 1 (they sum to {total!r})")
+    return tuple(cats)
+
+
+def category_cdf(categories) -> np.ndarray:
+    """Cumulative shares; the last entry is exactly 1 (a uniform on (0, 1] always lands)."""
+    cdf = np.cumsum([c.share for c in categories], dtype=float)
+    cdf[-1] = 1.0
+    return cdf
+
+
+def _positive_duration(name, value) -> float:
+    hours = _check_number(name, value, kind="duration")
+    if hours <= 0:
+        raise ScenarioError(name, f"must be > 0 (got {value!r})")
+    return hours
+
+
+@dataclasses.dataclass(frozen=True)
+class TaxonomyMixture(_RenewalModel):
+    """Poisson failures at `rate` whose kinds cost different restarts and queue waits.
+
+    Parameters
+    ----------
+    rate : failures per node-day of runtime (all kinds together).
+    categories : `FailureCategory` items (or objects with the same attributes),
+        whose shares sum to 1.
+
+    Each failure draws its category (inverse CDF over the shares); the queue
+    wait and restart after it are that category's, and a failure during the
+    restart draws again. The time to failure is exponential, as for
+    `Exponential(rate)`, so `hazard`, `survival`, `mean` and `sample` are its.
+    """
+
+    rate: float
+    categories: tuple
+
+    def __post_init__(self):
+        object.__setattr__(self, "rate", _rate(self.rate))
+        object.__setattr__(self, "categories", as_categories(self.categories))
+
+    @classmethod
+    def from_taxonomy(cls, taxonomy, rate) -> "TaxonomyMixture":
+        """From a taxonomy object (e.g. `relmodel.taxonomy.load(name)`): anything
+        with `.categories`, each with `name`, `share`, `restart_cost` and
+        `queue_wait` in hours, and optionally `domain`."""
+        return cls(rate, as_categories(taxonomy))
+
+    @property
+    def mean_restart_cost(self) -> float:
+        """Share-weighted restart cost (h)."""
+        return math.fsum(c.share * c.restart_cost for c in self.categories)
+
+    @property
+    def mean_queue_wait(self) -> float:
+        """Share-weighted queue wait (h)."""
+        return math.fsum(c.share * c.queue_wait for c in self.categories)
+
+    def scenario_fields(self) -> dict:
+        return {"failure_rate": self.rate, "weibull_shape": 1.0, "lemon_fraction": 0.0,
+                "lemon_rate_factor": 1.0, "taxonomy": self.categories}
+
+
+MODELS = (Exponential, Weibull, LemonMixture, TaxonomyMixture)
+
+
+def synthetic_log(*args, **kwargs):
+    """A synthetic cluster job log drawn from a failure model: see
+    `relmodel.synthetic_log.synthetic_log` (re-exported here, loaded on first use)."""
+    from .synthetic_log import synthetic_log as draw
+
+    return draw(*args, **kwargs)

@@ -33,6 +33,10 @@ FIELDS = {
     "queue_wait_distribution": ("", "choice"),
 }
 QUEUE_WAIT_DISTRIBUTIONS = ("fixed", "exponential")
+# Not sweep axes: a failure taxonomy (categories, see `relmodel.failures`), and
+# `failure_model`, which only fills the flat fields and is not kept.
+EXTRA_FIELDS = ("taxonomy", "failure_model")
+_REQUIRED = ("failure_rate", "checkpoint_interval", "work")
 _MAX_INTERVALS = 2.0**40  # work / checkpoint_interval beyond this is a unit mistake
 
 
@@ -110,24 +114,46 @@ class Scenario:
     lemon_fraction, lemon_rate_factor : a fraction of nodes fail this many times
         as often as the rest; the cluster-average rate stays ``failure_rate``.
     queue_wait_distribution : "fixed" or "exponential".
+    taxonomy : failure categories (`relmodel.failures.FailureCategory` items,
+        or a taxonomy object with `.categories`), not a sweep axis. Each failure
+        draws its category by share, and the queue wait and restart after it
+        are that category's; `restart_cost` and `queue_wait` then hold the
+        share-weighted means (filled in; giving other values is an error).
+    failure_model : a model from `relmodel.failures` (`Exponential`, `Weibull`,
+        `LemonMixture`, `TaxonomyMixture`) instead of the flat fields: it fills
+        ``failure_rate``, ``weibull_shape``, ``lemon_*`` and ``taxonomy`` (a flat
+        field given as well must agree with it) and is not kept, so the result
+        equals the scenario written with flat fields. `to_failure_model()` gives
+        it back.
 
-    Any field may be a sequence: the scenario is then a grid (outer product).
+    Any field but `taxonomy` may be a sequence: the scenario is then a grid
+    (outer product).
     """
 
     n_gpus: int
-    failure_rate: float
-    checkpoint_interval: float
-    work: float
+    failure_rate: float = None  # required unless failure_model gives it
+    checkpoint_interval: float = None  # required
+    work: float = None  # required
     checkpoint_cost: float = 0.0
-    restart_cost: float = 0.0
-    queue_wait: float = 0.0
+    restart_cost: float = None  # 0, or the taxonomy's mean
+    queue_wait: float = None  # 0, or the taxonomy's mean
     gpus_per_node: int = 8
     weibull_shape: float = 1.0
     lemon_fraction: float = 0.0
     lemon_rate_factor: float = 1.0
     queue_wait_distribution: str = "fixed"
+    taxonomy: tuple | None = None
+    failure_model: object = dataclasses.field(default=None, compare=False, repr=False)
 
     def __post_init__(self):
+        if self.failure_model is not None:
+            self._apply_failure_model()
+        missing = [name for name in _REQUIRED if getattr(self, name) is None]
+        if missing:  # a TypeError, as for any missing argument (studies rely on it)
+            hint = " (failure_rate may come from failure_model=)" if "failure_rate" in missing else ""
+            raise TypeError("Scenario() missing required argument(s): "
+                            + ", ".join(f"'{name}'" for name in missing) + hint)
+        self._apply_taxonomy()
         for name, (_, kind) in FIELDS.items():
             value = getattr(self, name)
             if _is_axis(value):
@@ -147,6 +173,79 @@ class Scenario:
             raise ScenarioError(
                 "checkpoint_interval", "gives more than 2**40 checkpoints over `work`; check the units"
             )
+
+    def _apply_failure_model(self):
+        """Fill the flat fields from `failure_model`; a flat field given too must agree."""
+        model = self.failure_model
+        if not hasattr(model, "scenario_fields"):
+            raise ScenarioError("failure_model", f"expected a relmodel.failures model (got {model!r})")
+        defaults = {"failure_rate": None, "weibull_shape": 1.0, "lemon_fraction": 0.0,
+                    "lemon_rate_factor": 1.0, "taxonomy": None}
+        for name, value in model.scenario_fields().items():
+            given = getattr(self, name)
+            if name == "taxonomy" and given is not None:
+                from .failures import as_categories
+
+                given = as_categories(given, "taxonomy")
+            if not _same(given, defaults[name]) and not _same(given, value):
+                raise ScenarioError(name, f"{given!r} conflicts with failure_model={model!r}; give one or the other")
+            object.__setattr__(self, name, value)
+        object.__setattr__(self, "failure_model", None)
+
+    def _apply_taxonomy(self):
+        """Normalise the taxonomy; restart_cost and queue_wait become its share-weighted means."""
+        if self.taxonomy is None:
+            for name in ("restart_cost", "queue_wait"):
+                if getattr(self, name) is None:
+                    object.__setattr__(self, name, 0.0)
+            return
+        from .failures import as_categories
+
+        cats = as_categories(self.taxonomy, "taxonomy")
+        object.__setattr__(self, "taxonomy", cats)
+        for name in ("restart_cost", "queue_wait"):
+            mean = math.fsum(c.share * getattr(c, name) for c in cats)
+            given = getattr(self, name)
+            if given is not None and (_is_axis(given) or not _same(_check_number(name, _item(given), kind="duration"), mean)):
+                raise ScenarioError(name, f"the taxonomy sets it per category (share-weighted mean "
+                                          f"{format_hours(mean)}); leave {name} out")
+            object.__setattr__(self, name, mean)
+
+    def to_failure_model(self):
+        """The failure model of a scalar scenario: `Exponential`, `Weibull`,
+        `LemonMixture` or `TaxonomyMixture` (lemons or Weibull times together
+        with a taxonomy have no single model object: ValueError)."""
+        from .failures import Exponential, LemonMixture, TaxonomyMixture, Weibull
+
+        s = self._scalar()
+        lemons = s.lemon_fraction != 0.0 or s.lemon_rate_factor != 1.0  # any lemon field set
+        if s.taxonomy is not None:
+            if lemons or s.weibull_shape != 1.0:
+                raise ValueError("taxonomy: no single model object for a taxonomy with lemons or Weibull times")
+            return TaxonomyMixture(s.failure_rate, s.taxonomy)
+        if lemons:
+            if s.weibull_shape != 1.0:
+                raise ValueError("weibull_shape: no single model object for lemons with Weibull times")
+            return LemonMixture(s.failure_rate, s.lemon_fraction, s.lemon_rate_factor)
+        return Weibull(s.weibull_shape, s.failure_rate) if s.weibull_shape != 1.0 else Exponential(s.failure_rate)
+
+    @property
+    def category_names(self) -> tuple[str, ...]:
+        """Names of the taxonomy's categories (empty without a taxonomy)."""
+        return tuple(c.name for c in self.taxonomy or ())
+
+    def category_coords(self) -> dict[str, tuple]:
+        """xarray coordinates along a `category` dim (empty without a taxonomy)."""
+        if self.taxonomy is None:
+            return {}
+        cats = self.taxonomy
+        return {
+            "category": ("category", [c.name for c in cats]),
+            "category_share": ("category", np.array([c.share for c in cats]), {"units": "1"}),
+            "category_restart_cost": ("category", np.array([c.restart_cost for c in cats]), {"units": "h"}),
+            "category_queue_wait": ("category", np.array([c.queue_wait for c in cats]), {"units": "h"}),
+            "category_domain": ("category", [c.domain or "" for c in cats]),
+        }
 
     # -- grid structure -------------------------------------------------
     @property
@@ -208,11 +307,44 @@ class Scenario:
                 raise ValueError(f"{name}: the Dataset has no coordinate {name!r}; is it from relmodel?")
             value = ds[name].values
             fields[name] = value.tolist() if value.ndim else value.item()
+        if "category" in ds.coords:
+            from .failures import FailureCategory
+
+            fields["taxonomy"] = tuple(
+                FailureCategory(str(name), float(share), float(restart), float(queue), str(domain) or None)
+                for name, share, restart, queue, domain in zip(
+                    ds["category"].values, ds["category_share"].values, ds["category_restart_cost"].values,
+                    ds["category_queue_wait"].values, ds["category_domain"].values)
+            )
         return cls(**fields)
 
     def sweep(self, **axes) -> "Scenario":
-        """A copy with some fields replaced (sequences make sweep axes)."""
+        """A copy with some fields replaced (sequences make sweep axes).
+
+        With a taxonomy, a scalar `restart_cost` or `queue_wait` scales every
+        category's value by one factor, so that their share-weighted mean
+        becomes the value given (what halving the restart cost means there);
+        a sequence of them is refused (no grid over categories).
+        """
+        if self.taxonomy is not None:
+            axes = self._scale_taxonomy(axes)
         return dataclasses.replace(self, **axes)
+
+    def _scale_taxonomy(self, axes: dict) -> dict:
+        cats = axes.get("taxonomy", self.taxonomy)
+        for name in ("restart_cost", "queue_wait"):
+            if name not in axes or axes[name] is None:
+                continue
+            value = axes[name]
+            if _is_axis(value):
+                raise ScenarioError(name, "cannot be a sweep axis with a taxonomy (it is set per category)")
+            hours = _check_number(name, _item(value), kind="duration")
+            mean = math.fsum(c.share * getattr(c, name) for c in cats)
+            if mean == 0 and hours != 0:
+                raise ScenarioError(name, "every category has 0 here, so there is nothing to scale")
+            factor = hours / mean if mean else 0.0
+            cats = tuple(dataclasses.replace(c, **{name: getattr(c, name) * factor}) for c in cats)
+        return {**axes, "taxonomy": cats, "restart_cost": None, "queue_wait": None}
 
     # -- derived quantities of a scalar scenario ---------------------------
     def _scalar(self) -> "Scenario":
@@ -253,7 +385,16 @@ class Scenario:
             value = getattr(self, name)
             fmt = format_hours if kind == "duration" else str
             parts.append(f"{name}=" + (f"[{', '.join(map(fmt, value))}]" if isinstance(value, tuple) else fmt(value)))
+        if self.taxonomy is not None:
+            parts.append("taxonomy=[" + ", ".join(f"{c.name}:{c.share:g}" for c in self.taxonomy) + "]")
         return "Scenario(" + ", ".join(parts) + ")"
+
+
+def _same(a, b) -> bool:
+    """Equal values, floats within rounding (a model's fields against flat ones)."""
+    if isinstance(a, float) and isinstance(b, float):
+        return a == b or math.isclose(a, b, rel_tol=1e-12, abs_tol=0.0)
+    return a == b
 
 
 def _item(value):
@@ -289,7 +430,7 @@ def as_scenario(value) -> Scenario:
     if isinstance(value, Scenario):
         return value
     if isinstance(value, Mapping):
-        unknown = set(value) - set(FIELDS)
+        unknown = set(value) - set(FIELDS) - set(EXTRA_FIELDS)
         if unknown:
             raise ScenarioError(sorted(unknown)[0], f"not a Scenario field; fields are {', '.join(FIELDS)}")
         return Scenario(**value)

@@ -37,12 +37,30 @@ _VARIABLES = {
     "time_mean": ("mean time per job by component; the components add up to wall_mean", "h"),
     "n_capped": ("jobs stopped at max_failures (their times are truncated)", "1"),
 }
+# Only with a failure taxonomy, along its `category` dim; each adds up over
+# categories to the total (failures_mean, or that component of time_mean).
+_CATEGORY_VARIABLES = {
+    "failures_by_category": ("mean failures per job of each category", "1"),
+    "lost_by_category": ("mean lost (re-done) work per job, by the category of the failure that lost it", "h"),
+    "restart_by_category": ("mean restart time per job, by the category of the failure restarted from", "h"),
+    "queue_by_category": ("mean queue wait per job, by the category of the failure before it", "h"),
+    "unproductive_by_category": ("lost + restart + queue by category: the mean time per job each kind costs", "h"),
+}
+CATEGORY_FIELDS = ("failures", "lost", "restart", "queue")  # the C_* columns, in order
 
 
 def simulate(scenario, n_jobs: int = 100_000, seed: int = 0, backend: str = "numba", *,
              keep_jobs: bool = False, max_failures: int = 100_000, n_threads: int | None = None,
              progress: bool = False, quantiles=(0.05, 0.5, 0.95)) -> xr.Dataset:
     """Sample `n_jobs` job timelines per scenario point and summarise them.
+
+    With a failure taxonomy (``Scenario(taxonomy=...)`` or a `TaxonomyMixture`
+    failure model) the Dataset also has a `category` dim, the category table
+    as coordinates (`category_share`, `category_restart_cost`,
+    `category_queue_wait`, `category_domain`) and `failures_by_category`,
+    `lost_by_category`, `restart_by_category`, `queue_by_category` (means per
+    job; they add up over categories to the totals) and their sum
+    `unproductive_by_category`. Without one, none of these.
 
     Parameters
     ----------
@@ -88,6 +106,12 @@ def simulate(scenario, n_jobs: int = 100_000, seed: int = 0, backend: str = "num
     coords = dict(sc.coords())
     coords["quantile"] = ("quantile", np.asarray(quantiles, dtype=float), {"units": "1"})
     coords["component"] = ("component", list(COMPONENTS))
+    if sc.taxonomy is not None:
+        coords.update(sc.category_coords())
+        for name, (long_name, units) in _CATEGORY_VARIABLES.items():
+            value = est[name]
+            data_vars[name] = (dims + ("category",), value.reshape(sc.shape + value.shape[1:]),
+                               {"long_name": long_name, "units": units})
     if keep_jobs:
         coords["job"] = ("job", np.arange(n_jobs))
         for i, field in enumerate(JOB_FIELDS):
@@ -95,6 +119,11 @@ def simulate(scenario, n_jobs: int = 100_000, seed: int = 0, backend: str = "num
             if field in ("failures", "capped"):
                 values = values.astype(np.int64)
             data_vars[f"job_{field}"] = (dims + ("job",), values, {"units": "1" if field in ("failures", "capped") else "h"})
+        if sc.taxonomy is not None:
+            for i, field in enumerate(CATEGORY_FIELDS):
+                values = totals.cat_jobs[:, :, :, i].reshape(sc.shape + totals.cat_jobs.shape[1:3])
+                data_vars[f"job_{field}_by_category"] = (dims + ("job", "category"), values,
+                                                         {"units": "1" if field == "failures" else "h"})
 
     ds = xr.Dataset(data_vars, coords=coords, attrs={
         "title": "relmodel Monte Carlo job timelines",

@@ -44,6 +44,11 @@ cdef enum:
     S_FAILURES_SQ = 13
     S_CAPPED = 14
     N_STATS = 15
+    C_FAILURES = 0
+    C_LOST = 1
+    C_RESTART = 2
+    C_QUEUE = 3
+    N_CAT_STATS = 4
     N_BINS = 2048
     BLOCK_SIZE = 1024
 
@@ -58,7 +63,8 @@ LAYOUT = dict(
     S_PRODUCTIVE_WALL=S_PRODUCTIVE_WALL, S_EFF=S_EFF, S_EFF_SQ=S_EFF_SQ,
     S_CHECKPOINT=S_CHECKPOINT, S_LOST=S_LOST, S_RESTART=S_RESTART, S_QUEUE=S_QUEUE,
     S_FAILURES=S_FAILURES, S_FAILURES_SQ=S_FAILURES_SQ, S_CAPPED=S_CAPPED,
-    N_STATS=N_STATS, N_BINS=N_BINS, BLOCK_SIZE=BLOCK_SIZE,
+    N_STATS=N_STATS, C_FAILURES=C_FAILURES, C_LOST=C_LOST, C_RESTART=C_RESTART,
+    C_QUEUE=C_QUEUE, N_CAT_STATS=N_CAT_STATS, N_BINS=N_BINS, BLOCK_SIZE=BLOCK_SIZE,
 )
 
 
@@ -166,9 +172,32 @@ cdef inline double time_to_failure(double u, double mean_ttf, double scale, doub
     return scale * pow(e, inv_shape)
 
 
+cdef inline Py_ssize_t inverse_cdf(const double* cdf, Py_ssize_t n, double u) noexcept nogil:
+    """The first index whose cdf entry is >= u (binary search; cdf[n - 1] == 1)."""
+    cdef Py_ssize_t lo = 0, hi = n - 1, mid
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if cdf[mid] < u:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+cdef inline Py_ssize_t draw_category(const double* cat_cdf, Py_ssize_t n_cats, Stream* st) noexcept nogil:
+    """A failure's category; a single category takes no draw."""
+    if n_cats == 1:
+        return 0
+    return inverse_cdf(cat_cdf, n_cats, next_uniform(st))
+
+
 cdef JobResult simulate_job(const double* p, const double* rate_cdf, const double* rate_value,
-                            const double* rate_survival, Py_ssize_t n_rates, uint64_t seed,
+                            const double* rate_survival, Py_ssize_t n_rates,
+                            const double* cat_cdf, const double* cat_restart, const double* cat_queue,
+                            Py_ssize_t n_cats, double* cat_acc, uint64_t seed,
                             uint64_t scenario, int64_t job, int64_t max_failures) noexcept nogil:
+    """One job. With categories (n_cats > 0) it also adds the job's failures, lost
+    work, restart and queue time per category into cat_acc[category * N_CAT_STATS + C_*]."""
     cdef double interval = p[P_INTERVAL]
     cdef double ckpt = p[P_CKPT]
     cdef double restart = p[P_RESTART]
@@ -178,9 +207,12 @@ cdef JobResult simulate_job(const double* p, const double* rate_cdf, const doubl
     cdef double shape = p[P_SHAPE]
     cdef bint queue_exp = p[P_QUEUE_EXP] != 0.0
     cdef double segment = interval + ckpt
+    cdef bint by_category = n_cats > 0
+    cdef Py_ssize_t category = 0
+    cdef double lost_now, wait
     cdef Stream st
     cdef double u = 1.0, lam, mean_ttf = 0.0, scale = 0.0, inv_shape = 0.0, t, left, k
-    cdef Py_ssize_t lo, hi, mid, entry = 0
+    cdef Py_ssize_t entry = 0
     cdef JobResult r
     cdef bint finished = True
     start_stream(&st, seed, scenario, job)
@@ -188,15 +220,7 @@ cdef JobResult simulate_job(const double* p, const double* rate_cdf, const doubl
     # The job's failure rate (per hour): one value, or one draw from the table.
     if n_rates > 1:
         u = next_uniform(&st)
-        lo = 0
-        hi = n_rates - 1
-        while lo < hi:
-            mid = (lo + hi) >> 1
-            if rate_cdf[mid] < u:
-                lo = mid + 1
-            else:
-                hi = mid
-        entry = lo
+        entry = inverse_cdf(rate_cdf, n_rates, u)
     lam = rate_value[entry]
 
     cdef double done = 0.0  # completed (checkpointed) intervals
@@ -227,24 +251,43 @@ cdef JobResult simulate_job(const double* p, const double* rate_cdf, const doubl
             else:
                 t -= k * segment
                 done += k
-            r.lost += t if t > 0.0 else 0.0
+            lost_now = t if t > 0.0 else 0.0
+            r.lost += lost_now
             r.failures += 1
+            if by_category:
+                category = draw_category(cat_cdf, n_cats, &st)
+                restart = cat_restart[category]
+                queue = cat_queue[category]
+                cat_acc[category * N_CAT_STATS + C_FAILURES] += 1.0
+                cat_acc[category * N_CAT_STATS + C_LOST] += lost_now
             # Queue, then restart attempts until one runs `restart` without failing.
             while True:
                 if r.failures >= max_failures:
                     r.capped = 1
                     break
                 if queue_exp:
-                    r.queue += queue * -log(next_uniform(&st))
+                    wait = queue * -log(next_uniform(&st))
                 else:
-                    r.queue += queue
+                    wait = queue
+                r.queue += wait
+                if by_category:
+                    cat_acc[category * N_CAT_STATS + C_QUEUE] += wait
                 t = time_to_failure(next_uniform(&st), mean_ttf, scale, shape, inv_shape)
                 if t >= restart:
                     r.restart += restart
+                    if by_category:
+                        cat_acc[category * N_CAT_STATS + C_RESTART] += restart
                     t -= restart
                     break
                 r.restart += t
+                if by_category:
+                    cat_acc[category * N_CAT_STATS + C_RESTART] += t
                 r.failures += 1
+                if by_category:  # the failed restart's failure draws its own category
+                    category = draw_category(cat_cdf, n_cats, &st)
+                    restart = cat_restart[category]
+                    queue = cat_queue[category]
+                    cat_acc[category * N_CAT_STATS + C_FAILURES] += 1.0
             if r.capped:
                 finished = False
                 break
@@ -259,12 +302,19 @@ cdef JobResult simulate_job(const double* p, const double* rate_cdf, const doubl
 
 def run_blocks(const double[:, ::1] params, const double[::1] rate_cdf,
                const double[::1] rate_value, const double[::1] rate_survival,
-               const int64_t[::1] rate_offset, uint64_t seed,
+               const int64_t[::1] rate_offset, const double[::1] cat_cdf,
+               const double[::1] cat_restart, const double[::1] cat_queue,
+               const int64_t[::1] cat_offset, uint64_t seed,
                const uint64_t[::1] scenario_key, const int64_t[::1] item_scenario,
                const int64_t[::1] item_block, int64_t n_jobs, int64_t max_failures,
-               double[:, ::1] out_stats, int64_t[:, ::1] out_hist):
-    """Sums and histogram of each work item (scenario row, block of BLOCK_SIZE jobs)."""
-    cdef Py_ssize_t it, s, b
+               double[:, ::1] out_stats, int64_t[:, ::1] out_hist, double[:, :, ::1] out_cat):
+    """Sums and histogram of each work item (scenario row, block of BLOCK_SIZE jobs);
+    out_cat[item, category] gets the per-category sums (no columns without a taxonomy)."""
+    cdef Py_ssize_t it, s, b, c, n_cats
+    cdef double* acc
+    cdef const double* c_cdf = NULL
+    cdef const double* c_restart = NULL
+    cdef const double* c_queue = NULL
     cdef int64_t job, first, last
     cdef double work, failure_free_wall, failure_free_eff, d_wall, d_prod, d_eff, fail, y
     cdef double n, wall_sum, wall_sq, prod_sum, prod_sq, prod_wall, eff_sum, eff_sq
@@ -279,6 +329,14 @@ def run_blocks(const double[:, ::1] params, const double[::1] rate_cdf,
             failure_free_eff = work / failure_free_wall
             for b in range(N_BINS + 1):
                 out_hist[it, b] = 0
+            n_cats = cat_offset[s + 1] - cat_offset[s]
+            if n_cats > 0:
+                c_cdf = &cat_cdf[cat_offset[s]]
+                c_restart = &cat_restart[cat_offset[s]]
+                c_queue = &cat_queue[cat_offset[s]]
+            acc = &out_cat[it, 0, 0] if out_cat.shape[1] > 0 else NULL
+            for c in range(out_cat.shape[1] * N_CAT_STATS):
+                acc[c] = 0.0
             n = wall_sum = wall_sq = prod_sum = prod_sq = prod_wall = eff_sum = eff_sq = 0.0
             ckpt_sum = lost_sum = restart_sum = queue_sum = fail_sum = fail_sq = capped_sum = 0.0
             first = item_block[it] * BLOCK_SIZE
@@ -288,6 +346,7 @@ def run_blocks(const double[:, ::1] params, const double[::1] rate_cdf,
             for job in range(first, last):
                 r = simulate_job(&params[s, 0], &rate_cdf[rate_offset[s]], &rate_value[rate_offset[s]],
                                  &rate_survival[rate_offset[s]], rate_offset[s + 1] - rate_offset[s],
+                                 c_cdf, c_restart, c_queue, n_cats, acc,
                                  seed, scenario_key[s], job, max_failures)
                 d_wall = r.wall - failure_free_wall
                 d_prod = r.productive - work
@@ -332,18 +391,34 @@ def run_blocks(const double[:, ::1] params, const double[::1] rate_cdf,
 
 def run_jobs(const double[:, ::1] params, const double[::1] rate_cdf,
              const double[::1] rate_value, const double[::1] rate_survival,
-             const int64_t[::1] rate_offset, uint64_t seed,
+             const int64_t[::1] rate_offset, const double[::1] cat_cdf,
+             const double[::1] cat_restart, const double[::1] cat_queue,
+             const int64_t[::1] cat_offset, uint64_t seed,
              const uint64_t[::1] scenario_key, int64_t first_job, int64_t max_failures,
-             double[:, :, ::1] out):
-    """Per-job outputs: out[s, i] for job first_job + i of scenario row s."""
-    cdef Py_ssize_t s, i
+             double[:, :, ::1] out, double[:, :, :, ::1] out_cat):
+    """Per-job outputs: out[s, i] for job first_job + i of scenario row s, and its
+    per-category sums in out_cat[s, i]."""
+    cdef Py_ssize_t s, i, c, n_cats
+    cdef double* acc
+    cdef const double* c_cdf = NULL
+    cdef const double* c_restart = NULL
+    cdef const double* c_queue = NULL
     cdef JobResult r
     with nogil:
         for s in range(out.shape[0]):
+            n_cats = cat_offset[s + 1] - cat_offset[s]
+            if n_cats > 0:
+                c_cdf = &cat_cdf[cat_offset[s]]
+                c_restart = &cat_restart[cat_offset[s]]
+                c_queue = &cat_queue[cat_offset[s]]
             for i in range(out.shape[1]):
+                acc = &out_cat[s, i, 0, 0] if out_cat.shape[2] > 0 else NULL
+                for c in range(out_cat.shape[2] * N_CAT_STATS):
+                    acc[c] = 0.0
                 r = simulate_job(&params[s, 0], &rate_cdf[rate_offset[s]], &rate_value[rate_offset[s]],
-                                 &rate_survival[rate_offset[s]], rate_offset[s + 1] - rate_offset[s], seed, scenario_key[s],
-                                 first_job + i, max_failures)
+                                 &rate_survival[rate_offset[s]], rate_offset[s + 1] - rate_offset[s],
+                                 c_cdf, c_restart, c_queue, n_cats, acc,
+                                 seed, scenario_key[s], first_job + i, max_failures)
                 out[s, i, J_WALL] = r.wall
                 out[s, i, J_PRODUCTIVE] = r.productive
                 out[s, i, J_CHECKPOINT] = r.checkpoint

@@ -49,6 +49,15 @@ S_FAILURES_SQ = 13
 S_CAPPED = 14
 N_STATS = 15
 
+# Columns of the per-category sums (only with a failure taxonomy): per block of
+# jobs, or per job with keep_jobs. A failure is counted in the category it
+# draws; its lost work, and the queue wait and restart that follow it, go there too.
+C_FAILURES = 0
+C_LOST = 1
+C_RESTART = 2
+C_QUEUE = 3
+N_CAT_STATS = 4
+
 # Histogram of y = (failure-free wall) / wall in (0, 1]: N_BINS equal bins plus
 # one atom bin (index N_BINS) for jobs that saw no loss at all (y == 1 exactly).
 N_BINS = 2048

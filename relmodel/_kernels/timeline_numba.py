@@ -5,6 +5,11 @@ that runs on the job's runtime clock (compute, checkpoint writes, restarts; not
 queue waits), lost work since the last checkpoint, queue wait, restart.
 Whole failure-free segments are skipped in O(1) per failure draw.
 
+With a failure taxonomy (a non-empty category table), each failure draws its
+category from the same stream (one more uniform, only when there are two or
+more categories), and the queue wait and restart after it are that category's;
+a failure during a restart draws again. Without one, the draws are as before.
+
 No fastmath: the Cython twin must produce the same bits, so no reassociation,
 no contraction into FMA, and the same libm `log`/`pow` on both sides.
 """
@@ -16,6 +21,10 @@ from numba import njit, prange
 
 from .layout import (
     BLOCK_SIZE,
+    C_FAILURES,
+    C_LOST,
+    C_QUEUE,
+    C_RESTART,
     J_CAPPED,
     J_CHECKPOINT,
     J_FAILURES,
@@ -65,11 +74,53 @@ def time_to_failure(u, mean_ttf, scale, shape, inv_shape):
     return scale * e**inv_shape
 
 
+@njit(inline="always", **_JIT)
+def inverse_cdf(cdf, u):
+    """The first index whose cdf entry is >= u (binary search; cdf[-1] == 1)."""
+    lo = 0
+    hi = cdf.size - 1
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if cdf[mid] < u:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@njit(inline="always", **_JIT)
+def draw_category(cat_cdf, k0, k1, job_lo, job_hi, n_drawn, spare):
+    """A failure's category; a single category takes no draw. Returns (category, n_drawn, spare)."""
+    if cat_cdf.size == 1:
+        return 0, n_drawn, spare
+    u, n_drawn, spare = next_uniform(k0, k1, job_lo, job_hi, n_drawn, spare)
+    return inverse_cdf(cat_cdf, u), n_drawn, spare
+
+
+@njit(inline="always", **_JIT)
+def draw_rate_entry(rate_cdf, k0, k1, job_lo, job_hi):
+    """The job's failure rate (per hour), as an entry of its rate table: one
+    value, or one draw from the table. Returns (entry, n_drawn, spare) of a
+    fresh job stream; `failure_sample` starts its jobs the same way."""
+    n_drawn = 0
+    spare = 0.0
+    entry = 0
+    if rate_cdf.size > 1:
+        u, n_drawn, spare = next_uniform(k0, k1, job_lo, job_hi, n_drawn, spare)
+        entry = inverse_cdf(rate_cdf, u)
+    return entry, n_drawn, spare
+
+
 # Inlined at Numba IR level: a call would pass four array views and pay
 # reference counting on each, tripling the cost of a job with no failure.
 @njit(inline="always", **_JIT)
-def simulate_job(p, rate_cdf, rate_value, rate_survival, k0, k1, job, max_failures):
-    """One job; returns (wall, productive, checkpoint, lost, restart, queue, failures, capped)."""
+def simulate_job(p, rate_cdf, rate_value, rate_survival, cat_cdf, cat_restart, cat_queue, cat_acc,
+                 k0, k1, job, max_failures):
+    """One job; returns (wall, productive, checkpoint, lost, restart, queue, failures, capped).
+
+    With categories (cat_cdf not empty) it also adds the job's failures, lost
+    work, restart and queue time per category into cat_acc[category, C_*].
+    """
     interval = p[P_INTERVAL]
     ckpt = p[P_CKPT]
     restart = p[P_RESTART]
@@ -79,23 +130,10 @@ def simulate_job(p, rate_cdf, rate_value, rate_survival, k0, k1, job, max_failur
     shape = p[P_SHAPE]
     queue_exp = p[P_QUEUE_EXP] != 0.0
     segment = interval + ckpt
+    by_category = cat_cdf.size > 0
+    category = 0
     job_lo, job_hi = split_job(job)
-    n_drawn = 0
-    spare = 0.0
-
-    # The job's failure rate (per hour): one value, or one draw from the table.
-    entry = 0
-    if rate_cdf.size > 1:
-        u, n_drawn, spare = next_uniform(k0, k1, job_lo, job_hi, n_drawn, spare)
-        lo = 0
-        hi = rate_cdf.size - 1
-        while lo < hi:
-            mid = (lo + hi) >> 1
-            if rate_cdf[mid] < u:
-                lo = mid + 1
-            else:
-                hi = mid
-        entry = lo
+    entry, n_drawn, spare = draw_rate_entry(rate_cdf, k0, k1, job_lo, job_hi)
     lam = rate_value[entry]
 
     done = 0.0  # completed (checkpointed) intervals
@@ -128,8 +166,15 @@ def simulate_job(p, rate_cdf, rate_value, rate_survival, k0, k1, job, max_failur
             else:
                 t -= k * segment
                 done += k
-            lost += max(t, 0.0)
+            lost_now = max(t, 0.0)
+            lost += lost_now
             failures += 1
+            if by_category:
+                category, n_drawn, spare = draw_category(cat_cdf, k0, k1, job_lo, job_hi, n_drawn, spare)
+                restart = cat_restart[category]
+                queue = cat_queue[category]
+                cat_acc[category, C_FAILURES] += 1.0
+                cat_acc[category, C_LOST] += lost_now
             # Queue, then restart attempts until one runs `restart` without failing.
             while True:
                 if failures >= max_failures:
@@ -137,17 +182,29 @@ def simulate_job(p, rate_cdf, rate_value, rate_survival, k0, k1, job, max_failur
                     break
                 if queue_exp:
                     u, n_drawn, spare = next_uniform(k0, k1, job_lo, job_hi, n_drawn, spare)
-                    queue_time += queue * -math.log(u)
+                    wait = queue * -math.log(u)
                 else:
-                    queue_time += queue
+                    wait = queue
+                queue_time += wait
+                if by_category:
+                    cat_acc[category, C_QUEUE] += wait
                 u, n_drawn, spare = next_uniform(k0, k1, job_lo, job_hi, n_drawn, spare)
                 t = time_to_failure(u, mean_ttf, scale, shape, inv_shape)
                 if t >= restart:
                     restart_time += restart
+                    if by_category:
+                        cat_acc[category, C_RESTART] += restart
                     t -= restart
                     break
                 restart_time += t
+                if by_category:
+                    cat_acc[category, C_RESTART] += t
                 failures += 1
+                if by_category:  # the failed restart's failure draws its own category
+                    category, n_drawn, spare = draw_category(cat_cdf, k0, k1, job_lo, job_hi, n_drawn, spare)
+                    restart = cat_restart[category]
+                    queue = cat_queue[category]
+                    cat_acc[category, C_FAILURES] += 1.0
             if capped:
                 finished = False
                 break
@@ -161,16 +218,20 @@ def simulate_job(p, rate_cdf, rate_value, rate_survival, k0, k1, job, max_failur
 
 
 @njit(
-    "void(float64[:, ::1], float64[::1], float64[::1], float64[::1], int64[::1], uint64,"
-    " uint64[::1], int64[::1], int64[::1], int64, int64, float64[:, ::1], int64[:, ::1])",
+    "void(float64[:, ::1], float64[::1], float64[::1], float64[::1], int64[::1],"
+    " float64[::1], float64[::1], float64[::1], int64[::1], uint64,"
+    " uint64[::1], int64[::1], int64[::1], int64, int64, float64[:, ::1], int64[:, ::1],"
+    " float64[:, :, ::1])",
     parallel=True,
     **_JIT,
 )
 def run_blocks(
-    params, rate_cdf, rate_value, rate_survival, rate_offset, seed, scenario_key,
-    item_scenario, item_block, n_jobs, max_failures, out_stats, out_hist,
+    params, rate_cdf, rate_value, rate_survival, rate_offset, cat_cdf, cat_restart, cat_queue,
+    cat_offset, seed, scenario_key, item_scenario, item_block, n_jobs, max_failures, out_stats,
+    out_hist, out_cat,
 ):
-    """Sums and histogram of each work item (scenario row, block of BLOCK_SIZE jobs)."""
+    """Sums and histogram of each work item (scenario row, block of BLOCK_SIZE jobs);
+    out_cat[item, category] gets the per-category sums (no columns without a taxonomy)."""
     k0 = np.uint64(seed)
     for it in prange(item_scenario.size):
         s = item_scenario[it]
@@ -178,6 +239,11 @@ def run_blocks(
         cdf = rate_cdf[rate_offset[s]:rate_offset[s + 1]]
         value = rate_value[rate_offset[s]:rate_offset[s + 1]]
         survival = rate_survival[rate_offset[s]:rate_offset[s + 1]]
+        c_cdf = cat_cdf[cat_offset[s]:cat_offset[s + 1]]
+        c_restart = cat_restart[cat_offset[s]:cat_offset[s + 1]]
+        c_queue = cat_queue[cat_offset[s]:cat_offset[s + 1]]
+        acc = out_cat[it]
+        acc[:, :] = 0.0
         k1 = scenario_key[s]
         # Sums of deviations from the failure-free job: exact zeros when no job fails.
         work = p[P_WORK]
@@ -190,7 +256,7 @@ def run_blocks(
         first = item_block[it] * BLOCK_SIZE
         for job in range(first, min(first + BLOCK_SIZE, n_jobs)):
             wall, prod, ckpt, lost, restart, queue, failures, capped = simulate_job(
-                p, cdf, value, survival, k0, k1, job, max_failures
+                p, cdf, value, survival, c_cdf, c_restart, c_queue, acc, k0, k1, job, max_failures
             )
             d_wall = wall - failure_free_wall
             d_prod = prod - work
@@ -237,10 +303,11 @@ def run_blocks(
 # Lazily compiled (no signature): only keep_jobs needs it, so simulate does not load it at start-up.
 @njit(parallel=True, **_JIT)
 def run_jobs(
-    params, rate_cdf, rate_value, rate_survival, rate_offset, seed, scenario_key, first_job,
-    max_failures, out,
+    params, rate_cdf, rate_value, rate_survival, rate_offset, cat_cdf, cat_restart, cat_queue,
+    cat_offset, seed, scenario_key, first_job, max_failures, out, out_cat,
 ):
-    """Per-job outputs: out[s, i] for job first_job + i of scenario row s."""
+    """Per-job outputs: out[s, i] for job first_job + i of scenario row s, and its
+    per-category sums in out_cat[s, i]."""
     k0 = np.uint64(seed)
     n_jobs = out.shape[1]
     for flat in prange(out.shape[0] * n_jobs):
@@ -249,8 +316,12 @@ def run_jobs(
         cdf = rate_cdf[rate_offset[s]:rate_offset[s + 1]]
         value = rate_value[rate_offset[s]:rate_offset[s + 1]]
         survival = rate_survival[rate_offset[s]:rate_offset[s + 1]]
+        acc = out_cat[s, i]
+        acc[:, :] = 0.0
         wall, prod, ckpt, lost, restart, queue, failures, capped = simulate_job(
-            params[s], cdf, value, survival, k0, scenario_key[s], first_job + i, max_failures
+            params[s], cdf, value, survival, cat_cdf[cat_offset[s]:cat_offset[s + 1]],
+            cat_restart[cat_offset[s]:cat_offset[s + 1]], cat_queue[cat_offset[s]:cat_offset[s + 1]],
+            acc, k0, scenario_key[s], first_job + i, max_failures
         )
         row = out[s, i]
         row[J_WALL] = wall
