@@ -22,6 +22,7 @@ import math
 import numpy as np
 
 from .scenario import ScenarioError, _check_number
+from .synthetic_log import synthetic_log  # noqa: F401 (the issue's relmodel.failures.synthetic_log)
 from .units import to_hours
 
 # Binomial tails below this mass are dropped: a 53-bit uniform cannot reach them.
@@ -369,10 +370,3 @@ class TaxonomyMixture(_RenewalModel):
 
 MODELS = (Exponential, Weibull, LemonMixture, TaxonomyMixture)
 
-
-def synthetic_log(*args, **kwargs):
-    """A synthetic cluster job log drawn from a failure model: see
-    `relmodel.synthetic_log.synthetic_log` (re-exported here, loaded on first use)."""
-    from .synthetic_log import synthetic_log as draw
-
-    return draw(*args, **kwargs)

@@ -16,7 +16,7 @@ from relmodel.engine import pack, run
 from relmodel.failures import (
     MODELS, Exponential, FailureCategory, LemonMixture, TaxonomyMixture, Weibull, as_categories,
 )
-from strategies import scenarios
+from relmodel.testing.strategies import scenarios
 
 RATE = st.floats(1e-4, 5e-2)
 N_NODES = st.integers(1, 4096)
@@ -326,7 +326,7 @@ def test_the_share_weighted_one_kind_restart_phase_is_not_the_answer():
 
 
 @settings(max_examples=8)
-@given(sc=scenarios(exponential_only=True, max_gpus=8192), cats=categories(max_size=3))
+@given(sc=scenarios(laws=("exponential",), max_gpus=8192), cats=categories(max_size=3))
 def test_simulated_ettr_agrees_with_the_exact_form_on_random_taxonomies(sc, cats):
     sc = with_taxonomy(dataclasses.replace(sc, lemon_fraction=0.0), cats)
     ds = rm.simulate(sc, n_jobs=20_000, seed=7)
