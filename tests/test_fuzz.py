@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from relmodel.cli import main
 
 CALL_SECONDS = 30  # a hang, not a slow run: the slowest valid draw takes a few seconds
-COMMANDS = ("simulate", "plan", "pipeline", "cluster")
+COMMANDS = ("simulate", "plan", "pipeline", "cluster", "fit", "sweep")
 # Values that trip parsers: valid ones of every kind, and the edges and the junk around them.
 VALUES = (
     "1", "8", "64", "1000", "16384", "1000000", "0", "-1", "2.5", "1e3", "1e-300", "1e400", "nan", "inf", "-inf",
@@ -43,11 +43,15 @@ def time_bound(seconds):
 def command_lines(draw, command, out_dir):
     cmd = main.get_command(None, command)
     args = [command]
+    for argument in (p for p in cmd.params if isinstance(p, click.Argument)):
+        args.append(draw(st.sampled_from(sorted(str(p) for p in out_dir.glob("input*")) + ["missing.csv", ""])))
     options = [p for p in cmd.params if isinstance(p, click.Option) and p.name not in ("help",)]
     for option in draw(st.lists(st.sampled_from(options), max_size=8, unique_by=lambda p: p.name)):
         flag = option.opts[-1] if option.opts[-1].startswith("--") else option.opts[0]
         if option.is_flag:
             args.append(flag)
+        elif option.name in ("from_log", "trace"):
+            args += [flag, draw(st.sampled_from(sorted(str(p) for p in out_dir.glob("input*")) + ["missing.csv"]))]
         elif option.name in ("out", "plot", "json_path", "figures"):
             args += [flag, str(out_dir / draw(st.sampled_from(["x.nc", "x.png", "x.zarr", "x.txt", "x"])))]
         else:
@@ -58,7 +62,21 @@ def command_lines(draw, command, out_dir):
 
 @pytest.fixture(scope="module")
 def out_dir(tmp_path_factory):
-    return tmp_path_factory.mktemp("fuzz")
+    """A folder for outputs, with the input files commands may be pointed at:
+    job logs (valid and malformed), a study file, an empty file and junk."""
+    from hypothesis import find
+
+    from relmodel.synthetic_log import synthetic_log
+    from relmodel.testing.strategies import job_logs
+
+    folder = tmp_path_factory.mktemp("fuzz")
+    synthetic_log(300, failure_rate=6.5e-3, seed=1).to_csv(folder / "input-log.csv")
+    (folder / "input-bad-log.csv").write_text(find(job_logs(malformed=True), lambda text: True))
+    (folder / "input-study.toml").write_text(
+        '[fixed]\nfailure_rate = 6.5e-3\nwork = "1d"\n[sweep]\nn_gpus = [8, 64]\n[run]\nn_jobs = 500\nseed = 1\n')
+    (folder / "input-empty.txt").write_text("")
+    (folder / "input-junk.bin").write_bytes(bytes(range(256)))
+    return folder
 
 
 @pytest.mark.parametrize("command", COMMANDS)

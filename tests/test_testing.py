@@ -14,8 +14,9 @@ import relmodel as rm
 from relmodel.elastic import check_job
 from relmodel.testing import invariants
 from relmodel.testing.invariants import InvariantError
-from relmodel.testing.strategies import (durations, elastic_jobs, failed_workers, pipeline_configs,
-                                         scenarios)
+from relmodel.logs import LogError, read_log
+from relmodel.testing.strategies import (durations, elastic_jobs, failed_workers, failure_models, job_logs,
+                                         pipeline_configs, scenarios)
 
 REFERENCE = rm.Scenario(n_gpus=1024, failure_rate=6.5e-3, checkpoint_interval="1h", checkpoint_cost="5min",
                         restart_cost="10min", work="7d")
@@ -85,6 +86,36 @@ def test_rigid_elastic_jobs_have_a_single_batch(job):
     assert job.min_batch == job.max_batch == job.batch
 
 
+@given(model=failure_models(min_rate=1e-3, max_rate=1e-2))
+def test_failure_models_are_valid_and_go_into_a_scenario(model):
+    assert 1e-3 <= model.rate <= 1e-2 and model.mean(n_nodes=128) > 0
+    sc = rm.Scenario(n_gpus=1024, failure_model=model, checkpoint_interval="1h", work="1d")
+    assert sc.to_failure_model() == model
+
+
+@given(model=failure_models(kinds=("taxonomy",), max_categories=2))
+def test_taxonomy_models_respect_their_category_bound(model):
+    assert 1 <= len(model.categories) <= 2 and sum(c.share for c in model.categories) == pytest.approx(1)
+
+
+@pytest.mark.parametrize("fmt", ["csv", "sacct"])
+@given(data=st.data())
+def test_job_logs_read_without_error_and_every_row_is_accounted_for(fmt, data):
+    text = data.draw(job_logs(format=fmt, min_jobs=1, max_jobs=8))
+    log = read_log(text)
+    s = log.summary
+    assert s.format == fmt and s.rows_read == len(text.splitlines()) - 1
+    assert s.rows_used + s.rows_folded + s.rows_skipped == s.rows_read and not s.errors
+
+
+@pytest.mark.parametrize("fmt", ["csv", "sacct"])
+@given(data=st.data())
+def test_malformed_job_logs_are_reported_with_their_line(fmt, data):
+    text = data.draw(job_logs(format=fmt, max_jobs=6, malformed=True))
+    with pytest.raises(LogError, match=r"^line \d+: "):
+        read_log(text)
+
+
 @pytest.mark.parametrize("make", [
     lambda: scenarios(min_gpus=10, max_gpus=5),
     lambda: scenarios(min_gpus=0),
@@ -100,6 +131,12 @@ def test_rigid_elastic_jobs_have_a_single_batch(job):
     lambda: pipeline_configs(orders=("gpipe",)),
     lambda: elastic_jobs(n_gpus=0),
     lambda: elastic_jobs(models=("no-such-model",)),
+    lambda: failure_models(kinds=("gamma",)),
+    lambda: failure_models(min_rate=1.0, max_rate=0.1),
+    lambda: failure_models(max_categories=0),
+    lambda: job_logs(format="json"),
+    lambda: job_logs(min_jobs=5, max_jobs=2),
+    lambda: job_logs(max_jobs=0, malformed=True),
 ], ids=lambda f: "")
 def test_impossible_bounds_raise_invalid_argument(make):
     with pytest.raises(InvalidArgument):

@@ -30,6 +30,8 @@ __all__ = [
     "elastic_jobs",
     "failed_workers",
     "failure_laws",
+    "failure_models",
+    "job_logs",
     "pipeline_configs",
     "scenarios",
 ]
@@ -191,6 +193,127 @@ def scenarios(*, n_gpus=None, failure_rate=None, checkpoint_interval=None, work=
     fields = {name: default(name) if value is None else _as_strategy(value) for name, value in given.items()}
     fields["gpus_per_node"] = st.sampled_from([1, 4, 8]) if gpus_per_node is None else _as_strategy(gpus_per_node)
     return _scenario(fields, laws_strategy, qwd)
+
+
+# ---- failure models -------------------------------------------------------------
+
+FAILURE_MODEL_KINDS = ("exponential", "weibull", "lemon", "taxonomy")
+
+
+@st.composite
+def _categories(draw, max_categories):
+    from ..failures import FailureCategory
+
+    n = draw(st.integers(1, max_categories))
+    weights = draw(st.lists(st.integers(1, 100), min_size=n, max_size=n))
+    total = sum(weights)
+    shares = [w / total for w in weights]
+    shares[-1] = 1.0 - sum(shares[:-1])  # exact sum despite rounding
+    cost = st.one_of(st.just(0.0), _log_uniform(1 / 60, 4.0))
+    return tuple(FailureCategory(f"kind{i}", share, restart_cost=draw(cost), queue_wait=draw(cost))
+                 for i, share in enumerate(shares))
+
+
+def failure_models(*, kinds=FAILURE_MODEL_KINDS, min_rate: float = 1e-4, max_rate: float = 2e-2,
+                   max_categories: int = 4) -> SearchStrategy:
+    """Failure models of `relmodel.failures`: `Exponential`, `Weibull` (shape
+    0.5 to 3), `LemonMixture` (up to 5% of nodes, 2 to 50 times the rate) and
+    `TaxonomyMixture` (1 to `max_categories` kinds with restart costs and queue
+    waits of 0 or 1 min to 4 h), each with a rate in [min_rate, max_rate] per
+    node-day. Any of them can be handed to ``Scenario(failure_model=...)``."""
+    from .. import failures
+
+    kinds = _check_choices("kinds", kinds, FAILURE_MODEL_KINDS)
+    _check_bounds("rate", min_rate, max_rate, minimum=0.0, maximum=1e6)
+    if isinstance(max_categories, bool) or not isinstance(max_categories, int) or max_categories < 1:
+        raise InvalidArgument(f"max_categories={max_categories!r} must be an integer >= 1")
+    rate = _log_uniform(min_rate, max_rate) if min_rate > 0 else st.one_of(st.just(0.0), _log_uniform(
+        max(max_rate * 1e-6, 1e-12), max_rate) if max_rate > 0 else st.just(0.0))
+    options = {
+        "exponential": st.builds(failures.Exponential, rate),
+        "weibull": st.builds(failures.Weibull, st.floats(0.5, 3.0), rate),
+        "lemon": st.builds(failures.LemonMixture, rate, st.floats(1e-3, 0.05), st.floats(2.0, 50.0)),
+        "taxonomy": st.builds(failures.TaxonomyMixture, rate, _categories(max_categories)),
+    }
+    return st.one_of(*(options[kind] for kind in kinds))
+
+
+# ---- job logs -----------------------------------------------------------------------
+
+LOG_FORMATS = ("csv", "sacct")
+_LOG_STATES = ("COMPLETED", "FAILED", "NODE_FAIL", "PREEMPTED", "REQUEUED", "TIMEOUT", "CANCELLED",
+               "OUT_OF_MEMORY")
+_START = 1_704_067_200  # 2024-01-01T00:00:00Z
+
+
+def _stamp(seconds: int) -> str:
+    from datetime import datetime, timezone
+
+    return datetime.fromtimestamp(seconds, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+
+
+def _elapsed(seconds: int) -> str:
+    days, rest = divmod(seconds, 86_400)
+    return (f"{days}-" if days else "") + f"{rest // 3600:02d}:{rest % 3600 // 60:02d}:{rest % 60:02d}"
+
+
+# The kinds of malformed row `read_log` must name with their line number.
+_BAD_ROWS = ("end before start", "bad time format", "unknown state", "bad number", "missing field")
+
+
+@st.composite
+def _job_log(draw, fmt, min_jobs, max_jobs, malformed):
+    n = draw(st.integers(min_jobs, max_jobs))
+    csv_header = "job_id,n_gpus,start,end,state,cause"
+    sacct_header = "JobID|JobName|State|Start|End|Elapsed|NNodes|AllocTRES|NodeList|Comment"
+    lines = [csv_header if fmt == "csv" else sacct_header]
+    bad_at = draw(st.integers(0, n - 1)) if malformed and n else None
+    for job in range(n):
+        nodes = draw(st.sampled_from([1, 2, 4, 16, 64, 256]))
+        start = _START + draw(st.integers(0, 90 * 86_400))
+        runtime = draw(st.integers(60, 14 * 86_400))
+        state = draw(st.sampled_from(_LOG_STATES))
+        cause = "health_check: xid 79" if state == "FAILED" and draw(st.booleans()) else ""
+        fields = {"id": str(1000 + job), "size": str(8 * nodes), "start": _stamp(start),
+                  "end": _stamp(start + runtime), "state": state}
+        if job == bad_at:
+            kind = draw(st.sampled_from(_BAD_ROWS))
+            fields.update({"end": _stamp(start - 3600)} if kind == "end before start" else
+                          {"start": "2024-13-45T99:00:00"} if kind == "bad time format" else
+                          {"state": "EXPLODED"} if kind == "unknown state" else
+                          {"size": "eight"} if kind == "bad number" else {"id": None})
+        if fmt == "csv":
+            row = [fields["id"], fields["size"], fields["start"], fields["end"], fields["state"], cause]
+            if fields["id"] is None:
+                row = row[1:]
+            lines.append(",".join(row))
+        else:
+            row = [fields["id"], "train", fields["state"], fields["start"], fields["end"], _elapsed(runtime),
+                   str(nodes), f"cpu={12 * nodes},gres/gpu={fields['size']},node={nodes}",
+                   f"node[{job * 4:05d}-{job * 4 + nodes - 1:05d}]" if nodes > 1 else f"node{job * 4:05d}", cause]
+            if fields["id"] is None:
+                row = row[1:]
+            lines.append("|".join(row))
+    return "\n".join(lines) + "\n"
+
+
+def job_logs(*, format: str = "csv", min_jobs: int = 1, max_jobs: int = 20, malformed: bool = False) -> SearchStrategy:
+    """Scheduler job logs as text, readable by `relmodel.logs.read_log`.
+
+    format : "csv" (``job_id,n_gpus,start,end,state,cause``) or "sacct"
+        (``sacct --parsable2`` with JobID, State, Start, End, Elapsed, NNodes,
+        AllocTRES, NodeList, Comment).
+    min_jobs, max_jobs : bounds on the number of job rows.
+    malformed : put exactly one malformed row in (end before start, bad time
+        format, unknown state, bad number or a missing field), which `read_log`
+        must report as a `LogError` naming its line.
+    """
+    if format not in LOG_FORMATS:
+        raise InvalidArgument(f"format={format!r} must be one of {LOG_FORMATS}")
+    _check_bounds("jobs", min_jobs, max_jobs, minimum=0, maximum=100_000)
+    if malformed and max_jobs < 1:
+        raise InvalidArgument("malformed=True needs max_jobs >= 1 (a row to break)")
+    return _job_log(format, int(max(min_jobs, 1 if malformed else 0)), int(max_jobs), bool(malformed))
 
 
 # ---- pipelines ----------------------------------------------------------------
