@@ -15,7 +15,6 @@ sizes. Writes testing_your_model.nc and .png.
 import argparse
 from pathlib import Path
 
-import numpy as np
 import xarray as xr
 from hypothesis import given, settings
 from matplotlib.figure import Figure

@@ -22,8 +22,7 @@ import math
 import numpy as np
 
 from .scenario import ScenarioError, _check_number
-from .synthetic_log import synthetic_log  # noqa: F401 (the issue's relmodel.failures.synthetic_log)
-from .units import to_hours
+from .synthetic_log import synthetic_log  # noqa: F401  re-exported: relmodel.failures.synthetic_log
 
 # Binomial tails below this mass are dropped: a 53-bit uniform cannot reach them.
 _TAIL = 2.0**-60

@@ -1,7 +1,6 @@
 """compare(), the planner, its figures and `relmodel plan`."""
 
 import json
-import math
 
 import numpy as np
 import pytest

@@ -228,7 +228,7 @@ def run(quick: bool = False, json_path=None, figures=None) -> dict:
         limits[name] = measure_limit(ref["n_jobs"], round(ref["events"] / ref["n_jobs"]) + 1)
     check_agreement(results)
 
-    print(f"\nall implementations agree on ETTR (within 4 standard errors; cython bit for bit)\n")
+    print("\nall implementations agree on ETTR (within 4 standard errors; cython bit for bit)\n")
     print(f"{'scenario':8} {'implementation':15} {'n_jobs':>11} {'ETTR':>9} {'jobs/s':>10} {'events/s':>10} "
           f"{'relmodel x':>10} {'peak MB':>8}")
     for name, runs in results.items():
