@@ -121,13 +121,20 @@ def build_scenario(fields: dict) -> Scenario:
         raise usage_error(err) from None
 
 
+def _one_line_warning(message, category, filename, lineno, file=None, line=None):
+    """Warnings on the command line: one line, no source excerpt."""
+    click.echo(f"Warning: {message}", err=True)
+
+
 class OneLineErrors(click.Group):
     """Bad input is one line, `Error: <flag>: <reason>`, and exit status 2 (no usage dump)."""
 
     def main(self, args=None, prog_name=None, **kwargs):
         kwargs.pop("standalone_mode", None)
         try:
-            result = super().main(args, prog_name, standalone_mode=False, **kwargs)
+            with warnings.catch_warnings():
+                warnings.showwarning = _one_line_warning
+                result = super().main(args, prog_name, standalone_mode=False, **kwargs)
         except click.BadParameter as err:
             # "--flag: reason", as for every other bad input, rather than click's own wording.
             flag = err.param.opts[-1] if err.param is not None and err.param.opts else err.param_hint

@@ -116,7 +116,7 @@ def _value_text(name: str, value) -> str:
 
 
 def plan(scenario=None, *, target_ettr: float | None = None, n_jobs: int = 20_000, seed: int = 0,
-         backend: str = "numba", **fields) -> Plan:
+         backend: str = "numba", max_failures: int = 10_000, **fields) -> Plan:
     """Plan a run: recommended checkpoint interval, ETTR, MTTF and what must improve.
 
     Give a Scenario (its checkpoint_interval, if any, is shown as "current"), or
@@ -124,6 +124,8 @@ def plan(scenario=None, *, target_ettr: float | None = None, n_jobs: int = 20_00
     adds, for failure rate, restart cost and checkpoint cost, the value each would
     need alone to reach it, and the largest GPU count that reaches it today.
     Needs exponential failures (weibull_shape = 1): the plan rests on the renewal form.
+    The check simulation stops a job at `max_failures` failures (a `CappedJobsWarning`
+    says so): such a run has an ETTR near 0 and a hopeless plan answers in seconds.
     """
     from .simulate import simulate
 
@@ -149,7 +151,8 @@ def plan(scenario=None, *, target_ettr: float | None = None, n_jobs: int = 20_00
         intervals["current"] = sc.checkpoint_interval
     feasible = {label: feasible_interval(v, sc.work) for label, v in intervals.items()}
     distinct = sorted(set(feasible.values()))
-    sim = simulate(sc.sweep(checkpoint_interval=distinct), n_jobs=n_jobs, seed=seed, backend=backend)
+    sim = simulate(sc.sweep(checkpoint_interval=distinct), n_jobs=n_jobs, seed=seed, backend=backend,
+                   max_failures=max_failures)
     ettr_by = {}
     for label, interval in feasible.items():
         at = sc.sweep(checkpoint_interval=interval)
