@@ -97,14 +97,32 @@ def scenario_options(func=None, *, interval_default="1h", interval_help="Product
         ("--lemon-rate-factor", "lemon_rate_factor", 1.0, "How many times more often they fail."),
         ("--queue-wait-distribution", "queue_wait_distribution", "fixed", "fixed or exponential."),
     ]
+    func = click.option("--taxonomy", default=None, metavar="NAME|FILE",
+                        help="Failure kinds with their own shares, restart costs and queue waits: a preset "
+                             "(meta-2024, slurm-default) or a taxonomy TOML file. Replaces --restart-cost and "
+                             "--queue-wait.")(func)
     for flag, field, default, help_text in reversed(specs):
         extra = {"required": True} if field == "n_gpus" else {"default": default, "show_default": default is not None}
         func = click.option(flag, field, type=FieldValues(field), help=help_text, **extra)(func)
     return func
 
 
+def taxonomy_fields(fields: dict) -> dict:
+    """With --taxonomy, the restart cost and queue wait come per kind from it:
+    their defaults are dropped (given explicitly, they must match its means)."""
+    if fields.get("taxonomy") is None:
+        fields.pop("taxonomy", None)
+        return fields
+    ctx = click.get_current_context()
+    for name in ("restart_cost", "queue_wait"):
+        if ctx.get_parameter_source(name) == ParameterSource.DEFAULT:
+            fields.pop(name, None)
+    return fields
+
+
 FLAGS = {"n_gpus": "--gpus", "n_threads": "--threads",
-         **{f: "--" + f.replace("_", "-") for f in (*FIELDS, "n_jobs", "seed", "max_failures", "target_ettr")
+         **{f: "--" + f.replace("_", "-") for f in (*FIELDS, "taxonomy", "n_jobs", "seed", "max_failures",
+                                                    "target_ettr")
             if f != "n_gpus"}}
 
 
@@ -116,7 +134,7 @@ def usage_error(err: ValueError) -> click.UsageError:
 
 def build_scenario(fields: dict) -> Scenario:
     try:
-        return Scenario(**fields)
+        return Scenario(**taxonomy_fields(fields))
     except ValueError as err:
         raise usage_error(err) from None
 
@@ -243,6 +261,7 @@ def plan(target_ettr, n_jobs, seed, backend, plot, as_json, from_log, **fields):
         fields["failure_rate"] = fitted.failure_rate
     if fields["checkpoint_interval"] is None:
         del fields["checkpoint_interval"]
+    fields = taxonomy_fields(fields)
     build_scenario({"checkpoint_interval": 1.0, **fields})  # flag-named errors before any work
     try:
         result = make_plan(target_ettr=target_ettr, n_jobs=n_jobs, seed=seed, backend=backend, **fields)

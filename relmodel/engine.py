@@ -135,12 +135,36 @@ def numba_threads(n_threads):
         numba.set_num_threads(before)
 
 
+# P(a job finishes under max_failures) below which its row is not simulated.
+CERTAINTY = 1e-6
+
+
+def certainly_capped(packed: Packed, max_failures: int) -> np.ndarray:
+    """Rows whose every job would hit `max_failures`: not worth simulating.
+
+    To get through a failure-free stretch of runtime L (a checkpoint interval
+    with its write, or the final piece) a job on exponential failures at rate
+    lam makes Geometric(e^(-lam L)) attempts, so it finishes under the cap with
+    probability at most max_failures * e^(-lam L). Rows where that is below
+    CERTAINTY (with the slowest rate of a lemon mixture) are such rows: the
+    cost of simulating them, n_jobs * max_failures events, buys only truncated
+    times. Weibull rows are always simulated.
+    """
+    p = packed.params
+    segment = np.where(p[:, P_N_FULL] > 0, p[:, P_INTERVAL] + p[:, P_CKPT], 0.0)
+    longest = np.maximum(segment, p[:, P_REMAINDER])
+    slowest = np.minimum.reduceat(packed.rate_value, packed.rate_offset[:-1])
+    return (p[:, P_SHAPE] == 1.0) & (slowest * longest > math.log(max_failures / CERTAINTY))
+
+
 def run(packed: Packed, n_jobs: int, seed: int, backend: str = "numba", *, scenario_keys=None,
         max_failures: int = 100_000, keep_jobs: bool = False, n_threads=None, progress=None,
         chunk_items: int = CHUNK_ITEMS) -> Totals:
     """Simulate n_jobs jobs of every row. `scenario_keys` (default 0..n-1) key the
     random streams; a sub-grid run with its global indices gives the same bits.
-    `progress` is called with the number of jobs finished after each chunk."""
+    `progress` is called with the number of jobs finished after each chunk.
+    Rows `certainly_capped` are not simulated (unless keep_jobs): their jobs all
+    count as capped and their sums stay 0 (no job, so NaN estimates)."""
     check_run_args(n_jobs, seed, max_failures)
     kernel = get_backend(backend)
     n_rows = packed.params.shape[0]
@@ -157,10 +181,16 @@ def run(packed: Packed, n_jobs: int, seed: int, backend: str = "numba", *, scena
     chunk_stats = np.empty((chunk_items, N_STATS))
     chunk_hist = np.empty((chunk_items, N_BINS + 1), dtype=np.int64)
     chunk_cat = np.empty((chunk_items, n_cat, N_CAT_STATS))
+    hopeless = np.zeros(n_rows, dtype=bool) if keep_jobs else certainly_capped(packed, max_failures)
+    stats[hopeless, S_CAPPED] = n_jobs
+    todo = np.flatnonzero(~hopeless)
+    if progress is not None and hopeless.any():
+        progress(int(hopeless.sum()) * n_jobs)
     with numba_threads(n_threads if backend == "numba" else None):
-        for start in range(0, n_rows * n_blocks, chunk_items):
-            item = np.arange(start, min(start + chunk_items, n_rows * n_blocks), dtype=np.int64)
-            row, block = np.divmod(item, n_blocks)
+        for start in range(0, todo.size * n_blocks, chunk_items):
+            item = np.arange(start, min(start + chunk_items, todo.size * n_blocks), dtype=np.int64)
+            row_index, block = np.divmod(item, n_blocks)
+            row = todo[row_index]
             m = item.size
             kernel.run_blocks(*args, row, block, n_jobs, max_failures, chunk_stats[:m], chunk_hist[:m],
                               chunk_cat[:m])
@@ -182,8 +212,8 @@ def run(packed: Packed, n_jobs: int, seed: int, backend: str = "numba", *, scena
 
 
 def _mean_var(total, total_sq, n):
-    mean = total / n
-    with np.errstate(invalid="ignore", divide="ignore"):
+    with np.errstate(invalid="ignore", divide="ignore"):  # n = 0 for rows not simulated: NaN
+        mean = total / n
         var = np.maximum(total_sq - total * mean, 0.0) / (n - 1)
     return mean, var
 
@@ -227,10 +257,12 @@ def summarize(totals: Totals, packed: Packed, quantiles=(0.05, 0.5, 0.95)) -> di
         # Delta method for a ratio of means.
         ratio_var = np.maximum(var_prod - 2 * ratio * cov + ratio**2 * var_wall, 0.0)
         ratio_se = np.sqrt(ratio_var / n) / wall
-    y = histogram_quantiles(totals.hist, [1.0 - q for q in quantiles])
-    by_category = {f"{name}_by_category": totals.cat_stats[:, :, col] / n[:, None]
-                   for name, col in (("failures", C_FAILURES), ("lost", C_LOST), ("restart", C_RESTART),
-                                     ("queue", C_QUEUE))}
+    y = np.where(n[:, None] > 0, histogram_quantiles(totals.hist, [1.0 - q for q in quantiles]), np.nan)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        by_category = {f"{name}_by_category": totals.cat_stats[:, :, col] / n[:, None]
+                       for name, col in (("failures", C_FAILURES), ("lost", C_LOST), ("restart", C_RESTART),
+                                         ("queue", C_QUEUE))}
+        breakdown = [s[:, k] / n for k in (S_CHECKPOINT, S_LOST, S_RESTART, S_QUEUE)]
     by_category["unproductive_by_category"] = (
         by_category["lost_by_category"] + by_category["restart_by_category"] + by_category["queue_by_category"])
     return {
@@ -244,6 +276,6 @@ def summarize(totals: Totals, packed: Packed, quantiles=(0.05, 0.5, 0.95)) -> di
         "wall_quantile": packed.failure_free_wall[:, None] / y,
         "failures_mean": fail,
         "failures_se": np.sqrt(var_fail / n),
-        "time_mean": np.stack([prod] + [s[:, k] / n for k in (S_CHECKPOINT, S_LOST, S_RESTART, S_QUEUE)], axis=1),
+        "time_mean": np.stack([prod] + breakdown, axis=1),
         "n_capped": s[:, S_CAPPED].astype(np.int64),
     }

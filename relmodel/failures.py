@@ -281,8 +281,16 @@ class FailureCategory:
 def as_categories(value, parameter: str = "categories") -> tuple[FailureCategory, ...]:
     """Normalise categories: a sequence of `FailureCategory` (or of objects with
     `name`, `share`, `restart_cost`, `queue_wait` and optionally `domain`
-    attributes), or an object with such a `.categories` (a taxonomy).
+    attributes), an object with such a `.categories` (a taxonomy), or the name
+    of a taxonomy preset or file (`relmodel.taxonomy.load`).
     Shares must sum to 1 and names be unique; errors name `parameter`."""
+    if isinstance(value, str):  # a taxonomy preset's name, or the path of a taxonomy file
+        from .taxonomy import TaxonomyError, load
+
+        try:
+            value = load(value)
+        except TaxonomyError as err:
+            raise ScenarioError(parameter, str(err)) from None
     items = getattr(value, "categories", value)
     if isinstance(items, (str, bytes)) or not hasattr(items, "__iter__"):
         raise ScenarioError(parameter, f"expected a sequence of categories (got {value!r})")

@@ -38,6 +38,7 @@ class Plan:
     target: dict | None  # ettr, needed (None: out of reach), best_possible, max_gpus
     n_jobs: int
     recommended: str = "exact"
+    by_category: dict | None = None  # with a taxonomy: kind -> {share, failures, lost_h, restart_h, queue_h}
 
     @property
     def optimal_interval_h(self) -> float:
@@ -59,7 +60,9 @@ class Plan:
             "sensitivity": self.sensitivity,
             "target": self.target,
             "simulation_jobs": self.n_jobs,
-            "scenario": {f.name: getattr(self.scenario, f.name) for f in dataclasses.fields(Scenario)},
+            "by_category": self.by_category,
+            "scenario": {f.name: _plain(getattr(self.scenario, f.name)) for f in dataclasses.fields(Scenario)
+                         if f.name != "failure_model"},
         }
 
     def __str__(self) -> str:
@@ -83,6 +86,13 @@ class Plan:
         for name, label in (("productive", "productive"), ("checkpoint", "checkpoint writes"),
                             ("lost", "re-done work"), ("restart", "restarts"), ("queue", "queue waits")):
             out.append(f"  {label:<18} {format_hours(t[name]):>9}  {t[name] / t['wall']:6.1%}")
+        if self.by_category:
+            out += ["", "Time lost per job by kind of failure (simulated mean at the * interval):",
+                    f"  {'kind':<20} {'share':>6} {'failures':>9} {'re-done':>9} {'restarts':>9} {'queue':>9}"]
+            for name, c in sorted(self.by_category.items(), key=lambda kv: -kv[1]["lost_h"] - kv[1]["restart_h"]
+                                  - kv[1]["queue_h"]):
+                out.append(f"  {name:<20} {c['share']:6.1%} {c['failures']:9.3g} {format_hours(c['lost_h']):>9} "
+                           f"{format_hours(c['restart_h']):>9} {format_hours(c['queue_h']):>9}")
         out += ["", "Sensitivity of ETTR (renewal; elasticity d ln ETTR / d ln x; interval re-optimised when halved):",
                 f"  {'parameter':<16} {'value':>10} {'elasticity':>11} {'ETTR if halved':>15}"]
         for name, s in self.sensitivity.items():
@@ -105,6 +115,13 @@ class Plan:
             out.append(f"  largest job reaching it today: {g} GPUs" if g else
                        "  no job size reaches it with today's parameters")
         return "\n".join(out)
+
+
+def _plain(value):
+    """Scenario values as JSON-ready data (a taxonomy as a list of dicts)."""
+    if isinstance(value, tuple):
+        return [dataclasses.asdict(v) if dataclasses.is_dataclass(v) else v for v in value]
+    return value
 
 
 def _interval_text(hours: float) -> str:
@@ -167,11 +184,18 @@ def plan(scenario=None, *, target_ettr: float | None = None, n_jobs: int = 20_00
     at_best = sim.sel(checkpoint_interval=feasible["exact"])
     time_per_job = {c: float(at_best.time_mean.sel(component=c)) for c in at_best.component.values}
     time_per_job["wall"] = float(at_best.wall_mean)
+    by_category = None
+    if sc.taxonomy:
+        by_category = {c.name: {"share": c.share, **{
+            key: float(at_best[f"{field}_by_category"].sel(category=c.name))
+            for key, field in (("failures", "failures"), ("lost_h", "lost"), ("restart_h", "restart"),
+                               ("queue_h", "queue"))}} for c in sc.taxonomy}
 
     return Plan(
         scenario=best, mttf_h=sc.mttf, intervals_h=intervals, ettr_by_interval=ettr_by,
         time_per_job_h=time_per_job, sensitivity=_sensitivity(best),
         target=None if target_ettr is None else _targets(best, float(target_ettr)), n_jobs=n_jobs,
+        by_category=by_category,
     )
 
 

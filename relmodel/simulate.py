@@ -72,7 +72,11 @@ def simulate(scenario, n_jobs: int = 100_000, seed: int = 0, backend: str = "num
     keep_jobs : also return per-job variables `job_*` along a `job` dim
         (memory grows with n_jobs; otherwise it does not).
     max_failures : a job is stopped at this many failures and counted in
-        `n_capped` (a CappedJobsWarning says so); its times are truncated.
+        `n_capped` (a CappedJobsWarning says so); its times are truncated. A
+        grid point whose every job would be stopped (probability above
+        1 - 1e-6, exponential failures: `engine.certainly_capped`) is not
+        simulated at all: n_capped = n_jobs and NaN estimates, in no time
+        (unless keep_jobs).
     n_threads : Numba threads for this call (default: Numba's setting).
     progress : show a progress bar.
 
@@ -139,9 +143,12 @@ def simulate(scenario, n_jobs: int = 100_000, seed: int = 0, backend: str = "num
     })
     n_capped = int(ds["n_capped"].sum())
     if n_capped:
+        skipped = int((np.isnan(ds["failures_mean"]) & (ds["n_capped"] == n_jobs)).sum())
+        unsimulated = (f"; {skipped} grid point(s) not simulated, as every job would hit it "
+                       "(NaN estimates)") if skipped else ""
         warnings.warn(
             f"{n_capped} of {sc.size * n_jobs} jobs hit max_failures={max_failures} and were stopped; "
-            "their ETTR is near 0 and their times are truncated (see n_capped)",
+            f"their ETTR is near 0 and their times are truncated (see n_capped){unsimulated}",
             CappedJobsWarning, stacklevel=2,
         )
     return ds

@@ -3,6 +3,7 @@
     [fixed]
     failure_rate = 6.5e-3
     checkpoint_cost = "5min"
+    taxonomy = "meta-2024"   # optional: a preset or a taxonomy file (beside this one)
     [sweep]
     n_gpus = [1024, 4096, 16384]
     checkpoint_interval = { start = "10min", stop = "4h", num = 12, scale = "log" }
@@ -35,6 +36,9 @@ else:  # pragma: no cover
 
 OUTPUTS = ("ettr", "ettr_se", "ettr_job_mean", "ettr_job_mean_se", "wall_mean", "wall_se", "wall_quantile",
            "failures_mean", "failures_se", "time_mean", "n_capped")
+# Kept only when the study has a failure taxonomy (along its `category` dim).
+CATEGORY_OUTPUTS = ("failures_by_category", "lost_by_category", "restart_by_category", "queue_by_category",
+                    "unproductive_by_category")
 RUN_KEYS = {"n_jobs", "seed", "backend", "max_failures", "chunk_points", "outputs"}
 
 
@@ -60,8 +64,9 @@ class Study:
     def identity(self) -> dict:
         """What the results depend on (not chunking, scheduler or workers)."""
         sc = self.scenario
+        taxonomy = {"taxonomy": [dataclasses.astuple(c) for c in sc.taxonomy]} if sc.taxonomy else {}
         return {
-            "scenario": {name: getattr(sc, name) for name in FIELDS},
+            "scenario": {name: getattr(sc, name) for name in FIELDS}, **taxonomy,
             "n_jobs": self.n_jobs, "seed": self.seed, "backend": self.backend,
             "max_failures": self.max_failures, "outputs": list(self.outputs),
         }
@@ -109,8 +114,9 @@ def _axis(field: str, spec) -> list:
     return values.tolist()
 
 
-def parse_study(text: str, name: str = "study") -> Study:
-    """Read a study from TOML text; `name` (the file) prefixes every error."""
+def parse_study(text: str, name: str = "study", folder: Path | None = None) -> Study:
+    """Read a study from TOML text; `name` (the file) prefixes every error.
+    A taxonomy file named in [fixed] is looked for beside the study (`folder`) first."""
     def fail(section, key, message):
         line = _line_of(text, section, key) if key else None
         where = f"{name} line {line}" if line else name
@@ -127,13 +133,19 @@ def parse_study(text: str, name: str = "study") -> Study:
     fixed, sweep, run = doc.get("fixed", {}), doc.get("sweep", {}), doc.get("run", {})
     for section, table in (("fixed", fixed), ("sweep", sweep)):
         for key in table:
+            if key == "taxonomy" and section == "fixed":
+                continue  # a preset name or a taxonomy file: one per study, not an axis
             if key not in FIELDS:
-                fail(section, key, f"not a scenario field; fields are {', '.join(FIELDS)}")
+                fail(section, key, f"not a scenario field; fields are {', '.join(FIELDS)}"
+                     + (" (taxonomy belongs in [fixed])" if key == "taxonomy" else ""))
     for key in set(fixed) & set(sweep):
         fail("sweep", key, "given in both [fixed] and [sweep]")
     for key in run:
         if key not in RUN_KEYS:
             fail("run", key, f"unknown run setting; settings are {', '.join(sorted(RUN_KEYS))}")
+    taxonomy = fixed.get("taxonomy")
+    if isinstance(taxonomy, str) and folder is not None and (Path(folder) / taxonomy).is_file():
+        fixed = {**fixed, "taxonomy": str(Path(folder) / taxonomy)}
     axes = {}
     for key, spec in sweep.items():
         try:
@@ -143,9 +155,10 @@ def parse_study(text: str, name: str = "study") -> Study:
     for key in ("n_jobs", "seed"):
         if key not in run:
             fail("run", None, f"[run] needs {key}")
-    outputs = run.get("outputs", list(OUTPUTS))
-    if not isinstance(outputs, list) or not set(outputs) <= set(OUTPUTS) or not outputs:
-        fail("run", "outputs", f"a non-empty list of {', '.join(OUTPUTS)}")
+    known = OUTPUTS + (CATEGORY_OUTPUTS if fixed.get("taxonomy") is not None else ())
+    outputs = run.get("outputs", list(known))
+    if not isinstance(outputs, list) or not set(outputs) <= set(known) or not outputs:
+        fail("run", "outputs", f"a non-empty list of {', '.join(known)}")
     checks = {"n_jobs": (1, 2**62), "seed": (0, 2**32 - 1), "max_failures": (1, 2**62), "chunk_points": (1, 2**40)}
     for key, (low, high) in checks.items():
         value = run.get(key)
@@ -155,7 +168,7 @@ def parse_study(text: str, name: str = "study") -> Study:
         fail("run", "backend", f"must be 'numba' or 'cython' (got {run['backend']!r})")
     study = Study(fixed=fixed, sweep=axes, n_jobs=run["n_jobs"], seed=run["seed"],
                   backend=run.get("backend", "numba"), max_failures=run.get("max_failures", 100_000),
-                  chunk_points=run.get("chunk_points"), outputs=tuple(o for o in OUTPUTS if o in outputs))
+                  chunk_points=run.get("chunk_points"), outputs=tuple(o for o in known if o in outputs))
     try:
         study.scenario
     except ScenarioError as err:
@@ -170,10 +183,12 @@ def parse_study(text: str, name: str = "study") -> Study:
 def load_study(path) -> Study:
     path = Path(path)
     try:
-        text = path.read_text()
+        text = path.read_text(encoding="utf-8")
     except OSError as err:
         raise StudyError(f"{path}: cannot read the study file ({err.strerror})") from None
-    return parse_study(text, name=str(path))
+    except UnicodeDecodeError as err:
+        raise StudyError(f"{path}: not a text (UTF-8) study file (byte {err.start}: {err.reason})") from None
+    return parse_study(text, name=str(path), folder=path.parent)
 
 
 def chunk_shape(shape: tuple[int, ...], target_points: int) -> tuple[int, ...]:

@@ -25,13 +25,14 @@ import xarray as xr
 
 from . import __version__
 from .engine import COMPONENTS, pack_points, run, summarize
-from .simulate import RNG_SCHEME, _VARIABLES
-from .study import Study, StudyError, chunk_shape, default_chunk_points
+from .simulate import _CATEGORY_VARIABLES, _VARIABLES, RNG_SCHEME
+from .study import CATEGORY_OUTPUTS, Study, StudyError, chunk_shape, default_chunk_points
 
 # Marker files, one per finished chunk, inside an empty zarr group so that zarr
 # readers see a known node. Zarr format 2: format 3 has no specified string dtype yet.
 DONE_DIR = "relmodel_done"
-_EXTRA_DIMS = {"wall_quantile": ("quantile",), "time_mean": ("component",)}
+_EXTRA_DIMS = {"wall_quantile": ("quantile",), "time_mean": ("component",),
+               **dict.fromkeys(CATEGORY_OUTPUTS, ("category",))}
 QUANTILES = (0.05, 0.5, 0.95)
 
 
@@ -77,14 +78,16 @@ def _template(study: Study, chunks) -> xr.Dataset:
     data_vars = {}
     for name in study.outputs:
         extra = _EXTRA_DIMS.get(name, ())
-        extra_len = {"quantile": len(QUANTILES), "component": len(COMPONENTS)}
+        extra_len = {"quantile": len(QUANTILES), "component": len(COMPONENTS), "category": len(sc.taxonomy or ())}
         shape = sc.shape + tuple(extra_len[d] for d in extra)
-        long_name, units = _VARIABLES[name]
+        long_name, units = {**_VARIABLES, **_CATEGORY_VARIABLES}[name]
         data_vars[name] = (dims + extra, da.full(shape, np.nan, chunks=tuple(chunks) + shape[len(dims):]),
                            {"long_name": long_name, "units": units})
     coords = dict(sc.coords())
     coords["quantile"] = ("quantile", np.asarray(QUANTILES), {"units": "1"})
     coords["component"] = ("component", list(COMPONENTS))
+    if sc.taxonomy:
+        coords.update(sc.category_coords())
     return xr.Dataset(data_vars, coords=coords)
 
 

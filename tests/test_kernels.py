@@ -105,13 +105,32 @@ def test_each_job_time_breakdown_adds_up(sc):
 
 @pytest.mark.parametrize("backend", ["numba", "cython"])
 def test_hopeless_jobs_are_capped_and_flagged(backend):
-    hopeless = rm.Scenario(n_gpus=10**6, failure_rate=0.02, checkpoint_interval="12h", work="30d",
-                           restart_cost="30min")
-    assert rm.ettr(hopeless) < 1e-100
-    with pytest.warns(rm.CappedJobsWarning, match="max_failures=500"):
+    # One node failing 15 times an hour, one-hour pieces: each takes e^15 = 3.3e6
+    # attempts on average, so every job stops at the cap; simulated, as that is
+    # still within reach (max_failures * e^-15 = 1.5e-4 > CERTAINTY).
+    hopeless = rm.Scenario(n_gpus=8, failure_rate=15 * 24, checkpoint_interval="1h", work="3h")
+    assert rm.ettr(hopeless) < 1e-5
+    with pytest.warns(rm.CappedJobsWarning, match="max_failures=500") as caught:
         ds = rm.simulate(hopeless, n_jobs=100, max_failures=500, backend=backend)
+    assert "not simulated" not in str(caught[0].message)
     assert int(ds.n_capped) == 100 and float(ds.failures_mean) == 500
     assert float(ds.ettr) < 0.01
+
+
+@pytest.mark.parametrize("backend", ["numba", "cython"])
+def test_points_whose_every_job_would_be_capped_are_flagged_without_simulating(backend):
+    hopeless = rm.Scenario(n_gpus=10**6, failure_rate=0.02, checkpoint_interval="12h", work="30d",
+                           restart_cost="30min")
+    grid = hopeless.sweep(n_gpus=[8, 10**6])
+    assert rm.ettr(hopeless) < 1e-100
+    with pytest.warns(rm.CappedJobsWarning, match="1 grid point.* not simulated"):
+        ds = rm.simulate(grid, n_jobs=100, max_failures=500, backend=backend)
+    skipped, fine = ds.sel(n_gpus=10**6), ds.sel(n_gpus=8)
+    assert int(skipped.n_capped) == 100 and np.isnan(skipped.ettr) and np.isnan(skipped.failures_mean)
+    assert int(fine.n_capped) == 0 and 0.9 < float(fine.ettr) <= 1
+    # The other point's bits do not depend on its neighbour being skipped.
+    alone = rm.simulate(hopeless.sweep(n_gpus=[8, 16]), n_jobs=100, backend=backend).sel(n_gpus=8)
+    assert float(alone.ettr) == float(fine.ettr)
 
 
 def test_no_warning_when_no_job_is_capped():
