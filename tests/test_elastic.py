@@ -252,3 +252,14 @@ def test_catalogue_models_are_usable_by_name():
     for model in el.MODELS.values():
         assert all(b <= model.max_local_batch for b in model.batch_sizes)
         assert float(model.throughput(8, model.batch_sizes[-1])) > float(model.throughput(1, model.batch_sizes[-1]))
+
+
+def test_allocate_refuses_a_huge_cluster():
+    job = el.Job("resnet50", 1e6, 256, job_id="a")
+    with pytest.raises(ValueError, match="^n_gpus: at most"):
+        el.allocate([job], n_gpus=10**6)
+
+
+def test_synthetic_workload_refuses_too_many_jobs():
+    with pytest.raises(ValueError, match="^arrival_rate: .*limit"):
+        el.synthetic_workload(16384, "24h")

@@ -98,3 +98,11 @@ def test_a_job_csv_trace(tmp_path):
     doc = json.loads(invoke("--trace", str(path), "--gpus", "16", "--json").output)
     assert doc["policies"]["elastic"]["completed"] == 2 and doc["policies"]["fifo"]["rejected"] == 1
     assert doc["rejected_jobs"][0]["job_id"] == "line4" and "work" in doc["rejected_jobs"][0]["reason"]
+
+
+@pytest.mark.parametrize("args, flag", [(["--gpus", "1000000"], "--gpus"),
+                                        (["--arrival-rate", "16384"], "--arrival-rate")])
+def test_oversized_runs_are_refused_naming_the_flag(args, flag):
+    result = invoke(*args)
+    assert result.exit_code == 2
+    assert result.output.startswith(f"Error: {flag}:") and "Traceback" not in result.output

@@ -276,3 +276,10 @@ def test_recycle_summary_counts_the_grid():
     assert s["below_edge_within"] == s["below_edge"] > 0 and s["min_ratio"] >= 1.0
     assert len(s["misses"]) == s["fits"] - s["fits_within"]
     assert all(m["ratio"] > 1.02 for m in s["misses"])
+
+
+def test_oversized_schedule_is_refused_naming_the_flag():
+    result = invoke("--stages", "1000", "--replicas", "64", "--microbatches", "64", "--failures", "1")
+    assert result.exit_code == 2
+    assert "Error: --stages:" in result.output and "micro-batches" in result.output
+    assert "Traceback" not in result.output

@@ -264,3 +264,21 @@ def test_restart_and_spare_stall_at_least_for_detection():
     got = {s: runs.run_progress(SMALL, s, pl.StrategyOptions(), model, paths)[0] / steps for s in ("restart", "spare")}
     assert got["restart"] == pytest.approx(1 - (0.25 + 20 / 60 + 1 / 6) / 3, abs=1e-3)
     assert got["spare"] == pytest.approx(1 - (20 / 60) / 3, abs=1e-3)
+
+
+def test_monte_carlo_too_large_is_refused_before_allocating():
+    cfg = pl.PipelineConfig(8, 8, 16)
+    with pytest.raises(pl.PipelineError, match="^duration: .*array entries") as info:
+        runs.monte_carlo_paths(cfg, runs.RunModel(duration=1000, failure_rate=1000), 2, 1000, 0)
+    assert info.value.parameter == "duration"
+
+
+def test_cli_monte_carlo_too_large_names_the_flags():
+    from click.testing import CliRunner
+
+    from relmodel.cli import main
+
+    result = CliRunner().invoke(main, ["pipeline", "--stages", "2", "--replicas", "2", "--microbatches", "2",
+                                       "--run-duration", "1000", "--failure-rate", "1000"])
+    assert result.exit_code == 2
+    assert "Error: --run-duration:" in result.output and "--failure-rate" in result.output

@@ -144,8 +144,20 @@ def list_schedule(duration, release, worker, pred_ptr, pred_idx, pred_delay, cha
         fill[chain_worker[c]] += 1
     free = np.zeros(n_workers)
     head = chain_ptr[:-1].copy()
-    best_end = np.empty(n_workers)
+    best_end = np.full(n_workers, math.inf)
+    # A min-tree over best_end (ties to the lower worker, as argmin) and a list of
+    # workers to update: a step costs log(workers), not a scan of every worker.
+    leaves = 1
+    while leaves < n_workers:
+        leaves *= 2
+    tree = np.empty(2 * leaves, dtype=np.int64)
+    for k in range(leaves):
+        tree[leaves + k] = k if k < n_workers else -1
+    for k in range(leaves - 1, 0, -1):
+        tree[k] = _better(tree[2 * k], tree[2 * k + 1], best_end)
     dirty = np.ones(n_workers, dtype=np.bool_)
+    dirty_list = np.arange(n_workers)
+    n_dirty = n_workers
     queue = np.empty(n, dtype=np.int64)  # worker-less tasks whose predecessors have ended
     placed = 0
     q_tail = 0
@@ -169,8 +181,10 @@ def list_schedule(duration, release, worker, pred_ptr, pred_idx, pred_delay, cha
                         if waiting[j] == 0:
                             queue[q_tail] = j
                             q_tail += 1
-                    else:
+                    elif not dirty[worker[j]]:
                         dirty[worker[j]] = True
+                        dirty_list[n_dirty] = worker[j]
+                        n_dirty += 1
             if q_head == q_tail:
                 break
             i = queue[q_head]
@@ -179,12 +193,17 @@ def list_schedule(duration, release, worker, pred_ptr, pred_idx, pred_delay, cha
             end[i] = ready[i] + duration[i]
             sequence[i] = placed
             placed += 1
-        for w in range(n_workers):
-            if dirty[w]:
-                best_end[w] = _best_on(w, worker_chain_ptr, worker_chain, head, chain_ptr, chain_task, waiting,
-                                       ready, free, duration)
-                dirty[w] = False
-        w = np.argmin(best_end)
+        while n_dirty > 0:
+            n_dirty -= 1
+            w = dirty_list[n_dirty]
+            dirty[w] = False
+            best_end[w] = _best_on(w, worker_chain_ptr, worker_chain, head, chain_ptr, chain_task, waiting,
+                                   ready, free, duration)
+            k = (leaves + w) // 2
+            while k >= 1:
+                tree[k] = _better(tree[2 * k], tree[2 * k + 1], best_end)
+                k //= 2
+        w = tree[1]
         cut = best_end[w]
         if cut == math.inf:
             break
@@ -210,8 +229,21 @@ def list_schedule(duration, release, worker, pred_ptr, pred_idx, pred_delay, cha
         free[w] = end[i]
         sequence[i] = placed
         placed += 1
-        dirty[w] = True
+        if not dirty[w]:
+            dirty[w] = True
+            dirty_list[n_dirty] = w
+            n_dirty += 1
     return placed
+
+
+@njit(inline="always", **_JIT)
+def _better(a, b, best_end):
+    """The worker with the earlier best end; the lower one on a tie (-1: none)."""
+    if b < 0:
+        return a
+    if a < 0:
+        return b
+    return b if best_end[b] < best_end[a] else a
 
 
 # -- failure paths of a run -------------------------------------------------------

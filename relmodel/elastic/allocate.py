@@ -19,6 +19,21 @@ from .jobs import Job, Options, job_options
 
 POLICIES = ("elastic", "fixed-batch")
 OBJECTIVES = ("throughput", "speedup")
+MAX_GPUS = 65536
+"""Largest cluster `allocate` (and `ClusterConfig`) accepts: the dynamic
+program's table is jobs x (GPUs + 1)."""
+MAX_TABLE_ENTRIES = 5e7
+"""Most entries of that table (400 MB of int64) one `solve` builds."""
+
+
+def check_gpus(n_gpus) -> int:
+    """n_gpus as an int in [1, MAX_GPUS], else ValueError "n_gpus: ..."."""
+    if isinstance(n_gpus, bool) or not isinstance(n_gpus, (int, np.integer)) or n_gpus < 1:
+        raise ValueError(f"n_gpus: must be a positive integer (got {n_gpus!r})")
+    if n_gpus > MAX_GPUS:
+        raise ValueError(f"n_gpus: at most {MAX_GPUS} GPUs (got {n_gpus}); the allocation's dynamic program "
+                         f"holds a jobs x GPUs table")
+    return int(n_gpus)
 
 
 def check_choice(name: str, value, choices) -> str:
@@ -68,6 +83,10 @@ def solve(options: Sequence[Options], capacity: int, objective: str) -> tuple[np
     offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
     if not options:
         return np.zeros(0, dtype=np.int64), 0.0
+    entries = float(len(options)) * (int(capacity) + 1)
+    if entries > MAX_TABLE_ENTRIES:
+        raise ValueError(f"n_gpus: {len(options)} jobs x {int(capacity) + 1} GPU counts make a {entries:.2g}-entry "
+                         f"allocation table (limit {MAX_TABLE_ENTRIES:.0e}); use fewer GPUs or jobs")
     gpus = np.concatenate([o.gpus for o in options])
     value = np.concatenate([o.value(objective) for o in options])
     chosen, total = solve_allocation(offsets, gpus, value, int(capacity))
@@ -88,8 +107,7 @@ def allocate(jobs: Sequence[Job], n_gpus: int, policy: str = "elastic", objectiv
     """
     check_choice("policy", policy, POLICIES)
     check_choice("objective", objective, OBJECTIVES)
-    if isinstance(n_gpus, bool) or not isinstance(n_gpus, (int, np.integer)) or n_gpus < 1:
-        raise ValueError(f"n_gpus: must be a positive integer (got {n_gpus!r})")
+    n_gpus = check_gpus(n_gpus)
     opts = [job_options(job, n_gpus, policy == "fixed-batch") for job in jobs]
     chosen, total = solve(opts, n_gpus, objective)
     if total == -np.inf:

@@ -9,7 +9,7 @@ import numpy as np
 
 from ..scenario import _check_number
 from ..units import to_hours
-from .allocate import OBJECTIVES, check_choice
+from .allocate import MAX_GPUS, OBJECTIVES, check_choice, check_gpus
 from .nodes import node_sizes
 
 UNPLACEABLE = ("drop", "queue")
@@ -51,6 +51,8 @@ class ClusterConfig:
                      "restart_cost"):
             kind = {"n_gpus": "count", "gpus_per_node": "count", "failure_rate": "rate"}.get(name, "duration")
             object.__setattr__(self, name, _check_number(name, getattr(self, name), kind=kind))
+        if self.n_gpus > MAX_GPUS:
+            check_gpus(int(self.n_gpus))
         for name in ("repair_time", "pause"):
             hours = to_hours(getattr(self, name), name)
             if not math.isfinite(hours) or hours < 0:

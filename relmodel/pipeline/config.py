@@ -17,6 +17,11 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 
 ORDERS = ("1f1b", "zb-h1")
+SIMULATED_ITERATIONS = 6  # iterations in one schedule (the period is measured over the last ones)
+MAX_TASKS = 2e7
+"""Most tasks (3 per micro-batch, stage, replica and iteration) in one schedule:
+64 stages x 64 replicas x 128 micro-batches (9.4e6 tasks) takes about 20 s on one
+core per schedule. Larger configurations are refused rather than left running."""
 BACKWARDS = ("fused", "decoupled")
 OPTIMIZERS = ("barrier", "staggered")
 
@@ -112,6 +117,11 @@ class PipelineConfig:
         put("reroute_delay", self.p2p_delay if self.reroute_delay is None
             else check_time("reroute_delay", self.reroute_delay))
         put("optimizer_time", check_time("optimizer_time", self.optimizer_time))
+        tasks = 3 * SIMULATED_ITERATIONS * p * self.replicas * self.microbatches
+        if tasks > MAX_TASKS:
+            raise PipelineError("stages", f"{p} stages x {self.replicas} replicas x {self.microbatches} micro-batches "
+                                          f"make {tasks:.3g} tasks per schedule, over the limit of {MAX_TASKS:.0e}; "
+                                          "use fewer stages, replicas or micro-batches")
 
     @property
     def times(self) -> np.ndarray:

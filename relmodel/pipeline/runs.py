@@ -44,6 +44,10 @@ from .traces import Trace
 LOSS_NONE, LOSS_STEP, LOSS_CHECKPOINT = 0, 1, 2
 FAIL, RESTORE = 0, 1  # event kinds, as in relmodel._kernels.schedule
 REPAIR_DISTRIBUTIONS = ("fixed", "exponential")
+MAX_PATH_ENTRIES = 2e8
+"""Most array entries a Monte Carlo may hold: n_runs x event-buffer width x
+(3 event arrays + one down flag per worker). Above it (e.g. 1000 failures per
+node-day over 1000 h) `monte_carlo_paths` refuses instead of running out of memory."""
 
 
 def duration_hours(value, name: str) -> float:
@@ -215,6 +219,12 @@ def monte_carlo_paths(cfg: PipelineConfig, model: RunModel, spares: int, n_runs:
     n_slots = cfg.n_workers
     expected = 2.0 * n_slots * model.worker_rate * max(model.lemon_rate_factor, 1.0) * model.duration
     width = int(expected + 10.0 * math.sqrt(expected) + 32)
+    entries = float(n_runs) * width * (3 + n_slots)
+    if entries > MAX_PATH_ENTRIES:
+        raise PipelineError("duration", f"about {expected:.3g} failure and repair events per run x {n_runs} runs on "
+                                        f"{n_slots} workers need ~{entries:.2g} array entries (limit "
+                                        f"{MAX_PATH_ENTRIES:.0e}); shorten the run duration (--run-duration), "
+                                        f"lower the failure rate (--failure-rate) or the runs (--runs)")
     rates = np.full(n_slots, model.worker_rate)
     while True:
         time, slot, kind, count = _buffers(n_runs, width)
@@ -353,5 +363,5 @@ def ideal_steps(cfg: PipelineConfig, model: RunModel, horizon: float) -> float:
     return horizon / (ideal(cfg).period * model.time_unit)
 
 
-__all__ = ["LOSS_CHECKPOINT", "LOSS_NONE", "LOSS_STEP", "Paths", "RunModel", "STRATEGIES", "bamboo_dropped",
+__all__ = ["LOSS_CHECKPOINT", "LOSS_NONE", "LOSS_STEP", "MAX_PATH_ENTRIES", "Paths", "RunModel", "STRATEGIES", "bamboo_dropped",
            "ideal_steps", "monte_carlo_paths", "replay_paths", "row_costs", "row_periods", "run_progress"]

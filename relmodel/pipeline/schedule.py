@@ -8,11 +8,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .config import PipelineConfig
+from .config import SIMULATED_ITERATIONS, PipelineConfig
 from .graph import TaskGraph, build_graph, csr, with_orders, worker_chains
 
-N_ITERATIONS = 6  # simulated iterations; the period is measured over the last N_MEASURED
+N_ITERATIONS = SIMULATED_ITERATIONS  # simulated iterations; the period is measured over the last N_MEASURED
 N_MEASURED = 3
+
 
 
 def kernels():
@@ -77,13 +78,13 @@ def sweep(graph: TaskGraph, chains, release=None) -> tuple[np.ndarray, np.ndarra
 
 def greedy(graph: TaskGraph, chains, priority, release=None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(start, end, sequence) of the greedy list schedule that merges `chains` per worker."""
+    d, m, p = graph.shape
     chain_ptr = np.zeros(len(chains) + 1, dtype=np.int64)
     np.cumsum([c.size for c in chains], out=chain_ptr[1:])
     chain_task = np.concatenate(chains).astype(np.int64) if chains else np.empty(0, dtype=np.int64)
     n = graph.size
     start, end = np.empty(n), np.empty(n)
     sequence = np.empty(n, dtype=np.int64)
-    d, m, p = graph.shape
     release = np.zeros(n) if release is None else np.asarray(release, dtype=float)
     placed = kernels().list_schedule(graph.duration, release, graph.worker, graph.pred_ptr, graph.pred_idx,
                                      graph.pred_delay, chain_ptr, chain_task, np.asarray(priority, dtype=float),
