@@ -28,7 +28,6 @@ import tempfile
 import time
 from pathlib import Path
 
-import numba
 from distributed import Client, LocalCluster
 
 from relmodel import engine
@@ -87,6 +86,8 @@ def speed(n_jobs: int) -> dict:
     packed = engine.pack(study.scenario)
     engine.run(packed, 2048, 0)  # load the kernels before timing
     out = {"grid_points": study.scenario.size, "n_jobs": n_jobs, "total_jobs": total}
+    import numba  # here: spawned Dask workers re-import this script, and must not load Numba first
+
     for threads in (1, numba.config.NUMBA_NUM_THREADS):
         out[f"kernel_{threads}_threads_s"] = timed(lambda: engine.run(packed, n_jobs, 0, n_threads=threads))
     with tempfile.TemporaryDirectory() as tmp:
@@ -122,6 +123,8 @@ def main():
     n_jobs = 2_500_000 if args.quick else 25_000_000
     s = speed(n_jobs)
     rate = {k: s["total_jobs"] / v for k, v in s.items() if k.endswith("_s") and "startup" not in k}
+    import numba
+
     threads = numba.config.NUMBA_NUM_THREADS
     print(f"{platform.processor() or platform.machine()} | cpus {os.cpu_count()} | Numba threads {threads}")
     print(f"study: {s['grid_points']} points x {s['n_jobs']:,} jobs = {s['total_jobs']:.3g} jobs\n")

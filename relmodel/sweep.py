@@ -45,15 +45,16 @@ def chunk_regions(shape, chunks):
         yield tuple((s, min(s + c, e)) for s, c, e in zip(corner, chunks, shape))
 
 
-def compute_chunk(study: Study, region) -> dict[str, np.ndarray]:
-    """Simulate the grid points of one region; arrays shaped like the region."""
+def compute_chunk(study: Study, region, n_threads: int | None = None) -> dict[str, np.ndarray]:
+    """Simulate the grid points of one region; arrays shaped like the region.
+    `n_threads`: Numba threads for it (None: the process's setting)."""
     sc = study.scenario
     ranges = [range(a, b) for a, b in region]
     index = list(itertools.product(*ranges))
     keys = [int(np.ravel_multi_index(i, sc.shape)) if i else 0 for i in index]
     packed = pack_points(sc.point(i) for i in index)
     totals = run(packed, study.n_jobs, study.seed, study.backend, scenario_keys=keys,
-                 max_failures=study.max_failures)
+                 max_failures=study.max_failures, n_threads=n_threads)
     est = summarize(totals, packed, QUANTILES)
     region_shape = tuple(len(r) for r in ranges)
     return {name: est[name].reshape(region_shape + est[name].shape[1:]).astype(np.float64)
@@ -216,16 +217,19 @@ def _run_on_dask(study: Study, todo, finished, scheduler: str, n_workers):
     from distributed import Client, LocalCluster, as_completed
 
     if scheduler == "dask-local":
-        # One thread per worker and one Numba thread each: no oversubscription.
+        # One thread per worker and one Numba thread each: no oversubscription. The
+        # environment sets the pool; the explicit count holds even where the worker
+        # imported Numba before it saw the environment (a script importing numba at
+        # its top is re-imported by spawned workers).
         env = {"NUMBA_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
         cluster = LocalCluster(n_workers=n_workers or os.cpu_count(), threads_per_worker=1, processes=True,
                                env=env, dashboard_address=None)
-        client = Client(cluster)
-    else:
-        cluster, client = None, Client(scheduler)
+        client, n_threads = Client(cluster), 1
+    else:  # an existing cluster: its workers' own NUMBA_NUM_THREADS decides
+        cluster, client, n_threads = None, Client(scheduler), None
     try:
         client.run(_warm_up, study.backend)
-        futures = {client.submit(compute_chunk, study, region, pure=False): region for region in todo}
+        futures = {client.submit(compute_chunk, study, region, n_threads, pure=False): region for region in todo}
         for future in as_completed(futures):
             finished(futures[future], future.result())
     finally:
