@@ -250,7 +250,8 @@ def summarize(totals: Totals, packed: Packed, quantiles=(0.05, 0.5, 0.95)) -> di
     d_prod, var_prod = _mean_var(s[:, S_PRODUCTIVE], s[:, S_PRODUCTIVE_SQ], n)
     d_eff, var_eff = _mean_var(s[:, S_EFF], s[:, S_EFF_SQ], n)
     fail, var_fail = _mean_var(s[:, S_FAILURES], s[:, S_FAILURES_SQ], n)
-    wall, prod = ffw + d_wall, work + d_prod
+    # Deviations of about -work (capped jobs that did little) can round a hair below 0.
+    wall, prod = ffw + d_wall, np.maximum(work + d_prod, 0.0)
     with np.errstate(invalid="ignore", divide="ignore"):
         cov = (s[:, S_PRODUCTIVE_WALL] - s[:, S_PRODUCTIVE] * d_wall) / (n - 1)
         ratio = prod / wall
@@ -269,7 +270,7 @@ def summarize(totals: Totals, packed: Packed, quantiles=(0.05, 0.5, 0.95)) -> di
         **by_category,
         "ettr": ratio,
         "ettr_se": ratio_se,
-        "ettr_job_mean": work / ffw + d_eff,
+        "ettr_job_mean": np.clip(work / ffw + d_eff, 0.0, 1.0),
         "ettr_job_mean_se": np.sqrt(var_eff / n),
         "wall_mean": wall,
         "wall_se": np.sqrt(var_wall / n),

@@ -1,10 +1,14 @@
 """The Dataset that `simulate` returns: labels, units, provenance, estimators."""
 
+import warnings
+
 import numpy as np
 import pytest
 import xarray as xr
+from hypothesis import given, settings
 
 import relmodel as rm
+from relmodel.testing.strategies import scenarios
 
 SC = rm.Scenario(n_gpus=[1024, 16384], failure_rate=6.5e-3, checkpoint_interval=["30min", "1h", "2h"],
                  checkpoint_cost="5min", restart_cost="10min", work="7d")
@@ -64,3 +68,21 @@ def test_round_trip_through_netcdf(tmp_path, ds):
     ds.drop_dims("job").to_netcdf(path, engine="h5netcdf")
     back = xr.open_dataset(path, engine="h5netcdf")
     xr.testing.assert_identical(back, ds.drop_dims("job"))
+
+
+@settings(max_examples=60)
+@given(sc=scenarios(extreme=True))
+def test_the_edges_of_the_valid_space_give_finite_or_flagged_results(sc):
+    """From one GPU to a million, a failure in a billion node-days to ten a day,
+    intervals of a second to a year: finite estimates, or a point flagged as
+    capped (NaN only where no job was simulated)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", rm.CappedJobsWarning)
+        ds = rm.simulate(sc, n_jobs=64, max_failures=1000)
+    if np.isnan(float(ds.ettr)):
+        assert int(ds.n_capped) == 64
+    else:
+        assert 0 <= float(ds.ettr) <= 1 and np.isfinite(float(ds.wall_mean))
+        assert np.all(np.isfinite(ds.time_mean)) and float(ds.failures_mean) <= 1000
+        if int(ds.n_capped) == 0:  # capped jobs stop short of their work
+            assert float(ds.wall_mean) >= sc.work * (1 - 1e-12)
