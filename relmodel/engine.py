@@ -142,19 +142,29 @@ CERTAINTY = 1e-6
 def certainly_capped(packed: Packed, max_failures: int) -> np.ndarray:
     """Rows whose every job would hit `max_failures`: not worth simulating.
 
-    To get through a failure-free stretch of runtime L (a checkpoint interval
-    with its write, or the final piece) a job on exponential failures at rate
-    lam makes Geometric(e^(-lam L)) attempts, so it finishes under the cap with
-    probability at most max_failures * e^(-lam L). Rows where that is below
-    CERTAINTY (with the slowest rate of a lemon mixture) are such rows: the
-    cost of simulating them, n_jobs * max_failures events, buys only truncated
+    On exponential failures at rate lam a job gets through a failure-free
+    stretch of runtime L after Geometric(e^(-lam L)) attempts, each failure but
+    the last one counted, so it finishes under the cap with probability at most
+    max_failures * e^(-lam L). Two such stretches bound it: the longest piece of
+    compute (an interval with its write, or the final piece), and a restart
+    (the shortest of a taxonomy's), which a job avoids only by never failing
+    (probability e^(-lam T) over its failure-free runtime T). Rows where a bound
+    is below CERTAINTY (at the slowest rate of a lemon mixture) are such rows:
+    simulating them costs n_jobs * max_failures events and buys only truncated
     times. Weibull rows are always simulated.
     """
     p = packed.params
     segment = np.where(p[:, P_N_FULL] > 0, p[:, P_INTERVAL] + p[:, P_CKPT], 0.0)
     longest = np.maximum(segment, p[:, P_REMAINDER])
-    slowest = np.minimum.reduceat(packed.rate_value, packed.rate_offset[:-1])
-    return (p[:, P_SHAPE] == 1.0) & (slowest * longest > math.log(max_failures / CERTAINTY))
+    runtime = p[:, P_N_FULL] * segment + p[:, P_REMAINDER]
+    restart = p[:, P_RESTART].copy()
+    for row in np.flatnonzero(np.diff(packed.cat_offset)):
+        restart[row] = packed.cat_restart[packed.cat_offset[row]:packed.cat_offset[row + 1]].min()
+    lam = np.minimum.reduceat(packed.rate_value, packed.rate_offset[:-1])
+    log_cap = math.log(max_failures / CERTAINTY)
+    through_compute = lam * longest > log_cap
+    through_restarts = (lam * restart > log_cap + math.log(2.0)) & (lam * runtime > math.log(2.0 / CERTAINTY))
+    return (p[:, P_SHAPE] == 1.0) & (through_compute | through_restarts)
 
 
 def run(packed: Packed, n_jobs: int, seed: int, backend: str = "numba", *, scenario_keys=None,

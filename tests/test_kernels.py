@@ -137,3 +137,18 @@ def test_no_warning_when_no_job_is_capped():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         rm.simulate(REFERENCE, n_jobs=2000)
+
+
+def test_a_restart_that_can_never_finish_caps_every_job_that_fails():
+    # One node failing once an hour, 1-minute intervals, a 100-hour restart: a
+    # failure means the cap; only a job that never fails escapes it.
+    base = rm.Scenario(n_gpus=8, failure_rate=24, checkpoint_interval="1min", restart_cost="100h", work="20h")
+    with pytest.warns(rm.CappedJobsWarning, match="not simulated"):
+        assert int(rm.simulate(base, n_jobs=50, max_failures=500).n_capped) == 50
+    # With 5 hours of work e^-5 of jobs never fail: simulated, and each capped job stops at the cap.
+    short = base.sweep(work="5h")
+    with pytest.warns(rm.CappedJobsWarning) as caught:
+        ds = rm.simulate(short, n_jobs=2000, max_failures=500, keep_jobs=True)
+    assert "not simulated" not in str(caught[0].message)
+    capped = ds.job_capped.values.astype(bool)
+    assert 0 < (~capped).sum() < 100 and np.all(ds.job_failures.values[capped] == 500)
