@@ -148,7 +148,8 @@ def simulate(scenario, n_jobs: int = 100_000, seed: int = 0, backend: str = "num
                        "(NaN estimates)") if skipped else ""
         warnings.warn(
             f"{n_capped} of {sc.size * n_jobs} jobs hit max_failures={max_failures} and were stopped; "
-            f"their ETTR is near 0 and their times are truncated (see n_capped){unsimulated}",
+            f"their ETTR is near 0 and their times are truncated (see n_capped){unsimulated}; "
+            "a run costs up to n_jobs x max_failures failure events, so a lower max_failures answers sooner",
             CappedJobsWarning, stacklevel=2,
         )
     return ds
