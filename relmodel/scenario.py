@@ -33,6 +33,8 @@ FIELDS = {
     "queue_wait_distribution": ("", "choice"),
 }
 QUEUE_WAIT_DISTRIBUTIONS = ("fixed", "exponential")
+# Weibull shapes whose mean-preserving scale (1 / Gamma(1 + 1/k)) stays a normal float.
+SHAPE_RANGE = (0.01, 100.0)
 # Not sweep axes: a failure taxonomy (categories, see `relmodel.failures`), and
 # `failure_model`, which only fills the flat fields and is not kept.
 EXTRA_FIELDS = ("taxonomy", "failure_model")
@@ -86,6 +88,9 @@ def _check_number(name: str, value, *, kind: str):
         raise ScenarioError(name, f"must be finite (got {value!r})")
     if kind == "shape" and x <= 0:
         raise ScenarioError(name, f"must be > 0 (got {value!r})")
+    if kind == "shape" and not SHAPE_RANGE[0] <= x <= SHAPE_RANGE[1]:
+        raise ScenarioError(name, f"must be in [{SHAPE_RANGE[0]}, {SHAPE_RANGE[1]}] (got {value!r}); "
+                                  "measured failure data fall within 0.3 to 3")
     if kind == "fraction" and not 0.0 <= x <= 1.0:
         raise ScenarioError(name, f"must be in [0, 1] (got {value!r})")
     if kind in ("rate", "factor") and x < 0:

@@ -24,6 +24,15 @@ VALUES = (
     "fixed", "exponential", "numba", "cython", "1f1b", "zb-h1", "all", "elastic", "fifo",
 )
 RARE_VALUES = ("1e6d", "1000000", "1e400", "1e3")  # each draw keeps at most a couple of these big ones
+# Valid values by kind, drawn most of the time so that most command lines get past
+# parsing into the models (junk in any one option would stop them at the door).
+VALID = {
+    "duration": ("90s", "5min", "1h", "1.5d", "3w", "0", "2", "1e-9s", "1e6d"),
+    "count": ("1", "8", "64", "1000", "16384", "1000000"),
+    "number": ("0", "1e-9", "6.5e-3", "0.5", "1", "2", "10", "1000"),
+    "queue_wait_distribution": ("fixed", "exponential"),
+    "taxonomy": ("meta-2024", "slurm-default"),
+}
 
 
 @contextlib.contextmanager
@@ -47,7 +56,11 @@ def command_lines(draw, command, out_dir):
     for argument in (p for p in cmd.params if isinstance(p, click.Argument)):
         args.append(draw(st.sampled_from(sorted(str(p) for p in out_dir.glob("input*")) + ["missing.csv", ""])))
     options = [p for p in cmd.params if isinstance(p, click.Option) and p.name not in ("help",)]
-    for option in draw(st.lists(st.sampled_from(options), max_size=8, unique_by=lambda p: p.name)):
+    required = [p for p in options if p.required]  # present in most draws, so most draws get past them
+    drawn = draw(st.lists(st.sampled_from(options), max_size=8, unique_by=lambda p: p.name))
+    if draw(st.integers(0, 9)):
+        drawn += [p for p in required if p not in drawn]
+    for option in drawn:
         flag = option.opts[-1] if option.opts[-1].startswith("--") else option.opts[0]
         if option.is_flag:
             args.append(flag)
@@ -56,9 +69,27 @@ def command_lines(draw, command, out_dir):
         elif option.name in ("out", "plot", "json_path", "figures"):
             args += [flag, str(out_dir / draw(st.sampled_from(["x.nc", "x.png", "x.zarr", "x.txt", "x"])))]
         else:
-            choices = getattr(option.type, "choices", ())
-            args += [flag, draw(st.sampled_from(tuple(choices) + VALUES))]
+            choices = tuple(getattr(option.type, "choices", ()))
+            valid = choices or VALID[_kind(option)]
+            args += [flag, draw(st.one_of(st.sampled_from(valid), st.sampled_from(valid), st.sampled_from(VALUES)))]
     return args
+
+
+def _kind(option) -> str:
+    from relmodel.scenario import FIELDS
+
+    if option.name in VALID:
+        return option.name
+    field = getattr(option.type, "field", None)
+    if field is not None:
+        kind = FIELDS[field][1]
+        return "duration" if kind == "duration" else "count" if kind == "count" else "number"
+    if isinstance(option.type, click.types.IntParamType) or "gpus" in option.name or option.name in (
+            "stages", "replicas", "microbatches", "n_jobs", "runs", "seed"):
+        return "count"
+    if "duration" in option.name or "time" in option.name or "delay" in option.name or "wait" in option.name:
+        return "duration"
+    return "number"
 
 
 @pytest.fixture(scope="module")
