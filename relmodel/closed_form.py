@@ -254,15 +254,34 @@ def _exact_finite_work(sc: Scenario) -> float:
     hi = min(k_max, max(math.ceil(2 * k_mid) + 2, round(k_mid) + _EXACT_WINDOW))
     hi = min(hi, lo + 2 * _EXACT_WINDOW)
     k = np.arange(lo, hi + 1, dtype=float)
-    intervals = work / (k + 1) * (1.0 + 1e-6 / (k + 1))
     cdf, rate = job_rate_table(sc.n_nodes, sc.failure_rate, sc.lemon_fraction, sc.lemon_rate_factor)
     prob = np.diff(cdf, prepend=0.0)
-    walls = sum(
-        _times(pi, renewal_expected_wall(lam, intervals, work, w, *_restart_args(sc)))
-        for pi, lam in zip(prob, rate)
-    )
-    best = int(np.argmin(walls))
-    return math.inf if k[best] == 0 else float(intervals[best])
+    if rate.size > _COARSE_RATES:
+        # A wide lemon mixture: locate the optimum on its quantiles, then settle it
+        # exactly (whole table) among the checkpoint counts next to that.
+        levels = (np.arange(_COARSE_RATES) + 0.5) / _COARSE_RATES
+        coarse = rate[np.minimum(np.searchsorted(cdf, levels), rate.size - 1)]
+        near = k[_best_count(k, np.full(_COARSE_RATES, 1.0 / _COARSE_RATES), coarse, sc)]
+        k = k[np.abs(k - near) <= 3]
+    best = _best_count(k, prob, rate, sc)
+    return math.inf if k[best] == 0 else float(_split_after(sc.work, k[best]))
+
+
+_COARSE_RATES = 16  # quantiles of a lemon mixture's rate used to locate the exact optimum
+
+
+def _split_after(work, k):
+    """The interval just past work / (k + 1): k full intervals and a shorter remainder."""
+    return work / (k + 1) * (1.0 + 1e-6 / (k + 1))
+
+
+def _best_count(k, prob, rate, sc: Scenario) -> int:
+    """Index in `k` of the checkpoint count with the least expected wall time,
+    every rate of the mixture (rows) at every candidate (columns) at once."""
+    intervals = _split_after(sc.work, k)
+    walls = _times(prob[:, None], renewal_expected_wall(rate[:, None], intervals[None, :], sc.work,
+                                                        sc.checkpoint_cost, *_restart_args(sc))).sum(axis=0)
+    return int(np.argmin(walls))
 
 
 def optimal_interval(scenario, method: str = "exact"):

@@ -205,3 +205,14 @@ def test_exact_interval_splits_work_into_equal_pieces():
     n_full, remainder = sc.sweep(checkpoint_interval=interval).intervals
     assert remainder == pytest.approx(interval, rel=1e-5)  # the last piece is as long as the others
     assert rm.optimal_interval(sc.sweep(failure_rate=0), "exact") == math.inf
+
+
+@pytest.mark.parametrize("n_gpus", [4096, 65536, 1_048_576])
+def test_wide_lemon_mixtures_find_the_same_exact_optimum_as_the_exhaustive_search(n_gpus, monkeypatch):
+    from relmodel import closed_form
+
+    sc = rm.Scenario(n_gpus=n_gpus, failure_rate=6.5e-3, checkpoint_interval=1, work="14d", checkpoint_cost="5min",
+                     restart_cost="10min", lemon_fraction=0.01, lemon_rate_factor=30)
+    located = rm.optimal_interval(sc)  # quantiles of the rate locate it, the whole table settles it
+    monkeypatch.setattr(closed_form, "_COARSE_RATES", 10**9)
+    assert rm.optimal_interval(sc) == located
