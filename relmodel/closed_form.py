@@ -19,7 +19,11 @@ from .scenario import Scenario, as_scenario, split_work
 ETTR_METHODS = ("linear", "renewal")
 INTERVAL_METHODS = ("young", "daly", "exact")
 MIN_INTERVAL = 1.0 / 3600.0  # one second: no plan checkpoints more often
-_EXACT_WINDOW = 100_000  # candidate checkpoint counts either side of the long-run optimum
+# The linear form is flagged where it strays from the exact (renewal) form by
+# more than this, relative: inside it the first-order terms it drops are below
+# the spread between Young's and Daly's intervals in typical plans.
+LINEAR_TOLERANCE = 0.02
+_GRID_POINTS = 2048  # candidate checkpoint counts per level of the exact search
 
 
 class ClosedFormWarning(UserWarning):
@@ -128,6 +132,27 @@ def _linear_point(sc: Scenario) -> float:
     return numerator / (1.0 + sc.checkpoint_cost / sc.checkpoint_interval) / (1.0 + lam * sc.queue_wait)
 
 
+def linear_deviation(sc: Scenario) -> float:
+    """(linear - exact) / exact for a scalar scenario; NaN where the linear form is.
+
+    The exact form is the renewal ETTR of the scenario with exponential failures
+    of the same mean (the law the linear form assumes), so a Weibull scenario is
+    measured against its exponential twin.
+    """
+    linear = _linear_point(sc)
+    exact = _renewal_point(dataclasses.replace(sc, weibull_shape=1.0))
+    if math.isnan(linear):
+        return math.nan
+    if exact == 0.0:
+        return math.inf
+    return (linear - exact) / exact
+
+
+def linear_valid(sc: Scenario) -> bool:
+    """The linear form is within LINEAR_TOLERANCE of the exact form (and its numerator > 0)."""
+    return abs(linear_deviation(sc)) <= LINEAR_TOLERANCE
+
+
 def renewal_applies(sc: Scenario) -> bool:
     """The renewal form is exact for exponential failures (lemon mixtures and
     failure taxonomies included)."""
@@ -150,7 +175,9 @@ def ettr(scenario, method: str = "renewal", *, at: str = "given"):
     mean); NaN, with a ClosedFormWarning, where failures are Weibull.
     method="linear": the first-order form of the Meta study, (1 - lam (u0 +
     dt/2)) / (1 + w/dt) / (1 + lam q), with a taxonomy's share-weighted u0 and
-    q; NaN, with a ClosedFormWarning, where its numerator is <= 0.
+    q; NaN, with a ClosedFormWarning, where its numerator is <= 0, and a
+    ClosedFormWarning wherever it strays from the exact renewal form by more
+    than LINEAR_TOLERANCE (2 %, relative; `linear_deviation` gives the gap).
 
     at: "given" uses the scenario's checkpoint_interval; "young", "daly" or
     "exact" use that optimal interval, point by point.
@@ -163,6 +190,8 @@ def ettr(scenario, method: str = "renewal", *, at: str = "given"):
     if at != "given" and at not in INTERVAL_METHODS:
         raise ValueError(f"at: use 'given' or one of {INTERVAL_METHODS} (got {at!r})")
 
+    deviations = []  # the linear form's distance from the exact form, point by point
+
     def point(p: Scenario) -> float:
         if at != "given":
             interval = _optimal_point(p, at)
@@ -170,6 +199,7 @@ def ettr(scenario, method: str = "renewal", *, at: str = "given"):
                 return math.nan
             p = dataclasses.replace(p, checkpoint_interval=feasible_interval(interval, p.work))
         if method == "linear":
+            deviations.append(linear_deviation(p))
             return _linear_point(p)
         return _renewal_point(p) if renewal_applies(p) else math.nan
 
@@ -179,6 +209,13 @@ def ettr(scenario, method: str = "renewal", *, at: str = "given"):
         reason = ("its numerator 1 - lam (u0 + dt/2) is <= 0" if method == "linear"
                   else "it needs exponential failures (weibull_shape = 1)")
         warnings.warn(f"{method} ETTR is NaN where {reason}", ClosedFormWarning, stacklevel=2)
+    deviation = np.abs(np.array(deviations))
+    astray = deviation > LINEAR_TOLERANCE  # NaN (numerator <= 0) was warned about above
+    if astray.any():
+        where = f" at {int(astray.sum())} of {deviation.size} points" if sc.is_grid else ""
+        warnings.warn(f"linear ETTR is off the exact renewal form by up to {deviation[astray].max():.1%}{where}, "
+                      f"more than the {LINEAR_TOLERANCE:.0%} it is trusted to; use method='renewal'",
+                      ClosedFormWarning, stacklevel=2)
     return out
 
 
@@ -240,20 +277,16 @@ def _exact_finite_work(sc: Scenario) -> float:
 
     With k checkpoints, E[wall] rises with the interval between work/(k+1) and
     work/k (the last, shorter piece has no checkpoint and the segment cost is
-    convex), so the optimum lies just past some work/(k+1): search k around the
-    long-run optimum and return that point, nudged past the breakpoint so that
-    `work` splits into k full intervals and a remainder.
+    convex), so the optimum lies just past some work/(k+1). E[wall] over k is
+    searched on the whole range of counts, 0 to one checkpoint a second: first
+    on a geometric grid, then on finer grids between the neighbours of the best
+    point, down to every count (no window sized for typical jobs, which missed
+    the optimum of jobs with millions of checkpoints). The point returned is
+    nudged past the breakpoint so that `work` splits into k full intervals and
+    a remainder.
     """
-    work, w = sc.work, sc.checkpoint_cost
-    long_run = max(long_run_optimal_interval(sc.job_failure_rate, w), MIN_INTERVAL)
-    if math.isinf(long_run):
+    if sc.job_failure_rate == 0:
         return math.inf
-    k_max = math.floor(work / MIN_INTERVAL)
-    k_mid = min(work / long_run, k_max)
-    lo = max(0, min(math.floor(k_mid / 2) - 2, round(k_mid) - _EXACT_WINDOW))
-    hi = min(k_max, max(math.ceil(2 * k_mid) + 2, round(k_mid) + _EXACT_WINDOW))
-    hi = min(hi, lo + 2 * _EXACT_WINDOW)
-    k = np.arange(lo, hi + 1, dtype=float)
     cdf, rate = job_rate_table(sc.n_nodes, sc.failure_rate, sc.lemon_fraction, sc.lemon_rate_factor)
     prob = np.diff(cdf, prepend=0.0)
     if rate.size > _COARSE_RATES:
@@ -261,18 +294,42 @@ def _exact_finite_work(sc: Scenario) -> float:
         # exactly (whole table) among the checkpoint counts next to that.
         levels = (np.arange(_COARSE_RATES) + 0.5) / _COARSE_RATES
         coarse = rate[np.minimum(np.searchsorted(cdf, levels), rate.size - 1)]
-        near = k[_best_count(k, np.full(_COARSE_RATES, 1.0 / _COARSE_RATES), coarse, sc)]
-        k = k[np.abs(k - near) <= 3]
-    best = _best_count(k, prob, rate, sc)
-    return math.inf if k[best] == 0 else float(_split_after(sc.work, k[best]))
+        near = _search_counts(np.full(_COARSE_RATES, 1.0 / _COARSE_RATES), coarse, sc)
+        k = np.arange(max(0.0, near - 3), near + 4)
+        best = k[_best_count(k, prob, rate, sc)]
+    else:
+        best = _search_counts(prob, rate, sc)
+    return math.inf if best == 0 else float(_split_after(sc.work, best))
+
+
+def _search_counts(prob, rate, sc: Scenario) -> float:
+    """The checkpoint count with the least expected wall time, in [0, work / MIN_INTERVAL]."""
+    k_max = max(math.floor(sc.work / MIN_INTERVAL) - 1, 0)  # intervals of MIN_INTERVAL or more
+    counts = np.round(np.geomspace(1.0, k_max, _GRID_POINTS)) if k_max >= 1 else []
+    k = np.unique(np.concatenate([[0.0], counts]))
+    while True:
+        i = _best_count(k, prob, rate, sc)
+        lo, hi = k[max(i - 1, 0)], k[min(i + 1, k.size - 1)]
+        if hi - lo <= _GRID_POINTS:
+            k = np.arange(lo, hi + 1)
+            return float(k[_best_count(k, prob, rate, sc)])
+        k = np.unique(np.round(np.linspace(lo, hi, _GRID_POINTS)))
 
 
 _COARSE_RATES = 16  # quantiles of a lemon mixture's rate used to locate the exact optimum
 
 
 def _split_after(work, k):
-    """The interval just past work / (k + 1): k full intervals and a shorter remainder."""
-    return work / (k + 1) * (1.0 + 1e-6 / (k + 1))
+    """The interval just past work / (k + 1): k full intervals and a shorter remainder.
+
+    The nudge is the least that `split_work` (exact multiples within 1e-9 of an
+    interval) still reads as k intervals, with a margin for rounding: twice its
+    tolerance, and at least 8 ulps of the remainder. The ETTR just past the
+    breakpoint is the best of its piece, so a larger nudge would cost ETTR.
+    """
+    k = np.asarray(k, dtype=float)
+    nudge = np.maximum(2e-9 / (k + 1), 8 * np.finfo(float).eps)
+    return work / (k + 1) * (1.0 + nudge)
 
 
 def _best_count(k, prob, rate, sc: Scenario) -> int:

@@ -11,13 +11,26 @@ import dataclasses
 import math
 import warnings
 
-from .closed_form import ClosedFormWarning, ettr, feasible_interval, optimal_interval, renewal_applies
+import numpy as np
+
+from .closed_form import (ClosedFormWarning, LINEAR_TOLERANCE, ettr, feasible_interval, linear_valid,
+                          optimal_interval, renewal_applies)
+from .failures import job_rate_table
 from .scenario import Scenario, as_scenario
 from .units import format_hours
 
 IMPROVABLE = ("failure_rate", "restart_cost", "checkpoint_cost")
 SENSITIVITY = ("failure_rate", "restart_cost", "checkpoint_cost", "queue_wait", "n_gpus")
 _MAX_NODES = 2**24
+# The check simulation of one interval draws at most this many failures in all
+# (about 1 s on 2 cores); it takes fewer jobs rather than cap legitimate ones,
+# and none below MIN_CHECK_JOBS (it says so instead of printing a poor estimate).
+CHECK_EVENT_BUDGET = 1.5e8
+MIN_CHECK_JOBS = 500
+# A job's failure count has an exponential tail (at worst one geometric count
+# of attempts at its longest piece), so P(N > 40 E[N]) < e^-40: the check
+# simulation's cap never stops a job that the model lets finish.
+_CAP_FACTOR = 40.0
 
 
 def best_ettr(sc: Scenario) -> float:
@@ -39,6 +52,7 @@ class Plan:
     n_jobs: int
     recommended: str = "exact"
     by_category: dict | None = None  # with a taxonomy: kind -> {share, failures, lost_h, restart_h, queue_h}
+    # time_per_job_h is None where the recommended interval was not simulated (see not_simulated)
 
     @property
     def optimal_interval_h(self) -> float:
@@ -73,19 +87,33 @@ class Plan:
             f"restart {format_hours(sc.restart_cost)}, queue {format_hours(sc.queue_wait)}",
             f"MTTF of the job: {format_hours(self.mttf_h)}",
             "",
-            f"{'interval':>10}  {'method':<8} {'linear':>8} {'renewal':>8}   simulated (95% CI, {self.n_jobs} jobs)",
+            f"{'interval':>10}  {'method':<8} {'linear':>9} {'renewal':>8}   simulated (95% CI, jobs)",
         ]
+        astray = False
         for label, interval in self.intervals_h.items():
             e = self.ettr_by_interval[label]
-            lo, hi = e["simulated_ci95"]
             mark = " *" if label == self.recommended else ""
-            out.append(f"{_interval_text(interval):>10}  {label + mark:<8} {e['linear']:8.4f} {e['renewal']:8.4f}"
-                       f"   {e['simulated']:.4f} [{lo:.4f}, {hi:.4f}]")
+            flag = " " if e["linear_valid"] else "!"
+            astray |= not e["linear_valid"]
+            if e["simulated_jobs"]:
+                lo, hi = e["simulated_ci95"]
+                simulated = f"{e['simulated']:.4f} [{lo:.4f}, {hi:.4f}], {e['simulated_jobs']}"
+            else:
+                simulated = f"not simulated: ~{e['expected_failures']:.3g} failures a job"
+            out.append(f"{_interval_text(interval):>10}  {label + mark:<8} {e['linear']:8.4f}{flag} "
+                       f"{e['renewal']:8.4f}   {simulated}")
+        if astray:
+            out.append(f"  ! the linear form is off the renewal form by more than {LINEAR_TOLERANCE:.0%} "
+                       "here (or undefined): do not use it")
         t = self.time_per_job_h
-        out += ["", f"Time per job at the * interval (simulated mean): wall {format_hours(t['wall'])}"]
-        for name, label in (("productive", "productive"), ("checkpoint", "checkpoint writes"),
-                            ("lost", "re-done work"), ("restart", "restarts"), ("queue", "queue waits")):
-            out.append(f"  {label:<18} {format_hours(t[name]):>9}  {t[name] / t['wall']:6.1%}")
+        if t is None:
+            out += ["", "Time per job at the * interval: not simulated (each job would see "
+                        f"~{self.ettr_by_interval[self.recommended]['expected_failures']:.3g} failures)"]
+        else:
+            out += ["", f"Time per job at the * interval (simulated mean): wall {format_hours(t['wall'])}"]
+            for name, label in (("productive", "productive"), ("checkpoint", "checkpoint writes"),
+                                ("lost", "re-done work"), ("restart", "restarts"), ("queue", "queue waits")):
+                out.append(f"  {label:<18} {format_hours(t[name]):>9}  {t[name] / t['wall']:6.1%}")
         if self.by_category:
             out += ["", "Time lost per job by kind of failure (simulated mean at the * interval):",
                     f"  {'kind':<20} {'share':>6} {'failures':>9} {'re-done':>9} {'restarts':>9} {'queue':>9}"]
@@ -133,7 +161,7 @@ def _value_text(name: str, value) -> str:
 
 
 def plan(scenario=None, *, target_ettr: float | None = None, n_jobs: int = 20_000, seed: int = 0,
-         backend: str = "numba", max_failures: int = 10_000, **fields) -> Plan:
+         backend: str = "numba", max_failures: int | None = None, **fields) -> Plan:
     """Plan a run: recommended checkpoint interval, ETTR, MTTF and what must improve.
 
     Give a Scenario (its checkpoint_interval, if any, is shown as "current"), or
@@ -141,11 +169,14 @@ def plan(scenario=None, *, target_ettr: float | None = None, n_jobs: int = 20_00
     adds, for failure rate, restart cost and checkpoint cost, the value each would
     need alone to reach it, and the largest GPU count that reaches it today.
     Needs exponential failures (weibull_shape = 1): the plan rests on the renewal form.
-    The check simulation stops a job at `max_failures` failures (a `CappedJobsWarning`
-    says so): such a run has an ETTR near 0 and a hopeless plan answers in seconds.
-    """
-    from .simulate import simulate
 
+    Each interval is checked by a simulation of `n_jobs` jobs. Its cap on
+    failures per job (`max_failures`, by default 40 times the renewal model's
+    expected count at the highest failure rate) stops no job the model lets
+    finish; where `n_jobs` jobs would draw more than CHECK_EVENT_BUDGET failures
+    it simulates fewer jobs (the interval says how many), and below
+    MIN_CHECK_JOBS none (the plan says so and gives the expected failures).
+    """
     if scenario is None:
         current = fields.get("checkpoint_interval")
         fields.setdefault("checkpoint_interval", 1.0)
@@ -167,29 +198,27 @@ def plan(scenario=None, *, target_ettr: float | None = None, n_jobs: int = 20_00
     if current is not None:
         intervals["current"] = sc.checkpoint_interval
     feasible = {label: feasible_interval(v, sc.work) for label, v in intervals.items()}
-    distinct = sorted(set(feasible.values()))
-    sim = simulate(sc.sweep(checkpoint_interval=distinct), n_jobs=n_jobs, seed=seed, backend=backend,
-                   max_failures=max_failures)
+    checks = {v: _check_simulation(sc.sweep(checkpoint_interval=v), n_jobs, seed, backend, max_failures)
+              for v in sorted(set(feasible.values()))}
     ettr_by = {}
     for label, interval in feasible.items():
         at = sc.sweep(checkpoint_interval=interval)
-        point = sim.sel(checkpoint_interval=interval)
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ClosedFormWarning)
+            warnings.simplefilter("ignore", ClosedFormWarning)  # flagged in linear_valid
             linear = ettr(at, "linear")
-        est, se = float(point.ettr), float(point.ettr_se)
-        ettr_by[label] = {"linear": linear, "renewal": ettr(at, "renewal"), "simulated": est,
-                          "simulated_se": se, "simulated_ci95": [est - 1.96 * se, est + 1.96 * se]}
+        ettr_by[label] = {"linear": linear, "linear_valid": linear_valid(at), "renewal": ettr(at, "renewal"),
+                          **checks[interval]["summary"]}
     best = sc.sweep(checkpoint_interval=feasible["exact"])
-    at_best = sim.sel(checkpoint_interval=feasible["exact"])
-    time_per_job = {c: float(at_best.time_mean.sel(component=c)) for c in at_best.component.values}
-    time_per_job["wall"] = float(at_best.wall_mean)
-    by_category = None
-    if sc.taxonomy:
-        by_category = {c.name: {"share": c.share, **{
-            key: float(at_best[f"{field}_by_category"].sel(category=c.name))
-            for key, field in (("failures", "failures"), ("lost_h", "lost"), ("restart_h", "restart"),
-                               ("queue_h", "queue"))}} for c in sc.taxonomy}
+    at_best = checks[feasible["exact"]]["dataset"]
+    time_per_job = by_category = None
+    if at_best is not None:
+        time_per_job = {str(c): float(at_best.time_mean.sel(component=c)) for c in at_best.component.values}
+        time_per_job["wall"] = float(at_best.wall_mean)
+        if sc.taxonomy:
+            by_category = {c.name: {"share": c.share, **{
+                key: float(at_best[f"{field}_by_category"].sel(category=c.name))
+                for key, field in (("failures", "failures"), ("lost_h", "lost"), ("restart_h", "restart"),
+                                   ("queue_h", "queue"))}} for c in sc.taxonomy}
 
     return Plan(
         scenario=best, mttf_h=sc.mttf, intervals_h=intervals, ettr_by_interval=ettr_by,
@@ -197,6 +226,40 @@ def plan(scenario=None, *, target_ettr: float | None = None, n_jobs: int = 20_00
         target=None if target_ettr is None else _targets(best, float(target_ettr)), n_jobs=n_jobs,
         by_category=by_category,
     )
+
+
+def expected_failures_bound(sc: Scenario) -> tuple[float, float]:
+    """(mean, highest) expected failures per job over the job rates of the scenario.
+
+    Exact for one kind of failure: a piece of length s takes e^(lam s) - 1
+    failures on average, and each failure e^(lam u0) - 1 more during its
+    restarts. With a taxonomy the longest restart gives an upper bound.
+    """
+    cdf, rate = job_rate_table(sc.n_nodes, sc.failure_rate, sc.lemon_fraction, sc.lemon_rate_factor)
+    n_full, remainder = sc.intervals
+    restart = max((c.restart_cost for c in sc.taxonomy), default=0.0) if sc.taxonomy else sc.restart_cost
+    with np.errstate(over="ignore"):
+        per_piece = n_full * np.expm1(rate * (sc.checkpoint_interval + sc.checkpoint_cost)) + np.expm1(rate * remainder)
+        failures = np.where(per_piece > 0, per_piece * np.exp(rate * restart), 0.0)
+    return float(np.sum(np.diff(cdf, prepend=0.0) * failures)), float(failures.max())
+
+
+def _check_simulation(sc: Scenario, n_jobs: int, seed: int, backend: str, max_failures) -> dict:
+    """Simulate one interval within CHECK_EVENT_BUDGET failures: its summary and Dataset (None if not run)."""
+    from .simulate import simulate
+
+    mean, highest = expected_failures_bound(sc)
+    jobs = n_jobs if mean * n_jobs <= CHECK_EVENT_BUDGET else int(CHECK_EVENT_BUDGET // mean)
+    summary = {"expected_failures": mean, "simulated_jobs": 0, "simulated": math.nan, "simulated_se": math.nan,
+               "simulated_ci95": [math.nan, math.nan]}
+    if jobs < min(MIN_CHECK_JOBS, n_jobs):
+        return {"summary": summary, "dataset": None}
+    cap = max_failures if max_failures is not None else int(min(_CAP_FACTOR * highest + 1000, 2**62))
+    ds = simulate(sc, n_jobs=jobs, seed=seed, backend=backend, max_failures=cap)
+    est, se = float(ds.ettr), float(ds.ettr_se)
+    summary.update(simulated_jobs=jobs, simulated=est, simulated_se=se, simulated_ci95=[est - 1.96 * se,
+                                                                                        est + 1.96 * se])
+    return {"summary": summary, "dataset": ds}
 
 
 def _sensitivity(sc: Scenario) -> dict:

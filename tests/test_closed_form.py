@@ -216,3 +216,70 @@ def test_wide_lemon_mixtures_find_the_same_exact_optimum_as_the_exhaustive_searc
     located = rm.optimal_interval(sc)  # quantiles of the rate locate it, the whole table settles it
     monkeypatch.setattr(closed_form, "_COARSE_RATES", 10**9)
     assert rm.optimal_interval(sc) == located
+
+
+# ---- families seen to go wrong (issue: no silent wrong number) ----------------------
+
+BIG = dict(n_gpus=16384, failure_rate=6.5e-3, checkpoint_cost="5min", restart_cost="10min")
+
+
+@pytest.mark.parametrize("work", ["1s", "1min", "1h", "3d"])
+def test_an_interval_beyond_the_work_does_not_change_the_renewal_ettr(work):
+    base = rm.Scenario(**BIG, work=work, checkpoint_interval=rm.to_hours(work) * 1.000001)
+    expected = rm.ettr(base, "renewal")
+    # No checkpoint is written: one piece of length `work`, e^(lam W) - 1 failures' worth of restarts.
+    lam, w = base.job_failure_rate, base.work
+    r_star = math.expm1(lam * base.restart_cost) / lam
+    assert expected == pytest.approx(w / (math.expm1(lam * w) * (1 / lam + r_star)), rel=1e-12)
+    for factor in (2, 1e3, 1e6):
+        assert rm.ettr(base.sweep(checkpoint_interval=base.work * factor), "renewal") == expected
+    assert 0 < expected < 1
+
+
+def test_work_far_below_every_cost_is_neither_one_nor_inf():
+    sc = rm.Scenario(**BIG, work="1s", checkpoint_interval="1h")
+    value = rm.ettr(sc, "renewal")
+    assert 0 < value < 1 and math.isfinite(value)
+    # One piece of work W, no checkpoint: ETTR = lam W / (e^(lam W) - 1) * e^(-lam u0).
+    lam, w = sc.job_failure_rate, sc.work
+    assert value == pytest.approx(lam * w / math.expm1(lam * w) * math.exp(-lam * sc.restart_cost), rel=1e-12)
+
+
+@pytest.mark.parametrize("n_gpus, work, cost", [
+    (16384, "260w", "1s"), (16384, "2600w", "5min"), (10**6, "260w", "1h"), (10**6, "2600w", "1s"),
+    (8, "2600w", "1h"),
+])
+def test_the_exact_interval_of_long_jobs_is_the_lambert_w_optimum(n_gpus, work, cost):
+    # Hundreds of thousands to a hundred million checkpoints: the finite-work optimum
+    # converges on the long-run one (a window sized for typical jobs missed it by 2x).
+    sc = rm.Scenario(n_gpus=n_gpus, failure_rate=6.5e-3, checkpoint_interval="1h", checkpoint_cost=cost,
+                     restart_cost="10min", work=work)
+    exact = rm.optimal_interval(sc, "exact")
+    assert exact == pytest.approx(long_run_optimal_interval(sc.job_failure_rate, sc.checkpoint_cost), rel=1e-3)
+    best = rm.ettr(sc, at="exact")
+    for other in ("young", "daly"):
+        assert best >= rm.ettr(sc, at=other) * (1 - 1e-12)
+
+
+@pytest.mark.parametrize("interval, restart", [("2h", "10min"), ("10h", "10min"), ("30min", "6h")])
+def test_the_linear_form_is_flagged_wherever_it_strays(interval, restart):
+    # 1 h of work at 4,096 GPUs: an interval beyond the work or a restart longer than the
+    # interval puts the linear form far off (a factor of six was seen), with a positive numerator.
+    sc = rm.Scenario(n_gpus=4096, failure_rate=6.5e-3, checkpoint_cost="5min", restart_cost=restart, work="1h",
+                     checkpoint_interval=interval)
+    with pytest.warns(rm.ClosedFormWarning, match="off the exact renewal form"):
+        linear = rm.ettr(sc, "linear")
+    from relmodel.closed_form import LINEAR_TOLERANCE, linear_deviation, linear_valid
+
+    assert abs(linear / rm.ettr(sc, "renewal") - 1) > LINEAR_TOLERANCE
+    assert linear_deviation(sc) == pytest.approx(linear / rm.ettr(sc, "renewal") - 1)
+    assert not linear_valid(sc)
+
+
+def test_the_linear_form_is_quiet_where_it_holds():
+    sc = rm.Scenario(n_gpus=1024, failure_rate=6.5e-3, checkpoint_cost="5min", restart_cost="10min", work="14d",
+                     checkpoint_interval="1h")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        linear = rm.ettr(sc, "linear")
+    assert linear == pytest.approx(rm.ettr(sc, "renewal"), rel=0.02)

@@ -120,3 +120,45 @@ def test_cli_plan_bad_input_is_one_line_naming_the_flag(args, flag):
     assert result.exit_code == 2
     lines = result.output.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("Error:") and flag in lines[0]
+
+
+def test_plan_at_extreme_scale_caps_no_legitimate_failure():
+    # 131,072 GPUs for 30 days: ~18,000 failures a job at the best interval, more than the
+    # 10,000 the check simulation used to stop jobs at (its table then showed 16 of 30 days
+    # productive). The breakdown adds up to the wall time and its productive part is the work.
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", rm.CappedJobsWarning)
+        p = rm.plan(n_gpus=131_072, failure_rate=6.5e-3, checkpoint_cost="5min", restart_cost="10min",
+                    work="30d", checkpoint_interval="1h", n_jobs=2000)
+    t = p.time_per_job_h
+    assert t["productive"] == pytest.approx(720.0, rel=1e-12)
+    assert sum(t[c] for c in ("productive", "checkpoint", "lost", "restart", "queue")) == pytest.approx(t["wall"],
+                                                                                                       rel=1e-12)
+    for label, e in p.ettr_by_interval.items():
+        assert e["simulated_jobs"] > 0, label
+        assert abs(e["simulated"] - e["renewal"]) < 4 * e["simulated_se"], label
+        assert e["expected_failures"] > 10_000 and not e["linear_valid"]
+    assert p.ettr_by_interval["current"]["simulated_jobs"] < 2000  # within the event budget
+    assert "do not use it" in str(p)
+
+
+def test_a_hopeless_plan_is_not_simulated_and_says_why():
+    p = rm.plan(n_gpus=500_000, failure_rate=6.5e-3, checkpoint_cost="5min", restart_cost="10min", work="30d")
+    assert p.time_per_job_h is None
+    e = p.ettr_by_interval["exact"]
+    assert e["simulated_jobs"] == 0 and np.isnan(e["simulated"]) and e["expected_failures"] > 1e6
+    assert 0 < p.ettr < 0.01
+    assert "not simulated" in str(p)
+    json.dumps(p.to_dict())  # NaN and None are still JSON-ready through the CLI's cleaner
+
+
+def test_expected_failures_bound_is_the_simulated_mean():
+    from relmodel.plan import expected_failures_bound
+
+    sc = rm.Scenario(**RUN, checkpoint_interval="1h")
+    mean, highest = expected_failures_bound(sc)
+    assert mean == highest
+    ds = rm.simulate(sc, n_jobs=20_000, seed=5)
+    assert abs(float(ds.failures_mean) - mean) < 4 * float(ds.failures_se)
