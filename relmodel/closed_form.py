@@ -13,7 +13,7 @@ import warnings
 import numpy as np
 import xarray as xr
 
-from .failures import job_rate_table
+from .failures import job_rate_masses
 from .scenario import Scenario, as_scenario, split_work
 
 ETTR_METHODS = ("linear", "renewal")
@@ -92,21 +92,52 @@ def renewal_expected_wall(lam, interval, work, ckpt, restart, queue, share=None)
     A restart (with its queue wait) takes R* (`restart_phase_mean`) including
     failures during it; a segment of length s takes (e^(lam s) - 1)(1/lam + R*).
     With `share`, `restart` and `queue` are per category (last axis): a taxonomy.
+    inf where E[wall] exceeds float64; `log_renewal_expected_wall` stays finite.
+    """
+    with np.errstate(over="ignore"):
+        return np.exp(log_renewal_expected_wall(lam, interval, work, ckpt, restart, queue, share))
+
+
+def _log_expm1(x):
+    """log(e^x - 1) for x >= 0 without overflow; -inf at 0."""
+    with np.errstate(divide="ignore", over="ignore"):
+        return np.where(x > 1.0, x + np.log1p(-np.exp(-np.where(x > 1.0, x, 1.0))), np.log(np.expm1(x)))
+
+
+def _logsumexp(x, axis=-1, weights=None):
+    """log sum(weights e^x) along `axis`, -inf where every term is 0."""
+    x = np.asarray(x, dtype=float)
+    top = np.max(x, axis=axis, keepdims=True)
+    top = np.where(np.isfinite(top), top, 0.0)
+    terms = np.exp(x - top) if weights is None else weights * np.exp(x - top)
+    with np.errstate(divide="ignore"):
+        return np.log(np.sum(terms, axis=axis)) + np.squeeze(top, axis=axis)
+
+
+def log_renewal_expected_wall(lam, interval, work, ckpt, restart, queue, share=None):
+    """log E[wall] of `renewal_expected_wall`, finite however hopeless the job.
+
+    1/lam + R* = (1/lam + mean q) / sum_c share_c e^(-lam u_c) (one category:
+    e^(lam u0) (1/lam + q)), so a segment of length s costs
+    log(e^(lam s) - 1) + log(1/lam + R*), and E[wall] = n_full seg(dt + w) + seg(rest).
     """
     if share is None:
-        lam, interval, work, ckpt, restart, queue = np.broadcast_arrays(
-            *(np.asarray(x, dtype=float) for x in (lam, interval, work, ckpt, restart, queue))
-        )
-    else:
-        lam, interval, work, ckpt = np.broadcast_arrays(
-            *(np.asarray(x, dtype=float) for x in (lam, interval, work, ckpt))
-        )
+        restart, queue, share = (np.asarray(x, dtype=float)[..., None] for x in (restart, queue, 1.0))
+    restart, queue, share = (np.asarray(x, dtype=float) for x in (restart, queue, share))
+    lam, interval, work, ckpt = np.broadcast_arrays(*(np.asarray(x, dtype=float) for x in (lam, interval, work, ckpt)))
     n_full, remainder = split_work(work, interval)
-    restart_star = restart_phase_mean(lam, restart, queue, share)
-    with np.errstate(over="ignore"):
-        def segment(length):
-            return _growth(lam, length) + _times(np.expm1(lam * length), restart_star)
-        return _times(n_full, segment(interval + ckpt)) + segment(remainder)
+    failing = lam > 0
+    rate = np.where(failing, lam, 1.0)
+    mean_queue = np.sum(share * queue, axis=-1)
+    with np.errstate(divide="ignore"):
+        log_completes = _logsumexp(-rate[..., None] * restart, weights=share)
+        log_restart = np.log(1.0 / rate + mean_queue) - log_completes  # log(1/lam + R*)
+
+        def log_segment(length):
+            return np.where(failing, _log_expm1(rate * length) + log_restart, np.log(length))
+
+        full = np.where(n_full > 0, np.log(np.where(n_full > 0, n_full, 1.0)) + log_segment(interval + ckpt), -np.inf)
+        return np.logaddexp(full, log_segment(remainder))
 
 
 def _restart_args(sc: Scenario) -> tuple:
@@ -118,10 +149,10 @@ def _restart_args(sc: Scenario) -> tuple:
 
 
 def _renewal_point(sc: Scenario) -> float:
-    cdf, rate = job_rate_table(sc.n_nodes, sc.failure_rate, sc.lemon_fraction, sc.lemon_rate_factor)
-    prob = np.diff(cdf, prepend=0.0)
-    walls = renewal_expected_wall(rate, sc.checkpoint_interval, sc.work, sc.checkpoint_cost, *_restart_args(sc))
-    return float(sc.work / np.sum(_times(prob, walls)))
+    mass, rate = job_rate_masses(sc.n_nodes, sc.failure_rate, sc.lemon_fraction, sc.lemon_rate_factor)
+    log_walls = log_renewal_expected_wall(rate, sc.checkpoint_interval, sc.work, sc.checkpoint_cost,
+                                          *_restart_args(sc))
+    return float(min(np.exp(math.log(sc.work) - _logsumexp(log_walls, weights=mass)), 1.0))
 
 
 def _linear_point(sc: Scenario) -> float:
@@ -287,19 +318,27 @@ def _exact_finite_work(sc: Scenario) -> float:
     """
     if sc.job_failure_rate == 0:
         return math.inf
-    cdf, rate = job_rate_table(sc.n_nodes, sc.failure_rate, sc.lemon_fraction, sc.lemon_rate_factor)
-    prob = np.diff(cdf, prepend=0.0)
+    prob, rate = job_rate_masses(sc.n_nodes, sc.failure_rate, sc.lemon_fraction, sc.lemon_rate_factor)
     if rate.size > _COARSE_RATES:
-        # A wide lemon mixture: locate the optimum on its quantiles, then settle it
-        # exactly (whole table) among the checkpoint counts next to that.
+        # A wide lemon mixture: locate the optimum on its quantiles, then search
+        # again over the job rates that carry E[wall] there (all but e^-46 of it).
         levels = (np.arange(_COARSE_RATES) + 0.5) / _COARSE_RATES
-        coarse = rate[np.minimum(np.searchsorted(cdf, levels), rate.size - 1)]
+        coarse = rate[np.minimum(np.searchsorted(np.cumsum(prob), levels), rate.size - 1)]
         near = _search_counts(np.full(_COARSE_RATES, 1.0 / _COARSE_RATES), coarse, sc)
-        k = np.arange(max(0.0, near - 3), near + 4)
-        best = k[_best_count(k, prob, rate, sc)]
-    else:
-        best = _search_counts(prob, rate, sc)
-    return math.inf if best == 0 else float(_split_after(sc.work, best))
+        with np.errstate(divide="ignore"):
+            weight = np.log(prob) + log_renewal_expected_wall(rate, _split_after(sc.work, near), sc.work,
+                                                              sc.checkpoint_cost, *_restart_args(sc))
+        carries = weight >= weight.max() - 46.0
+        prob, rate = prob[carries], rate[carries]
+    best = _search_counts(prob, rate, sc)
+    if best == 0:
+        return math.inf
+    # The counts searched keep intervals of at least MIN_INTERVAL just past a
+    # breakpoint; one more checkpoint is possible at MIN_INTERVAL itself.
+    candidates = np.array([float(_split_after(sc.work, best)), MIN_INTERVAL])
+    log_walls = log_renewal_expected_wall(rate[:, None], candidates[None, :], sc.work, sc.checkpoint_cost,
+                                          *_restart_args(sc))
+    return float(candidates[np.argmin(_logsumexp(log_walls, axis=0, weights=prob[:, None]))])
 
 
 def _search_counts(prob, rate, sc: Scenario) -> float:
@@ -334,11 +373,12 @@ def _split_after(work, k):
 
 def _best_count(k, prob, rate, sc: Scenario) -> int:
     """Index in `k` of the checkpoint count with the least expected wall time,
-    every rate of the mixture (rows) at every candidate (columns) at once."""
+    every rate of the mixture (rows) at every candidate (columns) at once, in
+    logs (a hopeless job's E[wall] overflows float64 at every count)."""
     intervals = _split_after(sc.work, k)
-    walls = _times(prob[:, None], renewal_expected_wall(rate[:, None], intervals[None, :], sc.work,
-                                                        sc.checkpoint_cost, *_restart_args(sc))).sum(axis=0)
-    return int(np.argmin(walls))
+    log_walls = log_renewal_expected_wall(rate[:, None], intervals[None, :], sc.work, sc.checkpoint_cost,
+                                          *_restart_args(sc))
+    return int(np.argmin(_logsumexp(log_walls, axis=0, weights=prob[:, None])))
 
 
 def optimal_interval(scenario, method: str = "exact"):

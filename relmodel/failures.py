@@ -33,8 +33,24 @@ def job_rate_table(n_nodes: int, failure_rate: float, lemon_fraction: float = 0.
                    lemon_rate_factor: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
     """(cdf, rate): the distribution of a job's failure rate in failures per hour.
 
-    One entry when every job has the same rate; otherwise one per lemon count.
-    The last cdf entry is exactly 1.
+    One entry when every job has the same rate; otherwise one per lemon count,
+    tails below 2^-60 left out (a 53-bit uniform cannot reach them). The last
+    cdf entry is exactly 1. For expectations use `job_rate_masses`.
+    """
+    mass, rate = job_rate_masses(n_nodes, failure_rate, lemon_fraction, lemon_rate_factor, tail=_TAIL)
+    cdf = np.cumsum(mass)
+    cdf /= cdf[-1]
+    return cdf, rate
+
+
+def job_rate_masses(n_nodes: int, failure_rate: float, lemon_fraction: float = 0.0,
+                    lemon_rate_factor: float = 1.0, *, tail: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    """(probability, rate per hour) of each lemon count between the `tail` quantiles.
+
+    With the default tail 0 every count float64 can weigh is kept: an expectation
+    over a mixture can be carried by a far tail (a job with many lemons whose
+    expected wall time is astronomically long), and differences of a cdf would
+    lose every mass below 1e-16.
     """
     per_node_hour = failure_rate / 24.0
     if lemon_fraction == 0.0 or lemon_rate_factor == 1.0 or failure_rate == 0.0:
@@ -43,14 +59,14 @@ def job_rate_table(n_nodes: int, failure_rate: float, lemon_fraction: float = 0.
 
     healthy = per_node_hour / (1.0 - lemon_fraction + lemon_fraction * lemon_rate_factor)
     binom = stats.binom(n_nodes, lemon_fraction)
-    lemons = np.arange(int(binom.ppf(_TAIL)), int(binom.isf(_TAIL)) + 1)
-    pmf = binom.pmf(lemons)
-    keep = pmf > 0
-    lemons, pmf = lemons[keep], pmf[keep]
-    cdf = np.cumsum(pmf)
-    cdf /= cdf[-1]
-    rate = healthy * ((n_nodes - lemons) + lemon_rate_factor * lemons)
-    return cdf, rate
+    if tail > 0:
+        lemons = np.arange(int(binom.ppf(tail)), int(binom.isf(tail)) + 1)
+    else:
+        lemons = np.arange(n_nodes + 1)
+    mass = binom.pmf(lemons)
+    keep = mass > 0
+    lemons, mass = lemons[keep], mass[keep]
+    return mass, healthy * ((n_nodes - lemons) + lemon_rate_factor * lemons)
 
 
 def _check_nodes(n_nodes) -> int:

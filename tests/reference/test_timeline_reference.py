@@ -1,0 +1,181 @@
+"""Every timeline quantity against its plain reference, over the whole valid space.
+
+As scipy's test_continuous checks that every computation method agrees, each
+property draws scenarios from `relmodel.testing.strategies` with
+``extreme=True`` (a second to decades of work, intervals of a second to far
+beyond the work, 1 to 10^6 GPUs, failure rates from 0 to hopeless) and asserts
+that the package equals the reference within the tolerance stated beside it,
+or gives NaN with a warning that says why. CI runs the "ci" hypothesis profile
+(25 examples each); HYPOTHESIS_PROFILE=thorough runs 500.
+"""
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+import relmodel as rm
+from relmodel.closed_form import MIN_INTERVAL
+from relmodel.testing.strategies import failure_models, scenarios
+
+from . import timeline_reference as ref
+
+# Lemon mixtures to 2,048 GPUs: the reference sums every lemon count in 40-digit arithmetic.
+EXTREME_EXPONENTIAL = st.one_of(scenarios(extreme=True, laws=("exponential",)),
+                                scenarios(extreme=True, laws=("lemon",), max_gpus=2048))
+
+
+def fields(sc: rm.Scenario) -> dict:
+    """The scenario as plain numbers for the reference (which imports nothing of relmodel)."""
+    out = {name: getattr(sc, name) for name in rm.scenario.FIELDS}
+    if sc.taxonomy:
+        out["categories"] = [(c.share, c.restart_cost, c.queue_wait) for c in sc.taxonomy]
+    return out
+
+
+def quiet(func, *args, **kwargs):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", rm.ClosedFormWarning)
+        return func(*args, **kwargs)
+
+
+# ---- closed forms -------------------------------------------------------------------
+
+@given(n_gpus=st.integers(1, 10**6), rate=st.one_of(st.just(0.0), st.floats(1e-12, 1e3)),
+       per_node=st.sampled_from([1, 4, 8, 16]))
+def test_mttf_equals_the_rational_reference(n_gpus, rate, per_node):
+    # 24 / (n * r) in floats rounds twice (product, quotient): within 4 ulps of the exact value.
+    got = rm.mttf(n_gpus=n_gpus, failure_rate=rate, gpus_per_node=per_node)
+    want = ref.mttf_hours(n_gpus, rate, per_node)
+    assert got == want if math.isinf(want) else got == pytest.approx(want, rel=1e-15)
+
+
+@given(sc=scenarios(extreme=True, laws=("exponential",)))
+def test_linear_form_equals_the_rational_reference(sc):
+    got = quiet(rm.ettr, sc, "linear")
+    want = ref.linear_ettr(sc.job_failure_rate, sc.checkpoint_interval, sc.checkpoint_cost, sc.restart_cost,
+                           sc.queue_wait)
+    if math.isnan(want):
+        assert math.isnan(got)
+    else:
+        # A ratio in [0, 1] of sums of float products: absolute error of a few ulps of 1,
+        # except that 1 - lam (u0 + dt/2) cancels; 1e-12 covers a thousandfold cancellation.
+        assert got == pytest.approx(want, rel=1e-9, abs=1e-12)
+
+
+def _check_renewal(sc):
+    got = rm.ettr(sc, "renewal")
+    want = ref.renewal_ettr(fields(sc))
+    assert 0.0 <= got <= 1.0
+    # float64 exp/expm1 of arguments up to ~700 lose up to |x| ulps (about 1e-13); the
+    # lemon table leaves out counts weighing below 2^-60. 1e-9 relative covers both with
+    # room; below 1e-300 both sides are zero to float64.
+    assert got == pytest.approx(want, rel=1e-9, abs=1e-300)
+
+
+@given(sc=EXTREME_EXPONENTIAL)
+def test_renewal_ettr_equals_the_high_precision_reference(sc):
+    _check_renewal(sc)
+
+
+@given(model=failure_models(kinds=("taxonomy",), min_rate=0.0, max_rate=10.0),
+       sc=scenarios(extreme=True, laws=("exponential",), max_gpus=65_536))
+def test_renewal_ettr_with_a_taxonomy_equals_the_reference(model, sc):
+    from_model = ("failure_rate", "weibull_shape", "lemon_fraction", "lemon_rate_factor", "restart_cost", "queue_wait")
+    _check_renewal(rm.Scenario(**{n: getattr(sc, n) for n in rm.scenario.FIELDS if n not in from_model},
+                               failure_model=model))
+
+
+@pytest.mark.parametrize("factor", [1.0, 1.000001, 2.0, 1e3, 1e6])
+@given(sc=EXTREME_EXPONENTIAL)
+def test_an_interval_beyond_the_work_is_no_interval(factor, sc):
+    beyond = sc.sweep(checkpoint_interval=sc.work * factor * (1 + 1e-6))
+    assume(beyond.work / beyond.checkpoint_interval < 2.0**40)
+    got = rm.ettr(beyond, "renewal")
+    assert got == rm.ettr(sc.sweep(checkpoint_interval=sc.work * 2.0), "renewal")
+    assert got == pytest.approx(ref.renewal_ettr(fields(beyond)), rel=1e-9, abs=1e-300)
+
+
+@settings(suppress_health_check=[HealthCheck.filter_too_much, HealthCheck.too_slow])
+@given(sc=scenarios(extreme=True, laws=("exponential",), max_gpus=65_536))
+def test_exact_interval_is_the_brute_force_optimum(sc):
+    # Brute force over every checkpoint count, where there are few enough to try them all.
+    max_count = min(math.floor(sc.work / MIN_INTERVAL) - 1, 400)
+    assume(max_count >= 0)
+    long_run = rm.closed_form.long_run_optimal_interval(sc.job_failure_rate, sc.checkpoint_cost)
+    assume(sc.job_failure_rate == 0 or sc.work / max(long_run, MIN_INTERVAL) < max_count / 4)
+    k, best = ref.best_checkpoint_count(fields(sc), max_count)
+    interval = rm.optimal_interval(sc, "exact")
+    got = rm.ettr(sc, at="exact")
+    if k == 0:  # never checkpoint: any interval past the work
+        assert math.isinf(interval)
+    # The package's interval sits just past work / (k + 1) (the nudge that keeps k
+    # checkpoints costs under 1e-9 relative), and the count it picks ties the best.
+    assert got == pytest.approx(best, rel=1e-9, abs=1e-300)
+    assert got >= best * (1 - 1e-9)
+
+
+@given(sc=EXTREME_EXPONENTIAL)
+def test_exact_is_never_below_young_or_daly(sc):
+    exact = rm.ettr(sc, at="exact")
+    for method in ("young", "daly"):
+        assert exact >= rm.ettr(sc, at=method) * (1 - 1e-9), method
+
+
+@given(sc=scenarios(extreme=True))
+def test_every_closed_form_is_a_ratio_a_named_nan_or_an_interval(sc):
+    # Over every law, Weibull included: a number in [0, 1], or NaN with a warning saying why;
+    # intervals positive, infinite only where there is no failure or no checkpoint pays.
+    for method in ("linear", "renewal"):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            value = rm.ettr(sc, method)
+        assert math.isnan(value) or 0.0 <= value <= 1.0
+        if math.isnan(value):
+            assert any(issubclass(w.category, rm.ClosedFormWarning) for w in caught)
+    for method in ("young", "daly", "exact"):
+        interval = quiet(rm.optimal_interval, sc, method)
+        if math.isnan(interval):
+            assert method == "exact" and sc.weibull_shape != 1.0
+        elif math.isinf(interval):
+            assert sc.job_failure_rate == 0 or method == "exact"
+        else:
+            assert interval >= 0
+
+
+# ---- the simulation against a plain event simulation ------------------------------
+
+LAWS = {
+    "exponential": dict(),
+    "weibull-0.7": dict(weibull_shape=0.7),
+    "weibull-2": dict(weibull_shape=2.0),
+    "lemon": dict(lemon_fraction=0.05, lemon_rate_factor=20.0),
+    "exponential-queue": dict(queue_wait=0.5, queue_wait_distribution="exponential"),
+    "taxonomy": dict(restart_cost=None, queue_wait=None, taxonomy=(
+        rm.failures.FailureCategory("short", 0.7, restart_cost=0.1, queue_wait=0.0),
+        rm.failures.FailureCategory("long", 0.3, restart_cost=1.5, queue_wait=2.0))),
+}
+BASE = dict(n_gpus=64, failure_rate=0.6, checkpoint_interval=1.5, checkpoint_cost=0.1, restart_cost=0.3, work=10.0)
+
+
+@pytest.mark.parametrize("law", LAWS)
+def test_simulation_agrees_with_the_plain_event_simulation(law):
+    # About 2 failures per hour over 10 h of work: every branch (failure in compute, in a
+    # checkpoint write, in a restart) is taken many times. Both sides are unbiased; their
+    # means differ by less than 5 combined standard errors (a false alarm once in 1.7 million).
+    sc = rm.Scenario(**{**BASE, **LAWS[law]})
+    reference = ref.simulate_jobs(fields(sc), n_jobs=4000, seed=11)
+    ds = rm.simulate(sc, n_jobs=40_000, seed=11, keep_jobs=True)
+    for name in ("wall", "productive", "checkpoint", "lost", "restart", "queue", "failures"):
+        ours = ds[f"job_{name}"].values
+        theirs = reference[name]
+        se = math.sqrt(ours.var() / ours.size + theirs.var() / theirs.size)
+        gap = abs(ours.mean() - theirs.mean())
+        assert gap <= 5 * se + 1e-12 * abs(theirs.mean()), (name, ours.mean(), theirs.mean(), se)
+    assert np.all(reference["productive"] == pytest.approx(sc.work))
+    if sc.weibull_shape == 1.0:  # the renewal form is exact here: the reference simulation agrees with it too
+        wall = reference["wall"]
+        assert abs(sc.work / rm.ettr(sc, "renewal") - wall.mean()) < 5 * wall.std() / math.sqrt(wall.size)
