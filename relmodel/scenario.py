@@ -424,7 +424,9 @@ def split_work(work, interval):
     # Within tol of 0 or of a whole interval: an exact multiple.
     up = ~back & (interval - remainder < tol)
     n_full = np.where(up, n_full + 1, n_full)
-    remainder = np.where(up | (~back & (remainder < tol)), 0.0, remainder)
+    # (Only after a full interval: with none, the remainder is the whole work, however
+    # small beside an interval far beyond it.)
+    remainder = np.where(up | (~back & (remainder < tol) & (n_full > 0)), 0.0, remainder)
     if n_full.ndim == 0:
         return int(n_full), float(remainder)
     return n_full, remainder

@@ -231,8 +231,12 @@ def test_an_interval_beyond_the_work_does_not_change_the_renewal_ettr(work):
     lam, w = base.job_failure_rate, base.work
     r_star = math.expm1(lam * base.restart_cost) / lam
     assert expected == pytest.approx(w / (math.expm1(lam * w) * (1 / lam + r_star)), rel=1e-12)
-    for factor in (2, 1e3, 1e6):
-        assert rm.ettr(base.sweep(checkpoint_interval=base.work * factor), "renewal") == expected
+    # Up to intervals 10^10 times the work: a work below 1e-9 of the interval once read as none
+    # (no piece at all: ETTR 1.0, and a simulated wall of zero).
+    for factor in (2, 1e3, 1e6, 1e10):
+        far = base.sweep(checkpoint_interval=base.work * factor)
+        assert far.intervals == (0, base.work)
+        assert rm.ettr(far, "renewal") == expected
     assert 0 < expected < 1
 
 

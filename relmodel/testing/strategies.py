@@ -45,8 +45,8 @@ _YEAR = 365 * 24.0
 _RANGES = {
     "n_gpus": ((1, 32_768), (1, 1_000_000)),
     "failure_rate": ((1e-4, 2e-2), (1e-9, 10.0)),
-    "checkpoint_interval": ((5 / 60, 12.0), (_SECOND, _YEAR)),
-    "work": ((1.0, 30 * 24.0), (_SECOND, 5 * _YEAR)),
+    "checkpoint_interval": ((5 / 60, 12.0), (_SECOND, 100 * _YEAR)),  # far beyond any work
+    "work": ((1.0, 30 * 24.0), (_SECOND, 50 * _YEAR)),
     "checkpoint_cost": ((1 / 60, 0.5), (_SECOND, 168.0)),
     "restart_cost": ((1 / 60, 1.0), (_SECOND, 168.0)),
     "queue_wait": ((1 / 60, 2.0), (_SECOND, 168.0)),
@@ -137,11 +137,20 @@ def failure_laws(*, laws=FAILURE_LAWS) -> SearchStrategy[dict]:
     return st.one_of(*(options[law] for law in laws))
 
 
+_COSTS = ("checkpoint_cost", "restart_cost", "queue_wait")
+
+
 @st.composite
-def _scenario(draw, fields, laws, queue_wait_distributions):
+def _scenario(draw, fields, laws, queue_wait_distributions, near_mttf=()):
     values = {name: draw(strategy) for name, strategy in fields.items()}
     values.update(draw(laws))
     values["queue_wait_distribution"] = draw(st.sampled_from(queue_wait_distributions))
+    # Edge: a cost comparable to the job's MTTF (drawn apart, it almost never is).
+    cost = draw(st.sampled_from((None, *near_mttf)))
+    if cost is not None and values["failure_rate"] > 0:
+        nodes = -(-values["n_gpus"] // values["gpus_per_node"])
+        mttf = 24.0 / (nodes * values["failure_rate"])
+        values[cost] = min(max(mttf * draw(st.sampled_from([0.01, 0.1, 0.5, 1.0, 2.0, 10.0])), _SECOND), 100 * _YEAR)
     # Keep the checkpoint count within what Scenario accepts.
     work, interval = to_hours(values["work"]), to_hours(values["checkpoint_interval"])
     if work / interval > _MAX_INTERVALS:
@@ -159,8 +168,10 @@ def scenarios(*, n_gpus=None, failure_rate=None, checkpoint_interval=None, work=
     out, it is drawn from typical ranges (1 to 32,768 GPUs, 1e-4 to 2e-2
     failures per node-day, intervals of 5 min to 12 h, work of 1 h to 30 days,
     costs of 0 or 1 min up to 30 min, 1 h and 2 h), or with ``extreme=True`` from
-    the edges of the valid space (a single GPU to a million, a failure a
-    billion node-days to ten a node-day, intervals of a second to a year).
+    the edges of the valid space (a single GPU to a million, no failures or
+    one a billion node-days to ten a node-day, work of a second to 50 years,
+    intervals of a second to a century, far beyond the work, and often a cost
+    from a hundredth to ten times the job's MTTF).
     laws : failure laws to draw from ("exponential", "weibull", "lemon").
     queue_wait_distributions : "fixed" and/or "exponential".
     min_gpus, max_gpus : bounds on the drawn GPU count (when n_gpus is not given).
@@ -192,7 +203,8 @@ def scenarios(*, n_gpus=None, failure_rate=None, checkpoint_interval=None, work=
                  checkpoint_cost=checkpoint_cost, restart_cost=restart_cost, queue_wait=queue_wait)
     fields = {name: default(name) if value is None else _as_strategy(value) for name, value in given.items()}
     fields["gpus_per_node"] = st.sampled_from([1, 4, 8]) if gpus_per_node is None else _as_strategy(gpus_per_node)
-    return _scenario(fields, laws_strategy, qwd)
+    near_mttf = tuple(name for name in _COSTS if given[name] is None) if extreme else ()
+    return _scenario(fields, laws_strategy, qwd, near_mttf)
 
 
 # ---- failure models -------------------------------------------------------------

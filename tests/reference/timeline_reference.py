@@ -9,8 +9,10 @@ Semantics (all times in hours, rates per hour of runtime of the whole job):
 * A job needs `work` of productive time. It computes in intervals of
   `interval`; after each full interval it writes a checkpoint of `ckpt`. The
   final partial interval (possibly empty) has no checkpoint. A remainder within
-  1e-9 of an interval (relative) counts as a full one: "7d at 5min" is 2016
-  intervals, the package's documented rounding rule for float durations.
+  1e-9 of an interval (relative) counts as a full one, and one within 1e-9 of
+  zero after a full interval as none: "7d at 5min" is 2016 intervals, the
+  package's documented rounding rule for float durations. Work shorter than
+  one interval is one partial piece, however short.
 * Failures form a renewal process on the job's runtime clock (compute,
   checkpoint writes and restarts; not queue waits). Exponential inter-failure
   times have mean 1/lam; Weibull ones of shape k have the same mean.
@@ -64,7 +66,7 @@ def split(work: float, interval: float) -> tuple[int, Fraction]:
     remainder = w - n_full * dt
     if dt - remainder < dt * Fraction(1, 10**9):
         n_full, remainder = n_full + 1, Fraction(0)
-    elif remainder < dt * Fraction(1, 10**9):
+    elif n_full > 0 and remainder < dt * Fraction(1, 10**9):  # rounding of n_full * dt, not the whole work
         remainder = Fraction(0)
     return n_full, remainder
 
@@ -98,9 +100,9 @@ def piece_time(lam, length, r_star) -> mpmath.mpf:
     lam, length = mpmath.mpf(lam), mpmath.mpf(length)
     if lam == 0 or length == 0:
         return length
-    p = mpmath.exp(-lam * length)
-    failed_attempts = (1 - p) / p
-    truncated_mean = 1 / lam - length * p / (1 - p)
+    # p = e^(-lam length); (1 - p) / p = e^(lam length) - 1, kept exact for tiny lam length.
+    failed_attempts = mpmath.expm1(lam * length)
+    truncated_mean = 1 / lam - length / failed_attempts
     return failed_attempts * (truncated_mean + r_star) + length
 
 
