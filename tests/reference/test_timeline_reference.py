@@ -176,6 +176,20 @@ def test_simulation_agrees_with_the_plain_event_simulation(law):
         gap = abs(ours.mean() - theirs.mean())
         assert gap <= 5 * se + 1e-12 * abs(theirs.mean()), (name, ours.mean(), theirs.mean(), se)
     assert np.all(reference["productive"] == pytest.approx(sc.work))
+    # The mean of per-job ratios (not the ratio of means the closed forms give).
+    ratio_ref = sc.work / reference["wall"]
+    se = math.sqrt(ratio_ref.var() / ratio_ref.size + float(ds.ettr_job_mean_se) ** 2)
+    assert abs(float(ds.ettr_job_mean) - ratio_ref.mean()) <= 5 * se
+    # Wall-time quantiles come from a 2048-bin histogram of failure-free wall / wall:
+    # within one bin of the reference's empirical quantile, give or take a two-sample
+    # Kolmogorov-Smirnov band at 1e-6 (2.76 sqrt(1/n + 1/m)).
+    band = 2.76 * math.sqrt(1 / ratio_ref.size + 1 / ds.attrs["n_jobs"])
+    walls = np.sort(reference["wall"])
+    for level, quantile in zip(ds["quantile"].values, ds.wall_quantile.values):
+        step = 1 + 2 * quantile / (sc.failure_free_wall * 2048)  # two bins of y = ffw / wall, in wall
+        below = np.searchsorted(walls, quantile / step, side="right") / walls.size
+        above = np.searchsorted(walls, quantile * step, side="right") / walls.size
+        assert below - band <= level <= above + band, (level, quantile, below, above)
     if sc.weibull_shape == 1.0:  # the renewal form is exact here: the reference simulation agrees with it too
         wall = reference["wall"]
         assert abs(sc.work / rm.ettr(sc, "renewal") - wall.mean()) < 5 * wall.std() / math.sqrt(wall.size)
