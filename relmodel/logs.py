@@ -26,12 +26,32 @@ from .taxonomy import load as load_taxonomy
 
 FORMATS = ("auto", "sacct", "csv")
 MAX_NODES_PER_LIST = 1_000_000  # a node list that expands further is a typo, not a cluster
-_NOT_FINISHED = ("RUNNING", "PENDING", "SUSPENDED", "RESIZING", "REQUEUE_HOLD", "REQUEUE_FED", "SPECIAL_EXIT",
-                 "STOPPED", "SIGNALING", "STAGE_OUT", "COMPLETING", "CONFIGURING", "REVOKED")
+# Slurm states that end no job attempt, and why a row in one is skipped (counted, never dropped).
+_NOT_FINISHED = ("RUNNING", "PENDING", "SUSPENDED", "REQUEUE_HOLD", "REQUEUE_FED", "REQUEUE_CRON", "STOPPED",
+                 "SIGNALING", "STAGE_OUT", "COMPLETING", "CONFIGURING", "RESV_DEL_HOLD", "POWER_UP_NODE",
+                 "UPDATE_DB")
+_NOT_AN_END_STATE = {
+    **{state: "not finished" for state in _NOT_FINISHED},
+    # A resize closes the record of the job at its old size and opens one at the new size under the
+    # same id: that part did not end, so it is no end state (its runtime is not counted either).
+    "RESIZING": "resized, the part before a size change",
+    # A federated job is submitted to several clusters; the siblings that did not run are revoked.
+    "REVOKED": "revoked, a federation sibling that ran elsewhere",
+    # Held for requeue by a site rule on the exit code: no end state to classify.
+    "SPECIAL_EXIT": "special exit, held for requeue",
+}
 _MISSING = ("", "unknown", "none", "n/a", "na", "(null)", "null")
-_JOB_ID = re.compile(r"^(\d+)(?:_(\d+|\[[^\]]*\]))?(?:\+(\d+))?(?:\.([A-Za-z0-9_\-]+))?$")
-_ELAPSED = re.compile(r"^(?:(\d{1,6})-)?(?:(\d{1,6}):)?(\d{1,6}):(\d{1,6}(?:\.\d{1,9})?)$")
-_GPU_TRES = re.compile(r"gres/gpu(?::[^=,]+)?=(\d+)")
+# JobID: job, array task (or pending range), het component, step, het step component (1234.0+1).
+_JOB_ID = re.compile(r"^(\d+)(?:_(\d+|\[[^\]]*\]))?(?:\+(\d+))?(?:\.([A-Za-z0-9_\-]+)(?:\+\d+)?)?$")
+# Slurm durations: [D-]HH:MM:SS, D-HH:MM, D-HH, MM:SS, and MM:SS.mmm (sub-second CPU times).
+_DURATION = re.compile(r"^(?:(?P<days>\d{1,7})-(?P<dh>\d{1,2})(?::(?P<dm>\d{1,2})(?::(?P<ds>\d{1,2}))?)?"
+                       r"|(?:(?P<h>\d{1,7}):)?(?P<m>\d{1,7}):(?P<s>\d{1,2}(?:\.\d{1,9})?))$")
+_GPU_TRES_UNTYPED = re.compile(r"(?:^|,)\s*gres/gpu=([^,]*)")
+_GPU_TRES_TYPED = re.compile(r"(?:^|,)\s*gres/gpu:[^=,]+=([^,]*)")
+_NODE_TRES = re.compile(r"(?:^|,)\s*node=([^,]*)")
+# End - Start of local times without a zone is off by the daylight-saving shift (at most an hour)
+# when a job spans the change; Elapsed (epoch arithmetic) is not.
+DST_SLACK_S = 3600.0
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
@@ -54,6 +74,7 @@ class LogSummary:
     rows_folded: int = 0
     skipped: Counter = dataclasses.field(default_factory=Counter)  # reason -> count
     errors: list = dataclasses.field(default_factory=list)  # LogError of malformed rows skipped
+    notes: Counter = dataclasses.field(default_factory=Counter)  # rows used, but not at face value: how -> count
 
     @property
     def rows_skipped(self) -> int:
@@ -62,12 +83,15 @@ class LogSummary:
     def to_dict(self) -> dict:
         return {"source": self.source, "format": self.format, "rows_read": self.rows_read,
                 "rows_used": self.rows_used, "rows_folded": self.rows_folded, "rows_skipped": self.rows_skipped,
-                "skipped": dict(self.skipped), "errors": [str(e) for e in self.errors[:20]]}
+                "skipped": dict(self.skipped), "errors": [str(e) for e in self.errors[:20]],
+                "notes": dict(self.notes)}
 
     def __str__(self) -> str:
         why = ", ".join(f"{k}: {v}" for k, v in sorted(self.skipped.items()))
+        notes = "; ".join(f"{k}: {v}" for k, v in sorted(self.notes.items()))
         return (f"{self.source} ({self.format}): {self.rows_read} rows, {self.rows_used} used, "
-                f"{self.rows_folded} folded into their jobs, {self.rows_skipped} skipped" + (f" ({why})" if why else ""))
+                f"{self.rows_folded} folded into their jobs, {self.rows_skipped} skipped" + (f" ({why})" if why else "")
+                + (f"; {notes}" if notes else ""))
 
 
 @dataclasses.dataclass
@@ -78,7 +102,9 @@ class JobLog:
     ----------
     dataset : xarray.Dataset along dim ``job`` (one scheduler job attempt per
         entry): ``job_id``, ``run_id``, ``n_gpus`` and ``n_nodes`` (-1 when the
-        log does not say), ``start``, ``end`` (datetime64), ``runtime_h``,
+        log does not say), ``start``, ``end`` (datetime64, as logged; NaT when
+        the log has neither), ``runtime_h`` (from sacct's Elapsed where the log
+        has it, else end - start; see `read_log`),
         ``state`` (canonical end state), ``cause``, ``infrastructure`` (bool),
         ``nodelist`` (as logged, compressed), ``line`` (first source line).
     node_lists : tuple of tuples of node names, one per job (empty when unknown)
@@ -120,18 +146,34 @@ def _iso_seconds(value: str) -> float:
     return (stamp - _EPOCH).total_seconds()
 
 
-def parse_elapsed(text: str, line: int) -> float | None:
-    """Slurm ``[D-][HH:]MM:SS`` as hours; None when missing."""
+def parse_elapsed(text: str, line: int, field: str = "Elapsed") -> float | None:
+    """A Slurm duration as hours; None when missing (or Slurm's ``INVALID``).
+
+    Accepts what sacct prints: ``D-HH:MM:SS``, ``HH:MM:SS``, ``MM:SS`` and
+    ``MM:SS.mmm``, and Slurm's other input forms ``D-HH`` and ``D-HH:MM``.
+    """
+    seconds = parse_duration_seconds(text, line, field)
+    return None if seconds is None else seconds / 3600.0
+
+
+def parse_duration_seconds(text: str, line: int, field: str = "Elapsed") -> float | None:
+    """A Slurm duration in seconds (see `parse_elapsed`); None when missing or ``INVALID``."""
     value = text.strip()
-    if value.lower() in _MISSING:
+    if value.lower() in _MISSING or value.upper() == "INVALID":  # sacct prints INVALID for a negative time
         return None
-    match = _ELAPSED.match(value)
+    match = _DURATION.match(value)
     if match is None:
-        raise LogError(line, "bad time format", f"Elapsed {value!r} (expected [D-]HH:MM:SS)")
-    days, hours, minutes, seconds = match.groups()
-    if int(minutes) >= 60 and hours is not None or float(seconds) >= 60:
-        raise LogError(line, "bad time format", f"Elapsed {value!r}")
-    return int(days or 0) * 24 + int(hours or 0) + int(minutes) / 60 + float(seconds) / 3600
+        raise LogError(line, "bad time format", f"{field} {value!r} (expected [D-]HH:MM:SS or MM:SS)")
+    g = match.groupdict()
+    if g["days"] is not None:  # D-HH[:MM[:SS]]: every field below days is bounded
+        hours, minutes, seconds = int(g["dh"]), int(g["dm"] or 0), int(g["ds"] or 0)
+        if hours >= 24 or minutes >= 60 or seconds >= 60:
+            raise LogError(line, "bad time format", f"{field} {value!r}")
+        return float(int(g["days"]) * 86400 + hours * 3600 + minutes * 60 + seconds)
+    hours, minutes, seconds = int(g["h"] or 0), int(g["m"]), float(g["s"])
+    if seconds >= 60 or (g["h"] is not None and minutes >= 60):
+        raise LogError(line, "bad time format", f"{field} {value!r}")
+    return hours * 3600 + minutes * 60 + seconds
 
 
 def parse_count(text: str, line: int, field: str) -> int | None:
@@ -224,6 +266,8 @@ class _Row:
     n_nodes: int | None
     nodes: tuple
     nodelist: str = ""
+    runtime_s: float | None = None  # from Elapsed where the log has it, else End - Start
+    component: str | None = None  # heterogeneous-job component ("0" of 123+0)
 
 
 def read_log(path_or_text, format: str = "auto", *, taxonomy="meta-2024", errors: str = "raise") -> JobLog:
@@ -234,9 +278,10 @@ def read_log(path_or_text, format: str = "auto", *, taxonomy="meta-2024", errors
     path_or_text : a path (str or Path) to a log file, or the log's text itself
         (a string with a newline, or one that names no file).
     format : "auto" (sacct if the header has ``|`` and JobID, else CSV),
-        "sacct" (``sacct --parsable2``: pipe-separated with a header) or "csv"
-        (columns ``job_id``, ``n_gpus`` or ``n_nodes``, ``start``, ``end``,
-        ``state``, optional ``cause`` and ``nodes``).
+        "sacct" (``sacct --parsable2`` or ``-p``: pipe-separated with a header;
+        reportseff's ``^|^`` delimiter too) or "csv" (columns ``job_id``,
+        ``n_gpus`` or ``n_nodes``, ``start``, ``end``, ``state``, optional
+        ``cause`` and ``nodes``).
     taxonomy : a `Taxonomy` or a preset name or path; classifies end states.
     errors : "raise" (default): a malformed row raises `LogError`; "skip": it is
         skipped and recorded in ``summary.errors`` and ``summary.skipped``.
@@ -244,6 +289,37 @@ def read_log(path_or_text, format: str = "auto", *, taxonomy="meta-2024", errors
     Returns
     -------
     JobLog
+
+    Notes
+    -----
+    How sacct columns are read (column names are case-insensitive):
+
+    - Runtime: ``Elapsed`` (or ``ElapsedRaw``, seconds) where the log has it,
+      else ``End - Start``. Slurm computes Elapsed from epoch seconds (minus
+      time suspended), whereas Start and End are local times without a zone,
+      so ``End - Start`` is off by the daylight-saving shift for a job that
+      spans the change. Start and End are kept as written (read as UTC). A row
+      is malformed ("end before start") only when ``End - Start`` falls short
+      of Elapsed by more than an hour (`DST_SLACK_S`). A log may have Elapsed
+      and no Start (or no End).
+    - Nodes: ``AllocNodes`` (when > 0), else ``NNodes``, else ``node=`` in
+      AllocTRES, else the length of ``NodeList``.
+    - GPUs, all job totals: the allocation (``AllocTRES``, then the older
+      ``AllocGRES``) where the log has one; else the request (``ReqTRES``);
+      else an ``NGPUs`` column. In TRES, ``gres/gpu=N`` is the total and typed
+      entries (``gres/gpu:a100=N``) are summed only without it; AllocGRES
+      reads ``gpu:N``, ``gpu:TYPE:N`` (an ``(IDX:...)`` suffix is ignored). A
+      non-empty allocation without GPUs means 0 GPUs. ``ReqGRES`` is not read:
+      it keeps the ``--gres`` request as written, which counts per node.
+    - States: the first word (``CANCELLED by 123`` is CANCELLED), mapped by the
+      taxonomy (its aliases: BOOT_FAIL is NODE_FAIL, DEADLINE is TIMEOUT in the
+      presets). Rows in a state that ends no attempt are skipped and counted by
+      reason: not finished (RUNNING, PENDING, SUSPENDED, REQUEUE_HOLD, ...),
+      resized (RESIZING: the part of a job before a size change), revoked
+      (REVOKED: a federation sibling that ran elsewhere), special exit
+      (SPECIAL_EXIT). Any other state word is malformed ("unknown state").
+    - Jobs that never started (no Start, or without a Start column a
+      CANCELLED row with zero Elapsed) are skipped as "never started".
     """
     if format not in FORMATS:
         raise ValueError(f"format: must be one of {FORMATS} (got {format!r})")
@@ -300,24 +376,19 @@ def _split_job_id(raw: str, line: int):
 
 
 def _state(raw: str, tax: Taxonomy, line: int) -> tuple[str | None, str]:
-    """(canonical state or None when not finished, scheduler word) of e.g. 'CANCELLED by 123'."""
+    """(canonical state, or None for a state that ends no attempt; the scheduler's word) of e.g. 'CANCELLED by 1'."""
     word = raw.strip().split(" ", 1)[0].upper() if raw.strip() else ""
     if not word:
         raise LogError(line, "missing field", "State is empty")
     canonical = tax.canonical_state(word)
-    if canonical is None:
-        if word in _NOT_FINISHED:
-            return None, word
+    if canonical is None and word not in _NOT_AN_END_STATE:
         raise LogError(line, "unknown state", repr(raw.strip()[:60]))
     return canonical, word
 
 
-def _finish_times(start, end, elapsed_h, line):
-    if start is not None and end is None and elapsed_h is not None:
-        end = start + elapsed_h * 3600.0
-    if start is not None and end is not None and end < start:
-        raise LogError(line, "end before start", f"start {_iso(start)}, end {_iso(end)}")
-    return start, end
+def _not_an_end_state(word: str) -> str:
+    """The skip reason of a row whose state ends no attempt."""
+    return f"{_NOT_AN_END_STATE[word]} ({word})"
 
 
 def _iso(seconds: float) -> str:
@@ -337,15 +408,21 @@ def _split_fields(line_text: str, sep: str, n: int, line: int) -> list[str]:
 
 
 def _sacct_rows(lines, first, tax, summary):
-    header = [h.strip() for h in lines[first].split("|")]
+    header_text = lines[first]
+    sep = "^|^" if "^|^" in header_text else "|"  # reportseff runs sacct with --delimiter=^|^
+    header = [h.strip() for h in header_text.split(sep)]
     lower = {h.lower(): i for i, h in enumerate(header)}
-    for need in ("jobid", "state", "start"):
+    id_column = "jobid" if "jobid" in lower else "jobidraw"
+    for need in (id_column, "state"):
         if need not in lower:
-            raise LogError(first + 1, "missing field", f"the header has no {need!r} column ({lines[first][:80]!r})")
-    if "end" not in lower and "elapsed" not in lower:
-        raise LogError(first + 1, "missing field", "the header has neither End nor Elapsed")
-    cause_col = next((c for c in ("cause", "admincomment", "comment", "reason") if c in lower), None)
-    parents: dict[str, _Row] = {}
+            raise LogError(first + 1, "missing field", f"the header has no {need!r} column ({header_text[:80]!r})")
+    has_elapsed = "elapsed" in lower or "elapsedraw" in lower
+    if not has_elapsed and not ("start" in lower and "end" in lower):
+        missing = "start" if "start" not in lower else "end"
+        raise LogError(first + 1, "missing field", f"the header has no Elapsed or ElapsedRaw column, and no "
+                                                   f"{missing!r} column for End - Start ({header_text[:80]!r})")
+    cause_column = next((c for c in ("cause", "admincomment", "comment", "reason") if c in lower), None)
+    parents: dict[str, _Row | None] = {}  # None: the job's row was skipped; its steps fold into nothing
     for index in range(first + 1, len(lines)):
         text = lines[index]
         if not text.strip():
@@ -353,38 +430,119 @@ def _sacct_rows(lines, first, tax, summary):
         summary.rows_read += 1
         line = index + 1
         try:
-            get = _getter(_split_fields(text, "|", len(header), line), lower)
-            run, het, step = _split_job_id(get("jobid"), line)
+            get = _getter(_split_fields(text, sep, len(header), line), lower)
+            run, het, step = _split_job_id(get(id_column), line)
+            key = f"{run}+{het}"
             if step is not None:
-                parent = parents.get(f"{run}+{het}")
-                if parent is None:
+                if key not in parents:
                     yield "step without its job"
                     continue
                 summary.rows_folded += 1
-                if not parent.nodes and get("nodelist"):
+                parent = parents[key]
+                if parent is not None and not parent.nodes and get("nodelist"):
                     parent.nodes = expand_nodelist(get("nodelist"), line)
                     parent.nodelist = get("nodelist").strip() if parent.nodes else ""
                 continue
+            parents[key] = None  # later steps belong to the latest attempt, used or not
             state, word = _state(get("state"), tax, line)
-            start = parse_time(get("start"), line, "Start")
-            end = parse_time(get("end"), line, "End") if "end" in lower else None
-            elapsed = parse_elapsed(get("elapsed"), line) if "elapsed" in lower else None
-            start, end = _finish_times(start, end, elapsed, line)
-            n_nodes = parse_count(get("nnodes"), line, "NNodes") if "nnodes" in lower else None
-            n_gpus = _gpus_from_tres(get("alloctres") or get("reqtres"), line)
-            if n_gpus is None and "ngpus" in lower:
-                n_gpus = parse_count(get("ngpus"), line, "NGPUs")
+            if state is None:
+                yield _not_an_end_state(word)
+                continue
+            times = _sacct_times(get, lower, state, line, summary)
+            if times is None:
+                yield "never started"
+                continue
+            start, end, runtime = times
             nodes = expand_nodelist(get("nodelist"), line) if "nodelist" in lower else ()
-            cause = get(cause_col).strip() if cause_col is not None else ""
+            n_nodes = _sacct_nodes(get, lower, nodes, line)
+            n_gpus = _sacct_gpus(get, lower, line)
+            cause = get(cause_column).strip() if cause_column is not None else ""
         except LogError as err:
             yield err
             continue
-        row = _Row(line, run if het is None else f"{run}+{het}", run, start, end, state, word, cause,
-                   n_gpus, n_nodes if n_nodes is not None else (len(nodes) or None), nodes,
-                   get("nodelist").strip() if nodes else "")
-        parents[f"{run}+{het}"] = row  # later steps belong to the latest attempt
-        verdict = _verdict(row)
-        yield verdict if verdict else row
+        row = _Row(line, run if het is None else key, run, start, end, state, word, cause, n_gpus, n_nodes, nodes,
+                   get("nodelist").strip() if nodes else "", runtime_s=runtime, component=het)
+        parents[key] = row
+        yield row
+
+
+def _sacct_times(get, lower, state, line, summary):
+    """(start, end, runtime in seconds) of a finished sacct row; None when the job never started."""
+    start = parse_time(get("start"), line, "Start") if "start" in lower else None
+    end = parse_time(get("end"), line, "End") if "end" in lower else None
+    elapsed = parse_duration_seconds(get("elapsed"), line, "Elapsed") if "elapsed" in lower else None
+    if elapsed is None and "elapsedraw" in lower:
+        raw = parse_count(get("elapsedraw"), line, "ElapsedRaw")
+        elapsed = None if raw is None else float(raw)
+    if "start" in lower:
+        if start is None:
+            return None
+    elif elapsed == 0 and state == "CANCELLED":  # no Start column: cancelled without runtime never ran
+        return None
+    if elapsed is not None:
+        if start is not None and end is not None:
+            wall = end - start
+            # Elapsed leaves out time suspended (so it may be shorter); it exceeds End - Start only
+            # by the daylight-saving shift of local times.
+            if wall < elapsed - DST_SLACK_S:
+                reason = "end before start" if wall < 0 else "elapsed longer than end - start"
+                raise LogError(line, reason, f"start {_iso(start)}, end {_iso(end)}, Elapsed {elapsed:g} s")
+            if wall != elapsed:
+                summary.notes["runtime from Elapsed, not End - Start (a DST change or suspension)"] += 1
+        elif start is not None:
+            end = start + elapsed
+        elif end is not None:
+            start = end - elapsed
+        return start, end, elapsed
+    if start is None or end is None:
+        if state == "CANCELLED":
+            return None
+        missing = "Start" if start is None else "End"
+        raise LogError(line, "missing field", f"{missing} is missing for a finished job, and Elapsed too")
+    if end < start:
+        raise LogError(line, "end before start", f"start {_iso(start)}, end {_iso(end)}")
+    return start, end, end - start
+
+
+def _sacct_nodes(get, lower, nodes, line) -> int | None:
+    """Node count: AllocNodes (when > 0), NNodes, node= in AllocTRES, the node list; None if none says."""
+    if "allocnodes" in lower:
+        alloc = parse_count(get("allocnodes"), line, "AllocNodes")
+        if alloc:  # 0 for a job never allocated: no answer
+            return alloc
+    if "nnodes" in lower:
+        count = parse_count(get("nnodes"), line, "NNodes")
+        if count is not None:
+            return count
+    match = _NODE_TRES.search(get("alloctres"))
+    if match:
+        count = parse_count(match.group(1), line, "AllocTRES node")
+        if count:
+            return count
+    return len(nodes) or None
+
+
+def _sacct_gpus(get, lower, line) -> int | None:
+    """Total GPUs of the job: the allocation, else the request, else an NGPUs column (see `read_log`)."""
+    allocated = []
+    if "alloctres" in lower:
+        allocated.append(_gpus_from_tres(get("alloctres"), line, "AllocTRES"))
+    if "allocgres" in lower:
+        # Slurm before 19.05 leaves AllocGRES empty for a job allocated no GRES: that is 0 GPUs.
+        allocated.append(_gpus_from_gres(get("allocgres"), line, "AllocGRES") or 0)
+    with_gpus = [count for count in allocated if count]
+    if with_gpus:
+        return with_gpus[0]
+    if any(count is not None for count in allocated):
+        return 0  # an allocation that holds no GPU
+    # ReqGRES is not read: it keeps the request as written, per node for --gres, so it is no total.
+    if "reqtres" in lower:
+        requested = _gpus_from_tres(get("reqtres"), line, "ReqTRES")
+        if requested is not None:
+            return requested
+    if "ngpus" in lower:
+        return parse_count(get("ngpus"), line, "NGPUs")
+    return None
 
 
 def _getter(fields: list, columns: dict):
@@ -392,17 +550,51 @@ def _getter(fields: list, columns: dict):
     return lambda name: fields[columns[name]] if name in columns else ""
 
 
-def _gpus_from_tres(tres: str, line: int) -> int | None:
-    if not tres.strip():
+def _gpu_count(value: str, line: int, field: str) -> int:
+    value = value.strip()
+    if not value.isdigit():
+        raise LogError(line, "bad number", f"{field} GPU count {value!r}")
+    return int(value)
+
+
+def _gpus_from_tres(tres: str, line: int, field: str = "TRES") -> int | None:
+    """GPUs in a TRES string (``cpu=8,gres/gpu=4,gres/gpu:a100=4,node=1``); None when it is empty.
+
+    ``gres/gpu=N`` is the total; only without it do the typed counts ``gres/gpu:TYPE=N`` add up.
+    """
+    if tres.strip().lower() in _MISSING:
         return None
-    exact = re.search(r"gres/gpu=([^,]*)", tres)
-    if exact:
-        value = exact.group(1).strip()
-        if not value.isdigit():
-            raise LogError(line, "bad number", f"gres/gpu={value!r}")
-        return int(value)
-    typed = _GPU_TRES.findall(tres)
-    return sum(int(v) for v in typed) if typed else 0
+    untyped = _GPU_TRES_UNTYPED.findall(tres)
+    if untyped:
+        return _gpu_count(untyped[0], line, field)
+    return sum(_gpu_count(v, line, field) for v in _GPU_TRES_TYPED.findall(tres))
+
+
+def _gpus_from_gres(gres: str, line: int, field: str = "GRES") -> int | None:
+    """GPUs in an AllocGRES string (``gpu:2``, ``gpu:a100:8``, ``gpu:tesla:4(IDX:0-3)``); None when empty.
+
+    Slurm before 19.05 wrote AllocGRES as the per-node count times the node count, a job total.
+    An untyped ``gpu:N`` is the total; only without one do typed counts add up. A TRES-style
+    value (``gres/gpu=8``, as later versions print) is read as TRES.
+    """
+    if gres.strip().lower() in _MISSING:
+        return None
+    if "gres/" in gres:
+        return _gpus_from_tres(gres, line, field)
+    untyped, typed = [], []
+    for item in re.sub(r"\([^)]*\)", "", gres).split(","):  # drop (IDX:0,1) before splitting on commas
+        parts = [p.strip() for p in item.split(":")]
+        if parts[0].lower() != "gpu":
+            continue  # mps, shard, other resources
+        if len(parts) == 1:
+            untyped.append(1)
+        elif len(parts) == 2 and parts[1].isdigit():
+            untyped.append(int(parts[1]))
+        elif len(parts) == 2:
+            typed.append(1)  # gpu:TYPE is one GPU of that type
+        else:
+            typed.append(_gpu_count(parts[-1], line, field))
+    return untyped[0] if untyped else sum(typed)
 
 
 def _csv_rows(lines, first, tax, summary):
@@ -436,29 +628,32 @@ def _csv_rows(lines, first, tax, summary):
             if not job_id:
                 raise LogError(line, "missing field", "job_id is empty")
             state, word = _state(get("state"), tax, line)
+            if state is None:
+                yield _not_an_end_state(word)
+                continue
             start = parse_time(get("start"), line, "start")
             end = parse_time(get("end"), line, "end")
-            start, end = _finish_times(start, end, None, line)
+            if start is not None and end is not None and end < start:
+                raise LogError(line, "end before start", f"start {_iso(start)}, end {_iso(end)}")
             n_gpus = parse_count(get("n_gpus"), line, "n_gpus") if "n_gpus" in lower else None
             n_nodes = parse_count(get("n_nodes"), line, "n_nodes") if "n_nodes" in lower else None
             nodes = expand_nodelist(get("nodes"), line) if "nodes" in lower else ()
-            if n_gpus is None and n_nodes is None and not nodes and state is not None and start is not None:
+            if n_gpus is None and n_nodes is None and not nodes and start is not None:
                 raise LogError(line, "missing field", "neither n_gpus nor n_nodes is given")
         except LogError as err:
             yield err
             continue
-        run = job_id.split(".", 1)[0].split("+", 1)[0]
+        run, _, component = job_id.split(".", 1)[0].partition("+")
         row = _Row(line, job_id, run, start, end, state, word, get("cause").strip(), n_gpus,
                    n_nodes if n_nodes is not None else (len(nodes) or None), nodes,
-                   get("nodes").strip() if nodes else "")
+                   get("nodes").strip() if nodes else "",
+                   runtime_s=None if start is None or end is None else end - start, component=component or None)
         verdict = _verdict(row)
         yield verdict if verdict else row
 
 
 def _verdict(row: _Row) -> str | LogError | None:
-    """Why a row is not used: a reason to count (never dropped silently), an error, or None."""
-    if row.state is None:
-        return f"not finished ({row.raw_state})"
+    """Why a CSV row is not used: a reason to count (never dropped silently), an error, or None."""
     if row.start is None:
         return "never started"
     if row.end is None:
@@ -469,28 +664,38 @@ def _verdict(row: _Row) -> str | LogError | None:
 
 
 def _merge_components(rows: list, summary: LogSummary) -> list:
-    """Merge heterogeneous-job components (``123+0``, ``123+1``) into one job attempt."""
-    out, by_key = [], {}
+    """Merge heterogeneous-job components (``123+0``, ``123+1``) into one job attempt.
+
+    Components of one attempt start together and each appears once; a component seen again, or a
+    different start, opens the next attempt (a requeued het job repeats its components).
+    """
+    out, open_groups = [], {}
     for row in rows:
-        if "+" not in row.job_id:
+        if row.component is None:
             out.append(row)
             continue
-        key = (row.run_id, row.start)
-        first = by_key.get(key)
-        if first is None:
+        group = open_groups.get(row.run_id)
+        if group is None or row.component in group[1] or row.start != group[0].start:
             row.job_id = row.run_id
-            by_key[key] = row
+            open_groups[row.run_id] = (row, {row.component})
             out.append(row)
             continue
+        first, seen = group
+        seen.add(row.component)
         summary.rows_folded += 1
         first.n_gpus = _add(first.n_gpus, row.n_gpus)
         first.n_nodes = _add(first.n_nodes, row.n_nodes)
         first.nodes = first.nodes + row.nodes
         first.nodelist = ",".join(n for n in (first.nodelist, row.nodelist) if n)
-        first.end = max(first.end, row.end)
+        first.end = _latest(first.end, row.end)
+        first.runtime_s = _latest(first.runtime_s, row.runtime_s)
         if row.state == "NODE_FAIL" or (row.state == "FAILED" and first.state != "NODE_FAIL"):
             first.state, first.cause = row.state, row.cause or first.cause
     return out
+
+
+def _latest(a, b):
+    return a if b is None else b if a is None else max(a, b)
 
 
 def _add(a, b):
@@ -509,7 +714,8 @@ def _to_joblog(rows: list, tax: Taxonomy, summary: LogSummary) -> JobLog:
             "n_nodes": ("job", np.array([-1 if r.n_nodes is None else r.n_nodes for r in rows], dtype=np.int64)),
             "start": ("job", _datetimes(start)),
             "end": ("job", _datetimes(end)),
-            "runtime_h": ("job", (end - start) / 3600.0),
+            "runtime_h": ("job", np.array([np.nan if r.runtime_s is None else r.runtime_s for r in rows],
+                                          dtype=float) / 3600.0),
             "state": ("job", np.array([r.state for r in rows], dtype=object).astype(str)),
             "cause": ("job", np.array([r.cause for r in rows], dtype=object).astype(str)),
             "infrastructure": ("job", np.array([tax.is_infrastructure(r.state, r.cause) for r in rows], dtype=bool)),

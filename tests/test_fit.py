@@ -1,16 +1,20 @@
 """`relmodel.fit`: the rate and its exact interval, the fit's report, and the `fit` / `plan --from-log` CLI."""
 
 import json
+import math
+import warnings
 
 import numpy as np
 import pytest
 import xarray as xr
 from click.testing import CliRunner
+from hypothesis import given
+from hypothesis import strategies as st
 from scipy import stats
 
 import relmodel as rm
 from relmodel.cli import main
-from relmodel.fit import FitError, FitResult, poisson_rate_interval, weibull_fit
+from relmodel.fit import FitError, FitResult, WeibullFit, poisson_rate_interval, weibull_fit
 from relmodel.logs import read_log
 from relmodel.synthetic_log import synthetic_log
 
@@ -217,8 +221,184 @@ def test_a_log_without_large_job_failures_fits_to_zero_without_warnings():
     text = ("job_id,n_gpus,start,end,state,nodes\n"
             '1,256,2024-01-01T00:00:00,2024-01-02T00:00:00,COMPLETED,"n[1-32]"\n'
             "2,8,2024-01-01T00:00:00,2024-01-02T00:00:00,NODE_FAIL,n1\n")
-    result = rm.fit(text)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        result = rm.fit(text)
     assert result.failure_rate == 0 and result.failure_rate_ci[0] == 0 and result.mttf_h_at(1024) == np.inf
     assert result.failure_rate_ci[1] == pytest.approx(stats.chi2.ppf(0.975, 2) / 2 / 32)
     assert np.isnan(result.weibull.shape) and result.lemon_nodes == ()
+    assert not result.weibull.estimable and "at least 2 failures (got 0" in result.weibull.note
     assert "failure rate: 0 per 1000" in str(result)
+    assert "Weibull times to failure: not fitted (a Weibull fit needs at least 2 failures" in str(result)
+    with pytest.raises(FitError, match="^weibull_shape: no Weibull shape was fitted .*at least 2 failures"):
+        result.scenario(n_gpus=8, with_weibull_shape=True)
+
+
+# The censored Weibull fit: method, edge cases, units, coverage.
+
+def _weibull_sample(shape, scale, n, censor_span, seed):
+    rng = np.random.default_rng(seed)
+    failure = scale * rng.weibull(shape, n)
+    censor = rng.uniform(0, censor_span * scale, n)
+    return np.minimum(failure, censor), failure <= censor
+
+
+def test_weibull_fit_satisfies_its_likelihood_equations():
+    # At the MLE the two score equations hold; written here from the textbook log-likelihood
+    # d log k - d k log s + (k - 1) sum_E log t - sum (t / s)^k.
+    times, observed = _weibull_sample(0.8, 5.0, 300, 8.0, seed=1)
+    fit = weibull_fit(times, observed)
+    k, s, d = fit.shape, fit.scale, observed.sum()
+    z = (times / s) ** k
+    assert np.sum(z) == pytest.approx(d, rel=1e-12)  # d/d(scale) = 0
+    assert d / k + np.sum(np.log(times[observed] / s)) - np.sum(z * np.log(times / s)) == pytest.approx(0, abs=1e-9)
+    assert fit.n_events == d and fit.n_censored == (~observed).sum() and fit.interval == "wald"
+
+
+def test_weibull_wald_interval_comes_from_the_observed_information():
+    # Finite differences of the textbook log-likelihood in (log shape, log scale) give the same errors.
+    times, observed = _weibull_sample(1.7, 3.0, 200, 4.0, seed=2)
+    fit = weibull_fit(times, observed, confidence=0.9)
+
+    def loglik(a, b):
+        return (stats.weibull_min.logpdf(times[observed], math.exp(a), scale=math.exp(b)).sum()
+                + stats.weibull_min.logsf(times[~observed], math.exp(a), scale=math.exp(b)).sum())
+
+    a, b, h = math.log(fit.shape), math.log(fit.scale), 1e-4
+    hessian = np.array([
+        [(loglik(a + h, b) - 2 * loglik(a, b) + loglik(a - h, b)) / h**2,
+         (loglik(a + h, b + h) - loglik(a + h, b - h) - loglik(a - h, b + h) + loglik(a - h, b - h)) / (4 * h**2)],
+        [0.0, (loglik(a, b + h) - 2 * loglik(a, b) + loglik(a, b - h)) / h**2]])
+    hessian[1, 0] = hessian[0, 1]
+    se = np.sqrt(np.diag(np.linalg.inv(-hessian)))
+    assert [fit.shape_se_log, fit.scale_se_log] == pytest.approx(se, rel=1e-5)  # finite-difference error ~h^2
+    z = stats.norm.ppf(0.95)
+    assert fit.shape_ci == pytest.approx((fit.shape * math.exp(-z * se[0]), fit.shape * math.exp(z * se[0])),
+                                         rel=1e-6)
+    assert fit.scale_ci[0] < fit.scale < fit.scale_ci[1]
+
+
+def test_uncensored_weibull_fit_is_scipys_uncensored_mle():
+    times = 2.5 * np.random.default_rng(3).weibull(2.2, 400)
+    fit = weibull_fit(times, np.ones(times.size, bool))
+    shape, _, scale = stats.weibull_min.fit(times, floc=0)
+    assert fit.n_censored == 0
+    assert fit.shape == pytest.approx(shape, rel=1e-5) and fit.scale == pytest.approx(scale, rel=1e-5)
+
+
+@given(shape=st.floats(0.3, 5.0), log10_scale=st.floats(-3, 6), n=st.integers(5, 80),
+       censor_span=st.sampled_from([0.5, 1.0, 3.0]), seed=st.integers(0, 2**32 - 1),
+       interval=st.sampled_from(["wald", "profile"]),
+       unit=st.sampled_from([3600.0, 1 / 24, 1e-6, 7.0 * 86400]))
+def test_weibull_fit_does_not_depend_on_the_time_unit(shape, log10_scale, n, censor_span, seed, interval, unit):
+    times, observed = _weibull_sample(shape, 10.0**log10_scale, n, censor_span, seed)
+    if observed.sum() < 2:
+        with pytest.raises(FitError, match="^observed: a Weibull fit needs at least 2 failures"):
+            weibull_fit(times * unit, observed, interval=interval)
+        return
+    base = weibull_fit(times, observed, interval=interval)
+    scaled = weibull_fit(times * unit, observed, interval=interval)
+    assert scaled.shape == pytest.approx(base.shape, rel=1e-9)
+    assert scaled.shape_ci == pytest.approx(base.shape_ci, rel=1e-9)
+    assert scaled.scale == pytest.approx(base.scale * unit, rel=1e-9)
+    assert scaled.scale_ci == pytest.approx((base.scale_ci[0] * unit, base.scale_ci[1] * unit), rel=1e-9)
+    assert scaled.lr_statistic == pytest.approx(base.lr_statistic, rel=1e-9, abs=1e-8)
+    assert scaled.loglik == pytest.approx(base.loglik - base.n_events * math.log(unit), rel=1e-9, abs=1e-8)
+
+
+@pytest.mark.parametrize("times, observed, needle", [
+    ([1.0, 2.0, 3.0], [False, False, False], "^observed: a Weibull fit needs at least 2 failures \\(got 0"),
+    ([1.0, 2.0, 3.0], [True, False, False], "^observed: a Weibull fit needs at least 2 failures \\(got 1"),
+    ([2.0, 2.0, 2.0], [True, True, True], "^times: every failure is at the longest time"),
+    ([1.0, 5.0, 5.0], [False, True, True], "^times: every failure is at the longest time"),
+    ([0.0, 1.0, 2.0], [True, True, False], "^times: 1 failures at time 0"),
+    ([-1.0, 1.0, 2.0], [True, True, False], "^times: 1 of 3 are negative or not finite"),
+    ([np.nan, 1.0, 2.0], [True, True, False], "^times: 1 of 3 are negative or not finite"),
+    ([1.0, 2.0], [True, True, False], "^observed: must hold one flag per time"),
+    ([1.0, 2.0, 3.0], [2, 1, 0], "^observed: must be True/False"),
+])
+def test_weibull_fit_refuses_what_it_cannot_fit_by_name(times, observed, needle):
+    with pytest.raises(FitError, match=needle):
+        weibull_fit(times, observed)
+
+
+def test_weibull_fit_arguments_are_checked():
+    with pytest.raises(FitError, match="^confidence: "):
+        weibull_fit([1.0, 2.0, 3.0], [True, True, False], confidence=95)
+    with pytest.raises(FitError, match="^interval: "):
+        weibull_fit([1.0, 2.0, 3.0], [True, True, False], interval="bootstrap")
+
+
+def test_censored_zero_times_carry_no_information_and_all_events_is_a_plain_fit():
+    times, observed = _weibull_sample(1.3, 2.0, 60, 3.0, seed=4)
+    with_zeros = weibull_fit(np.r_[times, 0.0, 0.0], np.r_[observed, False, False])
+    without = weibull_fit(times, observed)
+    assert with_zeros.shape == without.shape and with_zeros.scale_ci == without.scale_ci
+    assert with_zeros.n_censored == without.n_censored  # the zeros are not counted as censored times
+    uncensored = weibull_fit(times[observed], observed[observed])
+    assert uncensored.n_censored == 0 and math.isfinite(uncensored.shape)
+    assert weibull_fit(times, observed.astype(int)).shape == without.shape  # 1/0 flags read as True/False
+
+
+def test_two_events_give_finite_wide_intervals():
+    fit = weibull_fit([1.0, 3.0, 4.0], [True, True, False])
+    assert all(math.isfinite(v) for v in (*fit.shape_ci, *fit.scale_ci))
+    assert fit.shape_ci[1] / fit.shape_ci[0] > 10  # two failures say little about the shape
+
+
+def test_profile_interval_is_near_the_wald_one_with_many_failures():
+    times, observed = _weibull_sample(0.7, 2.0, 4000, 4.0, seed=5)
+    wald, profile = weibull_fit(times, observed), weibull_fit(times, observed, interval="profile")
+    assert profile.shape == wald.shape and profile.interval == "profile"
+    assert profile.shape_ci == pytest.approx(wald.shape_ci, rel=2e-3)  # asymptotically the same
+    assert profile.scale_ci == pytest.approx(wald.scale_ci, rel=2e-3)
+    assert profile.shape_ci != wald.shape_ci
+
+
+def test_weibull_fit_dict_and_not_estimable_fit():
+    fit = weibull_fit([1.0, 3.0, 4.0, 0.5], [True, True, False, True])
+    d = fit.to_dict()
+    assert {"shape_ci", "scale_ci", "interval", "confidence", "shape_se_log", "scale_se_log", "note"} <= set(d)
+    json.dumps(d)
+    empty = WeibullFit.not_estimable("no failures", n_events=0, n_censored=3)
+    assert not empty.estimable and np.isnan(empty.scale_ci).all() and empty.note == "no failures"
+
+
+def test_failures_at_zero_runtime_count_in_the_rate_but_not_in_the_weibull_fit():
+    rows = ["job_id,n_gpus,start,end,state"]
+    for i, hours in enumerate([5, 9, 13, 40, 70, 3, 22, 31]):
+        state = "NODE_FAIL" if i % 2 else "COMPLETED"
+        rows.append(f"{i},256,2024-01-01T00:00:00,2024-01-0{1 + hours // 24}T{hours % 24:02d}:00:00,{state}")
+    rows.append("99,256,2024-01-02T00:00:00,2024-01-02T00:00:00,NODE_FAIL")  # a boot failure: no runtime
+    result = rm.fit("\n".join(rows) + "\n")
+    assert result.n_failures == 5 and result.weibull.n_events == 4
+    assert result.dataset.attrs["weibull_zero_time_failures"] == 1
+    assert "1 failures at zero runtime count in the rate but not in the Weibull fit" in str(result)
+    assert "scale" in str(result) and result.dataset.attrs["weibull_interval"] == "wald (0.95)"
+
+
+def _weibull_coverage(shape, scale, n, censor_span, repetitions, seed):
+    """Share of samples whose 95% intervals hold the true shape and scale, by interval method."""
+    hits = {method: np.zeros(2, int) for method in ("wald", "profile")}
+    used = 0
+    for rep in range(repetitions):
+        times, observed = _weibull_sample(shape, scale, n, censor_span, seed=[seed, rep])
+        if observed.sum() < 2:
+            continue
+        used += 1
+        for method in hits:
+            fit = weibull_fit(times, observed, interval=method)
+            hits[method] += [fit.shape_ci[0] <= shape <= fit.shape_ci[1], fit.scale_ci[0] <= scale <= fit.scale_ci[1]]
+    return used, hits
+
+
+# Moderate and heavy censoring with 25 to 70 failures per sample: both interval kinds should cover
+# at 95%. Deterministic seeds; the bounds are the central 99.8% of Binomial(used, 0.95).
+@pytest.mark.slow
+@pytest.mark.parametrize("shape, scale, n, censor_span", [(0.7, 2.0, 100, 3.0), (2.0, 1e4, 100, 1.0)])
+def test_weibull_intervals_cover_the_truth_at_the_nominal_rate(shape, scale, n, censor_span):
+    used, hits = _weibull_coverage(shape, scale, n, censor_span, repetitions=200, seed=7)
+    low, high = stats.binom.ppf([0.001, 0.999], used, 0.95)
+    for method, (shape_hits, scale_hits) in hits.items():
+        assert low <= shape_hits <= high, (method, "shape", shape_hits, used)
+        assert low <= scale_hits <= high, (method, "scale", scale_hits, used)

@@ -126,6 +126,11 @@ def exponential_loglik(times, observed):
         return float(weibull_loglik(0, best, times, observed))
 
 
+def _one_argument(function, *bound):
+    """function(x, *bound) as a function of x alone."""
+    return lambda x: function(x, *bound)
+
+
 def normal_quantile(confidence):
     """z with P(|N(0, 1)| <= z) = confidence."""
     return mp.sqrt(2) * mp.erfinv(mp.mpf(confidence))
@@ -191,8 +196,9 @@ def weibull_profile(times, observed, confidence=0.95):
                     far = far + side * half
                 else:
                     raise RuntimeError("reference profile never dropped below the threshold")
-                root = mp.findroot(lambda p: profile(index, p, guess)[0] - (best - drop), (near, far),
-                                   solver="anderson")
+                # One argument only: findroot tries f(*x0) to detect a multidimensional f.
+                root = mp.findroot(_one_argument(lambda p, i, g: profile(i, p, g)[0] - (best - drop), index, guess),
+                                   (near, far), solver="anderson")
                 ends.append(float(mp.exp(root)))
             out[name] = tuple(sorted(ends))
         return out
