@@ -230,6 +230,20 @@ def test_parse_failures():
     assert parse_failures("4, 0,2") == [0, 2, 4]
 
 
+@pytest.mark.parametrize("text", ["100000000000", "0..99999999999999999999999", "1,2,10000000000000"])
+def test_parse_failures_refuses_more_failures_than_workers_before_building_the_list(text):
+    """0..10**23 raised OverflowError and 10**11 MemoryError while building the list."""
+    with pytest.raises(click.UsageError, match="--failures: .* failed workers but only 16 workers"):
+        parse_failures(text, most=16)
+    with pytest.raises(click.UsageError, match="--failures"):
+        parse_failures(text)  # more than any configuration has
+
+
+def test_throughput_table_checks_a_range_before_walking_it():
+    with pytest.raises(pl.PipelineError, match="n_failures: ~1e15 failures but only 4 workers"):
+        pl.throughput_table(pl.PipelineConfig(2, 2, 2), range(10**15 + 1))
+
+
 # -- the example -------------------------------------------------------------------------------
 
 

@@ -279,6 +279,6 @@ def test_cli_monte_carlo_too_large_names_the_flags():
     from relmodel.cli import main
 
     result = CliRunner().invoke(main, ["pipeline", "--stages", "2", "--replicas", "2", "--microbatches", "2",
-                                       "--run-duration", "1000", "--failure-rate", "1000"])
+                                       "--run-duration", "1000h", "--failure-rate", "1000"])
     assert result.exit_code == 2
     assert "Error: --run-duration:" in result.output and "--failure-rate" in result.output

@@ -208,6 +208,8 @@ def list_schedule(duration, release, worker, pred_ptr, pred_idx, pred_delay, cha
         if cut == math.inf:
             break
         # Among this worker's candidates that could start before `cut`, the lowest priority value runs.
+        # The candidate that ends at `cut` always qualifies (s + duration == cut, computed as in _best_on),
+        # even when its duration is zero or too small to move the clock (s + duration == s in floats).
         pick = -1
         pick_priority = math.inf
         for k in range(worker_chain_ptr[w], worker_chain_ptr[w + 1]):
@@ -218,9 +220,11 @@ def list_schedule(duration, release, worker, pred_ptr, pred_idx, pred_delay, cha
             if waiting[j] != 0:
                 continue
             s = max(ready[j], free[w])
-            if (s < cut or (s == cut and duration[j] == 0.0)) and (pick < 0 or priority[j] < pick_priority):
+            if (s < cut or s + duration[j] == cut) and (pick < 0 or priority[j] < pick_priority):
                 pick = c
                 pick_priority = priority[j]
+        if pick < 0:  # unreachable (see above); never index with -1, report the tasks left unplaced
+            break
         i = chain_task[head[pick]]
         head[pick] += 1
         s = max(ready[i], free[w])
@@ -431,7 +435,7 @@ def trace_paths(seed, scenario_key, n_slots, trace_time, trace_add, trace_node, 
         for w in range(n_slots):
             initial_down[run, w] = not up[w]
         n = 0
-        horizon = trace_time[n_events - 1]
+        horizon = trace_time[n_events - 1] if n_events > 0 else 0.0  # never index -1 of an empty trace
         while True:
             i_swap = np.argmin(swap_done)
             t_trace = trace_time[e] if e < n_events else math.inf
@@ -525,15 +529,16 @@ def integrate_runs(ev_time, count, row_offset, horizon, rate, loss, dead, resume
             te = ev_time[run, i] if i < count[run] else horizon
             begin = max(t, dead_until)
             if checkpoint_interval > 0.0 and math.isfinite(checkpoint_interval):
-                last = math.floor(te / checkpoint_interval) * checkpoint_interval
+                # np.floor stays float: Numba's math.floor returns int64, garbage beyond 2**63 steps or intervals.
+                last = np.floor(te / checkpoint_interval) * checkpoint_interval
                 if last > t:  # written at a step boundary
-                    saved = math.floor(done + current * max(0.0, last - begin))
+                    saved = np.floor(done + current * max(0.0, last - begin))
             done += current * max(0.0, te - begin)
             if i == count[run]:
                 break
             row = r0 + i + 1
             if loss[row] == 1:
-                done = math.floor(done)
+                done = np.floor(done)
             elif loss[row] == 2:
                 done = saved
             until = te + dead[row]

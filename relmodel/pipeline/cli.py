@@ -9,8 +9,10 @@ from pathlib import Path
 
 import click
 
-from ..cli import FigurePath
-from .config import BACKWARDS, OPTIMIZERS, ORDERS
+from ..cli import Duration, FigurePath
+from .config import BACKWARDS, MAX_TASKS, OPTIMIZERS, ORDERS, SIMULATED_ITERATIONS, show
+
+MAX_WORKERS = int(MAX_TASKS // (3 * SIMULATED_ITERATIONS))  # d p of the largest configuration allowed
 
 _FLAG_OF = {"failed": "--failures", "n_failures": "--failures", "strategy": "--strategies",
             "strategies": "--strategies", "n_runs": "--runs", "duration": "--run-duration", "traces": "--trace"}
@@ -41,19 +43,26 @@ def _times(text: str, flag: str):
     return values if len(values) > 1 else values[0]
 
 
-def parse_failures(text: str) -> list[int]:
-    """'A..B' -> A..B, 'a,b,c' -> those, 'N' -> 0..N."""
+def parse_failures(text: str, most: int | None = None) -> list[int]:
+    """'A..B' -> A..B, 'a,b,c' -> those, 'N' -> 0..N; none above `most` failed
+    workers (default: the most workers any configuration may have), checked
+    before the list is built (0..10**12 would fill the memory)."""
+    most = MAX_WORKERS if most is None else most
     text = text.strip()
     match = re.fullmatch(r"(\d+)\s*\.\.\s*(\d+)", text)
-    if match:
-        low, high = int(match[1]), int(match[2])
+    single = re.fullmatch(r"\d+", text)
+    if match or single:
+        low, high = (int(match[1]), int(match[2])) if match else (0, int(text))
         if high < low:
             raise click.UsageError(f"--failures: {text!r} is an empty range")
+        if high > most:
+            raise click.UsageError(f"--failures: {show(high)} failed workers but only {most} workers")
         return list(range(low, high + 1))
-    if re.fullmatch(r"\d+", text):
-        return list(range(int(text) + 1))
     if re.fullmatch(r"\d+(\s*,\s*\d+)+", text):
-        return sorted({int(v) for v in text.split(",")})
+        counts = sorted({int(v) for v in text.split(",")})
+        if counts[-1] > most:
+            raise click.UsageError(f"--failures: {show(counts[-1])} failed workers but only {most} workers")
+        return counts
     raise click.UsageError(f"--failures: expected 'A..B', 'a,b,c' or N (got {text!r})")
 
 
@@ -84,13 +93,13 @@ def parse_failures(text: str) -> list[int]:
               help="Fewest stages of an Oobleck template (default: --stages).")
 @click.option("--trace", "traces", multiple=True, type=click.Path(dir_okay=False, path_type=Path),
               help="Replay a node trace (ms,add|remove,node CSV or date, time, count); repeatable.")
-@click.option("--run-duration", metavar="DURATION", default=None, help="Also simulate runs this long with failures and repairs (e.g. 14d).")
+@click.option("--run-duration", type=Duration(), metavar="DURATION", default=None, help="Also simulate runs this long with failures and repairs (e.g. 14d).")
 @click.option("--failure-rate", type=float, default=6.5e-3, show_default=True, help="Failures per node-day (runs).")
-@click.option("--repair-time", metavar="DURATION", default="4h", show_default=True, help="Until a failed node is back (runs).")
-@click.option("--swap-time", metavar="DURATION", default="5min", show_default=True, help="A spare node taking a failed worker's place.")
-@click.option("--restart-cost", metavar="DURATION", default="10min", show_default=True, help="A checkpoint-restart.")
-@click.option("--checkpoint-interval", metavar="DURATION", default="1h", show_default=True, help="Time between checkpoints.")
-@click.option("--time-unit", metavar="DURATION", default="1s", show_default=True, help="The unit of the task times, for runs and traces.")
+@click.option("--repair-time", type=Duration(), metavar="DURATION", default="4h", show_default=True, help="Until a failed node is back (runs).")
+@click.option("--swap-time", type=Duration(), metavar="DURATION", default="5min", show_default=True, help="A spare node taking a failed worker's place.")
+@click.option("--restart-cost", type=Duration(), metavar="DURATION", default="10min", show_default=True, help="A checkpoint-restart.")
+@click.option("--checkpoint-interval", type=Duration(), metavar="DURATION", default="1h", show_default=True, help="Time between checkpoints.")
+@click.option("--time-unit", type=Duration(), metavar="DURATION", default="1s", show_default=True, help="The unit of the task times, for runs and traces.")
 @click.option("--runs", "n_runs", type=int, default=None,
               help="Monte Carlo runs [1000], or placements per trace [8].")
 @click.option("--seed", type=click.IntRange(0, 2**32 - 1), default=0, show_default=True)
@@ -110,7 +119,6 @@ def pipeline(stages, replicas, microbatches, fwd, bwd_input, bwd_weight, failure
     from .runs import RunModel
     from .strategies import StrategyOptions
 
-    counts = parse_failures(failures)
     names = [s.strip() for s in strategies.split(",") if s.strip()]
     if out is not None and out.suffix != ".nc":
         raise click.UsageError(f"--out: unknown suffix {out.suffix!r}; use .nc")
@@ -119,6 +127,7 @@ def pipeline(stages, replicas, microbatches, fwd, bwd_input, bwd_weight, failure
                              bwd_input=_times(bwd_input, "--bwd-input"), bwd_weight=_times(bwd_weight, "--bwd-weight"),
                              order=order, backward=backward, optimizer=optimizer, p2p_delay=p2p_delay,
                              reroute_delay=reroute_delay, optimizer_time=optimizer_time)
+        counts = parse_failures(failures, cfg.n_workers)
         options = StrategyOptions(spares=spares, bamboo_slowdown=bamboo_slowdown,
                                   oobleck_min_stages=oobleck_min_stages)
         table = throughput_table(cfg, counts, names, options)

@@ -22,6 +22,17 @@ MAX_TASKS = 2e7
 """Most tasks (3 per micro-batch, stage, replica and iteration) in one schedule:
 64 stages x 64 replicas x 128 micro-batches (9.4e6 tasks) takes about 20 s on one
 core per schedule. Larger configurations are refused rather than left running."""
+CLOCK_RESOLUTION = 2.0 ** -48
+"""Every positive time (task or delay) must be at least this fraction of `clock_bound`,
+the latest time any schedule of the configuration can reach. Adding it to any clock
+reading then moves the clock by at least 16 units in the last place: no task or delay
+vanishes (s + x == s in float64), which would silently schedule it as if it took no
+time (a zero-length task is placed by other rules than a short one). Between the
+smallest and the largest stage time, ratios up to about 1e7 pass on the largest
+configurations (64 x 64 x 128), 1e10 and more on small ones (4 x 4 x 8)."""
+CLOCK_LIMIT = 2.0 ** 1000
+"""The most `clock_bound` may be: headroom below float64's largest number (~2**1024) for
+the priorities and sums computed from schedule times."""
 BACKWARDS = ("fused", "decoupled")
 OPTIMIZERS = ("barrier", "staggered")
 
@@ -34,19 +45,44 @@ class PipelineError(ValueError):
         self.parameter = parameter
 
 
+def show(value) -> str:
+    """repr(value), except for integers too long to print whole (Python refuses past 4300 digits)."""
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool) and abs(int(value)) >= 10**15:
+        digits = int(int(value).bit_length() * math.log10(2))
+        return f"~1e{digits}" if value > 0 else f"~-1e{digits}"
+    return repr(value)
+
+
 def check_count(name: str, value, low: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) \
-            or value != int(value) or value < low:
-        raise PipelineError(name, f"must be an integer >= {low} (got {value!r})")
+    # Integers are compared as integers: math.isfinite(10**400) would raise OverflowError.
+    integral = isinstance(value, numbers.Integral) or (
+        isinstance(value, numbers.Real) and math.isfinite(value) and value == int(value))
+    if isinstance(value, bool) or not integral or value < low:
+        raise PipelineError(name, f"must be an integer >= {low} (got {show(value)})")
     return int(value)
 
 
 def check_time(name: str, value) -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise PipelineError(name, f"must be a number (got {value!r})")
-    x = float(value)
+    try:
+        x = float(value)
+    except OverflowError:  # an int beyond float64
+        x = math.inf
     if not math.isfinite(x) or x < 0:
-        raise PipelineError(name, f"must be finite and >= 0 (got {value!r})")
+        raise PipelineError(name, f"must be finite and >= 0 (got {show(value)})")
+    return x
+
+
+def check_real(name: str, value) -> float:
+    """A finite real number as a float (bools refused; ints beyond float64 are not finite)."""
+    ok = isinstance(value, numbers.Real) and not isinstance(value, bool)
+    try:
+        x = float(value) if ok else math.nan
+    except OverflowError:
+        x = math.inf
+    if not math.isfinite(x):
+        raise PipelineError(name, f"must be a finite number (got {show(value)})")
     return x
 
 
@@ -102,11 +138,12 @@ class PipelineConfig:
         put("stages", p)
         put("replicas", check_count("replicas", self.replicas))
         put("microbatches", check_count("microbatches", self.microbatches))
+        check_tasks(p, self.replicas, self.microbatches, SIMULATED_ITERATIONS)  # before a tuple per stage is built
         for name in ("fwd", "bwd_input", "bwd_weight"):
             put(name, stage_times(name, getattr(self, name), p))
-        total = np.add(np.add(self.fwd, self.bwd_input), self.bwd_weight)
-        if np.any(total <= 0):
-            s = int(np.argmin(total))
+        total = [f + b + w for f, b, w in zip(self.fwd, self.bwd_input, self.bwd_weight)]  # floats: inf, no warning
+        if min(total) <= 0:
+            s = total.index(min(total))
             raise PipelineError("fwd", f"stage {s} has no work (fwd + bwd_input + bwd_weight = 0)")
         put("order", check_choice("order", self.order, ORDERS))
         put("backward", check_choice("backward", self.backward, BACKWARDS))
@@ -117,11 +154,7 @@ class PipelineConfig:
         put("reroute_delay", self.p2p_delay if self.reroute_delay is None
             else check_time("reroute_delay", self.reroute_delay))
         put("optimizer_time", check_time("optimizer_time", self.optimizer_time))
-        tasks = 3 * SIMULATED_ITERATIONS * p * self.replicas * self.microbatches
-        if tasks > MAX_TASKS:
-            raise PipelineError("stages", f"{p} stages x {self.replicas} replicas x {self.microbatches} micro-batches "
-                                          f"make {tasks:.3g} tasks per schedule, over the limit of {MAX_TASKS:.0e}; "
-                                          "use fewer stages, replicas or micro-batches")
+        check_clock(self, SIMULATED_ITERATIONS)
 
     @property
     def times(self) -> np.ndarray:
@@ -145,6 +178,61 @@ class PipelineConfig:
         return dataclasses.replace(self, **changes)
 
 
+def check_tasks(stages: int, replicas: int, microbatches: int, n_iterations: int) -> None:
+    """Refuse schedules of more than MAX_TASKS tasks (3 per micro-batch, stage, replica and iteration)."""
+    tasks = 3 * n_iterations * stages * replicas * microbatches
+    if tasks > MAX_TASKS:
+        raise PipelineError("stages", f"{show(stages)} stages x {show(replicas)} replicas x {show(microbatches)} "
+                                      f"micro-batches x {show(n_iterations)} iterations make {show(tasks)} tasks per "
+                                      f"schedule, over the limit of {MAX_TASKS:.0e}; use fewer stages, replicas or "
+                                      "micro-batches")
+
+
+def _named_times(cfg: "PipelineConfig") -> list[tuple[str, float]]:
+    return [(name, x) for name in ("fwd", "bwd_input", "bwd_weight") for x in getattr(cfg, name)] + [
+        (name, getattr(cfg, name)) for name in ("p2p_delay", "reroute_delay", "optimizer_time")]
+
+
+def clock_bound(cfg: "PipelineConfig", n_iterations: int = SIMULATED_ITERATIONS) -> float:
+    """An upper bound on every time in any schedule built from `cfg` over `n_iterations`.
+
+    A task starts at its release time, or when a predecessor's end plus a
+    delay, or its worker's previous task, allows; following that back gives a
+    chain of distinct tasks, each adding its duration and at most one delay,
+    that starts at 0 or at a release time (a fault-free start, bounded the
+    same way). So no time exceeds 2 (S + n delta) with S the summed duration
+    of all tasks, n their number and delta the largest delay. The sum counts
+    each micro-batch's redundant forward (Bamboo) too, and 2 d micro-batches
+    more than m d: the configurations derived from cfg (m d micro-batches
+    dealt to fewer, whole pipelines) never run more, so they pass whenever
+    cfg does.
+    """
+    d, m, p, K = cfg.replicas, cfg.microbatches, cfg.stages, n_iterations
+    per_microbatch = sum(cfg.fwd) * 2 + sum(cfg.bwd_input) + sum(cfg.bwd_weight)  # inf on overflow (fsum raises)
+    work = K * ((m + 2) * d * per_microbatch + p * cfg.optimizer_time)
+    n_tasks = K * (4 * (m + 2) * d * p + p + 1)
+    return 2.0 * (work + n_tasks * max(cfg.p2p_delay, cfg.reroute_delay))
+
+
+def check_clock(cfg: "PipelineConfig", n_iterations: int = SIMULATED_ITERATIONS) -> None:
+    """Refuse times that float64 cannot schedule faithfully: a positive time
+    below CLOCK_RESOLUTION of `clock_bound` (it would vanish from the sums), or
+    a bound beyond CLOCK_LIMIT (the sums would overflow). Names the parameter."""
+    check_tasks(cfg.stages, cfg.replicas, cfg.microbatches, n_iterations)
+    bound = clock_bound(cfg, n_iterations)
+    times = _named_times(cfg)
+    if not bound <= CLOCK_LIMIT:
+        name, largest = max(times, key=lambda item: item[1])
+        raise PipelineError(name, f"{largest!r} makes times in the schedule reach ~{bound:.3g}, beyond what float64 "
+                                  f"sums without overflow ({CLOCK_LIMIT:.3g}); use a larger time unit")
+    positive = [(name, x) for name, x in times if x > 0]
+    name, smallest = min(positive, key=lambda item: item[1])
+    if smallest < CLOCK_RESOLUTION * bound:
+        raise PipelineError(name, f"{smallest!r} is too small next to the schedule's span (times up to ~{bound:.3g}):"
+                                  f" float64 cannot resolve a time below {CLOCK_RESOLUTION * bound:.3g} there "
+                                  f"(2**-48 of the span); use 0 if it is negligible, or bring the times closer")
+
+
 def failed_workers(failed, replicas: int, stages: int) -> np.ndarray:
     """A boolean (replicas, stages) mask of failed workers.
 
@@ -163,9 +251,9 @@ def failed_workers(failed, replicas: int, stages: int) -> np.ndarray:
             count = failed[stage]
             if isinstance(count, bool) or not isinstance(count, numbers.Integral) or count < 0:
                 raise PipelineError("failed", f"stage {s}: the number of failed workers must be an integer >= 0 "
-                                              f"(got {count!r})")
+                                              f"(got {show(count)})")
             if count > replicas:
-                raise PipelineError("failed", f"stage {s}: {count} failed workers but only {replicas} replicas")
+                raise PipelineError("failed", f"stage {s}: {show(count)} failed workers but only {replicas} replicas")
             for i in range(int(count)):
                 mask[(nxt + i) % replicas, s] = True
             nxt += int(count)
@@ -178,7 +266,7 @@ def failed_workers(failed, replicas: int, stages: int) -> np.ndarray:
         except (TypeError, ValueError):
             raise PipelineError("failed", f"expected (replica, stage) pairs (got {item!r})") from None
         if isinstance(r, bool) or not isinstance(r, numbers.Integral) or not 0 <= r < replicas:
-            raise PipelineError("failed", f"unknown replica {r!r} (replicas are 0..{replicas - 1})")
+            raise PipelineError("failed", f"unknown replica {show(r)} (replicas are 0..{replicas - 1})")
         s = _check_stage(s, stages)
         if mask[r, s]:
             raise PipelineError("failed", f"worker (replica {r}, stage {s}) is listed twice")
@@ -192,7 +280,7 @@ def _stage_key(stage):
 
 def _check_stage(stage, stages: int) -> int:
     if isinstance(stage, bool) or not isinstance(stage, numbers.Integral) or not 0 <= stage < stages:
-        raise PipelineError("failed", f"unknown stage {stage!r} (stages are 0..{stages - 1})")
+        raise PipelineError("failed", f"unknown stage {show(stage)} (stages are 0..{stages - 1})")
     return int(stage)
 
 
@@ -205,7 +293,7 @@ def spread_failures(n: int, replicas: int, stages: int) -> np.ndarray:
     """
     n = check_count("n_failures", n, low=0)
     if n > replicas * stages:
-        raise PipelineError("n_failures", f"{n} failures but only {replicas * stages} workers")
+        raise PipelineError("n_failures", f"{show(n)} failures but only {replicas * stages} workers")
     mask = np.zeros((replicas, stages), dtype=bool)
     if n == 0:
         return mask

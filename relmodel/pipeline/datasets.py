@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import datetime
 import math
+import numbers
 from collections.abc import Mapping
 
 import numpy as np
 import xarray as xr
 
-from .config import PipelineConfig, PipelineError, check_count, spread_failures
+from .config import PipelineConfig, PipelineError, check_choice, check_count, show, spread_failures
 from .recycle import load_bound
 from .runs import RunModel, ideal_steps, monte_carlo_paths, replay_paths, run_progress
 from .schedule import Schedule
@@ -51,6 +52,10 @@ def throughput_table(cfg: PipelineConfig, n_failures=range(5), strategies=STRATE
     `spread_failures`: distinct replicas, stages spaced out). Dims (strategy, n_failures)."""
     options = options or StrategyOptions()
     strategies = _strategies(strategies)
+    if isinstance(n_failures, range) and len(n_failures):  # checked before walking it (max() would walk it)
+        top = max(n_failures[0], n_failures[-1])
+        if top > cfg.n_workers:
+            raise PipelineError("n_failures", f"{show(top)} failures but only {cfg.n_workers} workers")
     counts = sorted({check_count("n_failures", n, low=0) for n in n_failures})
     if counts and counts[-1] > cfg.n_workers:
         raise PipelineError("n_failures", f"{counts[-1]} failures but only {cfg.n_workers} workers")
@@ -243,6 +248,11 @@ PLACEMENTS = ("spread", "stacked")
 def failure_set(placement: str, n: int, replicas: int, stages: int, stage: int = 0) -> np.ndarray | None:
     """n failed workers: "spread" (see `spread_failures`) or "stacked" (all at
     `stage`, on replicas 0..n-1); None where the placement cannot hold n."""
+    placement = check_choice("placement", placement, PLACEMENTS)
+    n = check_count("n_failures", n, low=0)
+    replicas, stages = check_count("replicas", replicas), check_count("stages", stages)
+    if isinstance(stage, bool) or not isinstance(stage, numbers.Integral) or not 0 <= stage < stages:
+        raise PipelineError("stage", f"unknown stage {show(stage)} (stages are 0..{stages - 1})")
     if placement == "spread":
         return spread_failures(n, replicas, stages) if n <= replicas * stages else None
     mask = np.zeros((replicas, stages), dtype=bool)

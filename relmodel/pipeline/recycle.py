@@ -26,7 +26,8 @@ import numpy as np
 
 from .config import PipelineConfig
 from .graph import build_graph, default_executor, stage_order, task_index
-from .schedule import N_ITERATIONS, N_MEASURED, Schedule, fault_free, greedy, measure, resweep
+from .schedule import (N_ITERATIONS, N_MEASURED, Schedule, after_all, check_iterations, fault_free, greedy, measure,
+                       resweep)
 
 ASSIGNMENTS = ("round-robin", "blocks")
 PLANS = tuple((a, first) for a in ASSIGNMENTS for first in (False, True))
@@ -97,6 +98,7 @@ def recycle_schedule(cfg: PipelineConfig, mask: np.ndarray, *, decoupled: bool =
     tasks keep their slots) nor the busiest survivor's work: a shorter measured
     period is a transient that the simulated iterations did not outlast.
     """
+    n_iterations, n_measured = check_iterations(cfg, n_iterations, n_measured)
     reference = _reference(cfg, n_iterations, n_measured)
     if not mask.any():
         return reference
@@ -151,7 +153,7 @@ def _chains(graph, order, mask, reference_start, *, defer, reroute_first):
     its = np.arange(graph.n_iterations)[:, None]
     priority = reference_start.copy()
     release = np.zeros(graph.size)
-    later = 2.0 * (float(reference_start.max()) + 1.0)  # beyond any fault-free time
+    later = after_all(reference_start)  # beyond any fault-free time
     ahead = _half_gap(reference_start) if reroute_first else 0.0
     own, extra = [], []
 

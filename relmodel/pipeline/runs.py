@@ -36,7 +36,7 @@ import math
 import numpy as np
 
 from ..units import to_hours
-from .config import PipelineConfig, PipelineError, failed_workers
+from .config import PipelineConfig, PipelineError, check_real, failed_workers, show
 from .schedule import kernels
 from .strategies import STRATEGIES, StrategyOptions, evaluate, ideal
 from .traces import Trace
@@ -58,7 +58,10 @@ def duration_hours(value, name: str) -> float:
             return float(number) / 3.6e6
         except ValueError:
             raise ValueError(f"{name}: cannot read {value!r} as a duration") from None
-    return to_hours(value, name)
+    try:
+        return to_hours(value, name)
+    except OverflowError:  # an int beyond float64: refused as not finite
+        return math.inf
 
 
 @dataclasses.dataclass(frozen=True)
@@ -103,15 +106,18 @@ class RunModel:
             positive = name in ("duration", "checkpoint_interval", "time_unit")
             if not math.isfinite(hours) or hours < 0 or (positive and hours == 0):
                 raise PipelineError(name, f"must be finite and {'> 0' if positive else '>= 0'} "
-                                          f"(got {getattr(self, name)!r})")
+                                          f"(got {show(getattr(self, name))})")
             object.__setattr__(self, name, hours)
         for name, low, high in (("failure_rate", 0.0, math.inf), ("nodes_per_worker", 0.0, math.inf),
                                 ("lemon_fraction", 0.0, 1.0), ("lemon_rate_factor", 1.0, math.inf)):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not low <= value <= high \
-                    or not math.isfinite(value):
-                raise PipelineError(name, f"must be a number in [{low:g}, {high:g}] (got {value!r})")
-            object.__setattr__(self, name, float(value))
+            try:
+                number = check_real(name, value)
+            except PipelineError:
+                number = math.nan
+            if not low <= number <= high:
+                raise PipelineError(name, f"must be a number in [{low:g}, {high:g}] (got {show(value)})")
+            object.__setattr__(self, name, number)
         if self.lemon_fraction == 1.0 and self.lemon_rate_factor != 1.0:
             raise PipelineError("lemon_fraction", "must be < 1 when lemons fail faster (else there is no healthy node)")
         if self.repair_distribution not in REPAIR_DISTRIBUTIONS:
@@ -218,13 +224,18 @@ def monte_carlo_paths(cfg: PipelineConfig, model: RunModel, spares: int, n_runs:
     """Failure and repair paths of n_runs runs of model.duration hours."""
     n_slots = cfg.n_workers
     expected = 2.0 * n_slots * model.worker_rate * max(model.lemon_rate_factor, 1.0) * model.duration
-    width = int(expected + 10.0 * math.sqrt(expected) + 32)
+    width = expected + 10.0 * math.sqrt(expected) + 32  # a float until checked: int(inf) raises
     entries = float(n_runs) * width * (3 + n_slots)
-    if entries > MAX_PATH_ENTRIES:
+    if not entries <= MAX_PATH_ENTRIES:
         raise PipelineError("duration", f"about {expected:.3g} failure and repair events per run x {n_runs} runs on "
                                         f"{n_slots} workers need ~{entries:.2g} array entries (limit "
                                         f"{MAX_PATH_ENTRIES:.0e}); shorten the run duration (--run-duration), "
                                         f"lower the failure rate (--failure-rate) or the runs (--runs)")
+    width = int(width)
+    if n_slots + spares > MAX_PATH_ENTRIES:  # the kernel keeps a repair clock per node (slots + spares)
+        raise PipelineError("spares", f"{show(spares)} spare nodes need one repair clock each, over the limit of "
+                                      f"{MAX_PATH_ENTRIES:.0e} array entries; no run needs more spares than "
+                                      "failures it sees")
     rates = np.full(n_slots, model.worker_rate)
     while True:
         time, slot, kind, count = _buffers(n_runs, width)
@@ -240,6 +251,10 @@ def monte_carlo_paths(cfg: PipelineConfig, model: RunModel, spares: int, n_runs:
 def replay_paths(cfg: PipelineConfig, trace: Trace, model: RunModel, n_runs: int, seed: int,
                  scenario_key: int = 0) -> Paths:
     """The trace replayed n_runs times, each with its own random placement of nodes on slots."""
+    if not isinstance(trace, Trace):  # its checks keep the kernel's node indices in range
+        raise PipelineError("traces", f"expected a Trace (got {type(trace).__name__})")
+    if trace.time.size == 0:
+        raise PipelineError("traces", f"trace {trace.name!r} has no events")
     n_slots = cfg.n_workers
     width = 2 * trace.time.size + 8
     time, slot, kind, count = _buffers(n_runs, width)
@@ -345,9 +360,20 @@ def row_costs(cfg: PipelineConfig, strategy: str, model: RunModel, paths: Paths,
     return loss, dead, resume
 
 
+def step_hours(cfg: PipelineConfig, model: RunModel) -> float:
+    """Hours of one fault-free step; a named error where the time unit makes it 0 or
+    overflow (a rate of inf or 0 steps per hour would turn the run averages into NaN)."""
+    hours = ideal(cfg).period * model.time_unit
+    if not (0 < hours < math.inf and 0 < 1.0 / hours < math.inf and model.duration / hours < math.inf):
+        raise PipelineError("time_unit", f"{model.time_unit!r} h per time unit makes a {ideal(cfg).period:.3g}-unit "
+                                         f"step last {hours!r} h, which float64 cannot count steps of")
+    return hours
+
+
 def run_progress(cfg: PipelineConfig, strategy: str, options: StrategyOptions, model: RunModel,
                  paths: Paths) -> np.ndarray:
     """Training steps (iterations) each run completes under `strategy`."""
+    step_hours(cfg, model)
     periods = row_periods(cfg, strategy, options, paths.down)
     with np.errstate(divide="ignore"):
         rate = np.where(np.isfinite(periods), 1.0 / (periods * model.time_unit), 0.0)
@@ -360,8 +386,9 @@ def run_progress(cfg: PipelineConfig, strategy: str, options: StrategyOptions, m
 
 def ideal_steps(cfg: PipelineConfig, model: RunModel, horizon: float) -> float:
     """Steps the fault-free schedule completes in `horizon` hours."""
-    return horizon / (ideal(cfg).period * model.time_unit)
+    return horizon / step_hours(cfg, model)
 
 
-__all__ = ["LOSS_CHECKPOINT", "LOSS_NONE", "LOSS_STEP", "MAX_PATH_ENTRIES", "Paths", "RunModel", "STRATEGIES", "bamboo_dropped",
-           "ideal_steps", "monte_carlo_paths", "replay_paths", "row_costs", "row_periods", "run_progress"]
+__all__ = ["LOSS_CHECKPOINT", "LOSS_NONE", "LOSS_STEP", "MAX_PATH_ENTRIES", "Paths", "RunModel", "STRATEGIES",
+           "bamboo_dropped", "ideal_steps", "monte_carlo_paths", "replay_paths", "row_costs", "row_periods",
+           "run_progress", "step_hours"]

@@ -30,10 +30,11 @@ import math
 
 import numpy as np
 
-from .config import PipelineConfig, PipelineError, check_count, failed_workers
+from .config import PipelineConfig, PipelineError, check_count, check_real, failed_workers, show
 from .graph import R_KIND, build_graph, stage_order, task_index
 from .recycle import frozen, load_bound, recycle_schedule
-from .schedule import N_ITERATIONS, N_MEASURED, Schedule, fault_free, greedy, measure, resweep
+from .schedule import (N_ITERATIONS, N_MEASURED, Schedule, after_all, check_iterations, fault_free, greedy, measure,
+                       resweep)
 
 STRATEGIES = ("recycle", "restart", "spare", "drop-pipeline", "oobleck", "bamboo")
 
@@ -59,14 +60,21 @@ class StrategyOptions:
 
     def __post_init__(self):
         object.__setattr__(self, "spares", check_count("spares", self.spares, low=0))
-        if not (isinstance(self.bamboo_slowdown, (int, float)) and math.isfinite(self.bamboo_slowdown)
-                and self.bamboo_slowdown >= 1):
-            raise PipelineError("bamboo_slowdown", f"must be a number >= 1 (got {self.bamboo_slowdown!r})")
-        if self.bamboo_overhead is not None and not (
-                isinstance(self.bamboo_overhead, (int, float)) and 0 <= self.bamboo_overhead < math.inf):
-            raise PipelineError("bamboo_overhead", f"must be None or a number >= 0 (got {self.bamboo_overhead!r})")
+        _check_at_least("bamboo_slowdown", self.bamboo_slowdown, 1, "a number >= 1")
+        if self.bamboo_overhead is not None:
+            _check_at_least("bamboo_overhead", self.bamboo_overhead, 0, "None or a number >= 0")
         if self.oobleck_min_stages is not None:
             object.__setattr__(self, "oobleck_min_stages", check_count("oobleck_min_stages", self.oobleck_min_stages))
+
+
+def _check_at_least(name: str, value, low: float, expected: str) -> None:
+    """A finite real number >= low (bools and ints beyond float64 refused), else a named error."""
+    try:
+        ok = check_real(name, value) >= low
+    except PipelineError:
+        ok = False
+    if not ok:
+        raise PipelineError(name, f"must be {expected} (got {show(value)})")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -200,7 +208,11 @@ def _bamboo(cfg, mask, options, base, result):
     busiest = m_each * float(load.max())
     takeover = bool(mask[~dropped].any())
     if takeover:
-        period = max(period * options.bamboo_slowdown, busiest)
+        slowed = period * options.bamboo_slowdown
+        if not math.isfinite(slowed):  # inf would read as "cannot run"
+            raise PipelineError("bamboo_slowdown", f"{options.bamboo_slowdown!r} times the period {period:.3g} "
+                                                   "overflows float64")
+        period = max(slowed, busiest)
     detail = f"{kept} pipelines" + (", takeover" if takeover else "") + (
         f", {d - kept} restarted without" if kept < d else "")
     return result(period=period, detail=detail, load_bound=busiest)
@@ -278,11 +290,15 @@ def bamboo_period(cfg: PipelineConfig, microbatches: int, overhead: float | None
     idle time; or the fault-free period times (1 + overhead) when given."""
     one = cfg.replace(replicas=1, microbatches=microbatches)
     if overhead is not None:
-        return fault_free(one).period * (1.0 + overhead)
+        period = fault_free(one).period * (1.0 + overhead)
+        if not math.isfinite(period):  # inf would read as "cannot run"
+            raise PipelineError("bamboo_overhead", f"{overhead!r} makes the period overflow float64")
+        return period
     return bamboo_schedule(one).period
 
 
 def bamboo_schedule(cfg: PipelineConfig, n_iterations: int = N_ITERATIONS, n_measured: int = N_MEASURED) -> Schedule:
+    n_iterations, n_measured = check_iterations(cfg, n_iterations, n_measured)
     d, m, p = cfg.replicas, cfg.microbatches, cfg.stages
     redundant = np.roll(np.asarray(cfg.fwd, dtype=float), -1)  # stage s also runs stage s+1's forward
     graph = build_graph(cfg, n_iterations, redundant=redundant)
@@ -290,7 +306,7 @@ def bamboo_schedule(cfg: PipelineConfig, n_iterations: int = N_ITERATIONS, n_mea
     n_compute = graph.redundant_base
     priority = np.zeros(graph.size)
     priority[:n_compute] = reference.start[:n_compute]  # same indices below the redundant block
-    priority[graph.kind == R_KIND] = 2.0 * (float(reference.start.max()) + 1.0)  # only into idle time
+    priority[graph.kind == R_KIND] = after_all(reference.start)  # only into idle time
     its = np.arange(n_iterations)[:, None]
     chains = []
     for r in range(d):

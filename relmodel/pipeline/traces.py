@@ -26,6 +26,30 @@ class Trace:
     node: np.ndarray  # int64 indices into node_names
     node_names: tuple
 
+    def __post_init__(self):
+        """Checked, read-only copies: the replay kernel indexes its arrays by these node numbers."""
+        label = f"trace {self.name!r}"
+        try:
+            time = np.array(self.time, dtype=float, ndmin=1)
+        except (TypeError, ValueError):
+            raise TraceError(f"{label}: times must be numbers (hours)") from None
+        add, node = np.array(self.add, ndmin=1), np.array(self.node, ndmin=1)
+        names = tuple(self.node_names)
+        if not (time.ndim == add.ndim == node.ndim == 1 and time.size == add.size == node.size):
+            raise TraceError(f"{label}: time, add and node must be 1-D arrays of one length "
+                             f"(got shapes {time.shape}, {add.shape}, {node.shape})")
+        if not np.all(np.isfinite(time)) or np.any(time < 0) or np.any(np.diff(time) < 0):
+            raise TraceError(f"{label}: times must be finite, >= 0 and in order")
+        if add.size and add.dtype != bool and not (add.dtype.kind in "iu" and np.isin(add, (0, 1)).all()):
+            raise TraceError(f"{label}: add must be booleans (got {add.dtype})")
+        if node.size and (node.dtype.kind not in "iu" or node.min() < 0 or node.max() >= len(names)):
+            raise TraceError(f"{label}: node numbers must be integers in 0..{len(names) - 1} (one per node name)")
+        for field, value in (("time", time), ("add", add.astype(bool)), ("node", node.astype(np.int64)),
+                             ("node_names", names)):
+            if isinstance(value, np.ndarray):
+                value.flags.writeable = False
+            object.__setattr__(self, field, value)
+
     @property
     def duration(self) -> float:
         return float(self.time[-1]) if self.time.size else 0.0
