@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import sys
@@ -9,15 +10,32 @@ import warnings
 from pathlib import Path
 
 import click
+import numpy as np
 from click.core import ParameterSource
 
+from .engine import DEFAULT_MAX_FAILURES, MAX_JOBS
 from .scenario import FIELDS, Scenario, ScenarioError, _check_number
-from .units import UNITS_HELP
+from .units import UNIT_REQUIRED_HELP, format_hours, to_hours_with_unit
 
+STUDY_FILE_MAX_BYTES = 2**20  # a study file is a few lines; a bigger one is the wrong file
 _UNITS_EPILOG = (
-    f"Durations are {UNITS_HELP}. Failure rates are failures per node-day. "
+    f"Durations are {UNIT_REQUIRED_HELP}. Failure rates are failures per node-day. "
     "A comma-separated list (e.g. --gpus 1024,4096,16384) makes a sweep axis."
 )
+
+
+class Duration(click.ParamType):
+    """A duration option, converted to hours. On the command line a non-zero
+    number needs its unit (`units.to_hours_with_unit`): "--checkpoint-cost 300"
+    is refused rather than read as 300 hours."""
+
+    name = "DURATION"
+
+    def convert(self, value, param, ctx):
+        try:
+            return to_hours_with_unit(value, "duration")
+        except ValueError as err:
+            self.fail(str(err).split(": ", 1)[1], param, ctx)
 
 
 class FieldValues(click.ParamType):
@@ -33,8 +51,8 @@ class FieldValues(click.ParamType):
         items = [v.strip() for v in value.split(",")]
         kind = FIELDS[self.field][1]
         try:
-            parsed = [_check_number(self.field, _parse(item, kind), kind=kind) for item in items]
-        except ScenarioError as err:
+            parsed = [_check_number(self.field, _parse(item, kind, self.field), kind=kind) for item in items]
+        except ValueError as err:  # its message starts with the field's name; the flag replaces it
             self.fail(str(err).split(": ", 1)[1], param, ctx)
         return parsed if len(parsed) > 1 else parsed[0]
 
@@ -69,13 +87,16 @@ class DatasetPath(click.Path):
         return path
 
 
-def _parse(text: str, kind: str):
-    if kind in ("duration", "choice"):
+def _parse(text: str, kind: str, field: str):
+    """One item of a FieldValues option, read as the command line reads it."""
+    if kind == "choice":
         return text
+    if kind == "duration":
+        return to_hours_with_unit(text, field)
     try:
         number = float(text)
     except ValueError:
-        raise ScenarioError("", f"{text!r} is not a number") from None
+        raise ScenarioError(field, f"{text!r} is not a number") from None
     return int(number) if kind == "count" and number.is_integer() else number
 
 
@@ -139,6 +160,38 @@ def build_scenario(fields: dict) -> Scenario:
         raise usage_error(err) from None
 
 
+def refuse_if_no_job_can_finish(sc: Scenario, max_failures: int, where: str | None = None):
+    """Stop, in one sentence, a run of which no job at any point can finish:
+    each would hit `max_failures` (`engine.certainly_capped`), so its table would
+    be all NaN. Typically a failure rate typed per GPU-hour instead of per node-day."""
+    from .engine import certainly_capped, failure_free_stretches, pack
+
+    packed = pack(sc)
+    if not certainly_capped(packed, max_failures).all():
+        return
+    lam, compute, restart, _ = failure_free_stretches(packed)
+    with np.errstate(invalid="ignore", over="ignore"):  # inf * 0: a restart-free run at an infinite rate
+        exponent = np.nan_to_num(np.maximum(lam * compute, lam * restart), nan=np.inf)
+    row = int(np.argmin(exponent))  # the point closest to finishing
+    point = next(itertools.islice(sc.points(), row, None))
+    restart_binds = lam[row] * restart[row] > lam[row] * compute[row]
+    stretch = f"{format_hours(restart[row])} restart" if restart_binds else \
+        f"{format_hours(compute[row])} stretch of work between checkpoints"
+    digits = exponent[row] / math.log(10.0)
+    attempts = f"~1e{digits:.0f} attempts" if math.isfinite(digits) else "endless attempts"
+    if point.failure_rate >= 1.0:  # 100 times the measured rates: a unit mistake, most likely
+        hint = "is --failure-rate per node-day?"
+    elif restart_binds:
+        hint = "--restart-cost must be well under the MTTF"
+    else:
+        hint = "--checkpoint-interval and --checkpoint-cost must be well under the MTTF"
+    if where is None:
+        where = "" if sc.size == 1 else f" at any of the {sc.size} points"
+    raise click.ClickException(
+        f"No job can finish{where}: with a job MTTF of {format_hours(1.0 / lam[row])}, getting through one "
+        f"{stretch} takes {attempts}; {hint}")
+
+
 def _one_line_warning(message, category, filename, lineno, file=None, line=None):
     """Warnings on the command line: one line, no source excerpt."""
     click.echo(f"Warning: {message}", err=True)
@@ -153,6 +206,10 @@ class OneLineErrors(click.Group):
             with warnings.catch_warnings():
                 warnings.showwarning = _one_line_warning
                 result = super().main(args, prog_name, standalone_mode=False, **kwargs)
+        except click.MissingParameter as err:
+            # Click's own wording names the option: "Missing option '--gpus'."
+            click.echo(f"Error: {err.format_message()}", err=True)
+            sys.exit(2)
         except click.BadParameter as err:
             # "--flag: reason", as for every other bad input, rather than click's own wording.
             flag = err.param.opts[-1] if err.param is not None and err.param.opts else err.param_hint
@@ -196,11 +253,12 @@ def main():
 
 @main.command(epilog=_UNITS_EPILOG)
 @scenario_options
-@click.option("--n-jobs", type=click.IntRange(min=1), default=100_000, show_default=True, help="Jobs per scenario point.")
+@click.option("--n-jobs", type=click.IntRange(1, MAX_JOBS), default=100_000, show_default=True,
+              help="Jobs per scenario point.")
 @click.option("--seed", type=click.IntRange(0, 2**32 - 1), default=0, show_default=True)
 @click.option("--backend", type=click.Choice(["numba", "cython"]), default="numba", show_default=True)
 @click.option("--threads", type=click.IntRange(min=1), default=None, help="Numba threads (results do not depend on it).")
-@click.option("--max-failures", type=click.IntRange(min=1), default=100_000, show_default=True,
+@click.option("--max-failures", type=click.IntRange(1, 2**62), default=DEFAULT_MAX_FAILURES, show_default=True,
               help="Stop (and count as capped) a job at this many failures.")
 @click.option("--out", type=DatasetPath(), default=None,
               help="Write the Dataset: .nc (netCDF, h5netcdf) or .zarr.")
@@ -212,6 +270,7 @@ def simulate(n_jobs, seed, backend, threads, max_failures, out, progress, as_jso
     from .simulate import simulate as run_simulation
 
     sc = build_scenario(fields)
+    refuse_if_no_job_can_finish(sc, max_failures)
     try:
         ds = run_simulation(sc, n_jobs=n_jobs, seed=seed, backend=backend, n_threads=threads,
                             max_failures=max_failures, progress=progress)
@@ -236,7 +295,7 @@ def simulate(n_jobs, seed, backend, threads, max_failures, out, progress, as_jso
                   interval_help="The interval used today, shown beside the optimal ones (optional).")
 @click.option("--target-ettr", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=None,
               help="What each parameter would need, alone, to reach this ETTR; and the largest job that does.")
-@click.option("--n-jobs", type=click.IntRange(min=100), default=20_000, show_default=True,
+@click.option("--n-jobs", type=click.IntRange(100, MAX_JOBS), default=20_000, show_default=True,
               help="Jobs of the quick check simulation, per interval.")
 @click.option("--seed", type=click.IntRange(0, 2**32 - 1), default=0, show_default=True)
 @click.option("--backend", type=click.Choice(["numba", "cython"]), default="numba", show_default=True)
@@ -248,6 +307,7 @@ def simulate(n_jobs, seed, backend, threads, max_failures, out, progress, as_jso
               help="Take the failure rate from this job log (as `relmodel fit` does, jobs >= 128 GPUs).")
 def plan(target_ettr, n_jobs, seed, backend, plot, as_json, from_log, **fields):
     """Capacity plan: checkpoint interval, ETTR, MTTF, time lost, sensitivities, targets."""
+    from .closed_form import MIN_INTERVAL
     from .plan import plan as make_plan
 
     for name, value in fields.items():
@@ -262,7 +322,13 @@ def plan(target_ettr, n_jobs, seed, backend, plot, as_json, from_log, **fields):
     if fields["checkpoint_interval"] is None:
         del fields["checkpoint_interval"]
     fields = taxonomy_fields(fields)
-    build_scenario({"checkpoint_interval": 1.0, **fields})  # flag-named errors before any work
+    sc = build_scenario({"checkpoint_interval": 1.0, **fields})  # flag-named errors before any work
+    # A job that can finish at no checkpoint interval is hopeless at the shortest one the
+    # planner tries and with none at all (shorter intervals shorten the stretches of work,
+    # fewer checkpoints the runtime over which restarts recur): check those two.
+    extremes = {max(MIN_INTERVAL, sc.work / 2**40), 2 * sc.work}  # one value when the work is under a second
+    refuse_if_no_job_can_finish(sc.sweep(checkpoint_interval=sorted(extremes)), DEFAULT_MAX_FAILURES,
+                                where=" at any checkpoint interval")
     try:
         result = make_plan(target_ettr=target_ettr, n_jobs=n_jobs, seed=seed, backend=backend, **fields)
     except ValueError as err:
@@ -356,15 +422,33 @@ def fit_log(path: Path, *, flag: str, **kwargs):
 @click.option("--y", "y_dim", default=None, help="Sweep axis on the y axis of --plot (default: the second).")
 def sweep(study_file, out, scheduler, workers, quiet, plot, x_dim, y_dim):
     """Run (or resume) a study: a grid of scenarios, chunk by chunk, into a zarr or netCDF store."""
-    from .study import StudyError, load_study
+    from .study import StudyError, parse_study
     from .sweep import open_study, run_study
+    from .taxonomy import read_small_text
 
+    try:  # as a taxonomy file is read: a device, a FIFO or a huge file is refused, not read for ever
+        source = read_small_text(study_file, STUDY_FILE_MAX_BYTES)
+    except OSError as err:
+        raise click.UsageError(f"{study_file}: cannot read the study file ({err.strerror or err})") from None
+    except ValueError as err:
+        raise click.UsageError(f"{study_file}: {err}") from None
     try:
-        study = load_study(study_file)
-        run_study(study, out, source=study_file.read_text(), scheduler=scheduler, n_workers=workers,
-                  progress=not quiet)
+        study = parse_study(source, name=str(study_file), folder=study_file.parent)
+        run_study(study, out, source=source, scheduler=scheduler, n_workers=workers, progress=not quiet)
     except StudyError as err:
         raise click.UsageError(str(err)) from None
+    except ScenarioError as err:  # a [run] value the engine refuses (names the key)
+        raise click.UsageError(f"{study_file}: {err}") from None
+    except RecursionError:  # tomllib recurses into nested arrays and tables
+        raise click.UsageError(f"{study_file}: not valid TOML (nested too deeply)") from None
+    # As for simulate, a study of which no job finished says so rather than leave a store
+    # of NaN (checked on the store: the grid may be too big to check up front).
+    with open_study(out) as ds:
+        none_finished = "n_capped" in ds and bool((ds.n_capped == study.n_jobs).all())
+    if none_finished:
+        raise click.ClickException(
+            f"No job finished at any of the {study.scenario.size} points of {study_file}: every job hit "
+            f"max_failures={study.max_failures} (n_capped in {out}); is failure_rate per node-day?")
     if plot is not None:
         from .plot import study_figure
 

@@ -5,7 +5,6 @@ fixed order, and the fold to estimates. No job loops here; no labels either
 from __future__ import annotations
 
 import math
-import numbers
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -19,7 +18,7 @@ from ._kernels.layout import (
     S_PRODUCTIVE_WALL, S_QUEUE, S_RESTART, S_WALL, S_WALL_SQ,
 )
 from .failures import category_cdf, job_rate_table
-from .scenario import Scenario, split_work
+from .scenario import Scenario, check_flag, check_integer, check_memory, split_work
 
 # A first uniform this far below the survival probability cannot be a failure
 # once rounding is accounted for (see the kernels' fast path).
@@ -110,25 +109,55 @@ class Totals:
     cat_jobs: np.ndarray | None  # (n, n_jobs, n_categories, N_CAT_STATS) when kept
 
 
-def check_run_args(n_jobs, seed, max_failures):
-    for name, value, low, high in (("n_jobs", n_jobs, 1, 2**62), ("seed", seed, 0, 2**32 - 1),
-                                   ("max_failures", max_failures, 1, 2**62)):
-        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not low <= value <= high:
-            raise ValueError(f"{name}: must be an integer in [{low}, {high}] (got {value!r})")
+# Jobs per scenario point: 2**40 (10^12) is days of kernel time per point, so more
+# is a typing mistake (2**64) rather than a run; the job counter has room for 2**64.
+MAX_JOBS = 2**40
+DEFAULT_MAX_FAILURES = 100_000
+
+
+def check_run_args(n_jobs, seed, max_failures) -> tuple[int, int, int]:
+    """(n_jobs, seed, max_failures) as Python ints, or a ScenarioError naming the bad one."""
+    return (check_integer("n_jobs", n_jobs, 1, MAX_JOBS), check_integer("seed", seed, 0, 2**32 - 1),
+            check_integer("max_failures", max_failures, 1, 2**62))
+
+
+# float64 values a run holds per scenario row (kernel inputs, sums, histogram,
+# estimates), and per kept job (the job fields and the integer copies simulate makes).
+_ROW_VALUES = N_PARAMS + N_STATS + (N_BINS + 1) + 64
+_JOB_VALUES = N_JOB_FIELDS + 2
+
+
+def check_run_memory(n_rows: int, n_jobs: int, n_categories: int, keep_jobs: bool):
+    """Refuse up front a run whose arrays would not fit in memory, naming what to change."""
+    per_row = 8 * (_ROW_VALUES + n_categories * N_CAT_STATS)
+    check_memory("scenario", n_rows * per_row,
+                 f"the sums of {n_rows} scenario points (a study, `relmodel sweep`, writes them chunk by chunk)")
+    if keep_jobs:
+        per_job = 8 * (_JOB_VALUES + n_categories * N_CAT_STATS)
+        check_memory("keep_jobs", n_rows * (per_row + n_jobs * per_job),
+                     f"{n_jobs} jobs x {n_rows} scenario point(s) kept job by job")
+
+
+def check_threads(n_threads) -> int | None:
+    """None (Numba's setting), or a thread count Numba has."""
+    if n_threads is None:
+        return None
+    import numba
+
+    return check_integer("n_threads", n_threads, 1, numba.config.NUMBA_NUM_THREADS)
 
 
 @contextmanager
 def numba_threads(n_threads):
     """Run with `n_threads` Numba threads (None: as configured); results do not depend on it."""
+    n_threads = check_threads(n_threads)
     if n_threads is None:
         yield
         return
     import numba
 
-    if not isinstance(n_threads, numbers.Integral) or not 1 <= n_threads <= numba.config.NUMBA_NUM_THREADS:
-        raise ValueError(f"n_threads: must be in [1, {numba.config.NUMBA_NUM_THREADS}] (got {n_threads!r})")
     before = numba.get_num_threads()
-    numba.set_num_threads(int(n_threads))
+    numba.set_num_threads(n_threads)
     try:
         yield
     finally:
@@ -139,19 +168,12 @@ def numba_threads(n_threads):
 CERTAINTY = 1e-6
 
 
-def certainly_capped(packed: Packed, max_failures: int) -> np.ndarray:
-    """Rows whose every job would hit `max_failures`: not worth simulating.
+def failure_free_stretches(packed: Packed) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per row: (the slowest job failure rate per hour, the longest piece of compute
+    with its checkpoint write, the shortest restart, the failure-free runtime), in hours.
 
-    On exponential failures at rate lam a job gets through a failure-free
-    stretch of runtime L after Geometric(e^(-lam L)) attempts, each failure but
-    the last one counted, so it finishes under the cap with probability at most
-    max_failures * e^(-lam L). Two such stretches bound it: the longest piece of
-    compute (an interval with its write, or the final piece), and a restart
-    (the shortest of a taxonomy's), which a job avoids only by never failing
-    (probability e^(-lam T) over its failure-free runtime T). Rows where a bound
-    is below CERTAINTY (at the slowest rate of a lemon mixture) are such rows:
-    simulating them costs n_jobs * max_failures events and buys only truncated
-    times. Weibull rows are always simulated.
+    A job must get through each such stretch without a failure, so at rate lam a
+    stretch L takes e^(lam L) attempts on average (exponential failures).
     """
     p = packed.params
     segment = np.where(p[:, P_N_FULL] > 0, p[:, P_INTERVAL] + p[:, P_CKPT], 0.0)
@@ -161,23 +183,43 @@ def certainly_capped(packed: Packed, max_failures: int) -> np.ndarray:
     for row in np.flatnonzero(np.diff(packed.cat_offset)):
         restart[row] = packed.cat_restart[packed.cat_offset[row]:packed.cat_offset[row + 1]].min()
     lam = np.minimum.reduceat(packed.rate_value, packed.rate_offset[:-1])
+    return lam, longest, restart, runtime
+
+
+def certainly_capped(packed: Packed, max_failures: int) -> np.ndarray:
+    """Rows whose every job would hit `max_failures`: not worth simulating.
+
+    On exponential failures at rate lam a job gets through a failure-free
+    stretch of runtime L after Geometric(e^(-lam L)) attempts, each failure but
+    the last one counted, so it finishes under the cap with probability at most
+    max_failures * e^(-lam L). Two such stretches bound it
+    (`failure_free_stretches`): the longest piece of compute, and a restart,
+    which a job avoids only by never failing (probability e^(-lam T) over its
+    failure-free runtime T). Rows where a bound is below CERTAINTY (at the
+    slowest rate of a lemon mixture) are such rows: simulating them costs
+    n_jobs * max_failures events and buys only truncated times. Weibull rows
+    are always simulated.
+    """
+    lam, longest, restart, runtime = failure_free_stretches(packed)
     log_cap = math.log(max_failures / CERTAINTY)
     through_compute = lam * longest > log_cap
     through_restarts = (lam * restart > log_cap + math.log(2.0)) & (lam * runtime > math.log(2.0 / CERTAINTY))
-    return (p[:, P_SHAPE] == 1.0) & (through_compute | through_restarts)
+    return (packed.params[:, P_SHAPE] == 1.0) & (through_compute | through_restarts)
 
 
 def run(packed: Packed, n_jobs: int, seed: int, backend: str = "numba", *, scenario_keys=None,
-        max_failures: int = 100_000, keep_jobs: bool = False, n_threads=None, progress=None,
+        max_failures: int = DEFAULT_MAX_FAILURES, keep_jobs: bool = False, n_threads=None, progress=None,
         chunk_items: int = CHUNK_ITEMS) -> Totals:
     """Simulate n_jobs jobs of every row. `scenario_keys` (default 0..n-1) key the
     random streams; a sub-grid run with its global indices gives the same bits.
     `progress` is called with the number of jobs finished after each chunk.
     Rows `certainly_capped` are not simulated (unless keep_jobs): their jobs all
     count as capped and their sums stay 0 (no job, so NaN estimates)."""
-    check_run_args(n_jobs, seed, max_failures)
+    n_jobs, seed, max_failures = check_run_args(n_jobs, seed, max_failures)
+    keep_jobs = check_flag("keep_jobs", keep_jobs)
     kernel = get_backend(backend)
     n_rows = packed.params.shape[0]
+    check_run_memory(n_rows, n_jobs, packed.n_categories, keep_jobs)
     keys = np.arange(n_rows, dtype=np.uint64) if scenario_keys is None else np.asarray(scenario_keys)
     if keys.shape != (n_rows,) or keys.dtype.kind not in "iu" or keys.min() < 0 or keys.max() >= 2**32:
         raise ValueError(f"scenario_keys: need {n_rows} integers in [0, 2**32) (got {scenario_keys!r})")

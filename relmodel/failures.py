@@ -21,8 +21,9 @@ import math
 
 import numpy as np
 
-from .scenario import ScenarioError, _check_number
+from .scenario import ScenarioError, _check_number, check_integer, check_memory
 from .synthetic_log import synthetic_log  # noqa: F401  re-exported: relmodel.failures.synthetic_log
+from .units import short_repr
 
 # Binomial tails below this mass are dropped: a 53-bit uniform cannot reach them.
 _TAIL = 2.0**-60
@@ -59,14 +60,74 @@ def job_rate_masses(n_nodes: int, failure_rate: float, lemon_fraction: float = 0
 
     healthy = per_node_hour / (1.0 - lemon_fraction + lemon_fraction * lemon_rate_factor)
     binom = stats.binom(n_nodes, lemon_fraction)
+    low, high = _binomial_support(n_nodes, lemon_fraction)
     if tail > 0:
-        lemons = np.arange(int(binom.ppf(tail)), int(binom.isf(tail)) + 1)
-    else:
-        lemons = np.arange(n_nodes + 1)
+        # scipy's quantiles can fail wide (isf(2^-60) = n for 2^26 nodes: a table of
+        # every count, minutes and gigabytes); the support bounds them.
+        low = max(low, _as_count(binom.ppf(tail), low))
+        high = min(high, _as_count(binom.isf(tail), high))
+    lemons = np.arange(low, high + 1)
     mass = binom.pmf(lemons)
     keep = mass > 0
     lemons, mass = lemons[keep], mass[keep]
     return mass, healthy * ((n_nodes - lemons) + lemon_rate_factor * lemons)
+
+
+# Lemon counts of a job with up to this many nodes are all kept by `job_rate_log_masses`.
+_EVERY_COUNT_NODES = 2**20
+
+
+def job_rate_log_masses(n_nodes: int, failure_rate: float, lemon_fraction: float = 0.0,
+                        lemon_rate_factor: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+    """(log probability, rate per hour) of every lemon count, for expectations.
+
+    A count far below float64's least mass can still carry E[wall]: its rate is
+    higher, and E[wall] grows like e^(rate * work). So masses stay in logs, over
+    every count for jobs of up to 2^20 nodes (beyond that, the counts whose mass
+    float64 can hold).
+    """
+    per_node_hour = failure_rate / 24.0
+    if lemon_fraction == 0.0 or lemon_rate_factor == 1.0 or failure_rate == 0.0:
+        return np.array([0.0]), np.array([n_nodes * per_node_hour])
+    from scipy import stats
+
+    healthy = per_node_hour / (1.0 - lemon_fraction + lemon_fraction * lemon_rate_factor)
+    low, high = (0, n_nodes) if n_nodes <= _EVERY_COUNT_NODES else _binomial_support(n_nodes, lemon_fraction)
+    lemons = np.arange(low, high + 1)
+    log_mass = stats.binom.logpmf(lemons, n_nodes, lemon_fraction)
+    keep = np.isfinite(log_mass)
+    lemons, log_mass = lemons[keep], log_mass[keep]
+    return log_mass, healthy * ((n_nodes - lemons) + lemon_rate_factor * lemons)
+
+
+# A binomial mass below e^-800 is 0 in float64 (whose least positive value is e^-744.4).
+_NEGLIGIBLE_LOG_MASS = 800.0
+
+
+def _binomial_support(n: int, p: float) -> tuple[int, int]:
+    """(low, high): every count of Binomial(n, p) whose mass float64 can hold lies
+    between them (Chernoff: P(X >= k) <= exp(-n KL(k/n || p)) above the mean, and
+    the mirror image below), so a table over them has about sqrt(n) entries, not n."""
+    if p >= 1.0:
+        return n, n
+
+    def excess(a):  # n KL(a || p) - the cut; 0 log 0 = 0
+        kl = (a * math.log(a / p) if a > 0 else 0.0) + ((1 - a) * math.log((1 - a) / (1 - p)) if a < 1 else 0.0)
+        return n * kl - _NEGLIGIBLE_LOG_MASS
+
+    def crossing(inside, outside):  # where excess turns positive, between the mean and an end
+        if excess(outside) <= 0:
+            return outside
+        for _ in range(100):
+            middle = (inside + outside) / 2
+            inside, outside = (inside, middle) if excess(middle) > 0 else (middle, outside)
+        return outside
+
+    return max(0, math.floor(crossing(p, 0.0) * n) - 1), min(n, math.ceil(crossing(p, 1.0) * n) + 1)
+
+
+def _as_count(x, fallback: int) -> int:
+    return int(x) if math.isfinite(x) else fallback
 
 
 def _check_nodes(n_nodes) -> int:
@@ -74,10 +135,13 @@ def _check_nodes(n_nodes) -> int:
 
 
 def _as_array(t):
-    t = np.asarray(t, dtype=float)
+    try:
+        t = np.asarray(t, dtype=float)
+    except (TypeError, ValueError, OverflowError):
+        raise ScenarioError("t", f"times must be numbers of hours of runtime (got {short_repr(t)})") from None
     if np.any(t < 0) or np.any(np.isnan(t)):
-        raise ValueError("t: times must be >= 0 (hours of runtime)")
-    return t
+        raise ScenarioError("t", "times must be >= 0 (hours of runtime)")
+    return t + 0.0  # no -0.0
 
 
 def _out(values):
@@ -140,11 +204,12 @@ class _RenewalModel:
         """
         from ._kernels.failure_sample import first_failure_times
 
-        for name, value, high in (("n", n, 2**62), ("seed", seed, 2**32 - 1), ("scenario_key", scenario_key, 2**32 - 1)):
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= value <= high:
-                raise ValueError(f"{name}: must be an integer in [0, {high}] (got {value!r})")
+        n = check_integer("n", n, 0, 2**62)
+        seed = check_integer("seed", seed, 0, 2**32 - 1)
+        scenario_key = check_integer("scenario_key", scenario_key, 0, 2**32 - 1)
+        check_memory("n", 8 * n, f"{n} failure times")
         cdf, lam = self._rate_table(n_nodes)
-        out = np.empty(int(n))
+        out = np.empty(n)
         first_failure_times(np.ascontiguousarray(cdf), np.ascontiguousarray(lam, dtype=float), self._shape,
                             self._scale_factor(), np.uint64(seed), np.uint64(scenario_key), out)
         return out
@@ -210,7 +275,10 @@ class Weibull(_RenewalModel):
         """The model whose job on `n_nodes` nodes has mean time between failures `mean`
         (hours, or a duration string)."""
         hours = _positive_duration("mean", mean)
-        return cls(shape, 24.0 / (_check_nodes(n_nodes) * hours))
+        rate = 24.0 / (_check_nodes(n_nodes) * hours)
+        if not math.isfinite(rate):
+            raise ScenarioError("mean", f"{short_repr(mean)} is too short to be a mean time between failures")
+        return cls(shape, rate)
 
     @classmethod
     def from_scale(cls, shape, scale, n_nodes) -> "Weibull":
@@ -285,13 +353,13 @@ class FailureCategory:
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name:
-            raise ScenarioError("name", f"a category needs a non-empty name (got {self.name!r})")
+            raise ScenarioError("name", f"a category needs a non-empty name (got {short_repr(self.name)})")
         label = f"categories[{self.name}]"
         object.__setattr__(self, "share", _check_number(f"{label}.share", self.share, kind="fraction"))
         for field in ("restart_cost", "queue_wait"):
             object.__setattr__(self, field, _check_number(f"{label}.{field}", getattr(self, field), kind="duration"))
         if self.domain is not None and not isinstance(self.domain, str):
-            raise ScenarioError(f"{label}.domain", f"must be a string or None (got {self.domain!r})")
+            raise ScenarioError(f"{label}.domain", f"must be a string or None (got {short_repr(self.domain)})")
 
 
 def as_categories(value, parameter: str = "categories") -> tuple[FailureCategory, ...]:
@@ -309,7 +377,7 @@ def as_categories(value, parameter: str = "categories") -> tuple[FailureCategory
             raise ScenarioError(parameter, str(err)) from None
     items = getattr(value, "categories", value)
     if isinstance(items, (str, bytes)) or not hasattr(items, "__iter__"):
-        raise ScenarioError(parameter, f"expected a sequence of categories (got {value!r})")
+        raise ScenarioError(parameter, f"expected a sequence of categories (got {short_repr(value)})")
     cats = []
     for item in items:
         if isinstance(item, FailureCategory):
@@ -342,7 +410,7 @@ def category_cdf(categories) -> np.ndarray:
 def _positive_duration(name, value) -> float:
     hours = _check_number(name, value, kind="duration")
     if hours <= 0:
-        raise ScenarioError(name, f"must be > 0 (got {value!r})")
+        raise ScenarioError(name, f"must be > 0 (got {short_repr(value)})")
     return hours
 
 

@@ -10,11 +10,12 @@ import dataclasses
 import itertools
 import math
 import numbers
+import os
 from collections.abc import Iterator, Mapping, Sequence
 
 import numpy as np
 
-from .units import format_hours, to_hours
+from .units import format_hours, short_repr, to_hours
 
 # Field -> (units attr, kind). Kinds: "duration", "count", "rate", "shape", "fraction",
 # "factor", "choice".
@@ -50,6 +51,112 @@ class ScenarioError(ValueError):
         self.parameter = parameter
 
 
+# -- parameter validators: every public function checks its arguments here, so
+# that bad input is a ScenarioError naming the parameter, at once.
+
+# GPUs, nodes and GPUs per node: 2**32 is some 10^4 times the largest cluster, so
+# more is a typing mistake (2**64), and a lemon mixture's table (one entry per
+# likely lemon count, about sqrt(n) of them) still fits in memory.
+MAX_COUNT = 2**32
+# Failures per node-day: 10^6 is a failure every 0.09 s (measured: 10^-3 to 10^-2), so
+# more is a unit mistake, and a job's rate n_nodes * rate / 24 stays far inside float range.
+MAX_FAILURE_RATE = 1e6
+# A lemon node fails at most this many times as often as a healthy one (measured
+# lemons: tens of times); far beyond it the healthy rate rounds away.
+MAX_LEMON_RATE_FACTOR = 1e6
+
+
+def _bound_text(x) -> str:
+    """2**62 rather than 4611686018427387904 in messages."""
+    for offset, suffix in ((0, ""), (1, " - 1")):
+        if isinstance(x, int) and x + offset >= 2**16 and (x + offset) & (x + offset - 1) == 0:
+            return f"2**{(x + offset).bit_length() - 1}{suffix}"
+    return f"{x:g}" if isinstance(x, float) else str(x)
+
+
+def check_integer(name: str, value, low: int, high: int) -> int:
+    """`value` as an int in [low, high]: a Python or numpy integer, not a bool or a float."""
+    value = _item(value)
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not low <= value <= high:
+        raise ScenarioError(name, f"must be an integer in [{_bound_text(low)}, {_bound_text(high)}] "
+                                  f"(got {short_repr(value)})")
+    return int(value)
+
+
+def check_real(name: str, value, what: str = "a real number") -> float:
+    """`value` as a finite float (any real number type; not a bool, not a string); -0 becomes 0.0."""
+    value = _item(value)
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise ScenarioError(name, f"must be {what} (got {short_repr(value)})")
+    try:
+        x = float(value)
+    except OverflowError:  # an int or fraction beyond the float range
+        x = math.inf
+    if not math.isfinite(x):
+        raise ScenarioError(name, f"must be finite (got {short_repr(value)})")
+    return x + 0.0  # -0.0 prints as "-0" and flips the sign of an infinity divided by it
+
+
+def check_choice(name: str, value, choices: tuple):
+    """One of `choices` (strings), or a ScenarioError listing them."""
+    if not isinstance(value, str) or value not in choices:
+        raise ScenarioError(name, f"must be one of {', '.join(map(repr, choices))} (got {short_repr(value)})")
+    return value
+
+
+def check_flag(name: str, value) -> bool:
+    """True or False (a numpy bool too); "no" or 0 is refused rather than read as truthy."""
+    value = _item(value)
+    if not isinstance(value, bool):
+        raise ScenarioError(name, f"must be True or False (got {short_repr(value)})")
+    return value
+
+
+def check_levels(name: str, values) -> tuple[float, ...]:
+    """Distinct probability levels in [0, 1] (quantiles), as a tuple of floats."""
+    if not _is_axis(values):
+        raise ScenarioError(name, f"must be a sequence of levels in [0, 1] (got {short_repr(values)})")
+    levels = tuple(check_real(name, v, "a level in [0, 1]") for v in _axis_values(values))
+    outside = [x for x in levels if not 0.0 <= x <= 1.0]
+    if outside:
+        raise ScenarioError(name, f"levels must be in [0, 1] (got {outside[0]!r})")
+    if len(set(levels)) != len(levels):
+        raise ScenarioError(name, f"levels must be distinct (got {short_repr(list(levels))})")
+    return levels
+
+
+def available_memory() -> int | None:
+    """Bytes of memory this process could still get (MemAvailable on Linux; else
+    the physical memory; None where neither is known)."""
+    try:
+        with open("/proc/meminfo") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def check_memory(name: str, nbytes: float, what: str):
+    """Refuse up front, naming `name`, what would not fit in memory (rather than
+    run for an hour and die, or swap the machine to a halt)."""
+    free = available_memory()
+    if free is not None and nbytes > free:
+        raise ScenarioError(name, f"{what} need {_bytes_text(nbytes)} of memory; "
+                                  f"{_bytes_text(free)} is available")
+
+
+def _bytes_text(n: float) -> str:
+    for unit, size in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20)):
+        if n >= size:
+            return f"{n / size:.3g} {unit}"
+    return f"{n:.0f} bytes"
+
+
 def _is_axis(value) -> bool:
     if isinstance(value, (str, bytes)):
         return False
@@ -58,43 +165,50 @@ def _is_axis(value) -> bool:
     return isinstance(value, (Sequence, range))
 
 
+def _axis_values(value) -> list:
+    return list(np.asarray(value).ravel()) if isinstance(value, np.ndarray) else list(value)
+
+
 def _check_number(name: str, value, *, kind: str):
-    """Normalise one scalar value of field `name`, or raise ScenarioError."""
+    """Normalise one scalar value of field `name` (a FIELDS kind), or raise ScenarioError."""
+    value = _item(value)
     if kind == "choice":
-        if value not in QUEUE_WAIT_DISTRIBUTIONS:
-            raise ScenarioError(name, f"must be one of {QUEUE_WAIT_DISTRIBUTIONS} (got {value!r})")
-        return value
+        return check_choice(name, value, QUEUE_WAIT_DISTRIBUTIONS)
     if kind == "count":
-        if isinstance(value, bool) or not isinstance(value, numbers.Real):
-            raise ScenarioError(name, f"must be a positive integer (got {value!r})")
-        if not math.isfinite(value) or value != int(value) or value < 1:
-            raise ScenarioError(name, f"must be a positive integer (got {value!r})")
-        return int(value)
+        if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+            count = int(value)
+        else:
+            x = check_real(name, value, "a positive integer")  # 8.0 is 8
+            if not x.is_integer():
+                raise ScenarioError(name, f"must be a positive integer (got {short_repr(value)})")
+            count = int(x)
+        if not 1 <= count <= MAX_COUNT:
+            raise ScenarioError(name, f"must be an integer in [1, {_bound_text(MAX_COUNT)}] (got {short_repr(value)})")
+        return count
     if kind == "duration":
         try:
             hours = to_hours(value, name)
         except ValueError as err:
             raise ScenarioError(name, str(err).split(": ", 1)[1]) from None
         if math.isnan(hours) or math.isinf(hours):
-            raise ScenarioError(name, f"must be finite (got {value!r})")
+            raise ScenarioError(name, f"must be finite (got {short_repr(value)})")
         if hours < 0 or (hours == 0 and name in ("checkpoint_interval", "work")):
             bound = "> 0" if name in ("checkpoint_interval", "work") else ">= 0"
             raise ScenarioError(name, f"must be {bound} (got {format_hours(hours)})")
         return hours
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise ScenarioError(name, f"must be a real number (got {value!r})")
-    x = float(value)
-    if not math.isfinite(x):
-        raise ScenarioError(name, f"must be finite (got {value!r})")
+    x = check_real(name, value)
     if kind == "shape" and x <= 0:
-        raise ScenarioError(name, f"must be > 0 (got {value!r})")
+        raise ScenarioError(name, f"must be > 0 (got {short_repr(value)})")
     if kind == "shape" and not SHAPE_RANGE[0] <= x <= SHAPE_RANGE[1]:
-        raise ScenarioError(name, f"must be in [{SHAPE_RANGE[0]}, {SHAPE_RANGE[1]}] (got {value!r}); "
+        raise ScenarioError(name, f"must be in [{SHAPE_RANGE[0]}, {SHAPE_RANGE[1]}] (got {short_repr(value)}); "
                                   "measured failure data fall within 0.3 to 3")
     if kind == "fraction" and not 0.0 <= x <= 1.0:
-        raise ScenarioError(name, f"must be in [0, 1] (got {value!r})")
+        raise ScenarioError(name, f"must be in [0, 1] (got {short_repr(value)})")
     if kind in ("rate", "factor") and x < 0:
-        raise ScenarioError(name, f"must be >= 0 (got {value!r})")
+        raise ScenarioError(name, f"must be >= 0 (got {short_repr(value)})")
+    limit = {"rate": MAX_FAILURE_RATE, "factor": MAX_LEMON_RATE_FACTOR}.get(kind, math.inf)
+    if x > limit:
+        raise ScenarioError(name, f"must be at most {limit:g} (got {short_repr(value)})")
     return x
 
 
@@ -162,19 +276,19 @@ class Scenario:
         for name, (_, kind) in FIELDS.items():
             value = getattr(self, name)
             if _is_axis(value):
-                values = list(np.asarray(value).ravel()) if isinstance(value, np.ndarray) else list(value)
+                values = _axis_values(value)
                 if not values:
                     raise ScenarioError(name, "a sweep axis needs at least one value")
-                normal = tuple(_check_number(name, _item(v), kind=kind) for v in values)
+                normal = tuple(_check_number(name, v, kind=kind) for v in values)
                 if len(set(normal)) != len(normal):
-                    raise ScenarioError(name, f"sweep values must be distinct (got {values!r})")
+                    raise ScenarioError(name, f"sweep values must be distinct (got {short_repr(values)})")
             else:
-                normal = _check_number(name, _item(value), kind=kind)
+                normal = _check_number(name, value, kind=kind)
             object.__setattr__(self, name, normal)
         if self.size > 2**32:
             raise ScenarioError("grid", f"{self.size} points; at most 2**32 scenarios per study")
-        cols = self.columns()
-        if np.any(cols["work"] / cols["checkpoint_interval"] > _MAX_INTERVALS):
+        # The most intervals of any point, from the axes alone (columns() of a big grid would not fit).
+        if float(np.max(self.work)) / float(np.min(self.checkpoint_interval)) > _MAX_INTERVALS:  # inf, no warning
             raise ScenarioError(
                 "checkpoint_interval", "gives more than 2**40 checkpoints over `work`; check the units"
             )
@@ -183,7 +297,7 @@ class Scenario:
         """Fill the flat fields from `failure_model`; a flat field given too must agree."""
         model = self.failure_model
         if not hasattr(model, "scenario_fields"):
-            raise ScenarioError("failure_model", f"expected a relmodel.failures model (got {model!r})")
+            raise ScenarioError("failure_model", f"expected a relmodel.failures model (got {short_repr(model)})")
         defaults = {"failure_rate": None, "weibull_shape": 1.0, "lemon_fraction": 0.0,
                     "lemon_rate_factor": 1.0, "taxonomy": None}
         for name, value in model.scenario_fields().items():
@@ -193,7 +307,7 @@ class Scenario:
 
                 given = as_categories(given, "taxonomy")
             if not _same(given, defaults[name]) and not _same(given, value):
-                raise ScenarioError(name, f"{given!r} conflicts with failure_model={model!r}; give one or the other")
+                raise ScenarioError(name, f"{short_repr(given)} conflicts with failure_model={model!r}; give one or the other")
             object.__setattr__(self, name, value)
         object.__setattr__(self, "failure_model", None)
 
@@ -399,11 +513,17 @@ def _same(a, b) -> bool:
     """Equal values, floats within rounding (a model's fields against flat ones)."""
     if isinstance(a, float) and isinstance(b, float):
         return a == b or math.isclose(a, b, rel_tol=1e-12, abs_tol=0.0)
-    return a == b
+    try:
+        return bool(a == b)
+    except (TypeError, ValueError):  # an array against a scalar: not one value
+        return False
 
 
 def _item(value):
-    return value.item() if isinstance(value, np.generic) else value
+    """A numpy scalar (or 0-d array) as the Python value it holds."""
+    if isinstance(value, np.generic) or (isinstance(value, np.ndarray) and value.ndim == 0):
+        return value.item()
+    return value
 
 
 def split_work(work, interval):
@@ -439,6 +559,6 @@ def as_scenario(value) -> Scenario:
     if isinstance(value, Mapping):
         unknown = set(value) - set(FIELDS) - set(EXTRA_FIELDS)
         if unknown:
-            raise ScenarioError(sorted(unknown)[0], f"not a Scenario field; fields are {', '.join(FIELDS)}")
+            raise ScenarioError(sorted(map(str, unknown))[0], f"not a Scenario field; fields are {', '.join(FIELDS)}")
         return Scenario(**value)
     raise TypeError(f"expected a Scenario or a mapping of its fields, got {type(value).__name__}")

@@ -12,7 +12,9 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import os
 import re
+import stat
 import types
 from pathlib import Path
 
@@ -21,12 +23,13 @@ try:  # Python >= 3.11
 except ModuleNotFoundError:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
-from .units import to_hours
+from .units import short_repr, to_hours
 
 PRESETS = Path(__file__).resolve().parent / "data" / "taxonomy"
 END_STATES = ("COMPLETED", "FAILED", "NODE_FAIL", "PREEMPTED", "REQUEUED", "TIMEOUT", "CANCELLED", "OUT_OF_MEMORY")
 DOMAINS = ("user_code", "system_software", "hardware_transient", "hardware_permanent")
 _SHARE_TOLERANCE = 1e-6
+MAX_FILE_BYTES = 2**20  # a taxonomy is a few kilobytes; a bigger "taxonomy" is the wrong file
 
 
 class TaxonomyError(ValueError):
@@ -140,23 +143,55 @@ def load(name_or_path: str | Path | Taxonomy = "meta-2024") -> Taxonomy:
     """
     if isinstance(name_or_path, Taxonomy):
         return name_or_path
+    if not isinstance(name_or_path, (str, os.PathLike)) or "\0" in str(name_or_path):
+        raise TaxonomyError(f"expected a preset name ({', '.join(presets())}) or the path of a taxonomy "
+                            f"file (got {short_repr(name_or_path)})")
     path = Path(name_or_path)
     if not path.suffix and not path.exists():
         path = PRESETS / f"{name_or_path}.toml"
         if not path.exists():
-            raise TaxonomyError(f"unknown taxonomy {str(name_or_path)!r}; presets: {', '.join(presets())}")
+            raise TaxonomyError(f"unknown taxonomy {short_repr(str(name_or_path))}; presets: {', '.join(presets())}")
     try:
-        data = tomllib.loads(path.read_text())
+        text = read_small_text(path, MAX_FILE_BYTES)
     except OSError as err:
-        raise TaxonomyError(f"{path}: cannot read ({err.strerror})") from None
+        raise TaxonomyError(f"{path}: cannot read ({err.strerror or err})") from None
+    except ValueError as err:  # too big, not a regular file, not UTF-8
+        raise TaxonomyError(f"{path}: {err}") from None
+    try:
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
         raise TaxonomyError(f"{path}: not valid TOML ({err})") from None
+    except RecursionError:  # tomllib recurses into nested arrays and tables
+        raise TaxonomyError(f"{path}: not valid TOML (nested too deeply)") from None
     return _build(data, path)
+
+
+def read_small_text(path, max_bytes: int) -> str:
+    """The UTF-8 text of a regular file of at most `max_bytes`, or ValueError saying why not.
+
+    Checked with stat before it is opened: a device (/dev/zero), a FIFO or a
+    terminal (/dev/stdin) would block or never end, and a huge file would fill
+    memory. (A file that grows after the stat is cut off at max_bytes + 1 and refused.)
+    """
+    info = os.stat(path)
+    if not stat.S_ISREG(info.st_mode):
+        kind = "a directory" if stat.S_ISDIR(info.st_mode) else "not a regular file (a device, FIFO or socket)"
+        raise ValueError(f"{kind}; expected a text file")
+    if info.st_size > max_bytes:
+        raise ValueError(f"{info.st_size} bytes, over the limit of {max_bytes} for this kind of file")
+    with open(path, "rb") as file:
+        data = file.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise ValueError(f"grew past the limit of {max_bytes} bytes while read")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise ValueError(f"not UTF-8 text (byte {err.start})") from None
 
 
 def _build(data: dict, path: Path) -> Taxonomy:
     def fail(key, value, why):
-        raise TaxonomyError(f"{path}: {key} = {value!r}: {why}")
+        raise TaxonomyError(f"{path}: {key} = {short_repr(value)}: {why}")
 
     def text(table, key, where, required=True):
         value = table.get(key, "" if not required else None)

@@ -15,30 +15,72 @@ _HOURS_PER_UNIT = {
 }
 _DURATION = re.compile(r"^\s*([+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?)\s*([A-Za-z]*)\s*$")
 UNITS_HELP = "a number of hours, or a number with a unit: s, min, h, d, w (e.g. 90s, 5min, 1.5d)"
+UNIT_REQUIRED_HELP = "a number with a unit: s, min, h, d, w (e.g. 90s, 5min, 1.5d); 0 needs none"
 
 
 def to_hours(value, name: str = "duration") -> float:
     """Convert a duration to hours; `name` is the parameter named in errors.
 
     Finite and non-negative checks belong to the caller, which knows the bounds.
+    -0 comes back as 0.0 (a "-0s" cost would print as "-0" and flip the sign of
+    an infinity divided by it).
     """
+    return _to_hours(value, name, UNITS_HELP)
+
+
+def to_hours_with_unit(text, name: str = "duration") -> float:
+    """`to_hours` as the command line reads a duration: a non-zero number needs a unit.
+
+    In the Python API a bare number is hours; typed as an option, "300" is far
+    more often meant as seconds or minutes, and taking it for hours would be a
+    silently wrong run. Zero needs no unit.
+    """
+    if isinstance(text, str):
+        number, unit = _split(text, name, UNIT_REQUIRED_HELP)
+        if unit == "" and float(number) != 0:
+            raise ValueError(f"{name}: {number} has no unit; write {number}s, {number}min or {number}h")
+    return _to_hours(text, name, UNIT_REQUIRED_HELP)
+
+
+def _to_hours(value, name: str, help_text: str) -> float:
     if isinstance(value, bool):
-        raise ValueError(f"{name}: expected a duration, got {value!r}; {UNITS_HELP}")
+        raise ValueError(f"{name}: expected a duration, got {value!r}; {help_text}")
     if isinstance(value, numbers.Real):
-        return float(value)
+        try:
+            return float(value) + 0.0
+        except OverflowError:  # an int beyond the float range
+            raise ValueError(f"{name}: {short_repr(value)} hours is beyond any duration") from None
     if isinstance(value, str):
-        match = _DURATION.match(value)
-        if match is None:
-            raise ValueError(f"{name}: cannot read {value!r} as a duration; {UNITS_HELP}")
-        number, unit = match.groups()
+        number, unit = _split(value, name, help_text)
         if unit == "":
-            return float(number)
+            return float(number) + 0.0
         factor = _HOURS_PER_UNIT.get(unit.lower())
         if factor is None:
             hint = " ('m' is ambiguous: use 'min')" if unit.lower() == "m" else ""
-            raise ValueError(f"{name}: unknown unit {unit!r} in {value!r}{hint}; {UNITS_HELP}")
-        return float(number) * factor
-    raise ValueError(f"{name}: expected a duration, got {value!r} ({type(value).__name__}); {UNITS_HELP}")
+            raise ValueError(f"{name}: unknown unit {short_repr(unit)} in {short_repr(value)}{hint}; {help_text}")
+        return float(number) * factor + 0.0
+    raise ValueError(f"{name}: expected a duration, got {short_repr(value)} ({type(value).__name__}); {help_text}")
+
+
+def _split(text: str, name: str, help_text: str) -> tuple[str, str]:
+    """(number, unit) of a duration string; unit "" when there is none."""
+    match = _DURATION.match(text)
+    if match is None:
+        raise ValueError(f"{name}: cannot read {short_repr(text)} as a duration; {help_text}")
+    return match.groups()
+
+
+def short_repr(value, limit: int = 60) -> str:
+    """repr(value) cut to `limit` characters: an error quotes what it got, not a megabyte of it."""
+    text = _digits(value) if isinstance(value, int) and not isinstance(value, bool) else repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _digits(value: int) -> str:
+    """An int as text; a huge one as its size (str() of it is slow, and refused past 4300 digits)."""
+    if abs(value) < 10**30:
+        return str(value)
+    return f"an integer of about {int(value.bit_length() * math.log10(2)) + 1} digits"
 
 
 def format_hours(hours: float) -> str:

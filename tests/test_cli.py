@@ -1,11 +1,16 @@
 """The `relmodel` command line."""
 
 import json
+import os
+import sys
+import warnings
 
+import click
 import pytest
 import xarray as xr
 from click.testing import CliRunner
 
+import relmodel as rm
 from relmodel.cli import main
 
 
@@ -49,3 +54,159 @@ def test_bad_input_is_a_usage_error_naming_the_flag(args, flag):
     assert result.exit_code == 2
     lines = result.output.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("Error:") and flag in lines[0]
+
+
+# -- durations need a unit on the command line ----------------------------------------
+
+@pytest.mark.parametrize("command", ["simulate", "plan"])
+@pytest.mark.parametrize("flag, number", [
+    ("--checkpoint-cost", "300"), ("--work", "14"), ("--restart-cost", "10"), ("--checkpoint-interval", "30"),
+    ("--queue-wait", "2.5"), ("--restart-cost", "1e-3"),
+])
+def test_a_bare_duration_is_refused_asking_for_a_unit(command, flag, number):
+    result = invoke(command, "--gpus", "8", flag, number)
+    assert result.exit_code == 2
+    assert result.output.strip() == f"Error: {flag}: {number} has no unit; write {number}s, {number}min or {number}h"
+
+
+def test_a_sweep_axis_of_durations_needs_units_too():
+    result = invoke("simulate", "--gpus", "8", "--checkpoint-interval", "30min,1")
+    assert result.exit_code == 2 and "--checkpoint-interval: 1 has no unit" in result.output
+
+
+def test_zero_needs_no_unit_and_the_api_keeps_hours():
+    result = invoke("simulate", "--gpus", "8", "--work", "1d", "--checkpoint-cost", "0", "--queue-wait", "-0",
+                    "--n-jobs", "100", "--json")
+    assert result.exit_code == 0, result.output
+    assert rm.Scenario(n_gpus=8, failure_rate=1e-3, checkpoint_interval=1, work=14, checkpoint_cost=300).checkpoint_cost == 300.0
+
+
+@pytest.mark.parametrize("command, names", [
+    ("simulate", ["checkpoint_interval", "work", "checkpoint_cost", "restart_cost", "queue_wait"]),
+    ("plan", ["checkpoint_interval", "work", "checkpoint_cost", "restart_cost", "queue_wait"]),
+    ("pipeline", ["run_duration", "repair_time", "swap_time", "restart_cost", "checkpoint_interval", "time_unit"]),
+    ("cluster", ["duration", "repair_time", "checkpoint_interval", "checkpoint_cost", "restart_cost", "pause"]),
+])
+def test_every_duration_option_needs_a_unit(command, names):
+    """Each command's duration options go through units.to_hours_with_unit (the
+    Duration type, or a scenario field's); `names` lists every one of them."""
+    options = {p.name: p for p in main.get_command(None, command).params}
+    assert [name for name in names if not _reads_a_unit(options[name].type)] == []
+
+
+def _reads_a_unit(param_type) -> bool:
+    from relmodel.cli import Duration, FieldValues
+    from relmodel.scenario import FIELDS
+
+    return isinstance(param_type, Duration) or (
+        isinstance(param_type, FieldValues) and FIELDS[param_type.field][1] == "duration")
+
+
+# -- a run that cannot finish says so --------------------------------------------------
+
+def _one_error_line(result) -> str:
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: "), result.output
+    return lines[0]
+
+
+@pytest.fixture
+def no_simulation(monkeypatch):
+    """The refusal comes before any simulation."""
+    def refuse(*args, **kwargs):
+        raise AssertionError("simulated a run that cannot finish")
+    for module in ("relmodel.simulate", "relmodel.plan"):
+        monkeypatch.setattr(sys.modules[module], module.rsplit(".", 1)[1], refuse)
+
+
+@pytest.mark.parametrize("args", [
+    ["simulate", "--gpus", "16384", "--failure-rate", "50"],  # a rate per GPU-hour, typed per node-day
+    ["simulate", "--gpus", "16384,32768", "--failure-rate", "50", "--json"],
+    ["plan", "--gpus", "16384", "--failure-rate", "50"],
+])
+def test_a_run_no_job_can_finish_says_so_in_one_sentence(args, no_simulation):
+    result = invoke(*args)
+    assert result.exit_code == 1
+    line = _one_error_line(result)
+    assert line.startswith("Error: No job can finish") and "is --failure-rate per node-day?" in line
+    assert "nan" not in line.lower()
+
+
+@pytest.mark.parametrize("args, hint", [
+    (["--failure-rate", "0.5", "--restart-cost", "3h"], "--restart-cost must be well under the MTTF"),
+    (["--failure-rate", "0.5", "--checkpoint-interval", "3h"], "--checkpoint-interval and --checkpoint-cost"),
+])
+def test_the_sentence_points_at_the_stretch_no_job_gets_through(args, hint, no_simulation):
+    line = _one_error_line(invoke("simulate", "--gpus", "16384", *args))
+    assert hint in line and "attempts" in line
+
+
+def test_plan_says_so_only_when_no_interval_lets_a_job_finish():
+    # 0.5 per node-day on 16384 GPUs: an MTTF of 1.4 min, hopeless at a 3h interval but
+    # not at the planner's (a restart of 1 min gets through).
+    result = invoke("plan", "--gpus", "16384", "--failure-rate", "0.5", "--checkpoint-interval", "3h",
+                    "--restart-cost", "1min", "--checkpoint-cost", "1s", "--work", "1d", "--n-jobs", "500", "--json")
+    assert result.exit_code == 0, result.output
+
+
+def test_a_sweep_where_some_points_can_finish_is_a_table():
+    with warnings.catch_warnings():
+        warnings.simplefilter("default")  # as a user sees them (the suite turns relmodel's into errors)
+        result = invoke("simulate", "--gpus", "16384", "--failure-rate", "50,1e-3", "--n-jobs", "500")
+    assert result.exit_code == 0, result.output
+    assert "1 grid point(s) not simulated" in result.output  # the warning says why a row is NaN
+
+
+def test_a_study_no_job_of_which_finished_says_so(tmp_path):
+    study = tmp_path / "study.toml"
+    study.write_text('[fixed]\nfailure_rate = 50\nwork = "1d"\ncheckpoint_interval = "1h"\n'
+                     '[sweep]\nn_gpus = [8192, 16384]\n[run]\nn_jobs = 100\nseed = 1\n')
+    result = invoke("sweep", str(study), "--out", str(tmp_path / "out.zarr"), "--quiet")
+    assert result.exit_code == 1
+    assert _one_error_line(result).startswith("Error: No job finished at any of the 2 points")
+
+
+# -- a missing required input names itself ---------------------------------------------
+
+# A stand-in value for each required parameter of any command.
+REQUIRED = {"n_gpus": "8", "study_file": "study.toml", "out": "x.zarr", "log_file": "log.csv"}
+
+
+@pytest.mark.parametrize("command", sorted(main.list_commands(None)))
+def test_a_missing_required_option_or_argument_names_itself(command):
+    cmd = main.get_command(None, command)
+    required = [p for p in cmd.params if p.required]
+    assert {p.name for p in required} <= set(REQUIRED), "give the new required parameter a stand-in value"
+    for missing in required:
+        args = [command]
+        for p in required:
+            if p is not missing:
+                args += [REQUIRED[p.name]] if isinstance(p, click.Argument) else [p.opts[-1], REQUIRED[p.name]]
+        line = _one_error_line(invoke(*args))
+        kind = "argument" if isinstance(missing, click.Argument) else "option"
+        label = missing.human_readable_name if kind == "argument" else missing.opts[-1]
+        assert line == f"Error: Missing {kind} '{label}'.", line
+
+
+# -- input files that are not files ----------------------------------------------------
+
+SMALL_FILE_INPUTS = [lambda path: ["sweep", path, "--out", "x.zarr"],  # study and taxonomy files: at most 1 MiB
+                     lambda path: ["simulate", "--gpus", "8", "--taxonomy", path]]
+LOG_INPUT = lambda path: ["fit", path]  # noqa: E731  (a job log may be big)
+
+
+@pytest.mark.parametrize("make_args, kind", [
+    *((make_args, kind) for make_args in SMALL_FILE_INPUTS for kind in ("fifo", "device", "huge")),
+    (LOG_INPUT, "fifo"), (LOG_INPUT, "device"),
+])
+def test_a_device_fifo_or_huge_input_file_is_refused_unread(make_args, kind, tmp_path):
+    """Checked with stat before it is opened: reading a FIFO nothing writes to would
+    block for ever, /dev/zero never ends, and a huge file fills memory."""
+    path = {"fifo": tmp_path / "in.toml", "device": "/dev/zero", "huge": tmp_path / "huge.toml"}[kind]
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "huge":
+        with open(path, "wb") as file:
+            file.truncate(2**40)  # sparse: a terabyte that takes no disk
+    result = invoke(*make_args(str(path)))
+    assert result.exit_code == 2 and str(path) in _one_error_line(result)

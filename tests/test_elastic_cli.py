@@ -57,7 +57,7 @@ def test_one_policy():
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--gpus", "0"], "Error: --gpus: must be a positive integer"),
+    (["--gpus", "0"], "Error: --gpus: must be an integer in [1, "),
     (["--arrival-rate", "0"], "Error: --arrival-rate: must be a finite number > 0"),
     (["--duration", "5m"], "Error: --duration: unknown unit 'm'"),
     (["--pause", "-1s"], "Error: --pause: must be a finite duration >= 0"),
