@@ -13,8 +13,8 @@ import warnings
 import numpy as np
 import xarray as xr
 
-from .failures import job_rate_masses
-from .scenario import Scenario, as_scenario, split_work
+from .failures import job_rate_log_masses
+from .scenario import Scenario, _check_number, as_scenario, split_work
 
 ETTR_METHODS = ("linear", "renewal")
 INTERVAL_METHODS = ("young", "daly", "exact")
@@ -33,15 +33,15 @@ class ClosedFormWarning(UserWarning):
 def mttf(n_gpus, failure_rate, gpus_per_node=8):
     """Mean time to failure of a job in hours: 1 / (n_nodes * failure_rate), rate per node-day.
 
-    Broadcasts over array arguments; infinite when failure_rate is 0.
+    Broadcasts over array arguments; infinite when failure_rate is 0. Each value
+    is checked as the Scenario field of that name (a ScenarioError names it).
     """
-    n_gpus = np.asarray(n_gpus)
-    failure_rate = np.asarray(failure_rate, dtype=float)
-    if np.any(n_gpus < 1) or np.any(np.asarray(gpus_per_node) < 1):
-        raise ValueError("n_gpus and gpus_per_node must be >= 1")
-    if np.any(~np.isfinite(failure_rate)) or np.any(failure_rate < 0):
-        raise ValueError(f"failure_rate must be finite and >= 0 (got {failure_rate})")
-    n_nodes = -(-n_gpus // np.asarray(gpus_per_node))
+    n_gpus, failure_rate, gpus_per_node = (
+        np.vectorize(lambda v, name=name, kind=kind: _check_number(name, v, kind=kind), otypes=[otype])(value)
+        for name, kind, otype, value in (("n_gpus", "count", np.int64, n_gpus),
+                                         ("failure_rate", "rate", float, failure_rate),
+                                         ("gpus_per_node", "count", np.int64, gpus_per_node)))
+    n_nodes = -(-n_gpus // gpus_per_node)
     with np.errstate(divide="ignore"):
         out = 24.0 / (n_nodes * failure_rate)
     return float(out) if out.ndim == 0 else out
@@ -149,10 +149,10 @@ def _restart_args(sc: Scenario) -> tuple:
 
 
 def _renewal_point(sc: Scenario) -> float:
-    mass, rate = job_rate_masses(sc.n_nodes, sc.failure_rate, sc.lemon_fraction, sc.lemon_rate_factor)
+    log_mass, rate = job_rate_log_masses(sc.n_nodes, sc.failure_rate, sc.lemon_fraction, sc.lemon_rate_factor)
     log_walls = log_renewal_expected_wall(rate, sc.checkpoint_interval, sc.work, sc.checkpoint_cost,
                                           *_restart_args(sc))
-    return float(min(np.exp(math.log(sc.work) - _logsumexp(log_walls, weights=mass)), 1.0))
+    return float(min(np.exp(math.log(sc.work) - _logsumexp(log_mass + log_walls)), 1.0))
 
 
 def _linear_point(sc: Scenario) -> float:
@@ -318,19 +318,18 @@ def _exact_finite_work(sc: Scenario) -> float:
     """
     if sc.job_failure_rate == 0:
         return math.inf
-    prob, rate = job_rate_masses(sc.n_nodes, sc.failure_rate, sc.lemon_fraction, sc.lemon_rate_factor)
+    log_mass, rate = job_rate_log_masses(sc.n_nodes, sc.failure_rate, sc.lemon_fraction, sc.lemon_rate_factor)
     if rate.size > _COARSE_RATES:
         # A wide lemon mixture: locate the optimum on its quantiles, then search
         # again over the job rates that carry E[wall] there (all but e^-46 of it).
         levels = (np.arange(_COARSE_RATES) + 0.5) / _COARSE_RATES
-        coarse = rate[np.minimum(np.searchsorted(np.cumsum(prob), levels), rate.size - 1)]
-        near = _search_counts(np.full(_COARSE_RATES, 1.0 / _COARSE_RATES), coarse, sc)
-        with np.errstate(divide="ignore"):
-            weight = np.log(prob) + log_renewal_expected_wall(rate, _split_after(sc.work, near), sc.work,
-                                                              sc.checkpoint_cost, *_restart_args(sc))
+        coarse = rate[np.minimum(np.searchsorted(np.cumsum(np.exp(log_mass)), levels), rate.size - 1)]
+        near = _search_counts(np.full(_COARSE_RATES, -math.log(_COARSE_RATES)), coarse, sc)
+        weight = log_mass + log_renewal_expected_wall(rate, _split_after(sc.work, near), sc.work,
+                                                      sc.checkpoint_cost, *_restart_args(sc))
         carries = weight >= weight.max() - 46.0
-        prob, rate = prob[carries], rate[carries]
-    best = _search_counts(prob, rate, sc)
+        log_mass, rate = log_mass[carries], rate[carries]
+    best = _search_counts(log_mass, rate, sc)
     if best == 0:
         return math.inf
     # The counts searched keep intervals of at least MIN_INTERVAL just past a
@@ -338,20 +337,20 @@ def _exact_finite_work(sc: Scenario) -> float:
     candidates = np.array([float(_split_after(sc.work, best)), MIN_INTERVAL])
     log_walls = log_renewal_expected_wall(rate[:, None], candidates[None, :], sc.work, sc.checkpoint_cost,
                                           *_restart_args(sc))
-    return float(candidates[np.argmin(_logsumexp(log_walls, axis=0, weights=prob[:, None]))])
+    return float(candidates[np.argmin(_logsumexp(log_mass[:, None] + log_walls, axis=0))])
 
 
-def _search_counts(prob, rate, sc: Scenario) -> float:
+def _search_counts(log_mass, rate, sc: Scenario) -> float:
     """The checkpoint count with the least expected wall time, in [0, work / MIN_INTERVAL]."""
     k_max = max(math.floor(sc.work / MIN_INTERVAL) - 1, 0)  # intervals of MIN_INTERVAL or more
     counts = np.round(np.geomspace(1.0, k_max, _GRID_POINTS)) if k_max >= 1 else []
     k = np.unique(np.concatenate([[0.0], counts]))
     while True:
-        i = _best_count(k, prob, rate, sc)
+        i = _best_count(k, log_mass, rate, sc)
         lo, hi = k[max(i - 1, 0)], k[min(i + 1, k.size - 1)]
         if hi - lo <= _GRID_POINTS:
             k = np.arange(lo, hi + 1)
-            return float(k[_best_count(k, prob, rate, sc)])
+            return float(k[_best_count(k, log_mass, rate, sc)])
         k = np.unique(np.round(np.linspace(lo, hi, _GRID_POINTS)))
 
 
@@ -371,14 +370,14 @@ def _split_after(work, k):
     return work / (k + 1) * (1.0 + nudge)
 
 
-def _best_count(k, prob, rate, sc: Scenario) -> int:
+def _best_count(k, log_mass, rate, sc: Scenario) -> int:
     """Index in `k` of the checkpoint count with the least expected wall time,
     every rate of the mixture (rows) at every candidate (columns) at once, in
     logs (a hopeless job's E[wall] overflows float64 at every count)."""
     intervals = _split_after(sc.work, k)
     log_walls = log_renewal_expected_wall(rate[:, None], intervals[None, :], sc.work, sc.checkpoint_cost,
                                           *_restart_args(sc))
-    return int(np.argmin(_logsumexp(log_walls, axis=0, weights=prob[:, None])))
+    return int(np.argmin(_logsumexp(log_mass[:, None] + log_walls, axis=0)))
 
 
 def optimal_interval(scenario, method: str = "exact"):

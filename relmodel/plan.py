@@ -15,13 +15,14 @@ import numpy as np
 
 from .closed_form import (ClosedFormWarning, LINEAR_TOLERANCE, ettr, feasible_interval, linear_valid,
                           optimal_interval, renewal_applies)
+from .engine import check_run_args
 from .failures import job_rate_masses
-from .scenario import Scenario, as_scenario
+from .scenario import MAX_COUNT, Scenario, as_scenario
 from .units import format_hours
 
 IMPROVABLE = ("failure_rate", "restart_cost", "checkpoint_cost")
 SENSITIVITY = ("failure_rate", "restart_cost", "checkpoint_cost", "queue_wait", "n_gpus")
-_MAX_NODES = 2**24
+_MAX_NODES = 2**24  # the largest-job search stops here (or at MAX_COUNT GPUs)
 # The check simulation of one interval draws at most this many failures in all
 # (about 1 s on 2 cores); it takes fewer jobs rather than cap legitimate ones,
 # and none below MIN_CHECK_JOBS (it says so instead of printing a poor estimate).
@@ -193,6 +194,7 @@ def plan(scenario=None, *, target_ettr: float | None = None, n_jobs: int = 20_00
                          "failures (weibull_shape = 1); use relmodel.compare for Weibull failures")
     if target_ettr is not None and not (isinstance(target_ettr, (int, float)) and 0 < target_ettr < 1):
         raise ValueError(f"target_ettr: must be in (0, 1) (got {target_ettr!r})")
+    n_jobs, seed, _ = check_run_args(n_jobs, seed, 1 if max_failures is None else max_failures)
 
     intervals = {m: optimal_interval(sc, m) for m in ("young", "daly", "exact")}
     if current is not None:
@@ -306,13 +308,15 @@ def _max_gpus(sc: Scenario, x: float) -> int | None:
     """The largest GPU count (whole nodes) whose best ETTR reaches x."""
     def reaches(nodes: int) -> bool:
         return best_ettr(sc.sweep(n_gpus=nodes * sc.gpus_per_node)) >= x
+    max_nodes = min(_MAX_NODES, MAX_COUNT // sc.gpus_per_node)
     if not reaches(1):
         return None
     lo, hi = 1, 2
-    while hi < _MAX_NODES and reaches(hi):
+    while hi < max_nodes and reaches(hi):
         lo, hi = hi, hi * 2
-    if hi >= _MAX_NODES and reaches(_MAX_NODES):
-        return _MAX_NODES * sc.gpus_per_node
+    hi = min(hi, max_nodes)
+    if hi == max_nodes and reaches(max_nodes):
+        return max_nodes * sc.gpus_per_node
     while hi - lo > 1:
         mid = (lo + hi) // 2
         lo, hi = (mid, hi) if reaches(mid) else (lo, mid)

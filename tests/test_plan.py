@@ -162,3 +162,20 @@ def test_expected_failures_bound_is_the_simulated_mean():
     assert mean == highest
     ds = rm.simulate(sc, n_jobs=20_000, seed=5)
     assert abs(float(ds.failures_mean) - mean) < 4 * float(ds.failures_se)
+
+
+def test_compare_flags_the_linear_form_wherever_it_strays():
+    # 1 h of work: an interval past the work or a long restart puts the linear form far off
+    # with a positive numerator; the flag follows the distance, not only the sign.
+    grid = rm.Scenario(n_gpus=4096, failure_rate=6.5e-3, checkpoint_cost="5min", work=["1h", "14d"],
+                       checkpoint_interval=["30min", "10h"], restart_cost="10min")
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", rm.ClosedFormWarning)
+        ds = rm.compare(grid, n_jobs=2000, seed=1)
+        renewal = rm.ettr(grid, "renewal")
+    off = np.abs(ds.ettr_linear / renewal - 1)
+    np.testing.assert_array_equal(ds.linear_valid, off <= 0.02)
+    assert not bool(ds.linear_valid.sel(work=1.0, checkpoint_interval=10.0))
+    assert np.isfinite(ds.ettr_linear.sel(work=1.0, checkpoint_interval=10.0))
