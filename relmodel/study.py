@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .engine import MAX_JOBS
 from .scenario import FIELDS, Scenario, ScenarioError
 from .units import to_hours
 
@@ -126,6 +127,8 @@ def parse_study(text: str, name: str = "study", folder: Path | None = None) -> S
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
         raise StudyError(f"{name}: not valid TOML: {err}") from None
+    except RecursionError:
+        raise StudyError(f"{name}: not valid TOML: nested too deeply") from None
     for section in doc:
         if section not in ("fixed", "sweep", "run"):
             raise StudyError(f"{name} line {_line_of(text, None, section) or '?'}: unknown section or key "
@@ -159,7 +162,7 @@ def parse_study(text: str, name: str = "study", folder: Path | None = None) -> S
     outputs = run.get("outputs", list(known))
     if not isinstance(outputs, list) or not set(outputs) <= set(known) or not outputs:
         fail("run", "outputs", f"a non-empty list of {', '.join(known)}")
-    checks = {"n_jobs": (1, 2**62), "seed": (0, 2**32 - 1), "max_failures": (1, 2**62), "chunk_points": (1, 2**40)}
+    checks = {"n_jobs": (1, MAX_JOBS), "seed": (0, 2**32 - 1), "max_failures": (1, 2**62), "chunk_points": (1, 2**40)}
     for key, (low, high) in checks.items():
         value = run.get(key)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high):
@@ -180,14 +183,19 @@ def parse_study(text: str, name: str = "study", folder: Path | None = None) -> S
     return study
 
 
+STUDY_FILE_BYTES = 2**20  # a study file is a few lines of TOML
+
+
 def load_study(path) -> Study:
+    from .taxonomy import read_small_text
+
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_small_text(path, STUDY_FILE_BYTES)
     except OSError as err:
         raise StudyError(f"{path}: cannot read the study file ({err.strerror})") from None
-    except UnicodeDecodeError as err:
-        raise StudyError(f"{path}: not a text (UTF-8) study file (byte {err.start}: {err.reason})") from None
+    except ValueError as err:  # a device, a FIFO, a huge or a binary file
+        raise StudyError(f"{path}: not a study file: {err}") from None
     return parse_study(text, name=str(path), folder=path.parent)
 
 

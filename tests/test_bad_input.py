@@ -250,3 +250,21 @@ def test_junk_in_any_field_is_a_valid_scenario_or_an_error_naming_the_field(fiel
             assert type(item) is int and 1 <= item <= MAX_COUNT
         elif kind != "choice":
             assert type(item) is float and math.isfinite(item) and math.copysign(1.0, item) == 1.0
+
+
+@pytest.mark.parametrize("make, match", [
+    (lambda folder: "/dev/zero", "not a regular file"),
+    (lambda folder: (os.mkfifo(folder / "fifo"), folder / "fifo")[1], "not a regular file"),
+    (lambda folder: (folder / "deep.toml").write_text("a = " + "[" * 100_000 + "]" * 100_000) and folder / "deep.toml",
+     "nested too deeply"),
+    (lambda folder: (folder / "huge.toml").write_bytes(b"#" * (2**20 + 1)) and folder / "huge.toml", "over the limit"),
+    (lambda folder: (folder / "jobs.toml").write_text("[sweep]\nn_gpus = [8]\n[fixed]\nfailure_rate = 1e-3\n"
+                                                      "checkpoint_interval = '1h'\nwork = '1d'\n[run]\n"
+                                                      "n_jobs = 1_000_000_000_000_000\nseed = 0\n") and folder / "jobs.toml",
+     "n_jobs"),
+])
+def test_a_study_file_that_cannot_be_one_is_refused_at_once(tmp_path, make, match):
+    from relmodel.study import StudyError, load_study
+
+    with pytest.raises(StudyError, match=match):
+        load_study(make(tmp_path))
