@@ -14,6 +14,7 @@ import csv
 import dataclasses
 import os
 import re
+import stat
 from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
@@ -21,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
+from .scenario import check_memory
 from .taxonomy import Taxonomy
 from .taxonomy import load as load_taxonomy
 
@@ -352,11 +354,21 @@ def read_log(path_or_text, format: str = "auto", *, taxonomy="meta-2024", errors
     return _to_joblog(rows, tax, summary)
 
 
+# Reading a log holds about this many bytes per byte of it (text, lines, fields, rows).
+_BYTES_PER_LOG_BYTE = 40
+
+
 def _read_text(path_or_text) -> tuple[str, str]:
-    if isinstance(path_or_text, Path) or (isinstance(path_or_text, str) and "\n" not in path_or_text
-                                           and path_or_text.strip() and os.path.isfile(path_or_text)):
+    """(text, source): a path is read if it is a regular file that fits in memory;
+    a one-line string that names something else on disk is refused, not parsed as a log."""
+    one_line = isinstance(path_or_text, str) and "\n" not in path_or_text and path_or_text.strip()
+    if isinstance(path_or_text, Path) or (one_line and os.path.exists(path_or_text)):
         path = Path(path_or_text)
         try:
+            info = path.stat()
+            if not stat.S_ISREG(info.st_mode):
+                raise LogError(0, "cannot read the log", f"{path}: not a regular file (a directory, device or FIFO)")
+            check_memory("log", info.st_size * _BYTES_PER_LOG_BYTE, f"reading {info.st_size} bytes of log would")
             return path.read_text(encoding="utf-8", errors="replace"), str(path)
         except OSError as err:
             raise LogError(0, "cannot read the log", f"{path}: {err.strerror}") from None

@@ -268,3 +268,16 @@ def test_a_study_file_that_cannot_be_one_is_refused_at_once(tmp_path, make, matc
 
     with pytest.raises(StudyError, match=match):
         load_study(make(tmp_path))
+
+
+def test_a_log_that_cannot_be_read_whole_is_refused_at_once(tmp_path):
+    from relmodel.logs import LogError, read_log
+
+    for path in ("/dev/zero", tmp_path):
+        with pytest.raises(LogError, match="not a regular file"):
+            read_log(path)
+    sparse = tmp_path / "huge.csv"
+    with open(sparse, "wb") as file:
+        file.truncate(2**40)  # a terabyte of holes: no disk used, and no memory here could hold it read
+    with pytest.raises(ScenarioError, match="^log: .* memory"):
+        rm.fit(sparse)
