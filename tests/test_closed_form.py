@@ -99,8 +99,9 @@ def test_renewal_and_exact_are_nan_and_flagged_for_weibull():
 def test_grids_give_labelled_arrays():
     sc = rm.Scenario(n_gpus=[8, 1024, 16384], failure_rate=[2.34e-3, 6.5e-3], checkpoint_interval="1h",
                      checkpoint_cost="5min", restart_cost="10min", work="7d")
-    for value in (rm.ettr(sc, "renewal"), rm.ettr(sc, "linear"), rm.optimal_interval(sc, "exact"),
-                  rm.ettr(sc, at="exact")):
+    with pytest.warns(rm.ClosedFormWarning, match="at 1 of 6 points"):  # 1 M GPUs: the linear form strays
+        linear = rm.ettr(sc, "linear")
+    for value in (rm.ettr(sc, "renewal"), linear, rm.optimal_interval(sc, "exact"), rm.ettr(sc, at="exact")):
         assert value.dims == ("n_gpus", "failure_rate") and value.shape == (3, 2) and "units" in value.attrs
     point = rm.ettr(sc, "renewal").sel(n_gpus=1024, failure_rate=6.5e-3)
     assert float(point) == rm.ettr(sc.sweep(n_gpus=1024, failure_rate=6.5e-3), "renewal")
