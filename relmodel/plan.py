@@ -53,7 +53,7 @@ class Plan:
     n_jobs: int
     recommended: str = "exact"
     by_category: dict | None = None  # with a taxonomy: kind -> {share, failures, lost_h, restart_h, queue_h}
-    # time_per_job_h is None where the recommended interval was not simulated (see not_simulated)
+    # time_per_job_h is None where the recommended interval was not simulated (its simulated_jobs is 0)
 
     @property
     def optimal_interval_h(self) -> float:
