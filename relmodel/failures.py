@@ -32,45 +32,28 @@ _SHARE_TOLERANCE = 1e-9  # category shares must sum to 1 within this
 
 def job_rate_table(n_nodes: int, failure_rate: float, lemon_fraction: float = 0.0,
                    lemon_rate_factor: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
-    """(cdf, rate): the distribution of a job's failure rate in failures per hour.
+    """(cdf, rate): the distribution of a job's failure rate in failures per hour, to sample.
 
     One entry when every job has the same rate; otherwise one per lemon count,
     tails below 2^-60 left out (a 53-bit uniform cannot reach them). The last
-    cdf entry is exactly 1. For expectations use `job_rate_masses`.
+    cdf entry is exactly 1. For expectations use `job_rate_log_masses`.
     """
-    mass, rate = job_rate_masses(n_nodes, failure_rate, lemon_fraction, lemon_rate_factor, tail=_TAIL)
-    cdf = np.cumsum(mass)
-    cdf /= cdf[-1]
-    return cdf, rate
-
-
-def job_rate_masses(n_nodes: int, failure_rate: float, lemon_fraction: float = 0.0,
-                    lemon_rate_factor: float = 1.0, *, tail: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
-    """(probability, rate per hour) of each lemon count between the `tail` quantiles.
-
-    With the default tail 0 every count float64 can weigh is kept: an expectation
-    over a mixture can be carried by a far tail (a job with many lemons whose
-    expected wall time is astronomically long), and differences of a cdf would
-    lose every mass below 1e-16.
-    """
-    per_node_hour = failure_rate / 24.0
-    if lemon_fraction == 0.0 or lemon_rate_factor == 1.0 or failure_rate == 0.0:
-        return np.array([1.0]), np.array([n_nodes * per_node_hour])
+    if not _has_lemons(failure_rate, lemon_fraction, lemon_rate_factor):
+        return np.array([1.0]), np.array([n_nodes * failure_rate / 24.0])
     from scipy import stats  # here, not at import: it costs a second and only lemons need it
 
-    healthy = per_node_hour / (1.0 - lemon_fraction + lemon_fraction * lemon_rate_factor)
     binom = stats.binom(n_nodes, lemon_fraction)
     low, high = _binomial_support(n_nodes, lemon_fraction)
-    if tail > 0:
-        # scipy's quantiles can fail wide (isf(2^-60) = n for 2^26 nodes: a table of
-        # every count, minutes and gigabytes); the support bounds them.
-        low = max(low, _as_count(binom.ppf(tail), low))
-        high = min(high, _as_count(binom.isf(tail), high))
+    # scipy's quantiles can fail wide (isf(2^-60) = n for 2^26 nodes: a table of
+    # every count, minutes and gigabytes); the support bounds them.
+    low = max(low, _as_count(binom.ppf(_TAIL), low))
+    high = min(high, _as_count(binom.isf(_TAIL), high))
     lemons = np.arange(low, high + 1)
     mass = binom.pmf(lemons)
     keep = mass > 0
-    lemons, mass = lemons[keep], mass[keep]
-    return mass, healthy * ((n_nodes - lemons) + lemon_rate_factor * lemons)
+    cdf = np.cumsum(mass[keep])
+    cdf /= cdf[-1]
+    return cdf, _lemon_job_rates(n_nodes, failure_rate, lemon_fraction, lemon_rate_factor, lemons[keep])
 
 
 # Lemon counts of a job with up to this many nodes are all kept by `job_rate_log_masses`.
@@ -82,22 +65,34 @@ def job_rate_log_masses(n_nodes: int, failure_rate: float, lemon_fraction: float
     """(log probability, rate per hour) of every lemon count, for expectations.
 
     A count far below float64's least mass can still carry E[wall]: its rate is
-    higher, and E[wall] grows like e^(rate * work). So masses stay in logs, over
-    every count for jobs of up to 2^20 nodes (beyond that, the counts whose mass
-    float64 can hold).
+    higher, and E[wall] grows like e^(rate * work); differences of a cdf would
+    lose every mass below 1e-16. So masses stay in logs, over every count for
+    jobs of up to 2^20 nodes (beyond that, the counts whose mass float64 can hold).
     """
-    per_node_hour = failure_rate / 24.0
-    if lemon_fraction == 0.0 or lemon_rate_factor == 1.0 or failure_rate == 0.0:
-        return np.array([0.0]), np.array([n_nodes * per_node_hour])
+    if not _has_lemons(failure_rate, lemon_fraction, lemon_rate_factor):
+        return np.array([0.0]), np.array([n_nodes * failure_rate / 24.0])
     from scipy import stats
 
-    healthy = per_node_hour / (1.0 - lemon_fraction + lemon_fraction * lemon_rate_factor)
     low, high = (0, n_nodes) if n_nodes <= _EVERY_COUNT_NODES else _binomial_support(n_nodes, lemon_fraction)
     lemons = np.arange(low, high + 1)
-    log_mass = stats.binom.logpmf(lemons, n_nodes, lemon_fraction)
+    # log of the pmf where float64 holds it (scipy's logpmf loses ~n ulps: 4e-9 at 2^20
+    # nodes), logpmf only in the tails that underflow.
+    mass = stats.binom.pmf(lemons, n_nodes, lemon_fraction)
+    log_mass = np.log(mass, where=mass > 0, out=np.full(mass.shape, -np.inf))
+    underflow = mass == 0
+    log_mass[underflow] = stats.binom.logpmf(lemons[underflow], n_nodes, lemon_fraction)
     keep = np.isfinite(log_mass)
-    lemons, log_mass = lemons[keep], log_mass[keep]
-    return log_mass, healthy * ((n_nodes - lemons) + lemon_rate_factor * lemons)
+    return log_mass[keep], _lemon_job_rates(n_nodes, failure_rate, lemon_fraction, lemon_rate_factor, lemons[keep])
+
+
+def _has_lemons(failure_rate, lemon_fraction, lemon_rate_factor) -> bool:
+    return not (lemon_fraction == 0.0 or lemon_rate_factor == 1.0 or failure_rate == 0.0)
+
+
+def _lemon_job_rates(n_nodes, failure_rate, lemon_fraction, lemon_rate_factor, lemons) -> np.ndarray:
+    """Failures per hour of a job with `lemons` lemon nodes; the average node fails at failure_rate."""
+    healthy = failure_rate / 24.0 / (1.0 - lemon_fraction + lemon_fraction * lemon_rate_factor)
+    return healthy * ((n_nodes - lemons) + lemon_rate_factor * lemons)
 
 
 # A binomial mass below e^-800 is 0 in float64 (whose least positive value is e^-744.4).

@@ -16,7 +16,7 @@ import numpy as np
 from .closed_form import (ClosedFormWarning, LINEAR_TOLERANCE, ettr, feasible_interval, linear_valid,
                           optimal_interval, renewal_applies)
 from .engine import check_run_args
-from .failures import job_rate_masses
+from .failures import job_rate_table
 from .scenario import MAX_COUNT, Scenario, as_scenario
 from .units import format_hours
 
@@ -231,20 +231,19 @@ def plan(scenario=None, *, target_ettr: float | None = None, n_jobs: int = 20_00
 
 
 def expected_failures_bound(sc: Scenario) -> tuple[float, float]:
-    """(mean, highest) expected failures per job over the job rates of the scenario.
+    """(mean, highest) expected failures per job over the job rates the simulation samples.
 
     Exact for one kind of failure: a piece of length s takes e^(lam s) - 1
     failures on average, and each failure e^(lam u0) - 1 more during its
     restarts. With a taxonomy the longest restart gives an upper bound.
     """
-    mass, rate = job_rate_masses(sc.n_nodes, sc.failure_rate, sc.lemon_fraction, sc.lemon_rate_factor)
+    cdf, rate = job_rate_table(sc.n_nodes, sc.failure_rate, sc.lemon_fraction, sc.lemon_rate_factor)
     n_full, remainder = sc.intervals
     restart = max((c.restart_cost for c in sc.taxonomy), default=0.0) if sc.taxonomy else sc.restart_cost
     with np.errstate(over="ignore"):
         per_piece = n_full * np.expm1(rate * (sc.checkpoint_interval + sc.checkpoint_cost)) + np.expm1(rate * remainder)
         failures = np.where(per_piece > 0, per_piece * np.exp(rate * restart), 0.0)
-    with np.errstate(invalid="ignore"):
-        return float(np.sum(mass * failures)), float(failures.max())
+    return float(np.sum(np.diff(cdf, prepend=0.0) * failures)), float(failures.max())
 
 
 def _check_simulation(sc: Scenario, n_jobs: int, seed: int, backend: str, max_failures) -> dict:
