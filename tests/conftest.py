@@ -6,7 +6,7 @@ from hypothesis import HealthCheck, settings
 
 # JIT compilation would trip hypothesis deadlines; CI runs derandomised.
 settings.register_profile(
-    "ci", deadline=None, derandomize=True, max_examples=25, print_blob=True,
+    "ci", deadline=None, derandomize=True, database=None, max_examples=25, print_blob=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 settings.register_profile("thorough", deadline=None, max_examples=500)

@@ -124,6 +124,12 @@ def lemon_rates(n_nodes: int, failure_rate: float, fraction: float, factor: floa
     return out
 
 
+def binomial_log_pmf(k: int, n: int, p: float) -> float:
+    """log P(X = k) for X ~ Binomial(n, p), by the definition in 40-digit arithmetic."""
+    p = mpmath.mpf(p)
+    return float(mpmath.log(mpmath.binomial(n, k)) + k * mpmath.log(p) + (n - k) * mpmath.log1p(-p))
+
+
 def renewal_wall(lam, interval, work, ckpt, categories) -> mpmath.mpf:
     """E[wall] for exponential failures at rate lam: the sum over the pieces."""
     n_full, remainder = split(work, interval)
