@@ -4,16 +4,18 @@ workers) and written to its region of a zarr store as soon as it is done.
 Same bits everywhere: a chunk's random streams are keyed by the global
 scenario index of each grid point, never by chunk or worker, so the store does
 not depend on chunking, scheduler or the number of workers. Resume: a chunk is
-done only once its marker file exists, and the marker is written (atomically)
-after the chunk's data, so a killed sweep recomputes exactly the chunks
-without a marker. A `.nc` study runs in a working zarr store and becomes
-netCDF at the end.
+done only once its marker exists, and the marker is made (atomically) after
+the chunk's data, so a killed sweep recomputes exactly the chunks without a
+marker. A finished store has consolidated metadata, so a plain
+`xarray.open_zarr` opens it without a warning. A `.nc` study runs in a working
+zarr store and becomes netCDF at the end.
 """
 
 from __future__ import annotations
 
 import datetime
 import itertools
+import json
 import os
 import shutil
 import time
@@ -28,9 +30,12 @@ from .engine import COMPONENTS, pack_points, run, summarize
 from .simulate import _CATEGORY_VARIABLES, _VARIABLES, RNG_SCHEME
 from .study import CATEGORY_OUTPUTS, Study, StudyError, chunk_shape, default_chunk_points
 
-# Marker files, one per finished chunk, inside an empty zarr group so that zarr
-# readers see a known node. Zarr format 2: format 3 has no specified string dtype yet.
+# One marker per finished chunk: an empty zarr group under this group, so that
+# zarr (consolidating, listing) meets only nodes it knows.
 DONE_DIR = "relmodel_done"
+# Format 2: format 3 has no specified string dtype yet (zarr warns on every string
+# coordinate), nor consolidated metadata.
+ZARR_FORMAT = 2
 _EXTRA_DIMS = {"wall_quantile": ("quantile",), "time_mean": ("component",),
                **dict.fromkeys(CATEGORY_OUTPUTS, ("category",))}
 QUANTILES = (0.05, 0.5, 0.95)
@@ -121,11 +126,14 @@ def open_or_create(study: Study, store: Path, source: str) -> tuple[tuple, set]:
         chunks = chunk_shape(study.scenario.shape, target)
         template = _template(study, chunks)
         template.attrs = _store_attrs(study, source, chunks)
-        template.to_zarr(store, mode="w", compute=False, consolidated=False, zarr_format=2)
-        zarr.open_group(store, mode="r+").create_group(DONE_DIR)
-    done_dir = store / DONE_DIR
-    done = {p.name.removesuffix(".done") for p in done_dir.glob("*.done")}
-    return chunks, done
+        template.to_zarr(store, mode="w", compute=False, consolidated=False, zarr_format=ZARR_FORMAT)
+        zarr.open_group(store, mode="r+", zarr_format=ZARR_FORMAT).create_group(DONE_DIR)
+    return chunks, done_chunks(store)
+
+
+def done_chunks(store: Path) -> set[str]:
+    """The ids of the chunks whose marker exists (their data was written before it)."""
+    return {p.parent.name for p in (Path(store) / DONE_DIR).glob("*/.zgroup")}
 
 
 def _chunk_id(region) -> str:
@@ -151,10 +159,13 @@ class ChunkWriter:
         index = tuple(slice(a, b) for a, b in region)
         for name, value in arrays.items():
             self.arrays[name][index] = value
-        marker = self.store / DONE_DIR / f"{_chunk_id(region)}.done"
-        partial = marker.with_suffix(".tmp")
-        partial.write_text("")
-        os.replace(partial, marker)  # atomic: a marker exists only after its data
+        # The group's metadata file written under another name and renamed: the
+        # marker exists whole, and only after its data.
+        folder = self.store / DONE_DIR / _chunk_id(region)
+        folder.mkdir(exist_ok=True)
+        partial = folder / ".zgroup.partial"
+        partial.write_text(json.dumps({"zarr_format": ZARR_FORMAT}))
+        os.replace(partial, folder / ".zgroup")
 
 
 def _finish(store: Path):
@@ -163,7 +174,20 @@ def _finish(store: Path):
     group = zarr.open_group(store, mode="r+")
     group.attrs["status"] = "complete"
     group.attrs["completed"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    zarr.consolidate_metadata(store, zarr_format=ZARR_FORMAT)
 
+
+def write_zarr(ds: xr.Dataset, path) -> None:
+    """Write a Dataset as a zarr store that any zarr reader opens without a warning.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        The Dataset to write.
+    path : str or pathlib.Path
+        The store's folder; replaced if it exists.
+    """
+    ds.to_zarr(path, mode="w", zarr_format=ZARR_FORMAT, consolidated=True)
 
 # ---- running a study -------------------------------------------------------------
 
@@ -243,7 +267,8 @@ def open_study(path) -> xr.Dataset:
     path = Path(path)
     if path.suffix == ".nc":
         return xr.open_dataset(path, engine="h5netcdf")
-    ds = xr.open_zarr(path, consolidated=False)
+    # Metadata is consolidated when the study finishes; an unfinished store reads without.
+    ds = xr.open_zarr(path, consolidated=(path / ".zmetadata").exists())
     if ds.attrs.get("status") != "complete":
         warnings.warn(f"{path}: the study is not finished; missing chunks read as NaN", RuntimeWarning,
                       stacklevel=2)
