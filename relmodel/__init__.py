@@ -4,8 +4,7 @@ Monte Carlo job timelines (compiled kernels) beside closed-form ETTR models,
 as labelled xarray Datasets.
 """
 
-__version__ = "0.1.0"
-
+from ._version import __version__
 from .closed_form import ClosedFormWarning, ettr, mttf, optimal_interval
 from .failures import Exponential, FailureCategory, LemonMixture, TaxonomyMixture, Weibull
 from .fit import FitResult, fit

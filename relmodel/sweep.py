@@ -25,7 +25,8 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from . import __version__
+from ._extras import require
+from ._version import __version__
 from .engine import COMPONENTS, pack_points, run, summarize
 from .simulate import _CATEGORY_VARIABLES, _VARIABLES, RNG_SCHEME
 from .study import CATEGORY_OUTPUTS, Study, StudyError, chunk_shape, default_chunk_points
@@ -187,6 +188,7 @@ def write_zarr(ds: xr.Dataset, path) -> None:
     path : str or pathlib.Path
         The store's folder; replaced if it exists.
     """
+    require("zarr", "a .zarr output")
     ds.to_zarr(path, mode="w", zarr_format=ZARR_FORMAT, consolidated=True)
 
 # ---- running a study -------------------------------------------------------------
@@ -201,6 +203,11 @@ def run_study(study: Study, out, *, source: str = "", scheduler: str = "local", 
         raise StudyError(f"{out}: exists; a finished netCDF study is not resumed (delete it to run again)")
     if scheduler not in ("local", "dask-local") and not scheduler.startswith(("tcp://", "tls://", "ucx://")):
         raise StudyError(f"scheduler: use 'local', 'dask-local' or a Dask scheduler address (got {scheduler!r})")
+    require("zarr", "a study's store")
+    if out.suffix == ".nc":
+        require("h5netcdf", "a .nc study")
+    if scheduler != "local":
+        require("distributed", "a Dask scheduler")
     store = out.with_name(out.name + ".partial.zarr") if out.suffix == ".nc" else out
     chunks, done = open_or_create(study, store, source)
     regions = list(chunk_regions(study.scenario.shape, chunks))
@@ -266,7 +273,9 @@ def open_study(path) -> xr.Dataset:
     """A study's Dataset, lazily loaded (zarr) or opened (netCDF); warns if unfinished."""
     path = Path(path)
     if path.suffix == ".nc":
+        require("h5netcdf", "a .nc study")
         return xr.open_dataset(path, engine="h5netcdf")
+    require("zarr", "a .zarr study")
     # Metadata is consolidated when the study finishes; an unfinished store reads without.
     ds = xr.open_zarr(path, consolidated=(path / ".zmetadata").exists())
     if ds.attrs.get("status") != "complete":
