@@ -1,4 +1,5 @@
 """Elastic scaling on a 64-GPU cluster: a load sweep, node failures, real traces.
+==============================================================================
 
 1. Load sweep: synthetic workloads (Poisson arrivals, the six ElasticFlow
    models) from light load to overload, under the elastic, fixed-batch and
@@ -32,7 +33,9 @@ import relmodel
 import relmodel.elastic as el
 from relmodel.elastic.plot import cluster_figure, load_sweep_figure
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "elasticflow"
+# The docs gallery runs examples from this folder, and without __file__.
+HERE = Path(__file__).resolve().parent if "__file__" in globals() else Path.cwd()
+DATA = HERE.parents[1] / "shared" / "data" / "elasticflow"
 N_GPUS = 64
 SCALAR_VARS = ("submitted", "completed", "work_completed", "dropped", "jct_mean", "utilisation_mean", "gpu_hours_lost_failures",
                "job_interruptions", "shrinks", "restarts", "node_failures")
@@ -112,7 +115,7 @@ def print_sweep(sweep: xr.Dataset):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").partition("\n")[0])  # the gallery runs it with no __doc__
     parser.add_argument("--quick", action="store_true", help="fewer rates, seeds and hours (for CI)")
     parser.add_argument("--out", type=Path, default=Path("."), help="folder for the .nc and .png files")
     args = parser.parse_args()

@@ -1,4 +1,5 @@
 """From a scheduler log to a capacity plan: what a planner does with `relmodel fit`.
+=================================================================================
 
 1. Draw a synthetic cluster log (Slurm `sacct --parsable2` output) with a known
    failure rate of 6.5 per 1000 node-days and two lemon nodes, as a stand-in
@@ -8,6 +9,7 @@
    censored Weibull fit, lemon-node candidates.
 3. Plan a two-week run on 16,384 GPUs at the fitted rate, and at the ends of
    its interval.
+
 Writes fit_job_log.sacct, fit_job_log.nc and fit_job_log.png.
 
     python examples/fit_job_log.py [--quick] [--out DIR]
@@ -25,7 +27,7 @@ TRUE_RATE, GPUS = 6.5e-3, 16384
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").partition("\n")[0])  # the gallery runs it with no __doc__
     parser.add_argument("--quick", action="store_true", help="a smaller log and a short simulation (for CI)")
     parser.add_argument("--out", type=Path, default=Path("."))
     args = parser.parse_args()
@@ -70,8 +72,12 @@ def main():
     right.bar([i - 0.2 for i in x], shares.jobs_share, width=0.4, label="share of jobs")
     right.bar([i + 0.2 for i in x], shares.gpu_time_share, width=0.4, label="share of GPU time")
     right.set_xticks(list(x), [str(s) for s in ds.state.values], rotation=40, ha="right", fontsize=8)
-    right.set(ylabel="share", title="where jobs and GPU time end")
+    right.set(xlabel="scheduler end state", ylabel="share of all jobs / of all GPU-hours (fraction)",
+              title="where jobs and GPU time end")
     right.legend(fontsize=8)
+    fig.supxlabel(f"synthetic log {log_path.name}: 128 nodes, 2 of them lemons, true rate {TRUE_RATE * 1000:.2f} "
+                  f"per 1000 node-days on the others; rate fitted on jobs >= {fitted.min_gpus} GPUs, "
+                  f"{fitted.confidence:.0%} intervals", fontsize=8, color="0.2")
     fig.savefig(args.out / "fit_job_log.png", dpi=120)
     print(f"\nwrote {log_path}, {args.out / 'fit_job_log.nc'} and {args.out / 'fit_job_log.png'}")
 

@@ -1,4 +1,5 @@
 """Throughput of a GPT-3-like pipeline-parallel run with workers down, per fault-tolerance strategy.
+=================================================================================================
 
 The configuration: GPT-3 175B (96 layers, hidden size 12288, sequences of 2048
 tokens) on 1024 A100 GPUs as 16 data-parallel replicas of an 8-stage pipeline
@@ -44,11 +45,13 @@ from relmodel.pipeline.cli import format_runs, format_table
 
 GPT3 = dict(stages=8, replicas=16, microbatches=32, fwd=70.0, bwd_input=70.0, bwd_weight=70.0,
             p2p_delay=2.0, reroute_delay=4.0, optimizer_time=300.0)  # times in ms
-TRACES = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "spot-traces"
+# The docs gallery runs examples from this folder, and without __file__.
+HERE = Path(__file__).resolve().parent if "__file__" in globals() else Path.cwd()
+TRACES = HERE.parents[1] / "shared" / "data" / "spot-traces"
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=(__doc__ or "").partition("\n")[0])  # the gallery runs it with no __doc__
     parser.add_argument("--quick", action="store_true", help="few runs and placements (for CI)")
     parser.add_argument("--out", type=Path, default=Path("."), help="output folder")
     args = parser.parse_args()

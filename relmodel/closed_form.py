@@ -31,10 +31,29 @@ class ClosedFormWarning(UserWarning):
 
 
 def mttf(n_gpus, failure_rate, gpus_per_node=8):
-    """Mean time to failure of a job in hours: 1 / (n_nodes * failure_rate), rate per node-day.
+    """Mean time to failure of a job in hours: 1 / (n_nodes * failure_rate).
 
     Broadcasts over array arguments; infinite when failure_rate is 0. Each value
     is checked as the Scenario field of that name (a ScenarioError names it).
+
+    Parameters
+    ----------
+    n_gpus : int or array_like
+        GPUs in the job.
+    failure_rate : float or array_like
+        Failures per node-day.
+    gpus_per_node : int or array_like, default 8
+        GPUs per node.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        The job's MTTF in hours (an array when any argument is one).
+
+    Raises
+    ------
+    ScenarioError
+        If a value is outside its Scenario field's valid range.
     """
     n_gpus, failure_rate, gpus_per_node = (
         np.vectorize(lambda v, name=name, kind=kind: _check_number(name, v, kind=kind), otypes=[otype])(value)
@@ -60,20 +79,37 @@ def _times(a, b):
 
 
 def restart_phase_mean(lam, restart, queue, share=None):
-    """R*: expected time from a failure until the job computes again (queue
-    waits and restarts, failures during restarts included), exact for
+    """Return R*, the expected time from a failure until the job computes again.
+
+    Queue waits and restarts, failures during restarts included; exact for
     exponential failures at `lam` per hour.
 
     One kind of failure: R* = q e^(lam u0) + (e^(lam u0) - 1)/lam. With a
     taxonomy (`restart`, `queue`, `share` given per category along the last
     axis; every failure, also one during a restart, draws its category anew),
-    renewal at each failure gives
+    renewal at each failure gives::
 
         R* = sum_c share_c (q_c + (1 - e^(-lam u_c))/lam) / sum_c share_c e^(-lam u_c),
 
     which is the one-kind form for one category. (It is not the share-weighted
     mean of the one-kind R*_c: a long restart is more likely to be cut short and
     re-drawn, so the mix seen during restarts differs from the shares.)
+
+    Parameters
+    ----------
+    lam : float or numpy.ndarray
+        Job failure rate per hour.
+    restart : float or numpy.ndarray
+        Restart cost in hours (per category along the last axis with `share`).
+    queue : float or numpy.ndarray
+        Mean queue wait in hours (per category along the last axis with `share`).
+    share : numpy.ndarray, optional
+        Each category's share of failures (last axis); None for one kind.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        R* in hours, broadcast over the arguments.
     """
     if share is None:
         with np.errstate(over="ignore"):
@@ -87,12 +123,34 @@ def restart_phase_mean(lam, restart, queue, share=None):
 
 
 def renewal_expected_wall(lam, interval, work, ckpt, restart, queue, share=None):
-    """E[wall] for exponential failures at rate `lam` per hour (SPEC section 3), exact.
+    """Return E[wall] for exponential failures at rate `lam` per hour (SPEC section 3), exact.
 
     A restart (with its queue wait) takes R* (`restart_phase_mean`) including
     failures during it; a segment of length s takes (e^(lam s) - 1)(1/lam + R*).
     With `share`, `restart` and `queue` are per category (last axis): a taxonomy.
     inf where E[wall] exceeds float64; `log_renewal_expected_wall` stays finite.
+
+    Parameters
+    ----------
+    lam : float or numpy.ndarray
+        Job failure rate per hour.
+    interval : float or numpy.ndarray
+        Checkpoint interval in hours.
+    work : float or numpy.ndarray
+        Productive work in hours.
+    ckpt : float or numpy.ndarray
+        Checkpoint write cost in hours.
+    restart : float or numpy.ndarray
+        Restart cost in hours (per category with `share`).
+    queue : float or numpy.ndarray
+        Mean queue wait in hours (per category with `share`).
+    share : numpy.ndarray, optional
+        Each failure category's share (last axis); None for one kind.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        The expected wall time in hours (inf past float64's range).
     """
     with np.errstate(over="ignore"):
         return np.exp(log_renewal_expected_wall(lam, interval, work, ckpt, restart, queue, share))
@@ -115,11 +173,33 @@ def _logsumexp(x, axis=-1, weights=None):
 
 
 def log_renewal_expected_wall(lam, interval, work, ckpt, restart, queue, share=None):
-    """log E[wall] of `renewal_expected_wall`, finite however hopeless the job.
+    """Return log E[wall] of `renewal_expected_wall`, finite however hopeless the job.
 
     1/lam + R* = (1/lam + mean q) / sum_c share_c e^(-lam u_c) (one category:
     e^(lam u0) (1/lam + q)), so a segment of length s costs
     log(e^(lam s) - 1) + log(1/lam + R*), and E[wall] = n_full seg(dt + w) + seg(rest).
+
+    Parameters
+    ----------
+    lam : float or numpy.ndarray
+        Job failure rate per hour.
+    interval : float or numpy.ndarray
+        Checkpoint interval in hours.
+    work : float or numpy.ndarray
+        Productive work in hours.
+    ckpt : float or numpy.ndarray
+        Checkpoint write cost in hours.
+    restart : float or numpy.ndarray
+        Restart cost in hours (per category with `share`).
+    queue : float or numpy.ndarray
+        Mean queue wait in hours (per category with `share`).
+    share : numpy.ndarray, optional
+        Each failure category's share (last axis); None for one kind.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        The natural log of the expected wall time in hours.
     """
     if share is None:
         restart, queue, share = (np.asarray(x, dtype=float)[..., None] for x in (restart, queue, 1.0))
@@ -164,11 +244,21 @@ def _linear_point(sc: Scenario) -> float:
 
 
 def linear_deviation(sc: Scenario) -> float:
-    """(linear - exact) / exact for a scalar scenario; NaN where the linear form is.
+    """Return (linear - exact) / exact for a scalar scenario; NaN where the linear form is.
 
     The exact form is the renewal ETTR of the scenario with exponential failures
     of the same mean (the law the linear form assumes), so a Weibull scenario is
     measured against its exponential twin.
+
+    Parameters
+    ----------
+    sc : Scenario
+        A scalar scenario (no sweep axes).
+
+    Returns
+    -------
+    float
+        The linear form's relative error.
     """
     linear = _linear_point(sc)
     exact = _renewal_point(dataclasses.replace(sc, weibull_shape=1.0))
@@ -180,13 +270,38 @@ def linear_deviation(sc: Scenario) -> float:
 
 
 def linear_valid(sc: Scenario) -> bool:
-    """The linear form is within LINEAR_TOLERANCE of the exact form (and its numerator > 0)."""
+    """Tell whether the linear form is within LINEAR_TOLERANCE of the exact form.
+
+    Parameters
+    ----------
+    sc : Scenario
+        A scalar scenario.
+
+    Returns
+    -------
+    bool
+        True where the linear form's numerator is positive and it is within
+        LINEAR_TOLERANCE (relative) of the renewal form.
+    """
     return abs(linear_deviation(sc)) <= LINEAR_TOLERANCE
 
 
 def renewal_applies(sc: Scenario) -> bool:
-    """The renewal form is exact for exponential failures (lemon mixtures and
-    failure taxonomies included)."""
+    """Tell whether the renewal form is exact for the scenario.
+
+    It is for exponential failures, lemon mixtures and failure taxonomies
+    included; not for Weibull failures.
+
+    Parameters
+    ----------
+    sc : Scenario
+        A scalar scenario.
+
+    Returns
+    -------
+    bool
+        True where ``ettr(sc, "renewal")`` is exact.
+    """
     return sc.weibull_shape == 1.0
 
 
@@ -210,10 +325,31 @@ def ettr(scenario, method: str = "renewal", *, at: str = "given"):
     ClosedFormWarning wherever it strays from the exact renewal form by more
     than LINEAR_TOLERANCE (2 %, relative; `linear_deviation` gives the gap).
 
-    at: "given" uses the scenario's checkpoint_interval; "young", "daly" or
-    "exact" use that optimal interval, point by point.
+    Parameters
+    ----------
+    scenario : Scenario or dict
+        A scenario or a grid (a dict of Scenario fields works too).
+    method : {"renewal", "linear"}, default "renewal"
+        Which closed form.
+    at : {"given", "young", "daly", "exact"}, default "given"
+        "given" uses the scenario's checkpoint_interval; "young", "daly" or
+        "exact" use that optimal interval, point by point.
 
-    Returns a float for a scenario, a DataArray over the sweep dims for a grid.
+    Returns
+    -------
+    float or xarray.DataArray
+        A float for a scenario, a DataArray over the sweep dims for a grid.
+
+    Raises
+    ------
+    ValueError
+        If `method` or `at` is not one of the choices, or (a ScenarioError) the
+        scenario is invalid.
+
+    Warns
+    -----
+    ClosedFormWarning
+        Where the chosen form does not hold (see above).
     """
     sc = as_scenario(scenario)
     if method not in ETTR_METHODS:
@@ -251,20 +387,47 @@ def ettr(scenario, method: str = "renewal", *, at: str = "given"):
 
 
 def feasible_interval(interval: float, work: float) -> float:
-    """An interval a Scenario accepts: at least MIN_INTERVAL; past the job (no
-    checkpoint at all) when the optimum is infinite."""
+    """Return an interval a Scenario accepts.
+
+    At least MIN_INTERVAL; past the job (no checkpoint at all) when the optimum
+    is infinite.
+
+    Parameters
+    ----------
+    interval : float
+        An optimal interval in hours, possibly 0 or infinite.
+    work : float
+        The job's work in hours.
+
+    Returns
+    -------
+    float
+        A valid checkpoint interval in hours.
+    """
     if math.isinf(interval) or interval > work:
         return work * (1.0 + 1e-6)
     return max(interval, MIN_INTERVAL)
 
 
 def long_run_optimal_interval(lam: float, ckpt: float) -> float:
-    """The maximiser of the long-run renewal ETTR, lam dt / (e^(lam (dt + w)) - 1).
+    """Return the maximiser of the long-run renewal ETTR, lam dt / (e^(lam (dt + w)) - 1).
 
     Restart cost and queue wait do not move it. With x = lam dt and c = lam w,
     the optimum solves (1 - x) e^(x + c) = 1, so x = 1 + W0(-e^(-1 - c)) (Lambert
     W, principal branch); Newton steps on log(1 - x) + x + c = 0 restore the
     digits that W loses next to its branch point when c is small.
+
+    Parameters
+    ----------
+    lam : float
+        Job failure rate per hour.
+    ckpt : float
+        Checkpoint write cost in hours.
+
+    Returns
+    -------
+    float
+        The optimal checkpoint interval in hours.
     """
     if lam == 0:
         return math.inf
@@ -390,7 +553,25 @@ def optimal_interval(scenario, method: str = "exact"):
     M = 1 / (job failure rate). Infinite when there are no failures (never
     checkpoint, or "exact": the job is shorter than its best interval); 0 for
     "young" and "daly" when checkpoints are free (never below MIN_INTERVAL for
-    "exact"). Returns a float, or a DataArray for a grid.
+    "exact").
+
+    Parameters
+    ----------
+    scenario : Scenario or dict
+        A scenario or a grid.
+    method : {"exact", "young", "daly"}, default "exact"
+        Which optimum.
+
+    Returns
+    -------
+    float or xarray.DataArray
+        The interval in hours; a DataArray over the sweep dims for a grid.
+
+    Raises
+    ------
+    ValueError
+        If `method` is not one of the choices, or (a ScenarioError) the scenario
+        is invalid.
     """
     sc = as_scenario(scenario)
     if method not in INTERVAL_METHODS:

@@ -32,11 +32,29 @@ _SHARE_TOLERANCE = 1e-9  # category shares must sum to 1 within this
 
 def job_rate_table(n_nodes: int, failure_rate: float, lemon_fraction: float = 0.0,
                    lemon_rate_factor: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
-    """(cdf, rate): the distribution of a job's failure rate in failures per hour, to sample.
+    """Return the distribution of a job's failure rate in failures per hour, to sample.
 
     One entry when every job has the same rate; otherwise one per lemon count,
     tails below 2^-60 left out (a 53-bit uniform cannot reach them). The last
     cdf entry is exactly 1. For expectations use `job_rate_log_masses`.
+
+    Parameters
+    ----------
+    n_nodes : int
+        Nodes in the job.
+    failure_rate : float
+        Cluster-average failures per node-day.
+    lemon_fraction : float, default 0.0
+        Fraction of nodes that are lemons.
+    lemon_rate_factor : float, default 1.0
+        How many times as often a lemon fails.
+
+    Returns
+    -------
+    cdf : numpy.ndarray
+        Cumulative probability of each rate; the last entry is 1.
+    rate : numpy.ndarray
+        The job failure rate per hour for each entry.
     """
     if not _has_lemons(failure_rate, lemon_fraction, lemon_rate_factor):
         return np.array([1.0]), np.array([n_nodes * failure_rate / 24.0])
@@ -62,12 +80,30 @@ _EVERY_COUNT_NODES = 2**20
 
 def job_rate_log_masses(n_nodes: int, failure_rate: float, lemon_fraction: float = 0.0,
                         lemon_rate_factor: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
-    """(log probability, rate per hour) of every lemon count, for expectations.
+    """Return the log probability and rate per hour of every lemon count, for expectations.
 
     A count far below float64's least mass can still carry E[wall]: its rate is
     higher, and E[wall] grows like e^(rate * work); differences of a cdf would
     lose every mass below 1e-16. So masses stay in logs, over every count for
     jobs of up to 2^20 nodes (beyond that, the counts whose mass float64 can hold).
+
+    Parameters
+    ----------
+    n_nodes : int
+        Nodes in the job.
+    failure_rate : float
+        Cluster-average failures per node-day.
+    lemon_fraction : float, default 0.0
+        Fraction of nodes that are lemons.
+    lemon_rate_factor : float, default 1.0
+        How many times as often a lemon fails.
+
+    Returns
+    -------
+    log_mass : numpy.ndarray
+        Natural log of each lemon count's probability.
+    rate : numpy.ndarray
+        The job failure rate per hour at each count.
     """
     if not _has_lemons(failure_rate, lemon_fraction, lemon_rate_factor):
         return np.array([0.0]), np.array([n_nodes * failure_rate / 24.0])
@@ -80,13 +116,27 @@ def job_rate_log_masses(n_nodes: int, failure_rate: float, lemon_fraction: float
 
 
 def binomial_log_pmf(k: np.ndarray, n: int, p: float) -> np.ndarray:
-    """log P(X = k) for X ~ Binomial(n, p), accurate to a few ulps of its own size.
+    """Return log P(X = k) for X ~ Binomial(n, p), accurate to a few ulps of its own size.
 
     Loader's saddle-point form (as R's dbinom): Stirling remainders and a
     deviance that is summed directly, so no lgamma(n + 1) of size n log n
     cancels. scipy's logpmf takes that difference, losing about 1e-9 at 2^20
     nodes, and its pmf is subnormal (few digits) below 2.2e-308; the mixtures
     of `job_rate_log_masses` are carried by exactly those tails.
+
+    Parameters
+    ----------
+    k : numpy.ndarray
+        Counts, integers in [0, n].
+    n : int
+        Number of trials.
+    p : float
+        Success probability.
+
+    Returns
+    -------
+    numpy.ndarray
+        The log probabilities, shaped as `k`.
     """
     k = np.asarray(k, dtype=np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -256,11 +306,12 @@ def _rate(value) -> float:
 class Exponential(_RenewalModel):
     """Poisson failures: each node fails at `rate` per node-day, independently.
 
+    A job on N nodes fails at ``N * rate / 24`` per hour; its MTTF is the inverse.
+
     Parameters
     ----------
-    rate : failures per node-day of runtime (``failure_rate``, ``r_f``).
-
-    A job on N nodes fails at ``N * rate / 24`` per hour; its MTTF is the inverse.
+    rate : float
+        Failures per node-day of runtime (``failure_rate``, ``r_f``).
     """
 
     rate: float
@@ -269,7 +320,14 @@ class Exponential(_RenewalModel):
         object.__setattr__(self, "rate", _rate(self.rate))
 
     def scenario_fields(self) -> dict:
-        """The flat `Scenario` fields this model sets."""
+        """Return the flat `Scenario` fields this model sets.
+
+        Returns
+        -------
+        dict
+            ``failure_rate``, ``weibull_shape``, ``lemon_fraction``,
+            ``lemon_rate_factor`` and ``taxonomy``.
+        """
         return {"failure_rate": self.rate, "weibull_shape": 1.0, "lemon_fraction": 0.0,
                 "lemon_rate_factor": 1.0, "taxonomy": None}
 
@@ -278,18 +336,20 @@ class Exponential(_RenewalModel):
 class Weibull(_RenewalModel):
     """Weibull times between a job's failures with the mean of `Exponential(rate)`.
 
-    Parameters
-    ----------
-    shape : Weibull shape ``k`` (< 1: infant mortality, failures cluster after
-        restarts; > 1: wear-out; 1: exponential).
-    rate : failures per node-day of runtime; the job's mean time between
-        failures is ``24 / (n_nodes * rate)`` hours, as for the exponential, so
-        `rate` stays the long-run failure rate per node-day.
-
     This is the `Scenario` pair (``failure_rate``, ``weibull_shape``): the job's
     failures form a renewal process with Weibull(k, scale) inter-failure times,
     ``scale = mean / Gamma(1 + 1/k)``, restarted at every failure. Use
     `from_scale` or `from_mean` to give the job's scale or MTTF in hours instead.
+
+    Parameters
+    ----------
+    shape : float
+        Weibull shape ``k`` (< 1: infant mortality, failures cluster after
+        restarts; > 1: wear-out; 1: exponential).
+    rate : float
+        Failures per node-day of runtime; the job's mean time between
+        failures is ``24 / (n_nodes * rate)`` hours, as for the exponential, so
+        `rate` stays the long-run failure rate per node-day.
     """
 
     shape: float
@@ -305,8 +365,22 @@ class Weibull(_RenewalModel):
 
     @classmethod
     def from_mean(cls, shape, mean, n_nodes) -> "Weibull":
-        """The model whose job on `n_nodes` nodes has mean time between failures `mean`
-        (hours, or a duration string)."""
+        """Build the model whose job on `n_nodes` nodes has mean time between failures `mean`.
+
+        Parameters
+        ----------
+        shape : float
+            Weibull shape ``k``.
+        mean : float or str
+            The job's mean time between failures (hours, or a duration string).
+        n_nodes : int
+            Nodes in the job.
+
+        Returns
+        -------
+        Weibull
+            The model, with its rate per node-day.
+        """
         hours = _positive_duration("mean", mean)
         rate = 24.0 / (_check_nodes(n_nodes) * hours)
         if not math.isfinite(rate):
@@ -315,18 +389,53 @@ class Weibull(_RenewalModel):
 
     @classmethod
     def from_scale(cls, shape, scale, n_nodes) -> "Weibull":
-        """The model whose job on `n_nodes` nodes has Weibull scale `scale`
-        (hours, or a duration string): mean = scale * Gamma(1 + 1/shape)."""
+        """Build the model whose job on `n_nodes` nodes has Weibull scale `scale`.
+
+        The mean is ``scale * Gamma(1 + 1/shape)``.
+
+        Parameters
+        ----------
+        shape : float
+            Weibull shape ``k``.
+        scale : float or str
+            The job's Weibull scale (hours, or a duration string).
+        n_nodes : int
+            Nodes in the job.
+
+        Returns
+        -------
+        Weibull
+            The model, with its rate per node-day.
+        """
         shape = _check_number("shape", shape, kind="shape")
         hours = _positive_duration("scale", scale)
         return cls.from_mean(shape, hours * math.gamma(1.0 + 1.0 / shape), n_nodes)
 
     def scale(self, n_nodes) -> float:
-        """The Weibull scale of the job's inter-failure times, in hours."""
+        """Return the Weibull scale of the job's inter-failure times, in hours.
+
+        Parameters
+        ----------
+        n_nodes : int
+            Nodes in the job.
+
+        Returns
+        -------
+        float
+            The scale in hours.
+        """
         lam = _check_nodes(n_nodes) * self.rate / 24.0
         return math.inf if lam == 0 else self._scale_factor() / lam
 
     def scenario_fields(self) -> dict:
+        """Return the flat `Scenario` fields this model sets.
+
+        Returns
+        -------
+        dict
+            ``failure_rate``, ``weibull_shape``, ``lemon_fraction``,
+            ``lemon_rate_factor`` and ``taxonomy``.
+        """
         return {"failure_rate": self.rate, "weibull_shape": self.shape, "lemon_fraction": 0.0,
                 "lemon_rate_factor": 1.0, "taxonomy": None}
 
@@ -335,16 +444,19 @@ class Weibull(_RenewalModel):
 class LemonMixture(_RenewalModel):
     """Lemon nodes: a fraction of nodes fails `lemon_rate_factor` times as often.
 
-    Parameters
-    ----------
-    rate : cluster-average failures per node-day.
-    lemon_fraction : fraction of nodes that are lemons, in [0, 1].
-    lemon_rate_factor : how many times as often a lemon fails as a healthy node.
-
     Each job draws its number of lemons from a binomial, hence its own
     exponential rate (`job_rate_table`); `hazard`, `survival` and `mean` are
     those of the mixture over lemon counts (a decreasing hazard: jobs with many
     lemons fail first).
+
+    Parameters
+    ----------
+    rate : float
+        Cluster-average failures per node-day.
+    lemon_fraction : float
+        Fraction of nodes that are lemons, in [0, 1].
+    lemon_rate_factor : float
+        How many times as often a lemon fails as a healthy node.
     """
 
     rate: float
@@ -360,6 +472,14 @@ class LemonMixture(_RenewalModel):
         return job_rate_table(_check_nodes(n_nodes), self.rate, self.lemon_fraction, self.lemon_rate_factor)
 
     def scenario_fields(self) -> dict:
+        """Return the flat `Scenario` fields this model sets.
+
+        Returns
+        -------
+        dict
+            ``failure_rate``, ``weibull_shape``, ``lemon_fraction``,
+            ``lemon_rate_factor`` and ``taxonomy``.
+        """
         return {"failure_rate": self.rate, "weibull_shape": 1.0, "lemon_fraction": self.lemon_fraction,
                 "lemon_rate_factor": self.lemon_rate_factor, "taxonomy": None}
 
@@ -370,12 +490,17 @@ class FailureCategory:
 
     Parameters
     ----------
-    name : label (unique within a taxonomy).
-    share : fraction of failures of this kind, in [0, 1].
-    restart_cost : initialisation after a failure of this kind (hours or a duration).
-    queue_wait : wait before that restart (hours or a duration); fixed or
-        exponential as the scenario's ``queue_wait_distribution`` says.
-    domain : optional failure domain ("user", "system", "hardware", ...).
+    name : str
+        Label (unique within a taxonomy).
+    share : float
+        Fraction of failures of this kind, in [0, 1].
+    restart_cost : float or str, default 0.0
+        Initialisation after a failure of this kind (hours or a duration).
+    queue_wait : float or str, default 0.0
+        Wait before that restart (hours or a duration); fixed or exponential as
+        the scenario's ``queue_wait_distribution`` says.
+    domain : str, optional
+        Failure domain ("user", "system", "hardware", ...).
     """
 
     name: str
@@ -396,11 +521,28 @@ class FailureCategory:
 
 
 def as_categories(value, parameter: str = "categories") -> tuple[FailureCategory, ...]:
-    """Normalise categories: a sequence of `FailureCategory` (or of objects with
-    `name`, `share`, `restart_cost`, `queue_wait` and optionally `domain`
-    attributes), an object with such a `.categories` (a taxonomy), or the name
-    of a taxonomy preset or file (`relmodel.taxonomy.load`).
-    Shares must sum to 1 and names be unique; errors name `parameter`."""
+    """Normalise failure categories.
+
+    Parameters
+    ----------
+    value : sequence, object or str
+        A sequence of `FailureCategory` (or of objects with `name`, `share`,
+        `restart_cost`, `queue_wait` and optionally `domain` attributes), an
+        object with such a ``.categories`` (a taxonomy), or the name of a
+        taxonomy preset or file (`relmodel.taxonomy.load`).
+    parameter : str, default "categories"
+        The parameter named in error messages.
+
+    Returns
+    -------
+    tuple of FailureCategory
+        The categories, durations in hours.
+
+    Raises
+    ------
+    ScenarioError
+        If the shares do not sum to 1, names repeat, or a value is invalid.
+    """
     if isinstance(value, str):  # a taxonomy preset's name, or the path of a taxonomy file
         from .taxonomy import TaxonomyError, load
 
@@ -434,7 +576,19 @@ def as_categories(value, parameter: str = "categories") -> tuple[FailureCategory
 
 
 def category_cdf(categories) -> np.ndarray:
-    """Cumulative shares; the last entry is exactly 1 (a uniform on (0, 1] always lands)."""
+    """Return the cumulative shares of failure categories.
+
+    Parameters
+    ----------
+    categories : sequence of FailureCategory
+        The categories.
+
+    Returns
+    -------
+    numpy.ndarray
+        Cumulative shares; the last entry is exactly 1 (a uniform on (0, 1]
+        always lands).
+    """
     cdf = np.cumsum([c.share for c in categories], dtype=float)
     cdf[-1] = 1.0
     return cdf
@@ -451,16 +605,18 @@ def _positive_duration(name, value) -> float:
 class TaxonomyMixture(_RenewalModel):
     """Poisson failures at `rate` whose kinds cost different restarts and queue waits.
 
-    Parameters
-    ----------
-    rate : failures per node-day of runtime (all kinds together).
-    categories : `FailureCategory` items (or objects with the same attributes),
-        whose shares sum to 1.
-
     Each failure draws its category (inverse CDF over the shares); the queue
     wait and restart after it are that category's, and a failure during the
     restart draws again. The time to failure is exponential, as for
     `Exponential(rate)`, so `hazard`, `survival`, `mean` and `sample` are its.
+
+    Parameters
+    ----------
+    rate : float
+        Failures per node-day of runtime (all kinds together).
+    categories : sequence of FailureCategory
+        `FailureCategory` items (or objects with the same attributes), whose
+        shares sum to 1.
     """
 
     rate: float
@@ -472,9 +628,21 @@ class TaxonomyMixture(_RenewalModel):
 
     @classmethod
     def from_taxonomy(cls, taxonomy, rate) -> "TaxonomyMixture":
-        """From a taxonomy object (e.g. `relmodel.taxonomy.load(name)`): anything
-        with `.categories`, each with `name`, `share`, `restart_cost` and
-        `queue_wait` in hours, and optionally `domain`."""
+        """Build the model from a taxonomy object (e.g. `relmodel.taxonomy.load(name)`).
+
+        Parameters
+        ----------
+        taxonomy : object
+            Anything with ``.categories``, each with `name`, `share`,
+            `restart_cost` and `queue_wait` in hours, and optionally `domain`.
+        rate : float
+            Failures per node-day of runtime.
+
+        Returns
+        -------
+        TaxonomyMixture
+            The model.
+        """
         return cls(rate, as_categories(taxonomy))
 
     @property
@@ -488,6 +656,14 @@ class TaxonomyMixture(_RenewalModel):
         return math.fsum(c.share * c.queue_wait for c in self.categories)
 
     def scenario_fields(self) -> dict:
+        """Return the flat `Scenario` fields this model sets.
+
+        Returns
+        -------
+        dict
+            ``failure_rate``, ``weibull_shape``, ``lemon_fraction``,
+            ``lemon_rate_factor`` and ``taxonomy``.
+        """
         return {"failure_rate": self.rate, "weibull_shape": 1.0, "lemon_fraction": 0.0,
                 "lemon_rate_factor": 1.0, "taxonomy": self.categories}
 

@@ -58,7 +58,17 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
 class LogError(ValueError):
-    """A malformed job log row or header: ``.line`` (1-based) and ``.reason``."""
+    """A malformed job log row or header: ``.line`` (1-based) and ``.reason``.
+
+    Parameters
+    ----------
+    line : int
+        The 1-based source line (0 for the header or the whole log).
+    reason : str
+        A short reason, the key under which ``errors="skip"`` counts it.
+    detail : str, default ""
+        What was found, for the message.
+    """
 
     def __init__(self, line: int, reason: str, detail: str = ""):
         super().__init__(f"line {line}: {reason}" + (f": {detail}" if detail else ""))
@@ -67,7 +77,27 @@ class LogError(ValueError):
 
 @dataclasses.dataclass
 class LogSummary:
-    """What happened to each row: used, folded (steps, components) or skipped, and why."""
+    """What happened to each row: used, folded (steps, components) or skipped, and why.
+
+    Parameters
+    ----------
+    source : str
+        The file read, or a description of the text.
+    format : str
+        The format read ("csv" or "sacct").
+    rows_read : int, default 0
+        Data rows read.
+    rows_used : int, default 0
+        Rows that became job attempts.
+    rows_folded : int, default 0
+        Rows folded into their job (job steps, heterogeneous components).
+    skipped : collections.Counter
+        Rows skipped, by reason.
+    errors : list of LogError
+        Malformed rows skipped under ``errors="skip"``.
+    notes : collections.Counter
+        Other remarks, by kind.
+    """
 
     source: str
     format: str
@@ -80,9 +110,17 @@ class LogSummary:
 
     @property
     def rows_skipped(self) -> int:
+        """Rows skipped, all reasons together."""
         return sum(self.skipped.values())
 
     def to_dict(self) -> dict:
+        """Return the summary as plain JSON-ready values (the first 20 errors).
+
+        Returns
+        -------
+        dict
+            The counts, the skip reasons, the errors as text and the notes.
+        """
         return {"source": self.source, "format": self.format, "rows_read": self.rows_read,
                 "rows_used": self.rows_used, "rows_folded": self.rows_folded, "rows_skipped": self.rows_skipped,
                 "skipped": dict(self.skipped), "errors": [str(e) for e in self.errors[:20]],
@@ -100,18 +138,22 @@ class LogSummary:
 class JobLog:
     """A tidy job log.
 
-    Attributes
+    Parameters
     ----------
-    dataset : xarray.Dataset along dim ``job`` (one scheduler job attempt per
-        entry): ``job_id``, ``run_id``, ``n_gpus`` and ``n_nodes`` (-1 when the
-        log does not say), ``start``, ``end`` (datetime64, as logged; NaT when
-        the log has neither), ``runtime_h`` (from sacct's Elapsed where the log
-        has it, else end - start; see `read_log`),
-        ``state`` (canonical end state), ``cause``, ``infrastructure`` (bool),
-        ``nodelist`` (as logged, compressed), ``line`` (first source line).
-    node_lists : tuple of tuples of node names, one per job (empty when unknown)
-    summary : `LogSummary`
-    taxonomy : the `Taxonomy` that classified the end states
+    dataset : xarray.Dataset
+        Along dim ``job`` (one scheduler job attempt per entry): ``job_id``,
+        ``run_id``, ``n_gpus`` and ``n_nodes`` (-1 when the log does not say),
+        ``start``, ``end`` (datetime64, as logged; NaT when the log has neither),
+        ``runtime_h`` (from sacct's Elapsed where the log has it, else
+        end - start; see `read_log`), ``state`` (canonical end state), ``cause``,
+        ``infrastructure`` (bool), ``nodelist`` (as logged, compressed),
+        ``line`` (first source line).
+    node_lists : tuple of tuple of str
+        Node names, one tuple per job (empty when unknown).
+    summary : LogSummary
+        What happened to each row.
+    taxonomy : Taxonomy
+        The taxonomy that classified the end states.
     """
 
     dataset: xr.Dataset
@@ -124,6 +166,7 @@ class JobLog:
 
     @property
     def has_node_lists(self) -> bool:
+        """Whether the log gives any job's node list."""
         return any(self.node_lists)
 
 
@@ -131,7 +174,27 @@ class JobLog:
 
 
 def parse_time(text: str, line: int, field: str) -> float | None:
-    """Seconds since the epoch (naive times are UTC); None when missing."""
+    """Parse a log time as seconds since the epoch (naive times are UTC).
+
+    Parameters
+    ----------
+    text : str
+        The time as logged (ISO 8601, as sacct prints it).
+    line : int
+        The source line, for errors.
+    field : str
+        The column, for errors.
+
+    Returns
+    -------
+    float or None
+        Seconds since the epoch; None when missing.
+
+    Raises
+    ------
+    LogError
+        On a time that cannot be read ("bad time format").
+    """
     value = text.strip()
     if value.lower() in _MISSING:
         return None
@@ -149,17 +212,56 @@ def _iso_seconds(value: str) -> float:
 
 
 def parse_elapsed(text: str, line: int, field: str = "Elapsed") -> float | None:
-    """A Slurm duration as hours; None when missing (or Slurm's ``INVALID``).
+    """Parse a Slurm duration as hours.
 
     Accepts what sacct prints: ``D-HH:MM:SS``, ``HH:MM:SS``, ``MM:SS`` and
     ``MM:SS.mmm``, and Slurm's other input forms ``D-HH`` and ``D-HH:MM``.
+
+    Parameters
+    ----------
+    text : str
+        The duration as logged.
+    line : int
+        The source line, for errors.
+    field : str, default "Elapsed"
+        The column, for errors.
+
+    Returns
+    -------
+    float or None
+        Hours; None when missing (or Slurm's ``INVALID``).
+
+    Raises
+    ------
+    LogError
+        On a duration that cannot be read.
     """
     seconds = parse_duration_seconds(text, line, field)
     return None if seconds is None else seconds / 3600.0
 
 
 def parse_duration_seconds(text: str, line: int, field: str = "Elapsed") -> float | None:
-    """A Slurm duration in seconds (see `parse_elapsed`); None when missing or ``INVALID``."""
+    """Parse a Slurm duration in seconds (see `parse_elapsed`).
+
+    Parameters
+    ----------
+    text : str
+        The duration as logged.
+    line : int
+        The source line, for errors.
+    field : str, default "Elapsed"
+        The column, for errors.
+
+    Returns
+    -------
+    float or None
+        Seconds; None when missing or ``INVALID``.
+
+    Raises
+    ------
+    LogError
+        On a duration that cannot be read.
+    """
     value = text.strip()
     if value.lower() in _MISSING or value.upper() == "INVALID":  # sacct prints INVALID for a negative time
         return None
@@ -179,7 +281,27 @@ def parse_duration_seconds(text: str, line: int, field: str = "Elapsed") -> floa
 
 
 def parse_count(text: str, line: int, field: str) -> int | None:
-    """A non-negative integer; None when missing."""
+    """Parse a non-negative integer.
+
+    Parameters
+    ----------
+    text : str
+        The number as logged.
+    line : int
+        The source line, for errors.
+    field : str
+        The column, for errors.
+
+    Returns
+    -------
+    int or None
+        The count; None when missing.
+
+    Raises
+    ------
+    LogError
+        On anything but a non-negative integer ("bad number").
+    """
     value = text.strip()
     if value.lower() in _MISSING:
         return None
@@ -189,7 +311,25 @@ def parse_count(text: str, line: int, field: str) -> int | None:
 
 
 def expand_nodelist(text: str, line: int = 0) -> tuple[str, ...]:
-    """Expand a Slurm host list: ``node[001-004,007],gpu-a[1-2]`` -> node001 ... gpu-a2."""
+    """Expand a Slurm host list: ``node[001-004,007],gpu-a[1-2]`` -> node001 ... gpu-a2.
+
+    Parameters
+    ----------
+    text : str
+        The compressed host list.
+    line : int, default 0
+        The source line, for errors.
+
+    Returns
+    -------
+    tuple of str
+        The node names, in order.
+
+    Raises
+    ------
+    LogError
+        On a malformed list or one too long to expand.
+    """
     value = text.strip()
     if value.lower() in _MISSING or value.lower() == "none assigned":
         return ()
@@ -277,20 +417,30 @@ def read_log(path_or_text, format: str = "auto", *, taxonomy="meta-2024", errors
 
     Parameters
     ----------
-    path_or_text : a path (str or Path) to a log file, or the log's text itself
-        (a string with a newline, or one that names no file).
-    format : "auto" (sacct if the header has ``|`` and JobID, else CSV),
+    path_or_text : str or pathlib.Path
+        A path to a log file, or the log's text itself (a string with a
+        newline, or one that names no file).
+    format : {"auto", "sacct", "csv"}, default "auto"
+        "auto" (sacct if the header has ``|`` and JobID, else CSV),
         "sacct" (``sacct --parsable2`` or ``-p``: pipe-separated with a header;
         reportseff's ``^|^`` delimiter too) or "csv" (columns ``job_id``,
         ``n_gpus`` or ``n_nodes``, ``start``, ``end``, ``state``, optional
         ``cause`` and ``nodes``).
-    taxonomy : a `Taxonomy` or a preset name or path; classifies end states.
-    errors : "raise" (default): a malformed row raises `LogError`; "skip": it is
-        skipped and recorded in ``summary.errors`` and ``summary.skipped``.
+    taxonomy : Taxonomy or str, default "meta-2024"
+        A `Taxonomy` or a preset name or path; classifies end states.
+    errors : {"raise", "skip"}, default "raise"
+        "raise": a malformed row raises `LogError`; "skip": it is skipped and
+        recorded in ``summary.errors`` and ``summary.skipped``.
 
     Returns
     -------
     JobLog
+        The tidy log.
+
+    Raises
+    ------
+    LogError
+        On a malformed header, or a malformed row with ``errors="raise"``.
 
     Notes
     -----

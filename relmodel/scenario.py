@@ -44,7 +44,17 @@ _MAX_INTERVALS = 2.0**40  # work / checkpoint_interval beyond this is a unit mis
 
 
 class ScenarioError(ValueError):
-    """An invalid scenario parameter; `.parameter` names it."""
+    """An invalid scenario parameter; ``.parameter`` names it.
+
+    A `ValueError`, so callers that catch ValueError catch it too.
+
+    Parameters
+    ----------
+    parameter : str
+        The parameter at fault.
+    message : str
+        What is wrong with it.
+    """
 
     def __init__(self, parameter: str, message: str):
         super().__init__(f"{parameter}: {message}")
@@ -75,7 +85,27 @@ def _bound_text(x) -> str:
 
 
 def check_integer(name: str, value, low: int, high: int) -> int:
-    """`value` as an int in [low, high]: a Python or numpy integer, not a bool or a float."""
+    """Return `value` as an int in [low, high]: a Python or numpy integer, not a bool or a float.
+
+    Parameters
+    ----------
+    name : str
+        The parameter named in errors.
+    value : int
+        The value to check.
+    low, high : int
+        The inclusive bounds.
+
+    Returns
+    -------
+    int
+        The value as a Python int.
+
+    Raises
+    ------
+    ScenarioError
+        If `value` is not an integer or is out of bounds.
+    """
     value = _item(value)
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not low <= value <= high:
         raise ScenarioError(name, f"must be an integer in [{_bound_text(low)}, {_bound_text(high)}] "
@@ -84,7 +114,29 @@ def check_integer(name: str, value, low: int, high: int) -> int:
 
 
 def check_real(name: str, value, what: str = "a real number") -> float:
-    """`value` as a finite float (any real number type; not a bool, not a string); -0 becomes 0.0."""
+    """Return `value` as a finite float; -0 becomes 0.0.
+
+    Any real number type is read; not a bool, not a string.
+
+    Parameters
+    ----------
+    name : str
+        The parameter named in errors.
+    value : float
+        The value to check.
+    what : str, default "a real number"
+        What the error says was expected.
+
+    Returns
+    -------
+    float
+        The value as a Python float.
+
+    Raises
+    ------
+    ScenarioError
+        If `value` is not a finite real number.
+    """
     value = _item(value)
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise ScenarioError(name, f"must be {what} (got {short_repr(value)})")
@@ -98,14 +150,54 @@ def check_real(name: str, value, what: str = "a real number") -> float:
 
 
 def check_choice(name: str, value, choices: tuple):
-    """One of `choices` (strings), or a ScenarioError listing them."""
+    """Return `value` if it is one of `choices` (strings).
+
+    Parameters
+    ----------
+    name : str
+        The parameter named in errors.
+    value : str
+        The value to check.
+    choices : tuple of str
+        The allowed values.
+
+    Returns
+    -------
+    str
+        `value`.
+
+    Raises
+    ------
+    ScenarioError
+        If `value` is not one of `choices` (the message lists them).
+    """
     if not isinstance(value, str) or value not in choices:
         raise ScenarioError(name, f"must be one of {', '.join(map(repr, choices))} (got {short_repr(value)})")
     return value
 
 
 def check_flag(name: str, value) -> bool:
-    """True or False (a numpy bool too); "no" or 0 is refused rather than read as truthy."""
+    """Return `value` as a bool: True or False (a numpy bool too).
+
+    "no" or 0 is refused rather than read as truthy.
+
+    Parameters
+    ----------
+    name : str
+        The parameter named in errors.
+    value : bool
+        The value to check.
+
+    Returns
+    -------
+    bool
+        The flag.
+
+    Raises
+    ------
+    ScenarioError
+        If `value` is not a bool.
+    """
     value = _item(value)
     if not isinstance(value, bool):
         raise ScenarioError(name, f"must be True or False (got {short_repr(value)})")
@@ -113,7 +205,25 @@ def check_flag(name: str, value) -> bool:
 
 
 def check_levels(name: str, values) -> tuple[float, ...]:
-    """Distinct probability levels in [0, 1] (quantiles), as a tuple of floats."""
+    """Return distinct probability levels in [0, 1] (quantiles), as a tuple of floats.
+
+    Parameters
+    ----------
+    name : str
+        The parameter named in errors.
+    values : sequence of float
+        The levels.
+
+    Returns
+    -------
+    tuple of float
+        The levels.
+
+    Raises
+    ------
+    ScenarioError
+        If a level is outside [0, 1], repeated, or not a number.
+    """
     if not _is_axis(values):
         raise ScenarioError(name, f"must be a sequence of levels in [0, 1] (got {short_repr(values)})")
     levels = tuple(check_real(name, v, "a level in [0, 1]") for v in _axis_values(values))
@@ -126,8 +236,15 @@ def check_levels(name: str, values) -> tuple[float, ...]:
 
 
 def available_memory() -> int | None:
-    """Bytes of memory this process could still get (MemAvailable on Linux; else
-    the physical memory; None where neither is known)."""
+    """Return the bytes of memory this process could still get.
+
+    MemAvailable on Linux; else the physical memory.
+
+    Returns
+    -------
+    int or None
+        Bytes, or None where neither is known.
+    """
     try:
         with open("/proc/meminfo") as meminfo:
             for line in meminfo:
@@ -142,8 +259,24 @@ def available_memory() -> int | None:
 
 
 def check_memory(name: str, nbytes: float, what: str):
-    """Refuse up front, naming `name`, what would not fit in memory (rather than
-    run for an hour and die, or swap the machine to a halt)."""
+    """Refuse up front what would not fit in memory.
+
+    Rather than run for an hour and die, or swap the machine to a halt.
+
+    Parameters
+    ----------
+    name : str
+        The parameter named in the error (the one to lower).
+    nbytes : float
+        Bytes the operation needs.
+    what : str
+        What would need them, for the message.
+
+    Raises
+    ------
+    ScenarioError
+        If `nbytes` exceeds the memory available.
+    """
     free = available_memory()
     if free is not None and nbytes > free:
         raise ScenarioError(name, f"{what} need {_bytes_text(nbytes)} of memory; "
@@ -216,37 +349,57 @@ def _check_number(name: str, value, *, kind: str):
 class Scenario:
     """A training run's reliability parameters (durations in hours or with units).
 
+    Any field but `taxonomy` may be a sequence: the scenario is then a grid
+    (outer product).
+
     Parameters
     ----------
-    n_gpus : GPUs of the job; ``n_nodes = ceil(n_gpus / gpus_per_node)``.
-    failure_rate : failures per node-day of runtime (``r_f``; 6.5e-3 on the
+    n_gpus : int
+        GPUs of the job; ``n_nodes = ceil(n_gpus / gpus_per_node)``.
+    failure_rate : float
+        Failures per node-day of runtime (``r_f``; 6.5e-3 on the
         larger cluster of the Meta study).
-    checkpoint_interval : productive time between checkpoints.
-    work : productive time the job needs.
-    checkpoint_cost : blocking time of one checkpoint write.
-    restart_cost : initialisation after each interruption.
-    queue_wait : wait after each interruption before the restart (no failures
+    checkpoint_interval : float or str
+        Productive time between checkpoints.
+    work : float or str
+        Productive time the job needs.
+    checkpoint_cost : float or str, default 0.0
+        Blocking time of one checkpoint write.
+    restart_cost : float or str
+        Initialisation after each interruption.
+    queue_wait : float or str
+        Wait after each interruption before the restart (no failures
         while queued); fixed, or exponential with this mean.
-    gpus_per_node : GPUs per node (8).
-    weibull_shape : shape of Weibull inter-failure times with the same mean
-        (1 = exponential, the default).
-    lemon_fraction, lemon_rate_factor : a fraction of nodes fail this many times
-        as often as the rest; the cluster-average rate stays ``failure_rate``.
-    queue_wait_distribution : "fixed" or "exponential".
-    taxonomy : failure categories (`relmodel.failures.FailureCategory` items,
-        or a taxonomy object with `.categories`), not a sweep axis. Each failure
+    gpus_per_node : int, default 8
+        GPUs per node.
+    weibull_shape : float, default 1.0
+        Shape of Weibull inter-failure times with the same mean
+        (1 = exponential).
+    lemon_fraction : float, default 0.0
+        Fraction of nodes that are lemons.
+    lemon_rate_factor : float, default 1.0
+        How many times as often a lemon fails as the rest; the cluster-average
+        rate stays ``failure_rate``.
+    queue_wait_distribution : {"fixed", "exponential"}, default "fixed"
+        The law of the queue wait.
+    taxonomy : sequence of FailureCategory, optional
+        Failure categories (`relmodel.failures.FailureCategory` items,
+        or a taxonomy object with ``.categories``), not a sweep axis. Each failure
         draws its category by share, and the queue wait and restart after it
         are that category's; `restart_cost` and `queue_wait` then hold the
         share-weighted means (filled in; giving other values is an error).
-    failure_model : a model from `relmodel.failures` (`Exponential`, `Weibull`,
+    failure_model : object, optional
+        A model from `relmodel.failures` (`Exponential`, `Weibull`,
         `LemonMixture`, `TaxonomyMixture`) instead of the flat fields: it fills
         ``failure_rate``, ``weibull_shape``, ``lemon_*`` and ``taxonomy`` (a flat
         field given as well must agree with it) and is not kept, so the result
         equals the scenario written with flat fields. `to_failure_model()` gives
         it back.
 
-    Any field but `taxonomy` may be a sequence: the scenario is then a grid
-    (outer product).
+    Raises
+    ------
+    ScenarioError
+        If any field is invalid (the error names it).
     """
 
     n_gpus: int
@@ -331,9 +484,19 @@ class Scenario:
             object.__setattr__(self, name, mean)
 
     def to_failure_model(self):
-        """The failure model of a scalar scenario: `Exponential`, `Weibull`,
-        `LemonMixture` or `TaxonomyMixture` (lemons or Weibull times together
-        with a taxonomy have no single model object: ValueError)."""
+        """Return the failure model of a scalar scenario.
+
+        Returns
+        -------
+        Exponential, Weibull, LemonMixture or TaxonomyMixture
+            The model equivalent to the flat fields.
+
+        Raises
+        ------
+        ValueError
+            For lemons or Weibull times together with a taxonomy (no single model
+            object), or for a grid.
+        """
         from .failures import Exponential, LemonMixture, TaxonomyMixture, Weibull
 
         s = self._scalar()
@@ -354,7 +517,13 @@ class Scenario:
         return tuple(c.name for c in self.taxonomy or ())
 
     def category_coords(self) -> dict[str, tuple]:
-        """xarray coordinates along a `category` dim (empty without a taxonomy)."""
+        """Return xarray coordinates along a ``category`` dim (empty without a taxonomy).
+
+        Returns
+        -------
+        dict
+            Coordinate name to ``(dims, values)``.
+        """
         if self.taxonomy is None:
             return {}
         cats = self.taxonomy
@@ -374,31 +543,57 @@ class Scenario:
 
     @property
     def shape(self) -> tuple[int, ...]:
+        """Length of each sweep axis, in `dims` order."""
         return tuple(len(getattr(self, d)) for d in self.dims)
 
     @property
     def size(self) -> int:
+        """Number of grid points (1 for a scalar scenario)."""
         return math.prod(self.shape)
 
     @property
     def is_grid(self) -> bool:
+        """Whether any field is a sweep axis."""
         return bool(self.dims)
 
     def points(self) -> Iterator["Scenario"]:
-        """The scalar scenarios of the grid, in C order (the scenario index order)."""
+        """Iterate over the scalar scenarios of the grid, in C order (the scenario index order).
+
+        Yields
+        ------
+        Scenario
+            Each grid point.
+        """
         dims = self.dims
         for values in itertools.product(*(getattr(self, d) for d in dims)):
             yield dataclasses.replace(self, **dict(zip(dims, values)))
 
     def point(self, index) -> "Scenario":
-        """The scalar scenario at a grid index (a tuple over `dims`)."""
+        """Return the scalar scenario at a grid index.
+
+        Parameters
+        ----------
+        index : tuple of int
+            One index per entry of `dims`.
+
+        Returns
+        -------
+        Scenario
+            The scalar scenario.
+        """
         index = tuple(index)
         if len(index) != len(self.dims):
             raise IndexError(f"need {len(self.dims)} indices for dims {self.dims}, got {index}")
         return dataclasses.replace(self, **{d: getattr(self, d)[i] for d, i in zip(self.dims, index)})
 
     def columns(self) -> dict[str, np.ndarray]:
-        """Each field as a flat array over the grid points, in scenario index order."""
+        """Return each field as a flat array over the grid points, in scenario index order.
+
+        Returns
+        -------
+        dict of str to numpy.ndarray
+            One array per field.
+        """
         dims = self.dims
         grids = np.meshgrid(*(np.asarray(getattr(self, d)) for d in dims), indexing="ij")
         flat = {d: g.ravel() for d, g in zip(dims, grids)}
@@ -408,7 +603,13 @@ class Scenario:
         }
 
     def coords(self) -> dict[str, tuple]:
-        """xarray coordinates: sweep axes as dimension coordinates, the rest scalar."""
+        """Return xarray coordinates: sweep axes as dimension coordinates, the rest scalar.
+
+        Returns
+        -------
+        dict
+            Coordinate name to its value or ``(dim, values)``.
+        """
         out = {}
         for name, (units, _) in FIELDS.items():
             value = getattr(self, name)
@@ -418,8 +619,21 @@ class Scenario:
 
     @classmethod
     def from_dataset(cls, ds) -> "Scenario":
-        """The scenario (grid) behind a Dataset or DataArray from simulate, compare or a study:
-        its scenario coordinates, dimension coordinates becoming sweep axes."""
+        """Rebuild the scenario (grid) behind a Dataset or DataArray.
+
+        From `simulate`, `compare` or a study: its scenario coordinates, dimension
+        coordinates becoming sweep axes.
+
+        Parameters
+        ----------
+        ds : xarray.Dataset or xarray.DataArray
+            The labelled result.
+
+        Returns
+        -------
+        Scenario
+            The scenario or grid.
+        """
         fields = {}
         for name in FIELDS:
             if name not in ds.coords:
@@ -438,12 +652,27 @@ class Scenario:
         return cls(**fields)
 
     def sweep(self, **axes) -> "Scenario":
-        """A copy with some fields replaced (sequences make sweep axes).
+        """Return a copy with some fields replaced (sequences make sweep axes).
 
         With a taxonomy, a scalar `restart_cost` or `queue_wait` scales every
         category's value by one factor, so that their share-weighted mean
         becomes the value given (what halving the restart cost means there);
         a sequence of them is refused (no grid over categories).
+
+        Parameters
+        ----------
+        **axes
+            Scenario fields and their new values or sequences of values.
+
+        Returns
+        -------
+        Scenario
+            The new scenario or grid.
+
+        Raises
+        ------
+        ScenarioError
+            If a field is unknown or a value invalid.
         """
         if self.taxonomy is not None:
             axes = self._scale_taxonomy(axes)
@@ -473,6 +702,7 @@ class Scenario:
 
     @property
     def n_nodes(self) -> int:
+        """Nodes of the job, ``ceil(n_gpus / gpus_per_node)`` (a scalar scenario)."""
         s = self._scalar()
         return -(-s.n_gpus // s.gpus_per_node)
 
@@ -495,6 +725,7 @@ class Scenario:
 
     @property
     def failure_free_wall(self) -> float:
+        """Wall time without failures: work plus every checkpoint write, in hours."""
         n_full, _ = self.intervals
         return self.work + n_full * self.checkpoint_cost
 
@@ -527,11 +758,25 @@ def _item(value):
 
 
 def split_work(work, interval):
-    """floor(work / interval) full intervals and the remainder (arrays broadcast).
+    """Split work into floor(work / interval) full intervals and the remainder.
 
     An exact multiple stays one (relative tolerance 1e-9), so "7d" of work at
     "5min" intervals is 2016 full intervals and no remainder, not 2015 and a
-    sliver that floating point left over. Scalars in, (int, float) out.
+    sliver that floating point left over. Arrays broadcast.
+
+    Parameters
+    ----------
+    work : float or numpy.ndarray
+        Work in hours.
+    interval : float or numpy.ndarray
+        Checkpoint interval in hours.
+
+    Returns
+    -------
+    n_full : int or numpy.ndarray
+        Full intervals (each followed by a checkpoint).
+    rest : float or numpy.ndarray
+        The final partial interval in hours.
     """
     work, interval = np.broadcast_arrays(np.asarray(work, dtype=float), np.asarray(interval, dtype=float))
     n_full = np.floor(work / interval)
@@ -553,7 +798,23 @@ def split_work(work, interval):
 
 
 def as_scenario(value) -> Scenario:
-    """A Scenario, or a mapping of its fields (sequences make sweep axes)."""
+    """Return a Scenario from a Scenario or a mapping of its fields.
+
+    Parameters
+    ----------
+    value : Scenario or dict
+        A scenario, or its fields (sequences make sweep axes).
+
+    Returns
+    -------
+    Scenario
+        The scenario.
+
+    Raises
+    ------
+    ScenarioError
+        If the fields are invalid.
+    """
     if isinstance(value, Scenario):
         return value
     if isinstance(value, Mapping):

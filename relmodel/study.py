@@ -49,6 +49,27 @@ class StudyError(ValueError):
 
 @dataclasses.dataclass(frozen=True)
 class Study:
+    """A parsed study file: a scenario grid and how to simulate it.
+
+    Parameters
+    ----------
+    fixed : dict
+        Scenario fields that stay fixed (the ``[fixed]`` table).
+    sweep : dict
+        Scenario fields swept, each to a sequence of values (``[sweep]``).
+    n_jobs : int
+        Jobs simulated per grid point.
+    seed : int
+        Base seed of the simulation.
+    backend : {"numba", "cython"}, default "numba"
+        The timeline kernel.
+    max_failures : int, default 100000
+        Failures after which a job is stopped (counted in ``n_capped``).
+    chunk_points : int, optional
+        Grid points per chunk; None picks `default_chunk_points`.
+    outputs : tuple of str
+        The Dataset variables written to the store.
+    """
     fixed: dict
     sweep: dict  # field -> list of values (units resolved)
     n_jobs: int
@@ -60,10 +81,17 @@ class Study:
 
     @property
     def scenario(self) -> Scenario:
+        """The scenario grid: `fixed` and `sweep` together."""
         return Scenario(**self.fixed, **self.sweep)
 
     def identity(self) -> dict:
-        """What the results depend on (not chunking, scheduler or workers)."""
+        """Return what the results depend on (not chunking, scheduler or workers).
+
+        Returns
+        -------
+        dict
+            The fields that identify the study's results.
+        """
         sc = self.scenario
         taxonomy = {"taxonomy": [dataclasses.astuple(c) for c in sc.taxonomy]} if sc.taxonomy else {}
         return {
@@ -73,6 +101,13 @@ class Study:
         }
 
     def fingerprint(self) -> str:
+        """Return a short hash of `identity`, naming the results a store holds.
+
+        Returns
+        -------
+        str
+            16 hexadecimal digits.
+        """
         text = json.dumps(self.identity(), sort_keys=True, default=list)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -116,8 +151,31 @@ def _axis(field: str, spec) -> list:
 
 
 def parse_study(text: str, name: str = "study", folder: Path | None = None) -> Study:
-    """Read a study from TOML text; `name` (the file) prefixes every error.
-    A taxonomy file named in [fixed] is looked for beside the study (`folder`) first."""
+    """Read a study from TOML text.
+
+    A taxonomy file named in ``[fixed]`` is looked for beside the study
+    (`folder`) first.
+
+    Parameters
+    ----------
+    text : str
+        The TOML text.
+    name : str, default "study"
+        The file's name, prefixed to every error.
+    folder : pathlib.Path, optional
+        The study file's folder.
+
+    Returns
+    -------
+    Study
+        The study.
+
+    Raises
+    ------
+    StudyError
+        On invalid TOML, an unknown key or an invalid value (the message names
+        the key and its line).
+    """
     def fail(section, key, message):
         line = _line_of(text, section, key) if key else None
         where = f"{name} line {line}" if line else name
@@ -187,6 +245,23 @@ STUDY_FILE_BYTES = 2**20  # a study file is a few lines of TOML
 
 
 def load_study(path) -> Study:
+    """Read a study file.
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        The TOML study file.
+
+    Returns
+    -------
+    Study
+        The study.
+
+    Raises
+    ------
+    StudyError
+        If the file cannot be read or is not a valid study.
+    """
     from .taxonomy import read_small_text
 
     path = Path(path)
@@ -200,8 +275,22 @@ def load_study(path) -> Study:
 
 
 def chunk_shape(shape: tuple[int, ...], target_points: int) -> tuple[int, ...]:
-    """Chunk sizes over the sweep dims, about `target_points` grid points each:
-    whole trailing dims first, then as much of the next one as fits."""
+    """Return chunk sizes over the sweep dims, about `target_points` grid points each.
+
+    Whole trailing dims first, then as much of the next one as fits.
+
+    Parameters
+    ----------
+    shape : tuple of int
+        The grid's shape.
+    target_points : int
+        The aimed-for grid points per chunk.
+
+    Returns
+    -------
+    tuple of int
+        The chunk size along each dim.
+    """
     sizes, budget = [], max(1, target_points)
     for extent in reversed(shape):
         take = min(extent, budget)
@@ -211,5 +300,18 @@ def chunk_shape(shape: tuple[int, ...], target_points: int) -> tuple[int, ...]:
 
 
 def default_chunk_points(n_jobs: int) -> int:
-    """About four million jobs per chunk: seconds of work, fine-grained progress."""
+    """Return grid points per chunk for about four million jobs per chunk.
+
+    Seconds of work each, so progress is fine-grained.
+
+    Parameters
+    ----------
+    n_jobs : int
+        Jobs per grid point.
+
+    Returns
+    -------
+    int
+        Grid points per chunk (at least 1).
+    """
     return max(1, math.ceil(4_000_000 / n_jobs))

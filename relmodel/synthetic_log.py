@@ -37,12 +37,18 @@ CSV_HEADER = ("job_id", "n_gpus", "start", "end", "state", "cause", "nodes")
 class SyntheticLog:
     """The attempts of a synthetic cluster log, and the truth they were drawn from.
 
-    ``rows`` holds one entry per scheduler attempt (numpy arrays): ``job_id``,
-    ``n_gpus``, ``n_nodes``, ``start``, ``end`` (integer seconds since the epoch;
-    ``start`` is -1 for jobs cancelled before they started), ``state``,
-    ``cause``, ``first_node`` and ``stride`` (the allocation is the nodes
-    ``(first_node + stride * k) mod n_cluster_nodes`` for ``k < n_nodes``). ``truth`` records the parameters and the
-    number of infrastructure failures drawn.
+    Parameters
+    ----------
+    rows : dict of str to numpy.ndarray
+        One entry per scheduler attempt: ``job_id``, ``n_gpus``, ``n_nodes``,
+        ``start``, ``end`` (integer seconds since the epoch; ``start`` is -1
+        for jobs cancelled before they started), ``state``, ``cause``,
+        ``first_node`` and ``stride`` (the allocation is the nodes
+        ``(first_node + stride * k) mod n_cluster_nodes`` for ``k < n_nodes``).
+    truth : dict
+        The parameters and the number of infrastructure failures drawn.
+    n_cluster_nodes : int
+        Nodes in the cluster.
     """
 
     rows: dict
@@ -53,15 +59,49 @@ class SyntheticLog:
         return len(self.rows["job_id"])
 
     def node_indices(self, i: int) -> np.ndarray:
-        """Cluster node indices of attempt `i` (sorted)."""
+        """Return the cluster node indices of attempt `i` (sorted).
+
+        Parameters
+        ----------
+        i : int
+            The attempt.
+
+        Returns
+        -------
+        numpy.ndarray
+            The node indices.
+        """
         first, stride, count = (int(self.rows[k][i]) for k in ("first_node", "stride", "n_nodes"))
         return np.sort((first + stride * np.arange(count)) % self.n_cluster_nodes)
 
     def node_names(self, i: int) -> list[str]:
+        """Return the node names of attempt `i`.
+
+        Parameters
+        ----------
+        i : int
+            The attempt.
+
+        Returns
+        -------
+        list of str
+            The node names, sorted.
+        """
         return [_node_name(k) for k in self.node_indices(i)]
 
     def nodelist(self, i: int) -> str:
-        """The allocation in Slurm's compressed form, e.g. ``node[0010-0013,0020]``."""
+        """Return the allocation in Slurm's compressed form, e.g. ``node[0010-0013,0020]``.
+
+        Parameters
+        ----------
+        i : int
+            The attempt.
+
+        Returns
+        -------
+        str
+            The compressed host list.
+        """
         if self.rows["start"][i] < 0:
             return "None assigned"
         index = self.node_indices(i)
@@ -72,7 +112,18 @@ class SyntheticLog:
         return "node[" + ",".join(f"{a:04d}-{b:04d}" if b > a else f"{a:04d}" for a, b in spans) + "]"
 
     def to_csv(self, path: str | Path | None = None) -> str:
-        """The log as CSV (job_id, n_gpus, start, end, state, cause, nodes); written to `path` if given."""
+        """Return the log as CSV (job_id, n_gpus, start, end, state, cause, nodes).
+
+        Parameters
+        ----------
+        path : str or pathlib.Path, optional
+            Also write it to this file.
+
+        Returns
+        -------
+        str
+            The CSV text.
+        """
         out = io.StringIO()
         writer = csv.writer(out, lineterminator="\n")
         writer.writerow(CSV_HEADER)
@@ -85,7 +136,18 @@ class SyntheticLog:
         return _maybe_write(out.getvalue(), path)
 
     def to_sacct(self, path: str | Path | None = None) -> str:
-        """The log as ``sacct --parsable2`` output (with .batch/.extern/.0 steps); written to `path` if given."""
+        """Return the log as ``sacct --parsable2`` output (with .batch/.extern/.0 steps).
+
+        Parameters
+        ----------
+        path : str or pathlib.Path, optional
+            Also write it to this file.
+
+        Returns
+        -------
+        str
+            The sacct text.
+        """
         lines = ["|".join(SACCT_HEADER)]
         r = self.rows
         for i in range(len(self)):
@@ -107,6 +169,23 @@ class SyntheticLog:
         return _maybe_write("\n".join(lines) + "\n", path)
 
     def text(self, format: str = "csv") -> str:
+        """Return the log as text in `format`.
+
+        Parameters
+        ----------
+        format : {"csv", "sacct"}, default "csv"
+            The format.
+
+        Returns
+        -------
+        str
+            The log's text.
+
+        Raises
+        ------
+        ValueError
+            On another format.
+        """
         if format not in ("csv", "sacct"):
             raise ValueError(f"format: must be 'csv' or 'sacct' (got {format!r})")
         return self.to_csv() if format == "csv" else self.to_sacct()
@@ -123,27 +202,67 @@ def synthetic_log(n_jobs: int, *, failure_rate: float, seed: int = 0, n_nodes: i
 
     Parameters
     ----------
-    n_jobs : job runs (each may span several scheduler attempts).
-    failure_rate : infrastructure failures per node-day of runtime of an
-        ordinary node (lemon nodes fail `lemon_rate_factor` times as often).
-    seed : the log is a deterministic function of its arguments and `seed`
+    n_jobs : int
+        Job runs (each may span several scheduler attempts).
+    failure_rate : float
+        Infrastructure failures per node-day of runtime of an ordinary node
+        (lemon nodes fail `lemon_rate_factor` times as often).
+    seed : int, default 0
+        The log is a deterministic function of its arguments and `seed`
         (numpy ``Generator(Philox(seed))``).
-    n_nodes, gpus_per_node : the cluster.
-    weibull_shape : shape of the time to an infrastructure failure within an
-        attempt (1: exponential); the mean stays ``1 / (N r_f)``.
-    lemon_nodes, lemon_rate_factor : how many nodes fail more often, and how much.
-    size_decay : job sizes are ``2**i`` GPUs with weight ``2**(-size_decay i)``.
-    median_length, length_sigma : log-normal planned length of a run.
-    time_limit : per attempt; a run that hits it is resubmitted (TIMEOUT).
-    preemption_rate : preemptions per hour of an attempt.
-    user_failure_prob, oom_prob, cancel_prob : chance that an attempt ends in a
-        user failure, an out-of-memory kill, a cancellation (at a uniform time).
-    never_started_prob : runs cancelled while pending (no Start in the log).
-    array_prob : small jobs written as array tasks (``123_4``).
-    node_fail_share : infrastructure failures recorded as NODE_FAIL; the rest
-        are FAILED with a health-check cause naming a taxonomy category.
-    format, path : if `format` ("csv" or "sacct") is given, return the text
-        (and write it to `path` if given) instead of the `SyntheticLog`.
+    n_nodes : int, default 1024
+        Nodes in the cluster.
+    gpus_per_node : int, default 8
+        GPUs per node.
+    weibull_shape : float, default 1.0
+        Shape of the time to an infrastructure failure within an attempt
+        (1: exponential); the mean stays ``1 / (N r_f)``.
+    lemon_nodes : int, default 0
+        How many nodes fail more often.
+    lemon_rate_factor : float, default 30.0
+        How many times as often they fail.
+    size_decay : float, default 0.5
+        Job sizes are ``2**i`` GPUs with weight ``2**(-size_decay i)``.
+    max_gpus : int, optional
+        The largest job; the whole cluster when None.
+    median_length : float or str, default "4h"
+        Median of the log-normal planned length of a run.
+    length_sigma : float, default 1.2
+        Sigma of that log-normal.
+    time_limit : float or str, default "3d"
+        Per attempt; a run that hits it is resubmitted (TIMEOUT).
+    mean_arrival_gap : float or str, default "2min"
+        Mean time between run submissions (exponential gaps).
+    requeue_wait : float or str, default "20min"
+        Wait before a resubmitted attempt starts.
+    preemption_rate : float, default 0.005
+        Preemptions per hour of an attempt.
+    user_failure_prob : float, default 0.08
+        Chance that an attempt ends in a user failure (at a uniform time).
+    oom_prob : float, default 0.03
+        Chance that an attempt ends in an out-of-memory kill.
+    cancel_prob : float, default 0.05
+        Chance that an attempt is cancelled.
+    never_started_prob : float, default 0.01
+        Runs cancelled while pending (no Start in the log).
+    array_prob : float, default 0.1
+        Small jobs written as array tasks (``123_4``).
+    node_fail_share : float, default 0.6
+        Infrastructure failures recorded as NODE_FAIL; the rest are FAILED with
+        a health-check cause naming a taxonomy category.
+    max_attempts : int, default 6
+        Scheduler attempts a run may take at most.
+    taxonomy : str or Taxonomy, default "meta-2024"
+        The taxonomy whose end states and categories the log uses.
+    format : {"csv", "sacct"}, optional
+        If given, return the text in that format instead of the `SyntheticLog`.
+    path : str or pathlib.Path, optional
+        With `format`, also write the text to this file.
+
+    Returns
+    -------
+    SyntheticLog or str
+        The log, or its text when `format` is given.
     """
     if not (isinstance(n_jobs, (int, np.integer)) and n_jobs >= 1):
         raise ValueError(f"n_jobs: must be a positive integer (got {n_jobs!r})")

@@ -38,7 +38,19 @@ class TaxonomyError(ValueError):
 
 @dataclasses.dataclass(frozen=True)
 class EndState:
-    """A scheduler end state and whether it counts as an infrastructure failure."""
+    """A scheduler end state and whether it counts as an infrastructure failure.
+
+    Parameters
+    ----------
+    name : str
+        The state, e.g. ``"NODE_FAIL"``.
+    infrastructure : bool
+        Whether a job ending so is an infrastructure failure.
+    aliases : tuple of str, default ()
+        Other spellings that map to it.
+    description : str, default ""
+        What the state means.
+    """
 
     name: str
     infrastructure: bool
@@ -50,8 +62,21 @@ class EndState:
 class Category:
     """One kind of infrastructure failure.
 
-    ``share`` is its fraction of infrastructure failures (the shares of a
-    taxonomy sum to 1); ``restart_cost`` and ``queue_wait`` are hours.
+    Parameters
+    ----------
+    name : str
+        The category's name.
+    domain : str
+        Its failure domain (a key of `Taxonomy.domains`).
+    share : float
+        Its fraction of infrastructure failures (the shares of a taxonomy sum
+        to 1).
+    restart_cost : float
+        Restart after such a failure, in hours.
+    queue_wait : float
+        Queue wait before that restart, in hours.
+    description : str
+        What the category covers.
     """
 
     name: str
@@ -66,15 +91,25 @@ class Category:
 class Taxonomy:
     """A loaded taxonomy preset (immutable).
 
-    Attributes
+    Parameters
     ----------
-    name, version, description : str
-    end_states : mapping of state name -> `EndState` (read-only)
-    domains : mapping of domain name -> description (read-only)
-    categories : tuple of `Category`
-    failed_infrastructure_causes : words that make a FAILED job an
-        infrastructure failure when its cause contains one (category names count too)
-    source : the file it was read from
+    name : str
+        The taxonomy's name.
+    version : str
+        Its version.
+    description : str
+        What it describes.
+    end_states : mapping of str to EndState
+        State name to `EndState` (read-only).
+    domains : mapping of str to str
+        Domain name to description (read-only).
+    categories : tuple of Category
+        The failure categories.
+    failed_infrastructure_causes : tuple of str
+        Words that make a FAILED job an infrastructure failure when its cause
+        contains one (category names count too).
+    source : str
+        The file it was read from.
     """
 
     name: str
@@ -87,7 +122,18 @@ class Taxonomy:
     source: str
 
     def canonical_state(self, state: str) -> str | None:
-        """The end state a scheduler state (or its alias) maps to; None if unknown."""
+        """Return the end state a scheduler state (or its alias) maps to.
+
+        Parameters
+        ----------
+        state : str
+            The scheduler's state.
+
+        Returns
+        -------
+        str or None
+            The canonical state name; None if unknown.
+        """
         key = state.strip().upper()
         if key in self.end_states:
             return key
@@ -97,7 +143,20 @@ class Taxonomy:
         return None
 
     def is_infrastructure(self, state: str, cause: str = "") -> bool:
-        """Whether a job that ended in `state` with recorded `cause` is an infrastructure failure."""
+        """Tell whether a job that ended in `state` with recorded `cause` is an infrastructure failure.
+
+        Parameters
+        ----------
+        state : str
+            The job's end state.
+        cause : str, default ""
+            The recorded cause, if any.
+
+        Returns
+        -------
+        bool
+            True for an infrastructure failure.
+        """
         canonical = self.canonical_state(state)
         if canonical is None:
             return False
@@ -106,7 +165,20 @@ class Taxonomy:
         return canonical == "FAILED" and self.cause_is_infrastructure(cause)
 
     def cause_is_infrastructure(self, cause: str) -> bool:
-        """Whether a recorded cause names an infrastructure failure (a rule word or a category name)."""
+        """Tell whether a recorded cause names an infrastructure failure.
+
+        A rule word or a category name.
+
+        Parameters
+        ----------
+        cause : str
+            The recorded cause.
+
+        Returns
+        -------
+        bool
+            True if the cause names an infrastructure failure.
+        """
         words = set(re.split(r"[^a-z0-9_\-]+", (cause or "").lower()))
         words.discard("")
         return bool(words & self._cause_words)
@@ -117,6 +189,23 @@ class Taxonomy:
                                                                                  for c in self.categories}
 
     def category(self, name: str) -> Category:
+        """Return the category named `name`.
+
+        Parameters
+        ----------
+        name : str
+            The category's name.
+
+        Returns
+        -------
+        Category
+            The category.
+
+        Raises
+        ------
+        KeyError
+            If there is no such category.
+        """
         for cat in self.categories:
             if cat.name == name:
                 return cat
@@ -124,16 +213,33 @@ class Taxonomy:
 
     @property
     def shares(self) -> dict:
+        """Each category's share, by name."""
         return {c.name: c.share for c in self.categories}
 
 
 def presets() -> tuple[str, ...]:
-    """Names of the bundled presets."""
+    """Return the names of the bundled presets.
+
+    Returns
+    -------
+    tuple of str
+        The preset names.
+    """
     return tuple(sorted(p.stem for p in PRESETS.glob("*.toml")))
 
 
 def load(name_or_path: str | Path | Taxonomy = "meta-2024") -> Taxonomy:
     """Load a taxonomy: a bundled preset name (``"meta-2024"``, ``"slurm-default"``) or a TOML path.
+
+    Parameters
+    ----------
+    name_or_path : str, pathlib.Path or Taxonomy, default "meta-2024"
+        A preset name, a TOML file, or a taxonomy (returned as is).
+
+    Returns
+    -------
+    Taxonomy
+        The taxonomy.
 
     Raises
     ------
@@ -167,11 +273,30 @@ def load(name_or_path: str | Path | Taxonomy = "meta-2024") -> Taxonomy:
 
 
 def read_small_text(path, max_bytes: int) -> str:
-    """The UTF-8 text of a regular file of at most `max_bytes`, or ValueError saying why not.
+    """Return the UTF-8 text of a regular file of at most `max_bytes`.
 
     Checked with stat before it is opened: a device (/dev/zero), a FIFO or a
     terminal (/dev/stdin) would block or never end, and a huge file would fill
     memory. (A file that grows after the stat is cut off at max_bytes + 1 and refused.)
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        The file.
+    max_bytes : int
+        The largest size accepted.
+
+    Returns
+    -------
+    str
+        The file's text.
+
+    Raises
+    ------
+    ValueError
+        If the file is not a regular file, is too large or is not UTF-8 text.
+    OSError
+        If it cannot be read.
     """
     info = os.stat(path)
     if not stat.S_ISREG(info.st_mode):

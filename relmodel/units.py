@@ -19,21 +19,56 @@ UNIT_REQUIRED_HELP = "a number with a unit: s, min, h, d, w (e.g. 90s, 5min, 1.5
 
 
 def to_hours(value, name: str = "duration") -> float:
-    """Convert a duration to hours; `name` is the parameter named in errors.
+    """Convert a duration to hours.
 
     Finite and non-negative checks belong to the caller, which knows the bounds.
     -0 comes back as 0.0 (a "-0s" cost would print as "-0" and flip the sign of
     an infinity divided by it).
+
+    Parameters
+    ----------
+    value : float or str
+        Hours as a number, or a string with a unit: ``"90s"``, ``"5min"``,
+        ``"2h"``, ``"1.5d"``, ``"1w"``.
+    name : str, default "duration"
+        The parameter named in error messages.
+
+    Returns
+    -------
+    float
+        The duration in hours.
+
+    Raises
+    ------
+    ValueError
+        If `value` is neither a number nor a duration string.
     """
     return _to_hours(value, name, UNITS_HELP)
 
 
 def to_hours_with_unit(text, name: str = "duration") -> float:
-    """`to_hours` as the command line reads a duration: a non-zero number needs a unit.
+    """Convert a duration as the command line reads it: a non-zero number needs a unit.
 
     In the Python API a bare number is hours; typed as an option, "300" is far
     more often meant as seconds or minutes, and taking it for hours would be a
     silently wrong run. Zero needs no unit.
+
+    Parameters
+    ----------
+    text : str or float
+        The duration as typed, e.g. ``"300s"`` or ``"0"``.
+    name : str, default "duration"
+        The option named in error messages.
+
+    Returns
+    -------
+    float
+        The duration in hours.
+
+    Raises
+    ------
+    ValueError
+        If a non-zero number has no unit, or the text is not a duration.
     """
     if isinstance(text, str):
         number, unit = _split(text, name, UNIT_REQUIRED_HELP)
@@ -71,7 +106,22 @@ def _split(text: str, name: str, help_text: str) -> tuple[str, str]:
 
 
 def short_repr(value, limit: int = 60) -> str:
-    """repr(value) cut to `limit` characters: an error quotes what it got, not a megabyte of it."""
+    """Return ``repr(value)`` cut to `limit` characters.
+
+    An error message quotes what it got, not a megabyte of it.
+
+    Parameters
+    ----------
+    value : object
+        Any value.
+    limit : int, default 60
+        The longest text returned.
+
+    Returns
+    -------
+    str
+        The repr, shortened with an ellipsis when longer than `limit`.
+    """
     text = _digits(value) if isinstance(value, int) and not isinstance(value, bool) else repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
@@ -84,7 +134,18 @@ def _digits(value: int) -> str:
 
 
 def format_hours(hours: float) -> str:
-    """A short human form of a duration in hours: '45s', '5min', '2.5h', '14d'."""
+    """Format a duration in hours in a short human form: '45s', '5min', '2.5h', '14d'.
+
+    Parameters
+    ----------
+    hours : float
+        The duration in hours.
+
+    Returns
+    -------
+    str
+        The duration with the largest unit that reads well.
+    """
     if not math.isfinite(hours):
         return str(hours)
     for unit, size in (("d", 24.0), ("h", 1.0), ("min", 1 / 60), ("s", 1 / 3600)):

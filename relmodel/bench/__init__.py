@@ -53,7 +53,22 @@ SEED, REPEATS = 0, 3
 
 
 def best_of(call, repeats=REPEATS):
-    """(best seconds of `repeats` calls after one warm-up call, last result)."""
+    """Time a call: the best of `repeats` calls after one warm-up call.
+
+    Parameters
+    ----------
+    call : callable
+        Called with no arguments.
+    repeats : int, default REPEATS
+        Timed calls.
+
+    Returns
+    -------
+    seconds : float
+        The best time.
+    result : object
+        The last call's result.
+    """
     call()
     times = []
     for _ in range(repeats):
@@ -64,6 +79,18 @@ def best_of(call, repeats=REPEATS):
 
 
 def peak_memory_mb(call) -> float:
+    """Return the peak Python memory a call allocates, by tracemalloc.
+
+    Parameters
+    ----------
+    call : callable
+        Called once with no arguments.
+
+    Returns
+    -------
+    float
+        Peak traced memory in MiB.
+    """
     tracemalloc.start()
     try:
         call()
@@ -73,7 +100,22 @@ def peak_memory_mb(call) -> float:
 
 
 def ratio_estimate(productive, wall):
-    """Total productive / total wall and its delta-method standard error."""
+    """Return total productive / total wall and its delta-method standard error.
+
+    Parameters
+    ----------
+    productive : numpy.ndarray
+        Productive time per job.
+    wall : numpy.ndarray
+        Wall time per job.
+
+    Returns
+    -------
+    ettr : float
+        The ratio of totals.
+    se : float
+        Its standard error.
+    """
     n = len(wall)
     r = productive.sum() / wall.sum()
     resid = productive - r * wall
@@ -81,6 +123,24 @@ def ratio_estimate(productive, wall):
 
 
 def measure_relmodel(sc, n_jobs, backend, threads):
+    """Time relmodel's kernel on a scenario (``engine.run``, best of REPEATS).
+
+    Parameters
+    ----------
+    sc : Scenario
+        A scalar scenario.
+    n_jobs : int
+        Jobs simulated.
+    backend : {"numba", "cython"}
+        The kernel.
+    threads : int
+        Threads for the Numba kernel.
+
+    Returns
+    -------
+    dict
+        Seconds, jobs, failure events, ETTR and its standard error.
+    """
     from .. import engine
     from .._kernels.layout import S_FAILURES
 
@@ -95,6 +155,22 @@ def measure_relmodel(sc, n_jobs, backend, threads):
 
 
 def measure_peer(peer, sc, n_jobs):
+    """Time a peer implementation (`relmodel.bench.peers`) on a scenario, once.
+
+    Parameters
+    ----------
+    peer : callable
+        ``peer(sc, n_jobs, seed) -> (productive, wall, failures)``.
+    sc : Scenario
+        A scalar scenario.
+    n_jobs : int
+        Jobs simulated.
+
+    Returns
+    -------
+    dict
+        Seconds, jobs, failure events, ETTR and its standard error.
+    """
     seconds, (productive, wall, failures) = best_of(lambda: peer(sc, n_jobs, SEED), repeats=1)
     ettr, se = ratio_estimate(productive, wall)
     return dict(seconds=seconds, n_jobs=n_jobs, events=float(failures.sum()), ettr=ettr, ettr_se=se,
@@ -102,6 +178,20 @@ def measure_peer(peer, sc, n_jobs):
 
 
 def measure_limit(n_jobs, draws_per_job):
+    """Time the kernel's Philox generator drawing as many exponentials per job, on all threads.
+
+    Parameters
+    ----------
+    n_jobs : int
+        Jobs.
+    draws_per_job : int
+        Exponential variates per job.
+
+    Returns
+    -------
+    dict
+        Seconds, draws per job and draws per second.
+    """
     from .. import engine
     from .._kernels.layout import BLOCK_SIZE
     from .._kernels.rng_numba import exponential_draw_limit
@@ -120,7 +210,18 @@ print(time.perf_counter() - start)
 
 
 def first_result_seconds(backend) -> dict:
-    """Seconds from `import relmodel` to a first result in fresh processes: cold, then warm cache."""
+    """Time ``import relmodel`` to a first result in fresh processes: cold, then warm cache.
+
+    Parameters
+    ----------
+    backend : {"numba", "cython"}
+        The kernel.
+
+    Returns
+    -------
+    dict
+        ``cold_s`` and ``warm_s``.
+    """
     code = FIRST_RESULT.format(fields=SCENARIOS["small"][0], backend=backend)
     with tempfile.TemporaryDirectory(prefix="relmodel-bench-cache-") as cache:
         env = dict(os.environ, NUMBA_CACHE_DIR=cache)
@@ -130,6 +231,13 @@ def first_result_seconds(backend) -> dict:
 
 
 def machine() -> dict:
+    """Describe the machine: platform, CPU, Python and library versions, threads.
+
+    Returns
+    -------
+    dict
+        The description, for the report.
+    """
     import numba
 
     model = ""
@@ -142,7 +250,19 @@ def machine() -> dict:
 
 
 def check_agreement(results: dict):
-    """Every implementation agrees with relmodel's Numba run, or no speed is printed."""
+    """Check that every implementation agrees with relmodel's Numba run.
+
+    Parameters
+    ----------
+    results : dict
+        The measurements by scenario and implementation.
+
+    Raises
+    ------
+    SystemExit
+        If any disagrees beyond 4 combined standard errors, or the Cython run is
+        not bit-identical to the Numba run: no speed is printed.
+    """
     problems = []
     for scenario, runs in results.items():
         ref = runs["numba"]
@@ -158,7 +278,20 @@ def check_agreement(results: dict):
 
 
 def scaling_figures(directory, quick: bool) -> dict:
-    """Throughput against thread count, and cost per job against failures per job."""
+    """Draw throughput against thread count, and cost per job against failures per job.
+
+    Parameters
+    ----------
+    directory : str or pathlib.Path
+        Folder the figures are written into.
+    quick : bool
+        Fewer jobs and points.
+
+    Returns
+    -------
+    dict
+        The measured points behind the figures.
+    """
     import numba
     from matplotlib.figure import Figure
 
@@ -207,6 +340,22 @@ def scaling_figures(directory, quick: bool) -> dict:
 
 
 def run(quick: bool = False, json_path=None, figures=None) -> dict:
+    """Run the benchmark and print its table.
+
+    Parameters
+    ----------
+    quick : bool, default False
+        A tenth of the jobs.
+    json_path : str or pathlib.Path, optional
+        Also write the report as JSON here.
+    figures : str or pathlib.Path, optional
+        Also draw the scaling figures into this folder.
+
+    Returns
+    -------
+    dict
+        The report.
+    """
     from .peers import numpy_timelines, simpy_timelines
 
     info = machine()
@@ -284,6 +433,13 @@ def run(quick: bool = False, json_path=None, figures=None) -> dict:
 
 
 def main(argv=None):
+    """Run the benchmark from the command line (``python -m benches``).
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        Arguments; ``sys.argv[1:]`` when None.
+    """
     parser = argparse.ArgumentParser(prog="python -m benches", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a tenth of the jobs; under two minutes")
     parser.add_argument("--json", metavar="PATH", help="also write every figure, with machine information")

@@ -13,8 +13,29 @@ from ..scenario import Scenario
 
 
 def numpy_timelines(sc: Scenario, n_jobs: int, seed: int = 0):
-    """Vectorised over jobs; each failure draw skips every whole segment it
-    spans, so the loop runs once per failure round, not once per checkpoint."""
+    """Simulate job timelines with NumPy, vectorised over jobs.
+
+    Each failure draw skips every whole segment it spans, so the loop runs once
+    per failure round, not once per checkpoint.
+
+    Parameters
+    ----------
+    sc : Scenario
+        A scalar scenario.
+    n_jobs : int
+        Jobs simulated.
+    seed : int, default 0
+        Random seed.
+
+    Returns
+    -------
+    productive : numpy.ndarray
+        Productive time per job (h).
+    wall : numpy.ndarray
+        Wall time per job (h).
+    failures : numpy.ndarray
+        Failures per job.
+    """
     rng = np.random.default_rng(seed)
     mtbf = sc.mttf
     n_full, remainder = sc.intervals
@@ -51,7 +72,26 @@ def numpy_timelines(sc: Scenario, n_jobs: int, seed: int = 0):
 
 
 def simpy_timelines(sc: Scenario, n_jobs: int, seed: int = 0):
-    """A SimPy process per job, one timeout per segment, restart and queue step."""
+    """Simulate job timelines with SimPy: a process per job, one timeout per segment, restart and queue step.
+
+    Parameters
+    ----------
+    sc : Scenario
+        A scalar scenario.
+    n_jobs : int
+        Jobs simulated.
+    seed : int, default 0
+        Random seed.
+
+    Returns
+    -------
+    productive : numpy.ndarray
+        Productive time per job (h).
+    wall : numpy.ndarray
+        Wall time per job (h).
+    failures : numpy.ndarray
+        Failures per job.
+    """
     import simpy
 
     rng = np.random.default_rng(seed)

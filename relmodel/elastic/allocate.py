@@ -44,8 +44,27 @@ def check_choice(name: str, value, choices) -> str:
 
 @dataclasses.dataclass(frozen=True)
 class Allocation:
-    """GPUs, batch size and throughput of each job (in the order given), and
-    the objective's total `value`."""
+    """GPUs, batch size and throughput of each job (in the order given), and the objective's total.
+
+    Parameters
+    ----------
+    job_ids : tuple of str
+        The jobs, in the order given.
+    gpus : numpy.ndarray
+        GPUs allocated to each job.
+    batch : numpy.ndarray
+        Each job's global batch size.
+    throughput : numpy.ndarray
+        Each job's throughput (samples/s).
+    value : float
+        The objective's total.
+    policy : str
+        The policy used.
+    objective : str
+        The objective maximised.
+    n_gpus : int
+        GPUs in the cluster.
+    """
 
     job_ids: tuple[str, ...]
     gpus: np.ndarray
@@ -60,6 +79,14 @@ class Allocation:
         return len(self.job_ids)
 
     def to_dataset(self):
+        """Return the allocation as an xarray Dataset along ``job``.
+
+        Returns
+        -------
+        xarray.Dataset
+            ``gpus``, ``batch`` and ``throughput`` by job, with the policy, the
+            objective and its value in attrs.
+        """
         import xarray as xr
 
         from .. import __version__
@@ -94,16 +121,35 @@ def solve(options: Sequence[Options], capacity: int, objective: str) -> tuple[np
 
 
 def allocate(jobs: Sequence[Job], n_gpus: int, policy: str = "elastic", objective: str = "throughput") -> Allocation:
-    """The allocation of `n_gpus` GPUs to `jobs` that maximises the objective.
-
-    policy : "elastic" (each job's batch anywhere in its range) or
-        "fixed-batch" (each job keeps its submitted batch; GPUs still scale).
-    objective : "throughput" (total samples/s) or "speedup" (total of each
-        job's throughput over its throughput at its minimum allocation).
+    """Return the allocation of `n_gpus` GPUs to `jobs` that maximises the objective.
 
     Every job gets at least its minimum; GPUs may stay idle when no job gains
-    from them. Raises `JobError` for an invalid job and ValueError when the
-    jobs' minimums do not fit.
+    from them.
+
+    Parameters
+    ----------
+    jobs : sequence of Job
+        The jobs.
+    n_gpus : int
+        GPUs to allocate.
+    policy : {"elastic", "fixed-batch"}, default "elastic"
+        "elastic": each job's batch anywhere in its range; "fixed-batch": each
+        job keeps its submitted batch (GPUs still scale).
+    objective : {"throughput", "speedup"}, default "throughput"
+        "throughput": total samples/s; "speedup": total of each job's
+        throughput over its throughput at its minimum allocation.
+
+    Returns
+    -------
+    Allocation
+        The allocation.
+
+    Raises
+    ------
+    JobError
+        For an invalid job.
+    ValueError
+        When the jobs' minimums do not fit.
     """
     check_choice("policy", policy, POLICIES)
     check_choice("objective", objective, OBJECTIVES)

@@ -51,8 +51,36 @@ class UnfinishedJobsWarning(UserWarning):
 
 @dataclasses.dataclass
 class PolicyRun:
-    """What one policy did with one workload: per job, counters, the allocated
-    GPUs over time and the event log (time, event, job or node, GPUs, batch)."""
+    """What one policy did with one workload.
+
+    Per job, counters, the allocated GPUs over time and the event log (time,
+    event, job or node, GPUs, batch).
+
+    Parameters
+    ----------
+    policy : str
+        The policy.
+    outcome : numpy.ndarray
+        Each job's outcome (one of `OUTCOMES`).
+    submit : numpy.ndarray
+        Submission time of each job (h).
+    start : numpy.ndarray
+        Start time of each job (h).
+    end : numpy.ndarray
+        End time of each job (h).
+    rejected : list
+        Invalid jobs and why.
+    alloc_times : numpy.ndarray
+        Times at which the allocation changed (h).
+    alloc_gpus : numpy.ndarray
+        GPUs allocated from each of those times.
+    counters : dict
+        Event counts (failures, restarts, resizes, ...).
+    events : list
+        The event log.
+    end_time : float
+        When the simulation stopped (h).
+    """
 
     policy: str
     outcome: np.ndarray  # codes into OUTCOMES
@@ -68,6 +96,7 @@ class PolicyRun:
 
     @property
     def jct(self) -> np.ndarray:
+        """Job completion time of each job (end - submit, h); NaN where it did not finish."""
         return self.end - self.submit
 
 
@@ -347,6 +376,21 @@ def _finite(x) -> bool:
 
 
 def run_policy(jobs, policy: str, config: ClusterConfig) -> PolicyRun:
-    """Simulate `jobs` (a Workload or a sequence of Job) under one policy."""
+    """Simulate `jobs` under one policy.
+
+    Parameters
+    ----------
+    jobs : Workload or sequence of Job
+        The jobs.
+    policy : str
+        One of `POLICIES`.
+    config : ClusterConfig
+        The cluster and its rules.
+
+    Returns
+    -------
+    PolicyRun
+        What happened.
+    """
     check_choice("policy", policy, POLICIES)
     return _Simulation(tuple(jobs), policy, config).run()

@@ -19,17 +19,34 @@ UNPLACEABLE = ("drop", "queue")
 class ClusterConfig:
     """The cluster and its operating rules (durations in hours or with units).
 
-    n_gpus, gpus_per_node : cluster size; nodes are the unit of failure.
-    failure_rate : failures per node-day (0: none); `failures` instead lists
-        explicit (time h, node index) failures.
-    repair_time : a failed node is back after this long.
-    checkpoint_interval, checkpoint_cost, restart_cost : the timeline model's
-        parameters, for every job.
-    pause : the stop of a job whose GPUs or batch size change.
-    unplaceable : "drop" or "queue" a job that cannot be placed on arrival.
-    objective : the allocator's "throughput" or "speedup".
-    seed : seeds the failure process.
-    until : stop here (h); default: when every admitted job is done.
+    Parameters
+    ----------
+    n_gpus : int, default 64
+        GPUs in the cluster.
+    gpus_per_node : int, default 8
+        GPUs per node; nodes are the unit of failure.
+    failure_rate : float, default 0.0
+        Failures per node-day (0: none).
+    repair_time : float or str, default 2.0
+        A failed node is back after this long.
+    checkpoint_interval : float or str, default 1.0
+        The timeline model's checkpoint interval, for every job.
+    checkpoint_cost : float or str, default 1 min
+        Checkpoint write cost.
+    restart_cost : float or str, default 10 min
+        Restart cost.
+    pause : float or str, default 30 s
+        The stop of a job whose GPUs or batch size change.
+    unplaceable : {"drop", "queue"}, default "drop"
+        What happens to a job that cannot be placed on arrival.
+    objective : {"throughput", "speedup"}, default "throughput"
+        The allocator's objective.
+    seed : int, default 0
+        Seeds the failure process.
+    failures : tuple, optional
+        Explicit (time h, node index) failures instead of `failure_rate`.
+    until : float, optional
+        Stop here (h); when None, when every admitted job is done.
     """
 
     n_gpus: int = 64
@@ -77,13 +94,28 @@ class ClusterConfig:
 
     @property
     def n_nodes(self) -> int:
+        """Nodes in the cluster."""
         return node_sizes(self.n_gpus, self.gpus_per_node).size
 
     @classmethod
     def from_scenario(cls, scenario, **fields) -> "ClusterConfig":
-        """The timeline model's failure rate, GPUs per node, checkpoint interval
-        and cost, and restart cost, from a scalar `Scenario` (its job size and
-        work do not apply: the cluster's size is `n_gpus`)."""
+        """Build a config from a scalar `Scenario`'s timeline model.
+
+        Its failure rate, GPUs per node, checkpoint interval and cost, and restart
+        cost (its job size and work do not apply: the cluster's size is `n_gpus`).
+
+        Parameters
+        ----------
+        scenario : Scenario or dict
+            A scalar scenario.
+        **fields
+            Other `ClusterConfig` fields.
+
+        Returns
+        -------
+        ClusterConfig
+            The configuration.
+        """
         from ..scenario import as_scenario
 
         sc = as_scenario(scenario)

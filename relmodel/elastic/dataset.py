@@ -45,25 +45,33 @@ def simulate_cluster(workload, policies="all", *, config: ClusterConfig | None =
 
     Parameters
     ----------
-    workload : a `Workload` (synthetic or a trace) or a sequence of `Job`.
-    policies : "all" or a sequence of "elastic", "fixed-batch", "fifo".
-    time_bins : bins of the utilisation time series.
-    quantiles : job completion time quantiles.
-    return_runs : also return the per-policy `PolicyRun`s (event logs).
-    config : a `ClusterConfig` (e.g. `ClusterConfig.from_scenario(sc,
-        n_gpus=64)`), or instead
-    **fields : `ClusterConfig` fields: n_gpus (64), gpus_per_node (8),
+    workload : Workload or sequence of Job
+        A `Workload` (synthetic or a trace) or a sequence of `Job`.
+    policies : "all" or sequence of str, default "all"
+        "all" or a sequence of "elastic", "fixed-batch", "fifo".
+    config : ClusterConfig, optional
+        E.g. ``ClusterConfig.from_scenario(sc, n_gpus=64)``, or instead `fields`.
+    time_bins : int, default 96
+        Bins of the utilisation time series.
+    quantiles : sequence of float, default (0.5, 0.9, 0.99)
+        Job completion time quantiles.
+    return_runs : bool, default False
+        Also return the per-policy `PolicyRun` objects (event logs).
+    **fields
+        `ClusterConfig` fields: n_gpus (64), gpus_per_node (8),
         failure_rate (per node-day, 0), repair_time ("2h"), checkpoint_interval
         ("1h"), checkpoint_cost ("1min"), restart_cost ("10min"), pause
-        ("30s"), unplaceable ("drop" | "queue"), objective ("throughput" |
+        ("30s"), unplaceable ("drop" or "queue"), objective ("throughput" or
         "speedup"), seed (failures), failures (explicit), until.
 
     Returns
     -------
-    xarray.Dataset over `policy` (counts, completion times, GPU-hours lost to
-    failures), `policy` x `time` (utilisation), `policy` x `job` (per-job
-    outcome and completion time) and `rejected` (invalid jobs and why), with
-    the configuration and the workload's parameters in attrs.
+    xarray.Dataset
+        Over ``policy`` (counts, completion times, GPU-hours lost to
+        failures), ``policy`` x ``time`` (utilisation), ``policy`` x ``job``
+        (per-job outcome and completion time) and ``rejected`` (invalid jobs and
+        why), with the configuration and the workload's parameters in attrs.
+        With ``return_runs=True``, a tuple of it and a dict of `PolicyRun`.
     """
     if config is not None and fields:
         raise ValueError(f"config: give a ClusterConfig or its fields, not both (got {sorted(fields)})")
@@ -215,9 +223,23 @@ def _bin_means(times, values, end, edges) -> np.ndarray:
 
 
 def common_jct_mean(ds: xr.Dataset, policies=None) -> xr.DataArray:
-    """Mean completion time of each policy over the jobs that every one of
-    `policies` (default: all) completed: the like-for-like comparison, free of
-    the bias of a policy that drops the long jobs."""
+    """Return each policy's mean completion time over the jobs every one of `policies` completed.
+
+    The like-for-like comparison, free of the bias of a policy that drops the
+    long jobs.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        A result of `simulate_cluster`.
+    policies : sequence of str, optional
+        The policies compared; all when None.
+
+    Returns
+    -------
+    xarray.DataArray
+        Mean completion time (h) by policy.
+    """
     sub = ds.jct if policies is None else ds.jct.sel(policy=list(policies))
     common = np.isfinite(sub).all("policy")
     out = sub.where(common).mean("job")
@@ -226,7 +248,18 @@ def common_jct_mean(ds: xr.Dataset, policies=None) -> xr.DataArray:
 
 
 def summary(ds: xr.Dataset) -> dict:
-    """Per policy: the figures `relmodel cluster` prints (and its --json)."""
+    """Return, per policy, the figures ``relmodel cluster`` prints (and its ``--json``).
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        A result of `simulate_cluster`.
+
+    Returns
+    -------
+    dict
+        Policy name to a dict of figures.
+    """
     out = {}
     for policy in ds.policy.values.tolist():
         p = ds.sel(policy=policy)

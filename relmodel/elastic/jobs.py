@@ -24,7 +24,17 @@ from .throughput import as_model
 
 
 class JobError(ValueError):
-    """An invalid job; `.job_id` and `.field` say which and where."""
+    """An invalid job; ``.job_id`` and ``.field`` say which and where.
+
+    Parameters
+    ----------
+    job_id : str
+        The job.
+    field : str
+        The field at fault.
+    reason : str
+        What is wrong with it.
+    """
 
     def __init__(self, job_id: str, field: str, reason: str):
         super().__init__(f"job {job_id!r}: {field}: {reason}")
@@ -35,16 +45,30 @@ class JobError(ValueError):
 class Job:
     """A training job. Work in samples, times in hours, throughputs in samples/s.
 
-    model : a throughput model (`ParametricThroughput`, `ProfiledThroughput`)
-        or a name in `MODELS`.
-    work : samples to process (> 0).
-    batch, gpus : the submitted global batch and GPU count (b0 / gpus is the
-        local batch).
-    min_batch, max_batch : the batch-size range [B_lo, B_hi] (default: batch).
-    min_local_batch, max_local_batch : per-GPU batch bounds (default: 1 and
-        the model's memory bound).
-    min_gpus, max_gpus : GPU bounds (default: 1 and the cluster size).
-    submit_time : arrival time in hours.
+    Parameters
+    ----------
+    model : ParametricThroughput, ProfiledThroughput or str
+        A throughput model, or a name in `MODELS`.
+    work : float
+        Samples to process (> 0).
+    batch : int
+        The submitted global batch (``batch / gpus`` is the local batch).
+    gpus : int, default 1
+        The submitted GPU count.
+    min_batch, max_batch : int, optional
+        The batch-size range [B_lo, B_hi]; `batch` when None.
+    min_local_batch : int, default 1
+        Smallest per-GPU batch.
+    max_local_batch : int, optional
+        Largest per-GPU batch; the model's memory bound when None.
+    min_gpus : int, default 1
+        Fewest GPUs.
+    max_gpus : int, optional
+        Most GPUs; the cluster size when None.
+    submit_time : float, default 0.0
+        Arrival time in hours.
+    job_id : str, default ""
+        The job's name.
     """
 
     model: object
@@ -61,6 +85,20 @@ class Job:
     job_id: str = ""
 
     def with_batch_range(self, low: int, high: int) -> "Job":
+        """Return a copy of the job with the batch-size range [low, high].
+
+        Parameters
+        ----------
+        low : int
+            The smallest global batch, B_lo.
+        high : int
+            The largest global batch, B_hi.
+
+        Returns
+        -------
+        Job
+            The new job.
+        """
         return dataclasses.replace(self, min_batch=low, max_batch=high)
 
 
@@ -101,9 +139,26 @@ def _whole(job_id: str, field: str, value, *, minimum: int = 1) -> int:
 
 
 def check_job(job: Job, n_gpus: int) -> Bounds:
-    """The job's bounds on a cluster of `n_gpus` GPUs, or a `JobError` naming
-    the field: negative or zero work, B_lo > B_hi, a submitted batch or GPU
-    count outside its bounds, or no feasible GPU count."""
+    """Return the job's bounds on a cluster of `n_gpus` GPUs.
+
+    Parameters
+    ----------
+    job : Job
+        The job.
+    n_gpus : int
+        GPUs in the cluster.
+
+    Returns
+    -------
+    Bounds
+        The job's batch and GPU bounds.
+
+    Raises
+    ------
+    JobError
+        Naming the field: negative or zero work, B_lo > B_hi, a submitted batch
+        or GPU count outside its bounds, or no feasible GPU count.
+    """
     jid = str(job.job_id)
     try:
         model = as_model(job.model)
@@ -158,7 +213,27 @@ def feasible_gpus(bounds: Bounds, lo: int, hi: int) -> np.ndarray:
 
 
 def job_options(job: Job, n_gpus: int, fixed_batch: bool = False) -> Options:
-    """A job's feasible (g, best b, X) on a cluster of `n_gpus` (JobError if it is invalid)."""
+    """Return a job's feasible (g, best b, X) on a cluster of `n_gpus`.
+
+    Parameters
+    ----------
+    job : Job
+        The job.
+    n_gpus : int
+        GPUs in the cluster.
+    fixed_batch : bool, default False
+        Keep the submitted batch.
+
+    Returns
+    -------
+    Options
+        The feasible GPU counts with the best batch and throughput at each.
+
+    Raises
+    ------
+    JobError
+        If the job is invalid.
+    """
     return options_for(check_job(job, n_gpus), fixed_batch)
 
 

@@ -44,12 +44,27 @@ def _check_positive_int(name: str, value) -> int:
 
 @dataclasses.dataclass(frozen=True)
 class ParametricThroughput:
-    """X(g, b) = b / (t_fixed + t_sample b/g + t_log log2 g + t_ring 2(g-1)/g + t_hop (g-1)).
+    """Parametric throughput, X(g, b) = b / (t_fixed + t_sample b/g + t_log log2 g + t_ring 2(g-1)/g + t_hop (g-1)).
 
-    Coefficients in seconds (>= 0; t_fixed + t_sample > 0). `max_local_batch`
-    is the largest per-GPU batch that fits in memory; `batch_sizes` are the
-    global batch sizes jobs of this model are usually submitted with (used by
-    the synthetic workload generator).
+    Parameters
+    ----------
+    name : str
+        The model's name.
+    t_fixed : float
+        Fixed seconds per step (>= 0; t_fixed + t_sample > 0).
+    t_sample : float
+        Seconds per sample per GPU.
+    t_log : float, default 0.0
+        Seconds per step times log2 g.
+    t_ring : float, default 0.0
+        Seconds of a ring all-reduce, times 2(g-1)/g.
+    t_hop : float, default 0.0
+        Seconds per extra GPU.
+    max_local_batch : int, default 256
+        The largest per-GPU batch that fits in memory.
+    batch_sizes : tuple of int, default (64, 128, 256)
+        The global batch sizes jobs of this model are usually submitted with
+        (used by the synthetic workload generator).
     """
 
     name: str
@@ -77,25 +92,82 @@ class ParametricThroughput:
                            tuple(_check_positive_int("batch_sizes", b) for b in self.batch_sizes))
 
     def comm_time(self, gpus):
+        """Return the communication seconds per step on `gpus` GPUs (arrays broadcast).
+
+        The t_log, t_ring and t_hop terms of the step time.
+
+        Parameters
+        ----------
+        gpus : int or numpy.ndarray
+            GPU counts.
+
+        Returns
+        -------
+        float or numpy.ndarray
+            Seconds per step.
+        """
         g = np.asarray(gpus, dtype=float)
         return self.t_log * np.log2(g) + self.t_ring * 2.0 * (g - 1.0) / g + self.t_hop * (g - 1.0)
 
     def step_time(self, gpus, batch):
-        """Seconds per step on `gpus` GPUs at global batch `batch` (arrays broadcast)."""
+        """Return seconds per step on `gpus` GPUs at global batch `batch` (arrays broadcast).
+
+        Parameters
+        ----------
+        gpus : int or numpy.ndarray
+            GPU counts.
+        batch : int or numpy.ndarray
+            Global batch sizes.
+
+        Returns
+        -------
+        float or numpy.ndarray
+            Seconds per step.
+        """
         g = np.asarray(gpus, dtype=float)
         b = np.asarray(batch, dtype=float)
         return self.t_fixed + self.t_sample * (b / g) + self.comm_time(g)
 
     def throughput(self, gpus, batch):
-        """Samples per second (arrays broadcast)."""
+        """Return samples per second (arrays broadcast).
+
+        Parameters
+        ----------
+        gpus : int or numpy.ndarray
+            GPU counts.
+        batch : int or numpy.ndarray
+            Global batch sizes.
+
+        Returns
+        -------
+        float or numpy.ndarray
+            Samples per second.
+        """
         return np.asarray(batch, dtype=float) / self.step_time(gpus, batch)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)  # eq would compare arrays
 class ProfiledThroughput:
-    """Measured throughputs (samples/s) on a grid: `throughput[i, k]` at
-    `gpus[i]` GPUs and global batch `batch[k]`; NaN marks an unprofiled cell.
-    Interpolated linearly in (log2 g, log2 b); NaN outside the grid."""
+    """Measured throughputs (samples/s) on a grid of GPU counts and global batches.
+
+    Interpolated linearly in (log2 g, log2 b); NaN outside the grid.
+
+    Parameters
+    ----------
+    name : str
+        The model's name.
+    gpus : tuple of int
+        The profiled GPU counts.
+    batch : tuple of int
+        The profiled global batch sizes.
+    throughput_table : numpy.ndarray
+        ``throughput_table[i, k]`` at ``gpus[i]`` GPUs and batch ``batch[k]``;
+        NaN marks an unprofiled cell.
+    max_local_batch : int, optional
+        The largest per-GPU batch that fits in memory.
+    batch_sizes : tuple of int, default ()
+        Usual submitted global batch sizes.
+    """
 
     name: str
     gpus: tuple[int, ...]
@@ -132,8 +204,26 @@ class ProfiledThroughput:
 
     @classmethod
     def from_points(cls, name: str, gpus, batch, step_time, **kwargs) -> "ProfiledThroughput":
-        """A table from scattered profiled points (seconds per step); repeated
-        points are combined by their median."""
+        """Build a table from scattered profiled points; repeated points are combined by their median.
+
+        Parameters
+        ----------
+        name : str
+            The model's name.
+        gpus : array_like
+            GPU count of each point.
+        batch : array_like
+            Global batch of each point.
+        step_time : array_like
+            Seconds per step of each point.
+        **kwargs
+            Other `ProfiledThroughput` fields.
+
+        Returns
+        -------
+        ProfiledThroughput
+            The table.
+        """
         g = np.asarray(gpus, dtype=np.int64)
         b = np.asarray(batch, dtype=np.int64)
         t = np.asarray(step_time, dtype=float)
@@ -151,7 +241,20 @@ class ProfiledThroughput:
         return cls(name, tuple(g_axis.tolist()), tuple(b_axis.tolist()), table, **kwargs)
 
     def throughput(self, gpus, batch):
-        """Samples per second, interpolated (arrays broadcast); NaN off the profiled grid."""
+        """Return samples per second, interpolated (arrays broadcast).
+
+        Parameters
+        ----------
+        gpus : int or numpy.ndarray
+            GPU counts.
+        batch : int or numpy.ndarray
+            Global batch sizes.
+
+        Returns
+        -------
+        float or numpy.ndarray
+            Samples per second; NaN off the profiled grid.
+        """
         from scipy.interpolate import RegularGridInterpolator
 
         g, b = np.broadcast_arrays(np.asarray(gpus, dtype=float), np.asarray(batch, dtype=float))
@@ -173,8 +276,28 @@ class ProfiledThroughput:
 
 
 def fit_parametric(name: str, gpus, batch, step_time, **kwargs) -> ParametricThroughput:
-    """The parametric model nearest to profiled step times (seconds), by
-    non-negative least squares on the five terms of `ParametricThroughput`."""
+    """Fit the parametric model nearest to profiled step times.
+
+    By non-negative least squares on the five terms of `ParametricThroughput`.
+
+    Parameters
+    ----------
+    name : str
+        The model's name.
+    gpus : array_like
+        GPU count of each point.
+    batch : array_like
+        Global batch of each point.
+    step_time : array_like
+        Seconds per step of each point.
+    **kwargs
+        Other `ParametricThroughput` fields.
+
+    Returns
+    -------
+    ParametricThroughput
+        The fitted model.
+    """
     from scipy.optimize import nnls
 
     g = np.asarray(gpus, dtype=float)

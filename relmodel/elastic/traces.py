@@ -24,7 +24,19 @@ JOB_CSV_OPTIONAL = ("job_id", "gpus", "min_batch", "max_batch", "min_local_batch
 
 
 class TraceError(ValueError):
-    """A malformed trace row; the message names the file, the line and the column."""
+    """A malformed trace row; the message names the file, the line and the column.
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        The trace file.
+    line : int
+        The 1-based line.
+    column : str
+        The column at fault.
+    reason : str
+        What is wrong.
+    """
 
     def __init__(self, path, line: int, column: str, reason: str):
         super().__init__(f"{Path(path).name} line {line}: {column}: {reason}")
@@ -36,7 +48,25 @@ class TraceWarning(UserWarning):
 
 
 def read_trace(path, **kwargs) -> Workload:
-    """An ElasticFlow trace or a job CSV, told apart by the header."""
+    """Read an ElasticFlow trace or a job CSV, told apart by the header.
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        The trace file.
+    **kwargs
+        Passed to `read_elasticflow` or `read_job_csv`.
+
+    Returns
+    -------
+    Workload
+        The jobs.
+
+    Raises
+    ------
+    TraceError
+        On a malformed file.
+    """
     header = _header(Path(path))
     if "submit_time" in header:
         return read_job_csv(path, **kwargs)
@@ -48,21 +78,44 @@ def read_trace(path, **kwargs) -> Workload:
 
 def read_elasticflow(path, *, models: Mapping | None = None, batch_range_factor=(0.5, 2.0), window=None,
                      errors: str = "raise", time_origin="first") -> Workload:
-    """Jobs of an ElasticFlow trace CSV (job_id, submission_time (s), num_iteration,
-    model_name, deadline, batch_size, num_gpu, duration).
+    """Read the jobs of an ElasticFlow trace CSV.
 
-    Each job's throughput model is `models[model_name]` (default: `MODELS`),
-    its work num_iteration * batch_size samples, its batch range
-    `batch_range_factor` times batch_size. Times start at the first submission
-    (`time_origin="first"`) or at `time_origin` seconds; `window` keeps the
-    jobs submitted within that duration of the origin.
+    Columns job_id, submission_time (s), num_iteration, model_name, deadline,
+    batch_size, num_gpu, duration. Each job's throughput model is
+    ``models[model_name]``, its work num_iteration * batch_size samples, its batch
+    range `batch_range_factor` times batch_size.
 
     A malformed row (missing or extra fields, a value that is not a number,
     an unknown model) raises `TraceError` naming the file, line and column, or
-    with errors="skip" is left out (a `TraceWarning` says how many, and
-    attrs["skipped_lines"] which). Values that parse but make an invalid job
+    with ``errors="skip"`` is left out (a `TraceWarning` says how many, and
+    ``attrs["skipped_lines"]`` which). Values that parse but make an invalid job
     (no iterations, a batch that fits no GPU count) are kept: the simulator
     rejects those at submission.
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        The trace file.
+    models : mapping, optional
+        Model name to throughput model; `MODELS` when None.
+    batch_range_factor : tuple of float, default (0.5, 2.0)
+        The batch range as factors of the submitted batch.
+    window : float or str, optional
+        Keep the jobs submitted within this duration of the origin.
+    errors : {"raise", "skip"}, default "raise"
+        What a malformed row does.
+    time_origin : "first" or float, default "first"
+        Times start at the first submission, or at this many seconds.
+
+    Returns
+    -------
+    Workload
+        The jobs.
+
+    Raises
+    ------
+    TraceError
+        On a malformed row with ``errors="raise"``.
     """
     path = Path(path)
     models = dict(MODELS if models is None else models)
@@ -93,12 +146,36 @@ def read_elasticflow(path, *, models: Mapping | None = None, batch_range_factor=
 
 def read_job_csv(path, *, models: Mapping | None = None, batch_range_factor=(0.5, 2.0), window=None,
                  errors: str = "raise") -> Workload:
-    """Jobs of a CSV with the job model's fields: submit_time (hours, or with a
-    unit: "90min"), model (a name in `models`), work (samples), batch; and
-    optionally job_id, gpus (1), min_batch and max_batch (default:
-    `batch_range_factor` times batch), min_local_batch, max_local_batch,
-    min_gpus, max_gpus (empty cells take the defaults). Errors as in
-    `read_elasticflow`."""
+    """Read the jobs of a CSV with the job model's fields.
+
+    Columns submit_time (hours, or with a unit: "90min"), model (a name in
+    `models`), work (samples), batch; and optionally job_id, gpus (1), min_batch
+    and max_batch (default: `batch_range_factor` times batch), min_local_batch,
+    max_local_batch, min_gpus, max_gpus (empty cells take the defaults).
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        The CSV file.
+    models : mapping, optional
+        Model name to throughput model; `MODELS` when None.
+    batch_range_factor : tuple of float, default (0.5, 2.0)
+        The default batch range as factors of the batch.
+    window : float or str, optional
+        Keep the jobs submitted within this duration of the first.
+    errors : {"raise", "skip"}, default "raise"
+        As in `read_elasticflow`.
+
+    Returns
+    -------
+    Workload
+        The jobs.
+
+    Raises
+    ------
+    TraceError
+        On a malformed row with ``errors="raise"``.
+    """
     path = Path(path)
     models = dict(MODELS if models is None else models)
     factors = _check_factors(batch_range_factor)

@@ -26,8 +26,16 @@ STREAM_JOBS = 2
 
 @dataclasses.dataclass(frozen=True)
 class Workload:
-    """Jobs in submission order, and the parameters that made them (`attrs`,
-    copied into the simulation Dataset with a `workload_` prefix)."""
+    """Jobs in submission order, and the parameters that made them.
+
+    Parameters
+    ----------
+    jobs : tuple of Job
+        The jobs, in submission order.
+    attrs : dict
+        The parameters, copied into the simulation Dataset with a
+        ``workload_`` prefix.
+    """
 
     jobs: tuple[Job, ...]
     attrs: dict
@@ -90,18 +98,44 @@ def synthetic_workload(arrival_rate, duration, seed: int = 0, *, model_mix: Mapp
                        gpu_weights: Sequence[float] = (0.55, 0.1, 0.15, 0.15, 0.05),
                        job_duration=("10min", "8h"), batch_range_factor=(0.5, 2.0),
                        batch_scaling: str = "global", models: Mapping | None = None) -> Workload:
-    """Poisson arrivals at `arrival_rate` jobs per hour over `duration`.
+    """Draw Poisson arrivals at `arrival_rate` jobs per hour over `duration`.
 
-    Each job draws a model from `model_mix` (weights; default: every model of
-    `models`, equally), a size among the model's `batch_sizes`, a GPU count
-    from `gpu_choices` (by `gpu_weights`), and a run time at that size,
-    log-uniform in `job_duration`; its work is that run time times its
-    throughput there. With batch_scaling="global" (as in the ElasticFlow
-    traces) the size is the global batch, whatever the GPU count (GPU counts
-    that do not give a whole local batch within the memory bound are left
-    out); with "per-gpu" it is the local batch, so the global batch grows
-    with the GPUs asked for. The batch range is `batch_range_factor` times
-    the submitted batch.
+    Each job draws a model from `model_mix`, a size among the model's
+    ``batch_sizes``, a GPU count from `gpu_choices` (by `gpu_weights`), and a run
+    time at that size, log-uniform in `job_duration`; its work is that run time
+    times its throughput there. With ``batch_scaling="global"`` (as in the
+    ElasticFlow traces) the size is the global batch, whatever the GPU count (GPU
+    counts that do not give a whole local batch within the memory bound are left
+    out); with "per-gpu" it is the local batch, so the global batch grows with
+    the GPUs asked for.
+
+    Parameters
+    ----------
+    arrival_rate : float
+        Jobs per hour.
+    duration : float or str
+        The arrival window.
+    seed : int, default 0
+        Random seed.
+    model_mix : mapping of str to float, optional
+        Model weights; every model of `models`, equally, when None.
+    gpu_choices : sequence of int, default (1, 2, 4, 8, 16)
+        GPU counts asked for.
+    gpu_weights : sequence of float, default (0.55, 0.1, 0.15, 0.15, 0.05)
+        Their weights.
+    job_duration : tuple, default ("10min", "8h")
+        Range of the log-uniform run time at the submitted size.
+    batch_range_factor : tuple of float, default (0.5, 2.0)
+        The batch range as factors of the submitted batch.
+    batch_scaling : {"global", "per-gpu"}, default "global"
+        Whether the drawn size is the global or the local batch.
+    models : mapping, optional
+        Model name to throughput model; `MODELS` when None.
+
+    Returns
+    -------
+    Workload
+        The jobs.
     """
     from .._kernels.allocate import stream_uniforms
 

@@ -1,6 +1,8 @@
 """Pipeline training under failures: an exact schedule simulator, ReCycle's
 adaptive pipelining and its baselines, and throughput over a run.
 
+For example::
+
     import relmodel as rm
     rm.pipeline.iteration_time(stages=4, replicas=4, microbatches=8, fwd=1.0, bwd_input=1.0,
                                bwd_weight=1.0, strategy="recycle", failed={0: 1})   # 33.0

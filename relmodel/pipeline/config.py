@@ -38,7 +38,15 @@ OPTIMIZERS = ("barrier", "staggered")
 
 
 class PipelineError(ValueError):
-    """An invalid pipeline parameter; `.parameter` names it."""
+    """An invalid pipeline parameter; ``.parameter`` names it.
+
+    Parameters
+    ----------
+    parameter : str
+        The parameter at fault.
+    message : str
+        What is wrong with it.
+    """
 
     def __init__(self, parameter: str, message: str):
         super().__init__(f"{parameter}: {message}")
@@ -105,18 +113,42 @@ def stage_times(name: str, value, p: int) -> tuple[float, ...]:
 
 @dataclasses.dataclass(frozen=True)
 class PipelineConfig:
-    """d replicas x p stages, m micro-batches per replica per iteration, and the schedule.
+    """A pipeline: d replicas x p stages, m micro-batches per replica per iteration, and the schedule.
 
-    fwd, bwd_input, bwd_weight : per-stage times of F, B (input gradient) and
-        W (weight gradient) of one micro-batch; a number applies to every stage.
-    order : "1f1b" or "zb-h1" (defers W passes; needs a decoupled backward).
-    backward : "fused" (B and W as one task) or "decoupled".
-    optimizer : "barrier" (every stage steps together) or "staggered" (each
-        stage steps once its own weight gradients are all-reduced).
-    p2p_delay : activation/gradient transfer between adjacent stages.
-    reroute_delay : the same between different replicas (re-routed
-        micro-batches); default p2p_delay.
-    optimizer_time : all-reduce plus optimizer step per iteration.
+    Parameters
+    ----------
+    stages : int
+        Pipeline stages p.
+    replicas : int
+        Data-parallel replicas d.
+    microbatches : int
+        Micro-batches m per replica per iteration.
+    fwd : float or sequence of float, default 1.0
+        Per-stage time of F (forward) of one micro-batch; a number applies to
+        every stage.
+    bwd_input : float or sequence of float, default 1.0
+        Per-stage time of B (input gradient).
+    bwd_weight : float or sequence of float, default 1.0
+        Per-stage time of W (weight gradient).
+    order : {"1f1b", "zb-h1"}, default "1f1b"
+        The schedule order ("zb-h1" defers W passes; needs a decoupled backward).
+    backward : {"fused", "decoupled"}, default "fused"
+        "fused": B and W as one task.
+    optimizer : {"barrier", "staggered"}, default "barrier"
+        "barrier": every stage steps together; "staggered": each stage steps
+        once its own weight gradients are all-reduced.
+    p2p_delay : float, default 0.0
+        Activation/gradient transfer between adjacent stages.
+    reroute_delay : float, optional
+        The same between different replicas (re-routed micro-batches);
+        `p2p_delay` when None.
+    optimizer_time : float, default 0.0
+        All-reduce plus optimizer step per iteration.
+
+    Raises
+    ------
+    PipelineError
+        If a parameter is invalid (the error names it).
     """
 
     stages: int
@@ -163,18 +195,32 @@ class PipelineConfig:
 
     @property
     def stage_time(self) -> np.ndarray:
-        """t_s = F_s + B_s + W_s: one micro-batch's work at each stage."""
+        """One micro-batch's work at each stage, t_s = F_s + B_s + W_s."""
         return self.times.sum(axis=0)
 
     @property
     def uniform(self) -> bool:
+        """Whether every stage has the same F, B and W times."""
         return bool(np.all(self.times == self.times[:, :1]))
 
     @property
     def n_workers(self) -> int:
+        """Workers in all, d p."""
         return self.replicas * self.stages
 
     def replace(self, **changes) -> "PipelineConfig":
+        """Return a copy with some fields changed.
+
+        Parameters
+        ----------
+        **changes
+            Fields and their new values.
+
+        Returns
+        -------
+        PipelineConfig
+            The new configuration (validated).
+        """
         return dataclasses.replace(self, **changes)
 
 
@@ -234,12 +280,30 @@ def check_clock(cfg: "PipelineConfig", n_iterations: int = SIMULATED_ITERATIONS)
 
 
 def failed_workers(failed, replicas: int, stages: int) -> np.ndarray:
-    """A boolean (replicas, stages) mask of failed workers.
+    """Return a boolean (replicas, stages) mask of failed workers.
 
-    `failed` is a mapping {stage: number of failed workers at that stage},
-    placed on distinct replicas as far as possible (stages in order, replicas
-    taken round-robin: independent failures rarely share a replica), or an
-    iterable of (replica, stage) pairs; None or {} for none.
+    Parameters
+    ----------
+    failed : dict, iterable of tuple or None
+        A mapping {stage: number of failed workers at that stage}, placed on
+        distinct replicas as far as possible (stages in order, replicas taken
+        round-robin: independent failures rarely share a replica), or an
+        iterable of (replica, stage) pairs; None or {} for none.
+    replicas : int
+        Replicas d.
+    stages : int
+        Stages p.
+
+    Returns
+    -------
+    numpy.ndarray
+        The (d, p) mask, True where a worker failed.
+
+    Raises
+    ------
+    PipelineError
+        If a stage or replica is out of range, or a stage has more failures
+        than replicas.
     """
     mask = np.zeros((replicas, stages), dtype=bool)
     if failed is None:
@@ -285,11 +349,25 @@ def _check_stage(stage, stages: int) -> int:
 
 
 def spread_failures(n: int, replicas: int, stages: int) -> np.ndarray:
-    """A canonical set of n failed workers, spread over replicas and stages.
+    """Return a canonical set of n failed workers, spread over replicas and stages.
 
     Failure i sits on replica i mod d and stage (r * g + i // d) mod p with
     g = max(1, p // min(n, d)): distinct workers, distinct replicas while
     n <= d, and stages spaced out (so no two at one stage while n <= p and d).
+
+    Parameters
+    ----------
+    n : int
+        Failed workers.
+    replicas : int
+        Replicas d.
+    stages : int
+        Stages p.
+
+    Returns
+    -------
+    numpy.ndarray
+        The (d, p) boolean mask.
     """
     n = check_count("n_failures", n, low=0)
     if n > replicas * stages:

@@ -87,8 +87,7 @@ def frozen(schedule: Schedule) -> Schedule:
 def recycle_schedule(cfg: PipelineConfig, mask: np.ndarray, *, decoupled: bool = True, staggered: bool = True,
                      plans=PLANS, fallback: bool = True, n_iterations: int = N_ITERATIONS,
                      n_measured: int = N_MEASURED) -> Schedule | None:
-    """ReCycle's schedule for the failed workers in `mask` (d, p), or None (zero
-    throughput) when every replica of some stage failed.
+    """Return ReCycle's schedule for the failed workers in `mask`.
 
     With no failure ReCycle runs the fault-free schedule of `cfg`. Otherwise
     the planner keeps the fastest of the re-routing `plans` and, with
@@ -97,6 +96,31 @@ def recycle_schedule(cfg: PipelineConfig, mask: np.ndarray, *, decoupled: bool =
     kind). The period is never below the fault-free period (the survivors'
     tasks keep their slots) nor the busiest survivor's work: a shorter measured
     period is a transient that the simulated iterations did not outlast.
+
+    Parameters
+    ----------
+    cfg : PipelineConfig
+        The pipeline.
+    mask : numpy.ndarray
+        (d, p) boolean mask of failed workers.
+    decoupled : bool, default True
+        Use ReCycle's decoupled backward.
+    staggered : bool, default True
+        Use ReCycle's staggered optimizer step.
+    plans : tuple of str, default PLANS
+        The re-routing plans tried.
+    fallback : bool, default True
+        Also try leaving the broken replicas out.
+    n_iterations : int, default N_ITERATIONS
+        Iterations simulated.
+    n_measured : int, default N_MEASURED
+        Trailing iterations over which the period is measured.
+
+    Returns
+    -------
+    Schedule or None
+        The schedule, or None (zero throughput) when every replica of some
+        stage failed.
     """
     n_iterations, n_measured = check_iterations(cfg, n_iterations, n_measured)
     reference = _reference(cfg, n_iterations, n_measured)

@@ -68,18 +68,35 @@ def duration_hours(value, name: str) -> float:
 class RunModel:
     """Failures, repairs and event costs of a run (durations in hours or with units).
 
-    duration : length of a Monte Carlo run ["14d"].
-    failure_rate : failures per node-day of runtime [6.5e-3, the Meta study's larger cluster].
-    nodes_per_worker : nodes one worker (one stage of one replica) spans [1].
-    lemon_fraction, lemon_rate_factor : a fraction of nodes fail this many times as often
-        (the average rate stays `failure_rate`) [0, 1].
-    repair_time : until a failed node is back as an idle node ["4h"], "fixed" or "exponential".
-    swap_time : an idle node taking a failed worker's place ["5min"].
-    detection_time : noticing a failure ["30s"].
-    reconfig_time : re-forming pipelines (Oobleck, drop-pipeline, Bamboo re-joins) ["1min"].
-    restart_cost : a checkpoint-restart ["10min"].
-    checkpoint_interval : wall time between checkpoints ["1h"].
-    time_unit : the unit of the schedule's task times ["1s"; "1ms" works too].
+    Parameters
+    ----------
+    duration : float or str, default "14d"
+        Length of a Monte Carlo run.
+    failure_rate : float, default 6.5e-3
+        Failures per node-day of runtime (the Meta study's larger cluster).
+    nodes_per_worker : float, default 1.0
+        Nodes one worker (one stage of one replica) spans.
+    lemon_fraction : float, default 0.0
+        A fraction of nodes that fail `lemon_rate_factor` times as often (the
+        average rate stays `failure_rate`).
+    lemon_rate_factor : float, default 1.0
+        How many times as often a lemon fails.
+    repair_time : float or str, default "4h"
+        Until a failed node is back as an idle node.
+    repair_distribution : {"fixed", "exponential"}, default "fixed"
+        The law of the repair time.
+    swap_time : float or str, default "5min"
+        An idle node taking a failed worker's place.
+    detection_time : float or str, default "30s"
+        Noticing a failure.
+    reconfig_time : float or str, default "1min"
+        Re-forming pipelines (Oobleck, drop-pipeline, Bamboo re-joins).
+    restart_cost : float or str, default "10min"
+        A checkpoint-restart.
+    checkpoint_interval : float or str, default "1h"
+        Wall time between checkpoints.
+    time_unit : float or str, default "1s"
+        The unit of the schedule's task times ("1ms" works too).
     """
 
     duration: float = "14d"
@@ -126,12 +143,30 @@ class RunModel:
 
     @classmethod
     def from_scenario(cls, scenario, nodes_per_worker: float | None = None, **changes) -> "RunModel":
-        """The run model of a timeline `relmodel.Scenario` (one point, not a grid):
-        its failure rate, lemon mixture, checkpoint interval and restart cost
-        (queue wait included: a restart waits for it). `nodes_per_worker`
-        defaults to 1; `changes` override any field (e.g. duration, repair_time).
+        """Build the run model of a timeline `relmodel.Scenario` (one point, not a grid).
 
-        Only exponential failures carry over (a Weibull shape is refused).
+        Its failure rate, lemon mixture, checkpoint interval and restart cost
+        (queue wait included: a restart waits for it). Only exponential failures
+        carry over (a Weibull shape is refused).
+
+        Parameters
+        ----------
+        scenario : Scenario or dict
+            A scalar scenario.
+        nodes_per_worker : float, optional
+            Nodes per worker; 1 when None.
+        **changes
+            Override any field (e.g. duration, repair_time).
+
+        Returns
+        -------
+        RunModel
+            The run model.
+
+        Raises
+        ------
+        PipelineError
+            For a grid or a Weibull scenario.
         """
         if scenario.dims:
             raise PipelineError("scenario", f"pass one scenario, not a grid over {', '.join(scenario.dims)}")

@@ -29,7 +29,25 @@ class DeadlockError(RuntimeError):
 
 @dataclass(frozen=True)
 class Schedule:
-    """Start and end times of every task, and the steady state they reach."""
+    """Start and end times of every task, and the steady state they reach.
+
+    Parameters
+    ----------
+    graph : TaskGraph
+        The tasks and their dependencies.
+    start : numpy.ndarray
+        Start time of every task.
+    end : numpy.ndarray
+        End time of every task.
+    period : float
+        Steady-state time per iteration.
+    completion : numpy.ndarray
+        Completion time of each iteration.
+    busy : numpy.ndarray
+        Busy time of each worker per period, (d, p).
+    plan : str, default "fixed orders"
+        How the schedule was made.
+    """
 
     graph: TaskGraph
     start: np.ndarray
@@ -46,7 +64,13 @@ class Schedule:
             return np.where(self.busy > 0, 1.0 - self.busy / self.period, np.nan)
 
     def orders(self) -> list[np.ndarray]:
-        """Each worker's tasks in the order it ran them (all iterations; by start, then end)."""
+        """Return each worker's tasks in the order it ran them (all iterations; by start, then end).
+
+        Returns
+        -------
+        list of numpy.ndarray
+            Task indices, one array per worker.
+        """
         return worker_orders(self.graph, np.lexsort((self.end, self.start)).argsort())
 
 
@@ -156,7 +180,22 @@ def after_all(times) -> float:
 
 
 def fault_free(cfg: PipelineConfig, n_iterations: int = N_ITERATIONS, n_measured: int = N_MEASURED) -> Schedule:
-    """Every worker alive, running `cfg.order` in a fixed order (one sweep)."""
+    """Schedule every worker alive, running ``cfg.order`` in a fixed order (one sweep).
+
+    Parameters
+    ----------
+    cfg : PipelineConfig
+        The pipeline.
+    n_iterations : int, default N_ITERATIONS
+        Iterations simulated.
+    n_measured : int, default N_MEASURED
+        Trailing iterations over which the period is measured.
+
+    Returns
+    -------
+    Schedule
+        The fault-free schedule.
+    """
     n_iterations, n_measured = check_iterations(cfg, n_iterations, n_measured)
     graph = build_graph(cfg, n_iterations)
     start, end = sweep(graph, worker_chains(graph, cfg.order))

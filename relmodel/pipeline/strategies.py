@@ -41,14 +41,23 @@ STRATEGIES = ("recycle", "restart", "spare", "drop-pipeline", "oobleck", "bamboo
 
 @dataclasses.dataclass(frozen=True)
 class StrategyOptions:
-    """Knobs of the strategies (defaults in brackets).
+    """Knobs of the fault-tolerance strategies.
 
-    spares : hot spare workers [2].
-    bamboo_slowdown : step time factor while a Bamboo neighbour covers a failed worker [1.5].
-    bamboo_overhead : fixed fractional slowdown of Bamboo's redundant computation; None
-        [default] simulates the redundant forwards in the schedule's bubbles.
-    oobleck_min_stages : fewest stages a pipeline template may have (memory); None [p].
-    recycle_decoupled, recycle_staggered : ReCycle's two optimisations [True, True].
+    Parameters
+    ----------
+    spares : int, default 2
+        Hot spare workers.
+    bamboo_slowdown : float, default 1.5
+        Step time factor while a Bamboo neighbour covers a failed worker.
+    bamboo_overhead : float, optional
+        Fixed fractional slowdown of Bamboo's redundant computation; None
+        simulates the redundant forwards in the schedule's bubbles.
+    oobleck_min_stages : int, optional
+        Fewest stages a pipeline template may have (memory); None for p.
+    recycle_decoupled : bool, default True
+        ReCycle's decoupled backward.
+    recycle_staggered : bool, default True
+        ReCycle's staggered optimizer step.
     """
 
     spares: int = 2
@@ -79,7 +88,29 @@ def _check_at_least(name: str, value, low: float, expected: str) -> None:
 
 @dataclasses.dataclass(frozen=True)
 class StrategyResult:
-    """One strategy's steady state with a set of failed workers."""
+    """One strategy's steady state with a set of failed workers.
+
+    Parameters
+    ----------
+    strategy : str
+        The strategy.
+    period : float
+        Steady-state time per iteration (inf when it cannot run).
+    ideal_period : float
+        The fault-free period.
+    work_bound : float
+        The busiest survivor's work per iteration (`work_bound`).
+    global_batch : int
+        Micro-batches per iteration it trains.
+    n_failed : int
+        Failed workers.
+    detail : str, default ""
+        How the strategy coped (e.g. which plan).
+    schedule : Schedule, optional
+        The schedule, where one was simulated.
+    load_bound : float, default nan
+        A lower bound from the load per worker, where known.
+    """
 
     strategy: str
     period: float  # time per iteration; inf: zero throughput
@@ -102,10 +133,12 @@ class StrategyResult:
 
     @property
     def fraction_of_ideal(self) -> float:
+        """Throughput as a fraction of the fault-free one (0 when it cannot run)."""
         return self.ideal_period / self.period if math.isfinite(self.period) else 0.0
 
     @property
     def survives(self) -> bool:
+        """Whether the strategy keeps training (a finite period)."""
         return math.isfinite(self.period)
 
 
@@ -116,7 +149,20 @@ def check_strategy(strategy: str) -> str:
 
 
 def work_bound(cfg: PipelineConfig, mask: np.ndarray) -> float:
-    """max_s ceil(m d / (d - f_s)) t_s (SPEC 2.2); inf when a stage has no survivor."""
+    """Return the work bound of the busiest stage, max_s ceil(m d / (d - f_s)) t_s (SPEC 2.2).
+
+    Parameters
+    ----------
+    cfg : PipelineConfig
+        The pipeline.
+    mask : numpy.ndarray
+        (d, p) boolean mask of failed workers.
+
+    Returns
+    -------
+    float
+        The bound on the period; inf when a stage has no survivor.
+    """
     return load_bound(cfg, mask)
 
 
@@ -135,8 +181,30 @@ def _single_pipeline_period(cfg: PipelineConfig, stages: tuple, microbatches: in
 
 
 def evaluate(cfg: PipelineConfig, strategy: str, failed=None, options: StrategyOptions | None = None) -> StrategyResult:
-    """The steady state of `strategy` with the failed workers `failed` ({stage: count},
-    (replica, stage) pairs, or a boolean (d, p) mask)."""
+    """Return the steady state of `strategy` with the failed workers `failed`.
+
+    Parameters
+    ----------
+    cfg : PipelineConfig
+        The pipeline.
+    strategy : str
+        One of `STRATEGIES`.
+    failed : dict, iterable of tuple or numpy.ndarray, optional
+        {stage: count}, (replica, stage) pairs, or a boolean (d, p) mask;
+        None for no failure.
+    options : StrategyOptions, optional
+        The strategies' knobs; defaults when None.
+
+    Returns
+    -------
+    StrategyResult
+        The steady state.
+
+    Raises
+    ------
+    PipelineError
+        On an unknown strategy or invalid failures.
+    """
     check_strategy(strategy)
     options = options or StrategyOptions()
     mask = failed if isinstance(failed, np.ndarray) and failed.dtype == bool else \
@@ -298,6 +366,26 @@ def bamboo_period(cfg: PipelineConfig, microbatches: int, overhead: float | None
 
 
 def bamboo_schedule(cfg: PipelineConfig, n_iterations: int = N_ITERATIONS, n_measured: int = N_MEASURED) -> Schedule:
+    """Return Bamboo's schedule: each stage also runs the next stage's forward, in its bubbles.
+
+    The redundant forwards are list-scheduled into idle time only (their
+    priority is after every fault-free task), so the fault-free tasks keep
+    their order.
+
+    Parameters
+    ----------
+    cfg : PipelineConfig
+        The pipeline.
+    n_iterations : int, default N_ITERATIONS
+        Iterations simulated.
+    n_measured : int, default N_MEASURED
+        Trailing iterations over which the period is measured.
+
+    Returns
+    -------
+    Schedule
+        The schedule with the redundant computation.
+    """
     n_iterations, n_measured = check_iterations(cfg, n_iterations, n_measured)
     d, m, p = cfg.replicas, cfg.microbatches, cfg.stages
     redundant = np.roll(np.asarray(cfg.fwd, dtype=float), -1)  # stage s also runs stage s+1's forward
@@ -323,11 +411,40 @@ def bamboo_schedule(cfg: PipelineConfig, n_iterations: int = N_ITERATIONS, n_mea
 
 def iteration_time(stages: int, replicas: int, microbatches: int, fwd=1.0, bwd_input=1.0, bwd_weight=1.0, *,
                    strategy: str = "recycle", failed=None, **options) -> float:
-    """Steady-state time per iteration of `strategy` with `failed` workers down
-    ({stage: count} or (replica, stage) pairs); inf when it cannot run.
+    """Return the steady-state time per iteration of `strategy` with `failed` workers down.
 
-    Keyword options are PipelineConfig's (order, backward, optimizer, p2p_delay,
-    reroute_delay, optimizer_time) and StrategyOptions' (spares, bamboo_slowdown, ...).
+    Parameters
+    ----------
+    stages : int
+        Pipeline stages p.
+    replicas : int
+        Replicas d.
+    microbatches : int
+        Micro-batches m per replica.
+    fwd : float or sequence of float, default 1.0
+        Forward time per stage.
+    bwd_input : float or sequence of float, default 1.0
+        Input-gradient time per stage.
+    bwd_weight : float or sequence of float, default 1.0
+        Weight-gradient time per stage.
+    strategy : str, default "recycle"
+        One of `STRATEGIES`.
+    failed : dict or iterable of tuple, optional
+        {stage: count} or (replica, stage) pairs.
+    **options
+        PipelineConfig's (order, backward, optimizer, p2p_delay,
+        reroute_delay, optimizer_time) and StrategyOptions' (spares,
+        bamboo_slowdown, ...).
+
+    Returns
+    -------
+    float
+        The period; inf when the strategy cannot run.
+
+    Raises
+    ------
+    PipelineError
+        On an invalid parameter.
     """
     config_fields = {f.name for f in dataclasses.fields(PipelineConfig)}
     option_fields = {f.name for f in dataclasses.fields(StrategyOptions)}

@@ -18,7 +18,21 @@ class TraceError(ValueError):
 
 @dataclass(frozen=True)
 class Trace:
-    """Node events in time order: time in hours from the first event, add or remove, node index."""
+    """Node events in time order: time in hours from the first event, add or remove, node index.
+
+    Parameters
+    ----------
+    name : str
+        The trace's name.
+    time : numpy.ndarray
+        Hours from the first event.
+    add : numpy.ndarray
+        True where a node joins, False where it leaves.
+    node : numpy.ndarray
+        Index into `node_names` of each event's node.
+    node_names : tuple of str
+        The nodes.
+    """
 
     name: str
     time: np.ndarray  # float64 hours, starting at 0
@@ -52,14 +66,22 @@ class Trace:
 
     @property
     def duration(self) -> float:
+        """Hours from the first event to the last."""
         return float(self.time[-1]) if self.time.size else 0.0
 
     @property
     def n_nodes(self) -> int:
+        """Distinct nodes in the trace."""
         return len(self.node_names)
 
     def nodes_present(self) -> np.ndarray:
-        """Nodes present after each event."""
+        """Return the number of nodes present after each event.
+
+        Returns
+        -------
+        numpy.ndarray
+            Node count after each event.
+        """
         present = np.zeros(self.n_nodes, dtype=bool)
         out = np.empty(self.time.size, dtype=np.int64)
         for i, (a, v) in enumerate(zip(self.add, self.node)):
@@ -69,8 +91,28 @@ class Trace:
 
 
 def read_trace(path, name: str | None = None) -> Trace:
-    """Read an event trace (`milliseconds,add|remove,nodeN`) or, for files of
-    `date, time, count` rows, an instance-count series (see `count_series`)."""
+    """Read a node event trace.
+
+    Either events (``milliseconds,add|remove,nodeN``) or, for files of
+    ``date, time, count`` rows, an instance-count series (see `count_series`).
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        The trace file.
+    name : str, optional
+        The trace's name; the file's stem when None.
+
+    Returns
+    -------
+    Trace
+        The events.
+
+    Raises
+    ------
+    TraceError
+        On a malformed file (the message names the file and line).
+    """
     path = Path(path)
     try:
         text = path.read_text()

@@ -4,6 +4,7 @@ An ETTR model is any callable ``model(scenario) -> float``; an MTTF model is a
 callable ``model(n_gpus, failure_rate, gpus_per_node) -> hours``. Each check
 raises `InvariantError` (an AssertionError, so pytest and hypothesis report
 and shrink it) naming the invariant, the scenario and the values seen.
+For example::
 
     from hypothesis import given
     from relmodel.testing import invariants
@@ -54,7 +55,27 @@ def _evaluate(model, sc) -> float:
 
 
 def check_in_unit_interval(model, sc, *, allow_nan: bool = True) -> float:
-    """0 <= model(sc) <= 1 (NaN allowed as "outside the model's range"). Returns the value."""
+    """Check that 0 <= model(sc) <= 1 (NaN allowed as "outside the model's range").
+
+    Parameters
+    ----------
+    model : callable
+        ``model(sc) -> float``, an ETTR model.
+    sc : Scenario
+        A scalar scenario.
+    allow_nan : bool, default True
+        Whether NaN passes.
+
+    Returns
+    -------
+    float
+        The model's value.
+
+    Raises
+    ------
+    InvariantError
+        If the value is outside [0, 1] (or NaN with ``allow_nan=False``).
+    """
     value = _evaluate(model, sc)
     if math.isnan(value):
         if not allow_nan:
@@ -75,8 +96,28 @@ def _worse(sc, parameter: str, factor: float):
 
 
 def check_monotone(model, sc, parameter: str, *, factor: float = 2.0, rtol: float = 1e-12) -> None:
-    """ETTR does not increase when `parameter` (a cost, the failure rate or the
-    GPU count) grows by `factor` (a zero cost is raised to one minute)."""
+    """Check that ETTR does not increase when `parameter` grows by `factor`.
+
+    A zero cost is raised to one minute.
+
+    Parameters
+    ----------
+    model : callable
+        ``model(sc) -> float``, an ETTR model.
+    sc : Scenario
+        A scalar scenario.
+    parameter : str
+        A cost, the failure rate or the GPU count (one of `COSTS`).
+    factor : float, default 2.0
+        How much the parameter grows.
+    rtol : float, default 1e-12
+        Relative slack allowed for rounding.
+
+    Raises
+    ------
+    InvariantError
+        If the ETTR increases.
+    """
     if parameter not in COSTS:
         raise ValueError(f"parameter: must be one of {COSTS} (got {parameter!r})")
     if not factor > 1:
@@ -92,19 +133,49 @@ def check_monotone(model, sc, parameter: str, *, factor: float = 2.0, rtol: floa
 
 
 def failure_free_ettr(sc) -> float:
-    """ETTR of the job with no failures: work over work plus its checkpoint writes."""
+    """Return the ETTR of the job with no failures: work over work plus its checkpoint writes.
+
+    Parameters
+    ----------
+    sc : Scenario
+        A scalar scenario.
+
+    Returns
+    -------
+    float
+        The failure-free ETTR.
+    """
     n_full, _ = sc.intervals
     return sc.work / (sc.work + n_full * sc.checkpoint_cost)
 
 
 def check_failure_free_limit(model, sc, *, rtol: float = 1e-6, shrink: float = 1e-9,
                              failure_free=failure_free_ettr) -> None:
-    """As failures vanish ETTR tends to the failure-free value, within `rtol`:
-    checked at failure rate 0 and at a rate expecting `shrink` failures over
+    """Check that ETTR tends to the failure-free value as failures vanish, within `rtol`.
+
+    Checked at failure rate 0 and at a rate expecting `shrink` failures over
     the job (its failure-free wall time plus one restart and queue wait).
-    `failure_free(sc)` is that value: by default work / (work + checkpoint
-    writes) of the finite job; a long-run model passes
-    ``failure_free=lambda sc: 1 / (1 + sc.checkpoint_cost / sc.checkpoint_interval)``."""
+
+    Parameters
+    ----------
+    model : callable
+        ``model(sc) -> float``, an ETTR model.
+    sc : Scenario
+        A scalar scenario.
+    rtol : float, default 1e-6
+        Relative tolerance.
+    shrink : float, default 1e-9
+        Expected failures over the job at the small rate.
+    failure_free : callable, default failure_free_ettr
+        ``failure_free(sc)`` is the limit: by default work / (work + checkpoint
+        writes) of the finite job; a long-run model passes
+        ``failure_free=lambda sc: 1 / (1 + sc.checkpoint_cost / sc.checkpoint_interval)``.
+
+    Raises
+    ------
+    InvariantError
+        If the model misses the limit.
+    """
     expected = failure_free(sc)
     exposure = sc.failure_free_wall + sc.restart_cost + sc.queue_wait  # hours
     tiny = shrink * 24.0 / (sc.n_nodes * exposure)  # per node-day
@@ -118,9 +189,30 @@ def check_failure_free_limit(model, sc, *, rtol: float = 1e-6, shrink: float = 1
 
 def check_ettr_model(model, sc, *, costs=COSTS, factor: float = 2.0, limit_rtol: float | None = 1e-6,
                      failure_free=failure_free_ettr) -> None:
-    """Every invariant of an ETTR model at `sc`: in [0, 1], monotone in each of
-    `costs`, and the failure-free limit (skipped with ``limit_rtol=None``;
-    `failure_free` as in `check_failure_free_limit`)."""
+    """Check every invariant of an ETTR model at `sc`.
+
+    In [0, 1], monotone in each of `costs`, and the failure-free limit.
+
+    Parameters
+    ----------
+    model : callable
+        ``model(sc) -> float``, an ETTR model.
+    sc : Scenario
+        A scalar scenario.
+    costs : tuple of str, default COSTS
+        The parameters checked for monotonicity.
+    factor : float, default 2.0
+        How much each grows (see `check_monotone`).
+    limit_rtol : float or None, default 1e-6
+        Tolerance of the failure-free limit; None skips that check.
+    failure_free : callable, default failure_free_ettr
+        As in `check_failure_free_limit`.
+
+    Raises
+    ------
+    InvariantError
+        At the first invariant broken.
+    """
     check_in_unit_interval(model, sc)
     for parameter in costs:
         check_monotone(model, sc, parameter, factor=factor)
@@ -130,10 +222,37 @@ def check_ettr_model(model, sc, *, costs=COSTS, factor: float = 2.0, limit_rtol:
 
 def check_agrees_with_simulation(model, sc, *, n_jobs: int = 20_000, seed: int = 0, k: float = 4.0,
                                  atol: float = 0.0, **simulate_kwargs) -> float:
-    """|model(sc) - simulated ETTR| <= k standard errors (+ atol). Returns the z-score.
+    """Check that ``|model(sc) - simulated ETTR| <= k`` standard errors (+ atol).
 
     The simulated quantity is `ettr` (total work over total wall time), the one
     closed forms give. Pass a fixed `seed` so the test is deterministic.
+
+    Parameters
+    ----------
+    model : callable
+        ``model(sc) -> float``, an ETTR model.
+    sc : Scenario
+        A scalar scenario.
+    n_jobs : int, default 20000
+        Jobs simulated.
+    seed : int, default 0
+        Simulation seed.
+    k : float, default 4.0
+        Allowed standard errors.
+    atol : float, default 0.0
+        Absolute slack added to the bound.
+    **simulate_kwargs
+        Passed to `relmodel.simulate`.
+
+    Returns
+    -------
+    float
+        The z-score of the model against the simulation.
+
+    Raises
+    ------
+    InvariantError
+        If the model is further off than allowed.
     """
     from ..simulate import simulate
 
@@ -150,8 +269,29 @@ def check_agrees_with_simulation(model, sc, *, n_jobs: int = 20_000, seed: int =
 
 def check_mttf_model(model, n_gpus: int, failure_rate: float, gpus_per_node: int = 8, *,
                      rtol: float = 1e-9) -> None:
-    """MTTF is positive, infinite without failures, decreasing in the GPU count
-    and the rate, and inversely proportional to the node count and the rate."""
+    """Check an MTTF model's invariants.
+
+    MTTF is positive, infinite without failures, decreasing in the GPU count
+    and the rate, and inversely proportional to the node count and the rate.
+
+    Parameters
+    ----------
+    model : callable
+        ``model(n_gpus, failure_rate, gpus_per_node) -> float``, hours.
+    n_gpus : int
+        GPUs in the job.
+    failure_rate : float
+        Failures per node-day.
+    gpus_per_node : int, default 8
+        GPUs per node.
+    rtol : float, default 1e-9
+        Relative tolerance of the proportionality checks.
+
+    Raises
+    ------
+    InvariantError
+        At the first invariant broken.
+    """
     def mttf(n, r):
         value = float(model(n_gpus=n, failure_rate=r, gpus_per_node=gpus_per_node))
         if not value > 0 or math.isnan(value):

@@ -4,12 +4,12 @@ Every strategy takes keyword-only arguments, draws from the ranges real runs
 have by default (``extreme=True`` widens them to the edges that are still
 valid), accepts a strategy or a plain value wherever it takes a field, and
 raises ``hypothesis.errors.InvalidArgument`` for bounds that cannot be met.
-Everything drawn is valid: building it never raises.
+Everything drawn is valid: building it never raises. For example::
 
     from hypothesis import given
     from relmodel.testing.strategies import scenarios
 
-    @given(scenarios(failure_laws=("exponential",)))
+    @given(scenarios(laws=("exponential",)))
     def test_my_model_in_unit_interval(sc):
         assert 0 <= my_ettr(sc) <= 1
 """
@@ -95,11 +95,23 @@ def _log_uniform(low: float, high: float) -> SearchStrategy[float]:
 
 def durations(*, min_value: float = _SECOND, max_value: float = _YEAR,
               as_text: bool | None = None) -> SearchStrategy:
-    """Durations in [min_value, max_value] hours.
+    """Draw durations in [min_value, max_value] hours.
 
-    as_text : True draws strings with a unit ("90s", "1.5d"), False plain hours
-        (floats), None (default) either. Converted with `relmodel.to_hours`, a
-        string always lands inside the bounds.
+    Parameters
+    ----------
+    min_value : float, default 1 s
+        Lower bound in hours.
+    max_value : float, default 1 year
+        Upper bound in hours.
+    as_text : bool or None, default None
+        True draws strings with a unit ("90s", "1.5d"), False plain hours
+        (floats), None either. Converted with `relmodel.to_hours`, a string
+        always lands inside the bounds.
+
+    Returns
+    -------
+    hypothesis.strategies.SearchStrategy
+        A strategy of floats or strings.
     """
     _check_bounds("value", min_value, max_value, minimum=0.0, maximum=1e12)
     if as_text not in (True, False, None):
@@ -126,8 +138,21 @@ def durations(*, min_value: float = _SECOND, max_value: float = _YEAR,
 # ---- scenarios ----------------------------------------------------------------
 
 def failure_laws(*, laws=FAILURE_LAWS) -> SearchStrategy[dict]:
-    """Scenario fields of a failure law: exponential, Weibull (shape 0.5 to 3,
-    same mean) or a lemon-node mixture (up to 5% of nodes, 2 to 50 times the rate)."""
+    """Draw the Scenario fields of a failure law.
+
+    Exponential, Weibull (shape 0.5 to 3, same mean) or a lemon-node mixture
+    (up to 5% of nodes, 2 to 50 times the rate).
+
+    Parameters
+    ----------
+    laws : tuple of str, default ("exponential", "weibull", "lemon")
+        The laws to draw from.
+
+    Returns
+    -------
+    hypothesis.strategies.SearchStrategy
+        A strategy of dicts of Scenario fields.
+    """
     laws = _check_choices("laws", laws, FAILURE_LAWS)
     options = {
         "exponential": st.just({}),
@@ -162,19 +187,36 @@ def scenarios(*, n_gpus=None, failure_rate=None, checkpoint_interval=None, work=
               restart_cost=None, queue_wait=None, gpus_per_node=None, min_gpus: int | None = None,
               max_gpus: int | None = None, laws=FAILURE_LAWS,
               queue_wait_distributions=QUEUE_WAIT_DISTRIBUTIONS, extreme: bool = False) -> SearchStrategy[Scenario]:
-    """Valid scalar `Scenario`s.
+    """Draw valid scalar `Scenario` objects.
 
-    Each field (n_gpus, failure_rate, ...) may be a value or a strategy; left
-    out, it is drawn from typical ranges (1 to 32,768 GPUs, 1e-4 to 2e-2
+    Each field (``n_gpus``, ``failure_rate``, ...) may be a value or a strategy;
+    left out, it is drawn from typical ranges (1 to 32,768 GPUs, 1e-4 to 2e-2
     failures per node-day, intervals of 5 min to 12 h, work of 1 h to 30 days,
     costs of 0 or 1 min up to 30 min, 1 h and 2 h), or with ``extreme=True`` from
     the edges of the valid space (a single GPU to a million, no failures or
     one a billion node-days to ten a node-day, work of a second to 50 years,
     intervals of a second to a century, far beyond the work, and often a cost
     from a hundredth to ten times the job's MTTF).
-    laws : failure laws to draw from ("exponential", "weibull", "lemon").
-    queue_wait_distributions : "fixed" and/or "exponential".
-    min_gpus, max_gpus : bounds on the drawn GPU count (when n_gpus is not given).
+
+    Parameters
+    ----------
+    n_gpus, failure_rate, checkpoint_interval, work : value or SearchStrategy, optional
+        Fix a field, or draw it from the strategy given.
+    checkpoint_cost, restart_cost, queue_wait, gpus_per_node : value or SearchStrategy, optional
+        Fix a field, or draw it from the strategy given.
+    min_gpus, max_gpus : int, optional
+        Bounds on the drawn GPU count (when `n_gpus` is not given).
+    laws : tuple of str, default ("exponential", "weibull", "lemon")
+        Failure laws to draw from.
+    queue_wait_distributions : tuple of str, default ("fixed", "exponential")
+        Queue-wait laws to draw from.
+    extreme : bool, default False
+        Draw from the edges of the valid space.
+
+    Returns
+    -------
+    hypothesis.strategies.SearchStrategy
+        A strategy of `Scenario`.
     """
     if extreme not in (True, False):
         raise InvalidArgument(f"extreme={extreme!r} must be True or False")
@@ -228,11 +270,27 @@ def _categories(draw, max_categories):
 
 def failure_models(*, kinds=FAILURE_MODEL_KINDS, min_rate: float = 1e-4, max_rate: float = 2e-2,
                    max_categories: int = 4) -> SearchStrategy:
-    """Failure models of `relmodel.failures`: `Exponential`, `Weibull` (shape
-    0.5 to 3), `LemonMixture` (up to 5% of nodes, 2 to 50 times the rate) and
-    `TaxonomyMixture` (1 to `max_categories` kinds with restart costs and queue
-    waits of 0 or 1 min to 4 h), each with a rate in [min_rate, max_rate] per
-    node-day. Any of them can be handed to ``Scenario(failure_model=...)``."""
+    """Draw failure models of `relmodel.failures`.
+
+    `Exponential`, `Weibull` (shape 0.5 to 3), `LemonMixture` (up to 5% of
+    nodes, 2 to 50 times the rate) and `TaxonomyMixture` (1 to `max_categories`
+    kinds with restart costs and queue waits of 0 or 1 min to 4 h). Any of them
+    can be handed to ``Scenario(failure_model=...)``.
+
+    Parameters
+    ----------
+    kinds : tuple of str, default ("exponential", "weibull", "lemon", "taxonomy")
+        The kinds to draw from.
+    min_rate, max_rate : float, default 1e-4, 2e-2
+        Bounds on the rate per node-day.
+    max_categories : int, default 4
+        Most categories of a taxonomy.
+
+    Returns
+    -------
+    hypothesis.strategies.SearchStrategy
+        A strategy of failure models.
+    """
     from .. import failures
 
     kinds = _check_choices("kinds", kinds, FAILURE_MODEL_KINDS)
@@ -310,15 +368,25 @@ def _job_log(draw, fmt, min_jobs, max_jobs, malformed):
 
 
 def job_logs(*, format: str = "csv", min_jobs: int = 1, max_jobs: int = 20, malformed: bool = False) -> SearchStrategy:
-    """Scheduler job logs as text, readable by `relmodel.logs.read_log`.
+    """Draw scheduler job logs as text, readable by `relmodel.logs.read_log`.
 
-    format : "csv" (``job_id,n_gpus,start,end,state,cause``) or "sacct"
+    Parameters
+    ----------
+    format : {"csv", "sacct"}, default "csv"
+        "csv" (``job_id,n_gpus,start,end,state,cause``) or "sacct"
         (``sacct --parsable2`` with JobID, State, Start, End, Elapsed, NNodes,
         AllocTRES, NodeList, Comment).
-    min_jobs, max_jobs : bounds on the number of job rows.
-    malformed : put exactly one malformed row in (end before start, bad time
-        format, unknown state, bad number or a missing field), which `read_log`
-        must report as a `LogError` naming its line.
+    min_jobs, max_jobs : int, default 1, 20
+        Bounds on the number of job rows.
+    malformed : bool, default False
+        Put exactly one malformed row in (end before start, bad time format,
+        unknown state, bad number or a missing field), which `read_log` must
+        report as a `LogError` naming its line.
+
+    Returns
+    -------
+    hypothesis.strategies.SearchStrategy
+        A strategy of str.
     """
     if format not in LOG_FORMATS:
         raise InvalidArgument(f"format={format!r} must be one of {LOG_FORMATS}")
@@ -349,11 +417,29 @@ def _pipeline(draw, max_stages, max_replicas, max_microbatches, heterogeneous, s
 
 def pipeline_configs(*, max_stages: int = 8, max_replicas: int = 8, max_microbatches: int = 32,
                      heterogeneous: bool = True, orders=None) -> SearchStrategy:
-    """Valid `relmodel.pipeline.PipelineConfig`s: p stages, d replicas, m
-    micro-batches (each from 1 to its maximum), task times 0.1 to 4 (one per
-    stage when ``heterogeneous``), any valid order/backward/optimizer.
+    """Draw valid `relmodel.pipeline.PipelineConfig` objects.
 
-    orders : restrict to these schedule orders ("1f1b", "zb-h1").
+    p stages, d replicas, m micro-batches (each from 1 to its maximum), task
+    times 0.1 to 4 (one per stage when `heterogeneous`), any valid
+    order/backward/optimizer.
+
+    Parameters
+    ----------
+    max_stages : int, default 8
+        Most pipeline stages.
+    max_replicas : int, default 8
+        Most data-parallel replicas.
+    max_microbatches : int, default 32
+        Most micro-batches per iteration.
+    heterogeneous : bool, default True
+        Draw task times per stage.
+    orders : tuple of str, optional
+        Restrict to these schedule orders ("1f1b", "zb-h1").
+
+    Returns
+    -------
+    hypothesis.strategies.SearchStrategy
+        A strategy of `PipelineConfig`.
     """
     from ..pipeline import BACKWARDS, OPTIMIZERS, ORDERS
 
@@ -368,8 +454,27 @@ def pipeline_configs(*, max_stages: int = 8, max_replicas: int = 8, max_microbat
 
 @st.composite
 def failed_workers(draw, config, *, max_failures: int | None = None, survivable: bool = True) -> dict:
-    """A {stage: failed workers} mapping for `config`; with ``survivable`` every
-    stage keeps at least one live replica."""
+    """Draw a {stage: failed workers} mapping for `config`.
+
+    Called as ``failed_workers(config, max_failures=..., survivable=...)``
+    (hypothesis supplies `draw`).
+
+    Parameters
+    ----------
+    draw : callable
+        Supplied by hypothesis.
+    config : PipelineConfig
+        The pipeline.
+    max_failures : int, optional
+        Most failed workers in all.
+    survivable : bool, default True
+        Every stage keeps at least one live replica.
+
+    Returns
+    -------
+    hypothesis.strategies.SearchStrategy
+        A strategy of dicts from stage to failed replica indices.
+    """
     cap = config.replicas - 1 if survivable else config.replicas
     total = config.stages * cap if max_failures is None else max_failures
     failed = {}
@@ -401,10 +506,26 @@ def _elastic_job(draw, n_gpus, models, elastic):
 
 
 def elastic_jobs(*, n_gpus: int = 64, models=None, elastic: bool = True) -> SearchStrategy:
-    """Valid `relmodel.elastic.Job`s for a cluster of `n_gpus` GPUs: a model
-    from `relmodel.elastic.MODELS`, a submitted (GPUs, batch) with a whole local
-    batch in memory, work of 1e3 to 1e9 samples, and a batch range around the
-    submitted batch (``elastic=False``: B_lo = B_hi = batch)."""
+    """Draw valid `relmodel.elastic.Job` objects for a cluster of `n_gpus` GPUs.
+
+    A model from `relmodel.elastic.MODELS`, a submitted (GPUs, batch) with a
+    whole local batch in memory, work of 1e3 to 1e9 samples, and a batch range
+    around the submitted batch.
+
+    Parameters
+    ----------
+    n_gpus : int, default 64
+        GPUs in the cluster.
+    models : sequence of str, optional
+        Models to draw from; all of `relmodel.elastic.MODELS` when None.
+    elastic : bool, default True
+        False gives B_lo = B_hi = batch.
+
+    Returns
+    -------
+    hypothesis.strategies.SearchStrategy
+        A strategy of `Job`.
+    """
     from ..elastic import MODELS
 
     _check_bounds("gpus", 1, n_gpus, minimum=1, maximum=1_000_000)
