@@ -1,13 +1,36 @@
-"""Figures (matplotlib `Figure` objects: no global pyplot state, any backend)."""
+"""Figures (matplotlib `Figure` objects: no global pyplot state, any backend).
+
+Every figure says what it was drawn from: units on its axes, plain-number
+ticks, and the parameters it holds fixed in a caption under it.
+"""
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
 
 from .closed_form import ClosedFormWarning, ettr, feasible_interval, mttf, optimal_interval
 from .scenario import Scenario, as_scenario
+from .units import format_hours
+
+# The simulated points of an interval figure draw at most this many failures in
+# all (about a second on 2 cores): a long run takes fewer jobs a point, and a
+# point that would get fewer than MIN_FIGURE_JOBS jobs is left out.
+FIGURE_EVENT_BUDGET = 2e7
+MIN_FIGURE_JOBS = 200
+
+# Young's, Daly's and the exact optimum often coincide: hollow markers of
+# decreasing size around a filled star stay visible on top of each other.
+OPTIMUM_STYLE = {
+    "young": dict(marker="v", ms=13, mfc="none", mec="C3", mew=1.4),
+    "daly": dict(marker="s", ms=9, mfc="none", mec="C4", mew=1.4),
+    "exact": dict(marker="*", ms=8, mfc="C2", mec="k", mew=0.5),
+}
+TARGET_STYLE = dict(color="C6", ls="-.", lw=1.2)
+CURRENT_STYLE = dict(color="0.25", ls="--", lw=1.0)
+JOB_STYLE = dict(color="C3", ls=":", lw=1.0)
 
 
 def _axes(ax):
@@ -15,75 +38,359 @@ def _axes(ax):
         return ax
     from matplotlib.figure import Figure
 
-    return Figure(figsize=(6, 4), layout="constrained").subplots()
+    return Figure(figsize=(6.5, 4.8), layout="constrained").subplots()
 
 
-def ettr_vs_interval(scenario, ax=None, *, n_points: int = 60, n_sim: int = 8, n_jobs: int = 20_000, seed: int = 0):
-    """ETTR against checkpoint interval: both closed forms as curves, the
-    simulation with 95% error bars, and each method's optimum marked."""
+def number_text(value) -> str:
+    """A tick value as a plain number: 0.25, 1, 16384, 1.5e+05 only beyond 10^6."""
+    value = float(value)
+    if value == 0 or not math.isfinite(value):
+        return f"{value:g}"
+    if value.is_integer() and abs(value) < 1e12:  # GPU counts: every digit
+        return f"{value:.0f}"
+    if abs(value) >= 1e6 or abs(value) < 1e-3:
+        return f"{value:.3g}"
+    return f"{value:.3g}"
+
+
+def plain_log_axis(axis, base: float = 10) -> None:
+    """Log-scale ticks as plain numbers (0.1, 0.2, 0.5, 1, 2 ...; never 3x10^0).
+
+    Parameters
+    ----------
+    axis : a matplotlib ``Axis`` (``ax.xaxis`` or ``ax.yaxis``) already on a log scale.
+    base : 10 (ticks at 1, 2, 5 per decade where the range is short) or 2.
+    """
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    low, high = sorted(abs(v) for v in axis.get_view_interval())
+    decades = math.log10(high / low) if low > 0 and math.isfinite(high / low) else 10
+    if base == 10:
+        subs = (1.0, 2.0, 5.0) if decades <= 2.5 else (1.0,)
+        axis.set_major_locator(LogLocator(base=10, subs=subs, numticks=12))
+    else:
+        axis.set_major_locator(LogLocator(base=base, numticks=9))
+    axis.set_major_formatter(FuncFormatter(lambda v, _: number_text(v)))
+    axis.set_minor_formatter(NullFormatter())
+
+
+def scenario_caption(sc: Scenario, *, fixed=("work", "failure_rate", "checkpoint_cost", "restart_cost",
+                                             "queue_wait", "gpus_per_node")) -> str:
+    """The parameters a figure of `sc` holds fixed, in words with units.
+
+    Parameters
+    ----------
+    sc : the scenario (one point).
+    fixed : the fields to name, in this order.
+
+    Returns
+    -------
+    str
+        e.g. "work 14d, failure rate 0.0065 per node-day, checkpoint write 5min, ...".
+    """
+    words = {
+        "n_gpus": lambda: f"{sc.n_gpus} GPUs",
+        "work": lambda: f"work {format_hours(sc.work)}",
+        "failure_rate": lambda: f"failure rate {sc.failure_rate:g} per node-day",
+        "checkpoint_cost": lambda: f"checkpoint write {format_hours(sc.checkpoint_cost)}",
+        "restart_cost": lambda: (f"restarts by taxonomy ({len(sc.taxonomy)} kinds)" if sc.taxonomy
+                                 else f"restart {format_hours(sc.restart_cost)}"),
+        "queue_wait": lambda: "" if sc.taxonomy else f"queue wait {format_hours(sc.queue_wait)}",
+        "gpus_per_node": lambda: f"{sc.gpus_per_node} GPUs/node",
+    }
+    parts = [words[name]() for name in fixed]
+    if sc.lemon_fraction > 0 and sc.lemon_rate_factor != 1:
+        parts.append(f"lemon nodes {sc.lemon_fraction:g} at {sc.lemon_rate_factor:g}x the rate")
+    return ", ".join(p for p in parts if p)
+
+
+def _caption(fig, text: str) -> None:
+    """The fixed parameters under the figure (a supxlabel: the layout makes room for it)."""
+    fig.supxlabel(text, fontsize=8, color="0.2", wrap=True)
+
+
+def _plan_inputs(scenario, target_ettr, current_interval):
+    """(scenario, target, current interval, largest job reaching the target) from a Plan or a Scenario."""
+    from .plan import Plan
+
+    if isinstance(scenario, Plan):
+        plan = scenario
+        if target_ettr is None and plan.target is not None:
+            target_ettr = plan.target["ettr"]
+        if current_interval is None:
+            current_interval = plan.intervals_h.get("current")
+        max_gpus = plan.target["max_gpus"] if plan.target is not None else None
+        return plan.scenario, target_ettr, current_interval, max_gpus
+    return as_scenario(scenario), target_ettr, current_interval, None
+
+
+def _simulated_points(sc: Scenario, points, n_jobs: int, seed: int):
+    """Simulated ETTR and its standard error at `points`, within FIGURE_EVENT_BUDGET failures.
+
+    Returns (intervals, ettr, se, jobs) of the points simulated.
+    """
+    from .plan import expected_failures_bound
     from .simulate import simulate
 
-    sc: Scenario = as_scenario(scenario)
+    per_point = FIGURE_EVENT_BUDGET / max(len(points), 1)
+    kept, values, errors, jobs_used = [], [], [], []
+    for interval in points:
+        at = sc.sweep(checkpoint_interval=float(interval))
+        mean, highest = expected_failures_bound(at)
+        jobs = n_jobs if mean * n_jobs <= per_point else int(per_point // max(mean, 1e-300))
+        if jobs < min(MIN_FIGURE_JOBS, n_jobs):
+            continue  # too many failures a job for a quick check: the closed forms speak for it
+        cap = int(min(40 * highest + 1000, 2**62))
+        ds = simulate(at, n_jobs=jobs, seed=seed, max_failures=cap)
+        if np.isfinite(float(ds.ettr)):
+            kept.append(float(interval))
+            values.append(float(ds.ettr))
+            errors.append(float(ds.ettr_se))
+            jobs_used.append(jobs)
+    return np.array(kept), np.array(values), np.array(errors), jobs_used
+
+
+def ettr_vs_interval(scenario, ax=None, *, n_points: int = 60, n_sim: int = 8, n_jobs: int = 20_000, seed: int = 0,
+                     target_ettr: float | None = None, current_interval: float | None = None):
+    """ETTR against checkpoint interval for the scenario's work.
+
+    Both closed forms as curves, simulated points with 95% error bars, Young's,
+    Daly's and the exact optimum as distinct markers on the renewal curve, the
+    target ETTR as a horizontal line and the current interval as a vertical one.
+    The title says what the work takes at the exact optimum.
+
+    Parameters
+    ----------
+    scenario : a `Scenario` (one point; its checkpoint interval is not used) or
+        a `relmodel.plan.Plan` (which brings its target and current interval).
+    ax : the Axes to draw on (default: a new Figure's, with a caption of the
+        fixed parameters).
+    n_points : points of each closed-form curve.
+    n_sim : simulated intervals (log-spaced; fewer where a point would need
+        more than its share of FIGURE_EVENT_BUDGET failures).
+    n_jobs : jobs per simulated interval, at most.
+    seed : of the simulation.
+    target_ettr : draw this ETTR as a horizontal line.
+    current_interval : draw the interval used today (h) as a vertical line.
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+    """
+    own_figure = ax is None
+    sc, target_ettr, current_interval, _ = _plan_inputs(scenario, target_ettr, current_interval)
     ax = _axes(ax)
     best = {m: feasible_interval(optimal_interval(sc, m), sc.work) for m in ("young", "daly", "exact")}
     centre = best["exact"] if best["exact"] < sc.work else sc.work / 2
     lo, hi = max(centre / 20, 1 / 3600), min(centre * 20, sc.work)
+    if current_interval is not None and math.isfinite(current_interval):
+        current_interval = feasible_interval(float(current_interval), sc.work)
+        lo, hi = min(lo, current_interval / 2), min(max(hi, current_interval * 2), sc.work)
     grid = np.unique(np.geomspace(lo, hi, n_points))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ClosedFormWarning)
-        for method, style in (("renewal", "-"), ("linear", "--")):
-            ax.plot(grid, ettr(sc.sweep(checkpoint_interval=grid), method), style, label=f"{method} closed form")
-    points = np.unique(np.geomspace(lo, hi, n_sim))
-    sim = simulate(sc.sweep(checkpoint_interval=points), n_jobs=n_jobs, seed=seed)
-    ax.errorbar(points, sim.ettr, yerr=1.96 * sim.ettr_se, fmt="o", ms=4, capsize=2, color="k",
-                label=f"simulated ({n_jobs} jobs, 95%)")
-    for (method, interval), color in zip(best.items(), ("C3", "C4", "C2")):
-        ax.axvline(interval, color=color, lw=0.8, ls=":", label=f"{method} optimum {interval * 60:.3g} min")
-    ax.set(xscale="log", xlabel="checkpoint interval (h)", ylabel="ETTR",
-           title=f"{sc.n_gpus} GPUs, MTTF {sc.mttf:.3g} h")
-    ax.legend(fontsize=7)
+        renewal = ettr(sc.sweep(checkpoint_interval=grid), "renewal")
+        ax.plot(grid, renewal, "-", color="C0", label="renewal closed form")
+        ax.plot(grid, ettr(sc.sweep(checkpoint_interval=grid), "linear"), "--", color="C1", lw=1,
+                label="linear closed form")
+    points, sim, se, jobs = _simulated_points(sc, np.unique(np.geomspace(lo, hi, n_sim)), n_jobs, seed)
+    if points.size:
+        jobs_text = f"{min(jobs)}" if min(jobs) == max(jobs) else f"{min(jobs)}-{max(jobs)}"
+        ax.errorbar(points, sim, yerr=1.96 * se, fmt="o", ms=4, capsize=2, color="k", zorder=4,
+                    label=f"simulated ({jobs_text} jobs a point, 95%)")
+    peak = ettr(sc.sweep(checkpoint_interval=best["exact"]), "renewal")
+    for method, interval in best.items():
+        value = ettr(sc.sweep(checkpoint_interval=interval), "renewal")
+        ax.plot([interval], [value], ls="none", zorder=5, **OPTIMUM_STYLE[method],
+                label=f"{method} optimum {format_hours(interval)}: {value:.4f}")
+    if current_interval is not None and math.isfinite(current_interval):
+        value = ettr(sc.sweep(checkpoint_interval=current_interval), "renewal")
+        ax.axvline(current_interval, **CURRENT_STYLE, label=f"current interval {format_hours(current_interval)}: "
+                                                           f"{value:.4f}")
+        ax.annotate("current", (current_interval, 1.0), xycoords=("data", "axes fraction"), rotation=90,
+                    ha="right", va="top", fontsize=7, color=CURRENT_STYLE["color"])
+    if target_ettr is not None:
+        ax.axhline(target_ettr, **TARGET_STYLE, label=f"target ETTR {target_ettr:g}")
+    # Zoom in where the whole curve (and the target) lies high, in steps of 0.1.
+    lowest = np.nanmin(np.append(renewal[np.isfinite(renewal)], [peak] + ([target_ettr] if target_ettr else [])))
+    bottom = max(0.0, math.floor((lowest - 0.05) * 10) / 10)
+    ax.set(xscale="log", xlabel="checkpoint interval (h)", ylabel="ETTR (productive / wall-clock)",
+           ylim=(bottom, 1.0 + 0.02 * (1 - bottom)), xlim=(lo / 1.15, hi * 1.15))
+    plain_log_axis(ax.xaxis)
+    wall = sc.work / peak if peak > 0 else math.inf
+    ax.set_title(f"{sc.n_gpus} GPUs, MTTF {format_hours(sc.mttf)}: {format_hours(sc.work)} of work "
+                 f"take {format_hours(wall)}\nat the exact optimum (ETTR {peak:.4f})", fontsize=10)
+    ax.legend(fontsize=7, loc="best")
+    if own_figure:
+        _caption(ax.figure, scenario_caption(sc))
     return ax
 
 
-def scale_projection(scenario, ax=None, *, gpus=None):
+def scale_projection(scenario, ax=None, *, gpus=None, target_ettr: float | None = None,
+                     max_gpus: int | None = None):
     """ETTR at the exact optimal interval (left axis) and job MTTF (right axis,
-    log) against GPU count, from 8 to 131,072 GPUs by default."""
-    sc: Scenario = as_scenario(scenario)
+    log) against GPU count, for the scenario's work.
+
+    Parameters
+    ----------
+    scenario : a `Scenario` (one point) or a `relmodel.plan.Plan`.
+    ax : the Axes to draw on (default: a new Figure's, with a caption).
+    gpus : GPU counts to draw (default 8 to 131,072 in powers of two, and the
+        job's own count).
+    target_ettr : draw this ETTR as a horizontal line.
+    max_gpus : mark the largest job reaching the target (a Plan brings it).
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        The ETTR axes (the MTTF axes is its twin).
+    """
+    own_figure = ax is None
+    sc, target_ettr, _, plan_max = _plan_inputs(scenario, target_ettr, None)
+    max_gpus = max_gpus if max_gpus is not None else plan_max
     ax = _axes(ax)
-    gpus = np.asarray(gpus if gpus is not None else 2 ** np.arange(3, 18))
+    if gpus is None:  # 8 to 131,072 GPUs, and past the job and the largest job reaching the target
+        top = max(2**17, 2 * sc.n_gpus, 2 * (max_gpus or 0))
+        gpus = np.union1d(2 ** np.arange(3, int(math.log2(top)) + 1), [sc.n_gpus])
+    gpus = np.asarray(gpus)
     values = ettr(sc.sweep(n_gpus=gpus), "renewal", at="exact")
     ax.plot(gpus, values, "o-", ms=3, color="C0", label="ETTR (renewal, exact interval)")
-    ax.set(xscale="log", xlabel="GPUs", ylabel="ETTR", ylim=(0, 1.02))
+    own = ettr(sc, "renewal", at="exact")
+    ax.axvline(sc.n_gpus, **JOB_STYLE)
+    ax.plot([sc.n_gpus], [own], "D", ms=8, mfc="none", mec=JOB_STYLE["color"], mew=1.5, zorder=5,
+            label=f"this job: {sc.n_gpus} GPUs, ETTR {own:.4f}")
+    if target_ettr is not None:
+        ax.axhline(target_ettr, **TARGET_STYLE, label=f"target ETTR {target_ettr:g}")
+    if max_gpus:
+        ax.axvline(max_gpus, color="C2", ls="--", lw=1, label=f"largest job reaching it: {max_gpus} GPUs")
+    ax.set(xscale="log", xlabel="GPUs of the job", ylabel="ETTR at the exact optimal interval", ylim=(0, 1.02))
+    plain_log_axis(ax.xaxis, base=2)
+    ax.tick_params(axis="x", labelsize=8)
     right = ax.twinx()
-    right.plot(gpus, mttf(gpus, sc.failure_rate, sc.gpus_per_node), "s--", ms=3, color="C1", label="MTTF")
-    right.set(yscale="log", ylabel="MTTF (h)")
-    ax.set_title(f"failure rate {sc.failure_rate:g} per node-day")
+    right.plot(gpus, mttf(gpus, sc.failure_rate, sc.gpus_per_node), "s--", ms=3, color="C1", label="job MTTF")
+    right.set(yscale="log", ylabel="job MTTF (h)")
+    plain_log_axis(right.yaxis)
+    ax.set_title(f"ETTR and MTTF against job size ({format_hours(sc.work)} of work)", fontsize=10)
     lines = ax.get_lines() + right.get_lines()
+    lines = [line for line in lines if not line.get_label().startswith("_")]
     ax.legend(lines, [line.get_label() for line in lines], fontsize=7, loc="lower left")
+    if own_figure:
+        _caption(ax.figure, scenario_caption(sc))
     return ax
 
 
-def plan_figure(scenario, path=None, **kwargs):
-    """Both figures side by side; saved to `path` when given. Returns the Figure."""
+def plan_figure(scenario, path=None, *, target_ettr: float | None = None, current_interval: float | None = None,
+                **kwargs):
+    """The plan's two figures side by side, drawn from the plan's inputs.
+
+    Left: ETTR against checkpoint interval (`ettr_vs_interval`); right: ETTR
+    and MTTF against job size (`scale_projection`). A title names the job and
+    its work; a caption the fixed parameters.
+
+    Parameters
+    ----------
+    scenario : a `relmodel.plan.Plan` (best: it brings the target ETTR, the
+        current interval and the largest job reaching the target) or a `Scenario`.
+    path : save the figure here when given.
+    target_ettr, current_interval : override or supply what a Plan brings.
+    **kwargs : passed to `ettr_vs_interval` (n_points, n_sim, n_jobs, seed).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(12, 4.5), layout="constrained")
+    sc, target_ettr, current_interval, max_gpus = _plan_inputs(scenario, target_ettr, current_interval)
+    fig = Figure(figsize=(13, 5.4), layout="constrained")
     left, right = fig.subplots(1, 2)
-    ettr_vs_interval(scenario, left, **kwargs)
-    scale_projection(scenario, right)
+    ettr_vs_interval(sc, left, target_ettr=target_ettr, current_interval=current_interval, **kwargs)
+    scale_projection(sc, right, target_ettr=target_ettr, max_gpus=max_gpus)
+    fig.suptitle(f"Plan: {sc.n_gpus} GPUs ({sc.n_nodes} nodes), {format_hours(sc.work)} of work"
+                 + (f", target ETTR {target_ettr:g}" if target_ettr is not None else ""), fontsize=12)
+    _caption(fig, "fixed: " + scenario_caption(sc))
     if path is not None:
         fig.savefig(path, dpi=120)
     return fig
 
 
-def _tick(value) -> str:
-    return f"{value:.0f}" if float(value).is_integer() else f"{value:.3g}"
+# Units as the coordinates' attrs spell them, in the words of an axis label.
+# The fixed parameters a reader looks for first, in this order; the rest follow by name.
+_CAPTION_ORDER = ("work", "n_gpus", "failure_rate", "checkpoint_interval", "checkpoint_cost", "restart_cost",
+                  "queue_wait", "gpus_per_node")
+_UNIT_WORDS = {"1/(node day)": "per node-day", "GPU": "GPUs", "GPU/node": "GPUs/node", "h": "h", "1": ""}
+
+
+def axis_label(ds, name: str) -> str:
+    """A sweep axis's name with its unit from the coordinate's attrs: 'n_gpus (GPUs)'.
+
+    Parameters
+    ----------
+    ds : the study Dataset.
+    name : the coordinate.
+
+    Returns
+    -------
+    str
+    """
+    unit = ds[name].attrs.get("units", "")
+    words = _UNIT_WORDS.get(unit, unit)
+    return f"{name} ({words})" if words else name
+
+
+def _value_with_unit(ds, name: str) -> str:
+    value = ds[name].values.item() if ds[name].ndim == 0 else ds[name].values[0]
+    unit = ds[name].attrs.get("units", "")
+    if isinstance(value, (str, np.str_)):
+        return f"{name} {value}"
+    if unit == "h":
+        return f"{name} {format_hours(float(value))}"
+    words = _UNIT_WORDS.get(unit, unit)
+    return f"{name} {number_text(value)}" + (f" {words}" if words else "")
+
+
+def study_caption(ds, shown=()) -> str:
+    """The parameters a study figure holds fixed: every scalar coordinate, the
+    first value of each sweep axis not shown, and the jobs a point.
+
+    Parameters
+    ----------
+    ds : the study Dataset.
+    shown : the sweep axes the figure draws.
+
+    Returns
+    -------
+    str
+    """
+    sweep_dims = list(ds.ettr.dims)
+    fixed = sorted((name for name in ds.coords if ds[name].ndim == 0),
+                   key=lambda name: (_CAPTION_ORDER.index(name) if name in _CAPTION_ORDER else len(_CAPTION_ORDER),
+                                     name))
+    parts = [_value_with_unit(ds, name) for name in fixed]
+    parts += [_value_with_unit(ds, d) + " (first of its sweep)" for d in sweep_dims if d not in shown]
+    run = [f"{ds.attrs['n_jobs']} jobs a point" if "n_jobs" in ds.attrs else "",
+           f"seed {ds.attrs['seed']}" if "seed" in ds.attrs else ""]
+    return "fixed: " + ", ".join(parts + [r for r in run if r])
 
 
 def study_figure(ds, x=None, y=None, path=None):
-    """A study's standard figures over two sweep axes: a heat map of simulated
-    ETTR, and (when checkpoint_interval is swept) the best simulated interval
-    against the other axis beside the exact closed-form optimum."""
+    """A study's standard figures over two sweep axes.
+
+    A heat map of simulated ETTR with the value written in each cell, and (when
+    checkpoint_interval is swept) the best simulated interval against the other
+    axis beside the exact closed-form optimum. Axis labels carry the units of
+    the coordinates; a caption names the fixed parameters.
+
+    Parameters
+    ----------
+    ds : a study Dataset (`relmodel.sweep.open_study`).
+    x, y : the sweep axes to draw (default: the first two).
+    path : save the figure here when given.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
     from matplotlib.figure import Figure
 
     sweep_dims = [d for d in ds.ettr.dims]
@@ -100,16 +407,23 @@ def study_figure(ds, x=None, y=None, path=None):
         ettr_xy = ettr_xy.isel({d: 0 for d in others})
     ettr_xy = ettr_xy.transpose(y, x).load()
     with_curve = "checkpoint_interval" in (x, y)
-    fig = Figure(figsize=(12 if with_curve else 6, 4.5), layout="constrained")
+    n_x, n_y = ettr_xy.sizes[x], ettr_xy.sizes[y]
+    fig = Figure(figsize=(13 if with_curve else 7, 5.4), layout="constrained")
     axes = fig.subplots(1, 2 if with_curve else 1)
     heat = axes[0] if with_curve else axes
-    mesh = heat.pcolormesh(np.arange(ettr_xy.sizes[x]), np.arange(ettr_xy.sizes[y]), ettr_xy.values,
-                           shading="nearest", vmin=0, vmax=1, cmap="viridis")
-    heat.set(xticks=range(ettr_xy.sizes[x]), yticks=range(ettr_xy.sizes[y]), xlabel=x, ylabel=y,
-             title="simulated ETTR" + (f" ({', '.join(f'{d}={ds[d].values[0]:g}' for d in others)})" if others else ""))
-    heat.set_xticklabels([_tick(v) for v in ettr_xy[x].values], rotation=45, fontsize=7)
-    heat.set_yticklabels([_tick(v) for v in ettr_xy[y].values], fontsize=7)
-    fig.colorbar(mesh, ax=heat, label="ETTR")
+    values = ettr_xy.values
+    mesh = heat.pcolormesh(np.arange(n_x), np.arange(n_y), values, shading="nearest", vmin=0, vmax=1,
+                           cmap="viridis")
+    heat.set(xticks=range(n_x), yticks=range(n_y), xlabel=axis_label(ds, x), ylabel=axis_label(ds, y),
+             title="simulated ETTR")
+    heat.set_xticklabels([number_text(v) for v in ettr_xy[x].values], rotation=45 if n_x > 6 else 0, fontsize=8)
+    heat.set_yticklabels([number_text(v) for v in ettr_xy[y].values], fontsize=8)
+    size = 8 if n_x <= 8 else 7 if n_x <= 12 else 5
+    for (row, col), value in np.ndenumerate(values):
+        # viridis is dark below about 0.55: white text there, black above
+        heat.text(col, row, "n/a" if not np.isfinite(value) else f"{value:.2f}", ha="center", va="center",
+                  fontsize=size, color="w" if not np.isfinite(value) or value < 0.55 else "k")
+    fig.colorbar(mesh, ax=heat, label="ETTR (productive / wall-clock)")
     if with_curve:
         other = y if x == "checkpoint_interval" else x
         best = ettr_xy.idxmax("checkpoint_interval")
@@ -118,10 +432,14 @@ def study_figure(ds, x=None, y=None, path=None):
         # The optimum does not depend on the interval the grid was run at: fix it to one value.
         sc = Scenario.from_dataset(ettr_xy).sweep(checkpoint_interval=float(ettr_xy.checkpoint_interval[0]))
         ax.plot(ettr_xy[other], optimal_interval(sc, "exact"), "-", label="exact optimum (renewal)")
-        ax.set(xscale="log", yscale="log", xlabel=other, ylabel="checkpoint interval (h)",
-               title="optimal checkpoint interval")
+        log_other = np.all(ettr_xy[other].values > 0)
+        ax.set(xscale="log" if log_other else "linear", yscale="log", xlabel=axis_label(ds, other),
+               ylabel=axis_label(ds, "checkpoint_interval"), title="optimal checkpoint interval")
+        if log_other:
+            plain_log_axis(ax.xaxis, base=2 if other == "n_gpus" else 10)
+        plain_log_axis(ax.yaxis)
         ax.legend(fontsize=8)
+    _caption(fig, study_caption(ds, shown=(x, y)))
     if path is not None:
         fig.savefig(path, dpi=120)
     return fig
-

@@ -4,36 +4,96 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..units import format_hours
+
 MARKERS = {"recycle": "o", "restart": "s", "spare": "^", "drop-pipeline": "v", "oobleck": "D", "bamboo": "P"}
+# Strategies often share a line (recycle, restart and spare all sit at 1.0 in
+# the steady state): each strategy's points are shifted sideways by its own
+# small offset, at most DODGE failed workers; the first line is wide and solid
+# and the later ones dashed on top of it, so a shared stretch shows both colours.
+DODGE = 0.25
+DASHES = ((5, 2), (2, 2), (6, 2, 1, 2), (1, 1.5), (4, 1.5, 1, 1.5, 1, 1.5), (3, 3))
 
 
 def throughput_figure(table, runs=None, path=None, *, title: str | None = None):
-    """Fraction of fault-free throughput against failed workers, one line per
-    strategy (`table` from `throughput_table`); `runs` (a Dataset from
-    `simulate_runs` or `replay_traces`, or a list of them) adds a panel each of
-    time averages with their intervals. Saved to `path` when given. Returns the Figure."""
+    """Fraction of fault-free throughput against failed workers, one line per strategy.
+
+    Lines that coincide are shifted sideways a little (each strategy its own
+    offset and marker) so none hides another; the aim max(T0, work bound) is
+    drawn only where it is finite. `runs` adds a panel each of time averages
+    with their intervals; a trace panel says how often the trace has fewer
+    nodes than the run's workers. A caption names the fixed parameters.
+
+    Parameters
+    ----------
+    table : a Dataset from `throughput_table`.
+    runs : a Dataset from `simulate_runs` or `replay_traces`, or a list of them.
+    path : save the figure here when given.
+    title : of the first panel (default: the configuration).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
     from matplotlib.figure import Figure
 
     extra = [] if runs is None else (list(runs) if isinstance(runs, (list, tuple)) else [runs])
-    fig = Figure(figsize=(6.5 + 4.5 * len(extra), 4.2), layout="constrained")
+    fig = Figure(figsize=(6.5 + 4.5 * len(extra), 4.8), layout="constrained")
     axes = fig.subplots(1, 1 + len(extra), squeeze=False)[0]
     ax = axes[0]
     n = table.n_failures.values
-    for strategy in table.strategy.values:
-        lead = str(strategy) == "recycle"  # drawn on top: it often shares a line with others
-        ax.plot(n, table.fraction_of_ideal.sel(strategy=strategy), marker=MARKERS.get(str(strategy), "o"),
-                ms=7 if lead else 5, lw=2.5 if lead else 1.5, zorder=3 if lead else 2, label=str(strategy))
+    strategies = [str(s) for s in table.strategy.values]
+    step = 2 * DODGE / max(len(strategies) - 1, 1)
+    for i, strategy in enumerate(strategies):
+        offset = (i - (len(strategies) - 1) / 2) * step if len(strategies) > 1 else 0.0
+        style = dict(lw=4, ls="-") if i == 0 else dict(lw=1.8, ls=(0, DASHES[(i - 1) % len(DASHES)]))
+        ax.plot(n + offset, table.fraction_of_ideal.sel(strategy=strategy), marker=MARKERS.get(strategy, "o"),
+                ms=5, zorder=2 + i / 10, label=strategy, **style)
     with np.errstate(divide="ignore", invalid="ignore"):
-        aim = float(table.attrs["ideal_period"]) / table.recycle_target
-    ax.plot(n, aim, "k:", lw=1, label="max(T0, work bound)")
-    ax.set(xlabel="failed workers", ylabel="throughput / fault-free", ylim=(-0.02, 1.05), xticks=n,
+        aim = float(table.attrs["ideal_period"]) / table.recycle_target.values
+    aim = np.where(np.isfinite(aim), aim, np.nan)
+    if np.isfinite(aim).any():  # a line with no finite point is not drawn, so not listed
+        ax.plot(n, aim, "k:", lw=1.2, zorder=5, label="recycle aim: T0 / max(T0, work bound)")
+    ax.set(xlabel="failed workers", ylabel="steady-state throughput / fault-free", ylim=(-0.02, 1.05),
            title=title or _config_title(table.attrs))
-    ax.legend(fontsize=7)
+    ax.set_xticks(n)
+    ax.legend(fontsize=7, loc="best")
     for ax_runs, ds in zip(axes[1:], extra):
         _runs_panel(ax_runs, ds)
+    fig.supxlabel(_caption(table.attrs, extra), fontsize=8, color="0.2", wrap=True)
     if path is not None:
         fig.savefig(path, dpi=120)
     return fig
+
+
+def trace_notes(runs) -> list[str]:
+    """What each replayed trace offers the run: its most nodes at once and the
+    share of its time with fewer nodes than the run has workers.
+
+    Parameters
+    ----------
+    runs : a Dataset from `replay_traces` (a Dataset without a trace dim gives []).
+
+    Returns
+    -------
+    list of str
+        One line per trace; "never has ..." where the trace never holds enough nodes.
+    """
+    if "trace" not in runs.dims:
+        return []
+    needed = int(runs.attrs["replicas"]) * int(runs.attrs["stages"])
+    notes = []
+    for name in runs.trace.values:
+        sel = runs.sel(trace=name)
+        most = int(sel.max_nodes) if "max_nodes" in runs else None
+        short = float(sel.time_fraction.sel(n_failures=slice(1, None)).sum()) if "time_fraction" in runs else None
+        if most is not None and most < needed:
+            notes.append(f"{name}: never has the {needed} nodes the run needs (at most {most}): "
+                         "\n  strategies that need every worker stall (about 0)")
+        elif short is not None:
+            notes.append(f"{name}: at most {most} nodes for {needed} workers; "
+                         f"workers down {short:.0%} of the time")
+    return notes
 
 
 def _runs_panel(ax, runs):
@@ -50,11 +110,46 @@ def _runs_panel(ax, runs):
     ax.set_xticks(x, strategies, rotation=30, ha="right", fontsize=8)
     a = runs.attrs
     where = f"{a['replicas']} x {a['stages']}-stage"
-    ax.set(ylabel="time-average throughput / fault-free", ylim=(0, 1.05),
+    notes = "\n".join(trace_notes(runs))
+    top = 1.05 + (0.07 * (notes.count("\n") + 1) + 0.03 if notes else 0)  # room for the notes above the bars
+    ax.set(ylabel="time-average throughput / fault-free", ylim=(0, top), yticks=np.linspace(0, 1, 6),
            title=f"runs with failures, {where}" if "trace" not in runs.dims else f"replaying traces, {where}")
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=min(len(groups), 4))
+    if notes:  # why a bar is at zero: the trace, not the strategy
+        ax.text(0.02, 0.985, notes, transform=ax.transAxes, ha="left", va="top", fontsize=7,
+                bbox=dict(boxstyle="round", fc="w", ec="0.6", alpha=0.9), zorder=6)
 
 
 def _config_title(attrs) -> str:
     return (f"p={attrs['stages']} stages, d={attrs['replicas']} replicas, m={attrs['microbatches']} "
             f"({attrs['order']}, {attrs['backward']}, {attrs['optimizer']})")
+
+
+def _times_text(values) -> str:
+    values = np.atleast_1d(values)
+    return f"{values[0]:g}" if np.all(values == values[0]) else "/".join(f"{v:g}" for v in values)
+
+
+def _caption(attrs, runs) -> str:
+    """The fixed parameters: the pipeline, its task times, and each runs panel's failure model."""
+    parts = [(f"fixed: p={attrs['stages']}, d={attrs['replicas']}, m={attrs['microbatches']}, "
+              f"F={_times_text(attrs['fwd'])}, B={_times_text(attrs['bwd_input'])}, "
+              f"W={_times_text(attrs['bwd_weight'])} (task time units), {attrs['order']}, {attrs['backward']} "
+              f"backward, {attrs['optimizer']} optimizer")]
+    if "spares" in attrs:
+        parts.append(f"{attrs['spares']} spares")
+    if "bamboo_slowdown" in attrs:
+        parts.append(f"Bamboo takeover x{float(attrs['bamboo_slowdown']):g}")
+    for ds in runs:
+        a = ds.attrs
+        kind = "traces" if "trace" in ds.dims else f"runs of {format_hours(float(a['duration_h']))}"
+        model = [f"{kind}: time unit {format_hours(float(a['time_unit_h']))}"]
+        if "trace" not in ds.dims:
+            model.append(f"failure rate {float(a['failure_rate']):g} per node-day, "
+                         f"repair {format_hours(float(a['repair_time_h']))}")
+        model.append(f"restart {format_hours(float(a['restart_cost_h']))}, "
+                     f"checkpoint every {format_hours(float(a['checkpoint_interval_h']))}, "
+                     f"{a.get('n_runs', '?')} {'placements' if 'trace' in ds.dims else 'runs'}")
+        parts.append("; ".join(model))
+    parts.append(f"markers shifted sideways by up to {DODGE:g} so coinciding lines stay visible")
+    return "; ".join(parts)
