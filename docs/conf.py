@@ -76,12 +76,6 @@ numpydoc_validation_exclude = {
     # A hypothesis @composite strategy: its generated wrapper has no source code for
     # numpydoc to inspect (validation would crash); its docstring is still rendered.
     r"^relmodel\.testing\.strategies\.failed_workers$",
-    # TEMPORARY (docstring migration in progress): remove each line once the
-    # owner of that module has converted these docstrings to numpydoc.
-    r"^relmodel\.fit\.FitResult\.(plot|to_dict)$",
-    r"^relmodel\.(plan|plot|simulate)\.",
-    r"^relmodel\.pipeline\.(failure_set|recycle_check|recycle_summary|replay_traces"
-    r"|schedule_dataset|simulate_runs|throughput_table|throughput_figure)$",
 }
 
 # -- sphinx-gallery ----------------------------------------------------------

@@ -13,10 +13,14 @@ import click
 import numpy as np
 from click.core import ParameterSource
 
+from . import _feedback as feedback
+from ._extras import MissingExtraError, require
 from .engine import DEFAULT_MAX_FAILURES, MAX_JOBS
 from .scenario import FIELDS, Scenario, ScenarioError, _check_number
 from .units import UNIT_REQUIRED_HELP, format_hours, to_hours_with_unit
 
+BACKEND_HELP = ("auto: the Cython twin for short runs (no compile wait), Numba (parallel) for long ones; "
+                "the results are the same bits whichever.")
 STUDY_FILE_MAX_BYTES = 2**20  # a study file is a few lines; a bigger one is the wrong file
 _UNITS_EPILOG = (
     f"Durations are {UNIT_REQUIRED_HELP}. Failure rates are failures per node-day. "
@@ -84,6 +88,10 @@ class DatasetPath(click.Path):
         path = super().convert(value, param, ctx)
         if path.suffix not in (".nc", ".zarr"):
             self.fail(f"unknown suffix {path.suffix!r} in {str(path)!r}; use .nc or .zarr", param, ctx)
+        try:
+            require("zarr" if path.suffix == ".zarr" else "h5netcdf", f"a {path.suffix} output")
+        except MissingExtraError as err:
+            self.fail(str(err), param, ctx)
         return path
 
 
@@ -221,6 +229,9 @@ class OneLineErrors(click.Group):
         except click.ClickException as err:
             err.show()
             sys.exit(err.exit_code)
+        except MissingExtraError as err:  # an install to make, not bad input
+            click.echo(f"Error: {err}", err=True)
+            sys.exit(1)
         except click.Abort:
             click.echo("Aborted.", err=True)
             sys.exit(1)
@@ -256,26 +267,33 @@ def main():
 @click.option("--n-jobs", type=click.IntRange(1, MAX_JOBS), default=100_000, show_default=True,
               help="Jobs per scenario point.")
 @click.option("--seed", type=click.IntRange(0, 2**32 - 1), default=0, show_default=True)
-@click.option("--backend", type=click.Choice(["numba", "cython"]), default="numba", show_default=True)
+@click.option("--backend", type=click.Choice(["auto", "numba", "cython"]), default="auto", show_default=True,
+              help=BACKEND_HELP)
 @click.option("--threads", type=click.IntRange(min=1), default=None, help="Numba threads (results do not depend on it).")
 @click.option("--max-failures", type=click.IntRange(1, 2**62), default=DEFAULT_MAX_FAILURES, show_default=True,
               help="Stop (and count as capped) a job at this many failures.")
 @click.option("--out", type=DatasetPath(), default=None,
               help="Write the Dataset: .nc (netCDF, h5netcdf) or .zarr.")
-@click.option("--progress/--no-progress", default=False, help="Show a progress bar.")
-@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON.")
-def simulate(n_jobs, seed, backend, threads, max_failures, out, progress, as_json, **fields):
+@click.option("--progress/--no-progress", default=None,
+              help="Show a progress bar [default: on a terminal, unless --quiet].")
+@click.option("--quiet", is_flag=True, help="No progress bar and no notes on stderr.")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON (with a units block).")
+def simulate(n_jobs, seed, backend, threads, max_failures, out, progress, quiet, as_json, **fields):
     """Monte Carlo job timelines for one scenario or a sweep; prints a summary table."""
     from .closed_form import ClosedFormWarning, ettr
     from .simulate import simulate as run_simulation
 
     sc = build_scenario(fields)
     refuse_if_no_job_can_finish(sc, max_failures)
-    try:
-        ds = run_simulation(sc, n_jobs=n_jobs, seed=seed, backend=backend, n_threads=threads,
-                            max_failures=max_failures, progress=progress)
-    except ValueError as err:
-        raise usage_error(err) from None
+    with feedback.quiet(quiet):
+        bar = feedback.progress_bar(sc.size * n_jobs, "simulate", enabled_=feedback.enabled(progress))
+        try:
+            ds = run_simulation(sc, n_jobs=n_jobs, seed=seed, backend=backend, n_threads=threads,
+                                max_failures=max_failures, progress=False if bar.disable else bar.update)
+        except ValueError as err:
+            raise usage_error(err) from None
+        finally:
+            bar.close()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ClosedFormWarning)  # NaN in the table says it
         ds["ettr_renewal"] = ettr(sc, "renewal")
@@ -283,7 +301,7 @@ def simulate(n_jobs, seed, backend, threads, max_failures, out, progress, as_jso
         write_dataset(ds, out)
     rows = summary_rows(ds, sc.dims)
     if as_json:
-        click.echo(to_json({"rows": rows, "attrs": dict(ds.attrs)}))
+        click.echo(to_json({"rows": rows, "attrs": dict(ds.attrs), "units": simulate_units(sc.dims)}))
     else:
         click.echo(format_table(rows))
         if out is not None:
@@ -298,16 +316,20 @@ def simulate(n_jobs, seed, backend, threads, max_failures, out, progress, as_jso
 @click.option("--n-jobs", type=click.IntRange(100, MAX_JOBS), default=20_000, show_default=True,
               help="Jobs of the quick check simulation, per interval.")
 @click.option("--seed", type=click.IntRange(0, 2**32 - 1), default=0, show_default=True)
-@click.option("--backend", type=click.Choice(["numba", "cython"]), default="numba", show_default=True)
+@click.option("--backend", type=click.Choice(["auto", "numba", "cython"]), default="auto", show_default=True,
+              help=BACKEND_HELP)
 @click.option("--plot", type=FigurePath(), default=None,
               help="Draw ETTR against interval and against scale to this image file.")
 @click.option("--json", "as_json", is_flag=True,
-              help="Print a JSON object (keys mttf_h, optimal_interval_h, ettr, and more).")
+              help="Print a JSON object (keys mttf_h, optimal_interval_h, ettr, ..., and units).")
 @click.option("--from-log", "from_log", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Take the failure rate from this job log (as `relmodel fit` does, jobs >= 128 GPUs).")
-def plan(target_ettr, n_jobs, seed, backend, plot, as_json, from_log, **fields):
+@click.option("--quiet", is_flag=True, help="No progress bar and no notes on stderr.")
+def plan(target_ettr, n_jobs, seed, backend, plot, as_json, from_log, quiet, **fields):
     """Capacity plan: checkpoint interval, ETTR, MTTF, time lost, sensitivities, targets."""
     from .closed_form import MIN_INTERVAL
+    from .plan import check_plan
+    from .plan import header as plan_header
     from .plan import plan as make_plan
 
     for name, value in fields.items():
@@ -330,28 +352,90 @@ def plan(target_ettr, n_jobs, seed, backend, plot, as_json, from_log, **fields):
     refuse_if_no_job_can_finish(sc.sweep(checkpoint_interval=sorted(extremes)), DEFAULT_MAX_FAILURES,
                                 where=" at any checkpoint interval")
     try:
-        result = make_plan(target_ettr=target_ettr, n_jobs=n_jobs, seed=seed, backend=backend, **fields)
+        check_plan(sc, target_ettr, n_jobs, seed)  # every refusal before the first line
     except ValueError as err:
         raise usage_error(err) from None
-    if plot is not None:
-        from .plot import plan_figure
-
-        plan_figure(result.scenario, plot)
-    if as_json:
-        extra = {} if fitted is None else {"failure_rate_from_log": {
-            "log": str(from_log), "failure_rate_per_node_day": fitted.failure_rate,
-            "failure_rate_ci": list(fitted.failure_rate_ci), "infrastructure_failures": fitted.n_failures,
-            "node_days": fitted.node_days}}
-        click.echo(to_json({**result.to_dict(), **extra}))
-    else:
-        if fitted is not None:
-            low, high = fitted.failure_rate_ci
-            click.echo(f"failure rate from {from_log}: {fitted.failure_rate:.4g} per node-day "
-                       f"(95% CI {low:.4g} to {high:.4g}; {fitted.n_failures} failures in "
-                       f"{fitted.node_days:.4g} node-days)\n")
-        click.echo(str(result))
+    with feedback.quiet(quiet):
+        if not as_json:
+            # What needs no simulation first, so that the command answers at once.
+            if fitted is not None:
+                low, high = fitted.failure_rate_ci
+                click.echo(f"failure rate from {from_log}: {fitted.failure_rate:.4g} per node-day "
+                           f"(95% CI {low:.4g} to {high:.4g}; {fitted.n_failures} failures in "
+                           f"{fitted.node_days:.4g} node-days)\n")
+            click.echo(plan_header(sc))
+            sys.stdout.flush()
+        try:
+            result = make_plan(target_ettr=target_ettr, n_jobs=n_jobs, seed=seed, backend=backend,
+                               progress=feedback.enabled(), **fields)
+        except ValueError as err:
+            raise usage_error(err) from None
+        if as_json:
+            extra = {} if fitted is None else {"failure_rate_from_log": {
+                "log": str(from_log), "failure_rate_per_node_day": fitted.failure_rate,
+                "failure_rate_ci": list(fitted.failure_rate_ci), "infrastructure_failures": fitted.n_failures,
+                "node_days": fitted.node_days}}
+            out = {**result.to_dict(), **extra}
+            if fitted is not None:
+                out["units"] = {**out["units"], **{f"failure_rate_from_log.{k}": u for k, u in FROM_LOG_UNITS.items()}}
+            click.echo(to_json(out))
+        else:
+            click.echo(result.details())
+        sys.stdout.flush()
         if plot is not None:
-            click.echo(f"wrote {plot}")
+            draw_plan_figure(result, plot, backend)
+            if not as_json:
+                click.echo(f"wrote {plot}")
+
+
+FROM_LOG_UNITS = {"failure_rate_per_node_day": "failures per node-day", "failure_rate_ci": "failures per node-day",
+                  "infrastructure_failures": "failures", "node_days": "node-days"}
+
+
+def draw_plan_figure(result, path: Path, backend: str):
+    """Draw the plan's figure, saying so first on a terminal (it simulates again).
+
+    With backend "auto" the figure's simulations take the Cython twin where Numba
+    would first have to compile (the same bits either way).
+
+    Parameters
+    ----------
+    result : relmodel.plan.Plan
+    path : Path
+        The image file.
+    backend : str
+        The plan's --backend.
+    """
+    import contextlib
+
+    from .engine import numba_as_auto
+    from .plot import plan_figure
+
+    feedback.note(f"drawing {path} ...")
+    with numba_as_auto() if backend == "auto" else contextlib.nullcontext():
+        plan_figure(result, path)
+
+
+def simulate_units(dims) -> dict:
+    """The `units` block of `relmodel simulate --json`: dotted key path -> unit.
+
+    Parameters
+    ----------
+    dims : the sweep dims (scenario fields), which become keys of each row.
+
+    Returns
+    -------
+    dict
+    """
+    from .plan import SCENARIO_UNITS
+
+    units = {f"rows.*.{d}": SCENARIO_UNITS.get(d, "") for d in dims}
+    units.update({f"rows.*.{k}": "1" for k in ("ettr", "ettr_se", "ettr_renewal", "ettr_job_mean")})
+    units.update({"rows.*.wall_p50_h": "h", "rows.*.wall_p95_h": "h", "rows.*.failures_mean": "failures per job",
+                  "rows.*.n_capped": "jobs", "attrs.seed": "(a seed)", "attrs.n_jobs": "jobs per point",
+                  "attrs.max_failures": "failures per job", "attrs.block_size": "jobs",
+                  "attrs.histogram_bins": "bins"})
+    return units
 
 
 @main.command("fit")
@@ -369,20 +453,23 @@ def plan(target_ettr, n_jobs, seed, backend, plot, as_json, from_log, **fields):
 @click.option("--plot", type=FigurePath(), default=None, help="Draw MTTF against job size to this image file.")
 @click.option("--out", type=DatasetPath(), default=None, help="Write the fit's Dataset: .nc or .zarr.")
 @click.option("--json", "as_json", is_flag=True,
-              help="Print a JSON object (failure_rate_per_node_day, failure_rate_ci, mttf_h_at, and more).")
+              help="Print a JSON object (failure_rate_per_node_day, failure_rate_ci, mttf_h_at, ..., and units).")
+@click.option("--quiet", is_flag=True, help="No notes on stderr.")
 def fit_command(log_file, log_format, min_gpus, gpus_per_node, taxonomy, confidence, skip_bad_rows, plot, out,
-                as_json):
+                as_json, quiet):
     """Fit the failure rate per node-day from a scheduler job log (Slurm sacct or CSV)."""
     result = fit_log(log_file, flag="LOG_FILE", format=log_format, min_gpus=min_gpus, gpus_per_node=gpus_per_node,
                      taxonomy=taxonomy, confidence=confidence, errors="skip" if skip_bad_rows else "raise")
-    if plot is not None:
-        result.plot(plot)
     if out is not None:
         write_dataset(result.dataset, out)
-    if as_json:
-        click.echo(to_json(result.to_dict()))
-    else:
-        click.echo(str(result))
+    # The results first, then the figure.
+    click.echo(to_json(result.to_dict()) if as_json else str(result))
+    if plot is not None:
+        sys.stdout.flush()
+        with feedback.quiet(quiet):
+            feedback.note(f"drawing {plot} ...")
+        result.plot(plot)
+    if not as_json:
         for path in (plot, out):
             if path is not None:
                 click.echo(f"wrote {path}")
@@ -434,7 +521,9 @@ def sweep(study_file, out, scheduler, workers, quiet, plot, x_dim, y_dim):
         raise click.UsageError(f"{study_file}: {err}") from None
     try:
         study = parse_study(source, name=str(study_file), folder=study_file.parent)
-        run_study(study, out, source=source, scheduler=scheduler, n_workers=workers, progress=not quiet)
+        with feedback.quiet(quiet):
+            run_study(study, out, source=source, scheduler=scheduler, n_workers=workers,
+                      progress=feedback.enabled())
     except StudyError as err:
         raise click.UsageError(str(err)) from None
     except ScenarioError as err:  # a [run] value the engine refuses (names the key)
@@ -488,10 +577,9 @@ def to_json(obj) -> str:
 
 def write_dataset(ds, path: Path):
     if path.suffix == ".zarr":
-        try:
-            ds.to_zarr(path, mode="w")
-        except ImportError as err:
-            raise click.ClickException(f"writing .zarr needs the zarr package ({err})") from None
+        from .sweep import write_zarr
+
+        write_zarr(ds, path)
     else:
         ds.to_netcdf(path, engine="h5netcdf")
 

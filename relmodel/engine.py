@@ -207,17 +207,173 @@ def certainly_capped(packed: Packed, max_failures: int) -> np.ndarray:
     return (packed.params[:, P_SHAPE] == 1.0) & (through_compute | through_restarts)
 
 
+# Backend "auto": the Cython twin (no JIT, serial, bit for bit the Numba kernel) for
+# runs of up to this many events (jobs plus expected failures): about 1 s serial,
+# about what importing Numba and loading its cached kernels costs. Longer runs take
+# Numba (parallel); while its cache is cold, only past COLD_CYTHON_EVENTS (~3 s
+# serial, less than a compile): a longer run pays the compile once (announced),
+# and every later one is parallel.
+AUTO_CYTHON_EVENTS = 3e7
+COLD_CYTHON_EVENTS = 1e8
+_NUMBA_MODULE = "relmodel._kernels.timeline_numba"
+_NUMBA_ENTRY_POINTS = ("run_blocks", "run_jobs")
+
+
+def expected_events(packed: Packed, n_jobs: int, max_failures: int = DEFAULT_MAX_FAILURES) -> float:
+    """Kernel work of a run: jobs plus their expected failures (exponential failures,
+    at each row's fastest job rate, so an upper estimate for lemon mixtures).
+
+    Parameters
+    ----------
+    packed : the kernel inputs.
+    n_jobs : jobs per row.
+    max_failures : the cap on failures per job.
+
+    Returns
+    -------
+    float
+        Events in all; rows `certainly_capped` count max_failures a job.
+    """
+    p = packed.params
+    lam = np.maximum.reduceat(packed.rate_value, packed.rate_offset[:-1])
+    with np.errstate(over="ignore", invalid="ignore"):
+        per_job = (p[:, P_N_FULL] * np.expm1(lam * (p[:, P_INTERVAL] + p[:, P_CKPT]))
+                   + np.expm1(lam * p[:, P_REMAINDER])) * np.exp(lam * p[:, P_RESTART])
+    per_job = np.minimum(np.nan_to_num(per_job, nan=max_failures, posinf=max_failures), max_failures)
+    return float(n_jobs * np.sum(1.0 + per_job))
+
+
+def numba_ready() -> bool:
+    """Whether the Numba timeline kernels run without compiling (compiled in this
+    process, or in the cache). Imports Numba (about 0.5 s), not the kernels.
+
+    Returns
+    -------
+    bool
+    """
+    from ._feedback import kernels_cached
+
+    return kernels_cached(_NUMBA_MODULE, _NUMBA_ENTRY_POINTS[:1])
+
+
+def cython_available() -> bool:
+    """Whether the Cython twin is built (it is in every install from source or wheel).
+
+    Returns
+    -------
+    bool
+    """
+    try:
+        get_backend("cython")
+    except ImportError:
+        return False
+    return True
+
+
+_numba_as_auto = [False]
+
+
+@contextmanager
+def numba_as_auto():
+    """Within the block, runs asked for on "numba" resolve as "auto" (same bits).
+
+    For callers that name no backend, such as the figures of `relmodel plan`,
+    which should not wait for a compilation the command itself avoided.
+
+    Yields
+    ------
+    None
+    """
+    before = _numba_as_auto[0]
+    _numba_as_auto[0] = True
+    try:
+        yield
+    finally:
+        _numba_as_auto[0] = before
+
+
+def resolve_backend(backend: str, packed: Packed, n_jobs: int, max_failures: int = DEFAULT_MAX_FAILURES,
+                    keep_jobs: bool = False) -> str:
+    """The kernel backend a run uses: `backend` itself, or for "auto" the faster to
+    answer of the two (they give the same bits, so only the time differs).
+
+    "auto" takes the Cython twin for runs of up to AUTO_CYTHON_EVENTS events
+    (`expected_events`), and up to COLD_CYTHON_EVENTS while Numba's cache is cold
+    (a compile would take longer than the serial run); otherwise Numba.
+
+    Parameters
+    ----------
+    backend : "numba", "cython" or "auto".
+    packed : the kernel inputs of the run.
+    n_jobs : jobs per row.
+    max_failures : the cap on failures per job.
+    keep_jobs : whether the run keeps every job (its cost grows alike on both).
+
+    Returns
+    -------
+    str
+        "numba" or "cython".
+    """
+    if backend == "numba" and _numba_as_auto[0]:
+        backend = "auto"
+    if backend != "auto":
+        return backend
+    if not cython_available():
+        return "numba"
+    events = expected_events(packed, n_jobs, max_failures)
+    if events <= AUTO_CYTHON_EVENTS:
+        return "cython"
+    return "numba" if events > COLD_CYTHON_EVENTS or numba_ready() else "cython"
+
+
 def run(packed: Packed, n_jobs: int, seed: int, backend: str = "numba", *, scenario_keys=None,
         max_failures: int = DEFAULT_MAX_FAILURES, keep_jobs: bool = False, n_threads=None, progress=None,
         chunk_items: int = CHUNK_ITEMS) -> Totals:
-    """Simulate n_jobs jobs of every row. `scenario_keys` (default 0..n-1) key the
-    random streams; a sub-grid run with its global indices gives the same bits.
-    `progress` is called with the number of jobs finished after each chunk.
-    Rows `certainly_capped` are not simulated (unless keep_jobs): their jobs all
-    count as capped and their sums stay 0 (no job, so NaN estimates)."""
+    """Simulate n_jobs jobs of every row of `packed`, folded in a fixed order.
+
+    Rows `certainly_capped` are not simulated (unless keep_jobs): their jobs
+    all count as capped and their sums stay 0 (no job, so NaN estimates). The
+    first Numba run of a process whose cache is cold says it is compiling (one
+    line on stderr, on a terminal: `relmodel._feedback.announce_compile`).
+
+    Parameters
+    ----------
+    packed : Packed
+        The kernel inputs (`pack`).
+    n_jobs : int
+        Jobs per row.
+    seed : int
+        The seed; the same bits whatever the backend, threads or chunking.
+    backend : str
+        "numba", "cython" or "auto" (`resolve_backend`).
+    scenario_keys : array of int, optional
+        Keys of the rows' random streams (default 0..n-1); a sub-grid run with
+        its global indices gives the same bits as the whole grid.
+    max_failures : int
+        A job stops (and counts as capped) at this many failures.
+    keep_jobs : bool
+        Also return every job's fields.
+    n_threads : int, optional
+        Numba threads for the call.
+    progress : callable, optional
+        Called with the number of jobs finished after each chunk; chunks are
+        then made small enough for some 100 calls (the bits do not depend on it).
+    chunk_items : int
+        Work items (blocks of BLOCK_SIZE jobs) per kernel call.
+
+    Returns
+    -------
+    Totals
+    """
     n_jobs, seed, max_failures = check_run_args(n_jobs, seed, max_failures)
     keep_jobs = check_flag("keep_jobs", keep_jobs)
-    kernel = get_backend(backend)
+    backend = resolve_backend(backend, packed, n_jobs, max_failures, keep_jobs)
+    if backend == "numba":
+        from ._feedback import announce_compile
+
+        announce_compile(_NUMBA_MODULE, _NUMBA_ENTRY_POINTS if keep_jobs else _NUMBA_ENTRY_POINTS[:1],
+                         "simulation kernels")
+    kernel = get_backend(backend)  # after the note: the Numba kernel compiles (or loads) at import
     n_rows = packed.params.shape[0]
     check_run_memory(n_rows, n_jobs, packed.n_categories, keep_jobs)
     keys = np.arange(n_rows, dtype=np.uint64) if scenario_keys is None else np.asarray(scenario_keys)
@@ -238,6 +394,14 @@ def run(packed: Packed, n_jobs: int, seed: int, backend: str = "numba", *, scena
     todo = np.flatnonzero(~hopeless)
     if progress is not None and hopeless.any():
         progress(int(hopeless.sum()) * n_jobs)
+    if progress is not None and chunk_items == CHUNK_ITEMS:
+        # A bar that moves: ~100 chunks, each still a work item per thread.
+        threads = 1
+        if backend == "numba":
+            import numba
+
+            threads = n_threads or numba.get_num_threads()
+        chunk_items = int(min(CHUNK_ITEMS, max(threads, -(-todo.size * n_blocks // 100))))
     with numba_threads(n_threads if backend == "numba" else None):
         for start in range(0, todo.size * n_blocks, chunk_items):
             item = np.arange(start, min(start + chunk_items, todo.size * n_blocks), dtype=np.int64)

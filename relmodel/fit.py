@@ -76,6 +76,43 @@ class WeibullFit:
     their difference does not. Where the data cannot support a fit (see
     `weibull_fit`) `WeibullFit.not_estimable` gives NaN numbers and ``note``
     says why.
+
+    Parameters
+    ----------
+    shape : float
+        The Weibull shape (1: exponential; below 1, a falling hazard).
+    scale : float
+        The Weibull scale, in the unit of the times (node-days in `fit`).
+    shape_ci : tuple of float
+        Interval on the shape at `confidence`, ``(low, high)``.
+    scale_ci : tuple of float
+        Interval on the scale at `confidence`, ``(low, high)``, in the unit
+        of the times.
+    confidence : float
+        The confidence level of the intervals, in (0, 1).
+    interval : {"wald", "profile"}
+        How the intervals were computed (see above).
+    shape_se_log : float
+        Standard error of ``log(shape)`` from the observed information.
+    scale_se_log : float
+        Standard error of ``log(scale)`` from the observed information.
+    loglik : float
+        The maximized Weibull log-likelihood (a log-density, times in their unit).
+    exponential_scale : float
+        Maximum-likelihood mean of the exponential law (total time over
+        failures), in the unit of the times.
+    exponential_loglik : float
+        The maximized exponential log-likelihood (a log-density).
+    lr_statistic : float
+        Likelihood-ratio statistic of the Weibull against the exponential.
+    lr_pvalue : float
+        Its p-value (chi-square, 1 degree of freedom).
+    n_events : int
+        Failures (uncensored times) in the fit.
+    n_censored : int
+        Censored times in the fit.
+    note : str, default ""
+        Why there is no fit, where the numbers are NaN; empty otherwise.
     """
 
     shape: float
@@ -97,15 +134,43 @@ class WeibullFit:
 
     @property
     def estimable(self) -> bool:
+        """True where the data supported a fit (the numbers are finite, not NaN)."""
         return math.isfinite(self.shape)
 
     def to_dict(self) -> dict:
+        """Return the fit as JSON-ready data.
+
+        Returns
+        -------
+        dict
+            Every field by name; intervals as ``(low, high)`` tuples, the scale
+            in the unit of the times (see ``FIT_UNITS`` for `fit`'s).
+        """
         return dataclasses.asdict(self)
 
     @classmethod
     def not_estimable(cls, note: str, *, n_events: int, n_censored: int, confidence: float = 0.95,
                       interval: str = "wald") -> WeibullFit:
-        """A fit whose numbers are all NaN, with the reason in ``note``."""
+        """Return a fit whose numbers are all NaN, with the reason in ``note``.
+
+        Parameters
+        ----------
+        note : str
+            Why the data cannot support a fit.
+        n_events : int
+            Failures in the data.
+        n_censored : int
+            Censored times in the data.
+        confidence : float, default 0.95
+            The confidence level the intervals would have had.
+        interval : {"wald", "profile"}, default "wald"
+            The interval method that was asked for.
+
+        Returns
+        -------
+        WeibullFit
+            NaN shape, scale, intervals and test; `estimable` is False.
+        """
         nan = float("nan")
         return cls(shape=nan, scale=nan, shape_ci=(nan, nan), scale_ci=(nan, nan), confidence=confidence,
                    interval=interval, shape_se_log=nan, scale_se_log=nan, loglik=nan, exponential_scale=nan,
@@ -117,31 +182,40 @@ def weibull_fit(times, observed, *, ignore_censoring: bool = False, confidence: 
                 interval: str = "wald") -> WeibullFit:
     """Fit a Weibull law to times to failure, some right-censored, by maximum likelihood.
 
+    Censored times of 0 carry no information (survival to 0 is 1) and are
+    left out; data without censoring is an ordinary, uncensored fit.
+
     Parameters
     ----------
-    times : finite times >= 0, any unit (the scale and its interval come out in it).
-    observed : True where the time ends in a failure, False where it is
-        censored (the job ended for another reason first); one per time.
-    ignore_censoring : fit only the observed failure times, as a naive analysis
-        would; kept to show how that biases the shape.
-    confidence : of ``shape_ci`` and ``scale_ci``, in (0, 1).
-    interval : "wald" (observed information, the default) or "profile"
-        (profile likelihood); see `WeibullFit`.
+    times : array_like of float
+        Times to failure or to censoring, finite and >= 0, in any unit (the
+        scale and its interval come out in it; node-days in `fit`).
+    observed : array_like of bool
+        True where the time ends in a failure, False where it is censored
+        (the job ended for another reason first); one per time (1/0 accepted).
+    ignore_censoring : bool, default False
+        Fit only the observed failure times, as a naive analysis would; kept
+        to show how that biases the shape.
+    confidence : float, default 0.95
+        Confidence level of ``shape_ci`` and ``scale_ci``, in (0, 1).
+    interval : {"wald", "profile"}, default "wald"
+        Observed information or profile likelihood; see `WeibullFit`.
 
     Returns
     -------
     WeibullFit
+        The shape, the scale (in the unit of `times`), their intervals and
+        the likelihood-ratio test against the exponential.
 
     Raises
     ------
     FitError
-        Its message starts with the argument to change. ``times``/``observed``
-        that do not pair up, are not finite or are negative; fewer than two
-        failures (none, or one); a failure at time 0 (probability 0 under every
-        Weibull law); every failure at the longest time, as with identical
-        times (the likelihood then grows without bound in the shape).
-        Censored times of 0 carry no information (survival to 0 is 1) and are
-        left out; data without censoring is an ordinary, uncensored fit.
+        If the data cannot support a fit; the message starts with the argument
+        to change: `times` and `observed` that do not pair up, times not finite
+        or negative, fewer than two failures (none, or one), a failure at time 0
+        (probability 0 under every Weibull law), every failure at the longest
+        time, as with identical times (the likelihood then grows without bound
+        in the shape), or a bad `confidence` or `interval`.
     """
     from scipy import stats  # here, not at import: `import relmodel` stays light
 
@@ -336,6 +410,21 @@ def poisson_rate_interval(count: int, exposure: float, confidence: float = 0.95)
     inverted, the same as the chi-square quantiles ``chi2(alpha/2; 2 count) / 2``
     and ``chi2(1 - alpha/2; 2 count + 2) / 2``.
 
+    Parameters
+    ----------
+    count : int
+        The observed number of events, >= 0.
+    exposure : float
+        The exposure they occurred in, finite and > 0 (node-days in `fit`).
+    confidence : float, default 0.95
+        The interval's confidence level, in (0, 1).
+
+    Returns
+    -------
+    tuple of float
+        ``(low, high)``: bounds on the rate, events per unit of `exposure`
+        (failures per node-day in `fit`).
+
     Raises
     ------
     FitError
@@ -358,18 +447,53 @@ def poisson_rate_interval(count: int, exposure: float, confidence: float = 0.95)
     return low / float(exposure), high / float(exposure)
 
 
+# Units of the numbers in FitResult.to_dict(), by dotted key path ("*": any key there).
+FIT_UNITS = {
+    "failure_rate_per_node_day": "failures per node-day", "failure_rate_ci": "failures per node-day",
+    "confidence": "1", "infrastructure_failures": "failures", "node_days": "node-days", "jobs_used": "jobs",
+    "min_gpus": "GPUs", "gpus_per_node": "GPUs per node", "mttf_h_at.*": "h (keys: GPUs of the job)",
+    "goodness_of_fit.deviance": "1", "goodness_of_fit.dof": "1", "goodness_of_fit.p_value": "1",
+    "weibull.shape": "1", "weibull.scale": "node-days", "weibull.shape_ci": "1", "weibull.scale_ci": "node-days",
+    "weibull.confidence": "1", "weibull.shape_se_log": "1", "weibull.scale_se_log": "1",
+    "weibull.loglik": "1 (log-density, times in node-days)", "weibull.exponential_scale": "node-days",
+    "weibull.exponential_loglik": "1 (log-density, times in node-days)", "weibull.lr_statistic": "1",
+    "weibull.lr_pvalue": "1", "weibull.n_events": "failures", "weibull.n_censored": "jobs",
+    "end_states.*.jobs_share": "1", "end_states.*.gpu_time_share": "1", "end_states.*.jobs": "jobs",
+    "log.rows_read": "rows", "log.rows_used": "rows", "log.rows_folded": "rows", "log.skipped.*": "rows",
+    "log.notes.*": "rows", "log.*": "rows",
+}
+
+
 @dataclasses.dataclass(frozen=True)
 class FitResult:
     """What `fit` found.
 
-    Attributes
+    Parameters
     ----------
-    failure_rate : infrastructure failures per node-day (jobs >= min_gpus GPUs)
-    failure_rate_ci : exact Poisson interval at ``confidence``
-    n_failures, node_days : the count and the exposure behind it
-    weibull : `WeibullFit` of the times to failure (node-days) of those jobs
-    lemon_nodes : names of the lemon-node candidates (empty without node lists)
-    dataset : the full report as an xarray Dataset (see `fit`)
+    failure_rate : float
+        Infrastructure failures per node-day (jobs >= `min_gpus` GPUs).
+    failure_rate_ci : tuple of float
+        Exact Poisson interval on the rate at `confidence`.
+    confidence : float
+        The confidence level of the intervals.
+    n_failures : int
+        The count of infrastructure failures behind the rate.
+    node_days : float
+        The exposure behind the rate.
+    n_jobs : int
+        Job attempts that entered the rate.
+    min_gpus : int
+        The smallest job size that entered the rate.
+    gpus_per_node : int
+        GPUs per node used to turn GPU counts into nodes.
+    weibull : WeibullFit
+        Fit of the times to failure (node-days) of those jobs.
+    lemon_nodes : tuple of str
+        Names of the lemon-node candidates (empty without node lists).
+    dataset : xarray.Dataset
+        The full report (see `fit`).
+    log : JobLog
+        The log that was fitted.
     """
 
     failure_rate: float
@@ -386,18 +510,51 @@ class FitResult:
     log: JobLog = dataclasses.field(repr=False)
 
     def mttf_h_at(self, n_gpus):
-        """Projected MTTF (hours) of a job on `n_gpus` GPUs: ``24 / (ceil(n_gpus / gpus_per_node) r_f)``."""
+        """Return the projected MTTF of a job at the fitted failure rate, in hours.
+
+        ``24 / (ceil(n_gpus / gpus_per_node) r_f)``, with ``r_f`` the fitted
+        rate per node-day; infinite where the rate is 0.
+
+        Parameters
+        ----------
+        n_gpus : int or array_like
+            GPUs in the job.
+
+        Returns
+        -------
+        float or numpy.ndarray
+            The job's MTTF in hours (an array when `n_gpus` is one).
+        """
         nodes = np.ceil(np.asarray(n_gpus, dtype=float) / self.gpus_per_node)
         with np.errstate(divide="ignore"):
             out = 24.0 / (nodes * self.failure_rate)
         return float(out) if out.ndim == 0 else out
 
     def scenario(self, *, with_weibull_shape: bool = False, **fields):
-        """A `relmodel.Scenario` at the fitted failure rate.
+        """Return a `relmodel.Scenario` at the fitted failure rate.
 
-        `fields` are the other Scenario fields (``n_gpus`` needed;
-        ``checkpoint_interval`` defaults to 1h and ``work`` to 7d, as in the CLI).
-        With ``with_weibull_shape=True`` the fitted Weibull shape is used too.
+        Parameters
+        ----------
+        with_weibull_shape : bool, default False
+            Use the fitted Weibull shape too (``weibull_shape``).
+        **fields
+            The other Scenario fields: ``n_gpus`` is needed;
+            ``checkpoint_interval`` defaults to 1 hour and ``work`` to 7 days
+            (as in the CLI), ``gpus_per_node`` to the fit's.
+
+        Returns
+        -------
+        Scenario
+            The scenario, its ``failure_rate`` the fitted rate per node-day.
+
+        Raises
+        ------
+        FitError
+            If ``with_weibull_shape=True`` and no Weibull shape was fitted.
+        ScenarioError
+            If a field is outside its valid range.
+        TypeError
+            If a field name is not a Scenario field.
         """
         from .scenario import Scenario
 
@@ -411,8 +568,21 @@ class FitResult:
         return Scenario(failure_rate=self.failure_rate, **fields)
 
     def to_dict(self) -> dict:
+        """Return the fit as JSON-ready data, with a `units` block.
+
+        The `units` block gives the unit of every number by its dotted key path
+        (``*``: any job size, end state or count).
+
+        Returns
+        -------
+        dict
+            The fitted rate (failures per node-day), its interval, exposure
+            (node-days), MTTF by job size (hours), goodness of fit and the rest,
+            by key, and ``units``.
+        """
         ds = self.dataset
         return {
+            "units": dict(FIT_UNITS),
             "failure_rate_per_node_day": self.failure_rate,
             "failure_rate_ci": list(self.failure_rate_ci),
             "confidence": self.confidence,
@@ -432,6 +602,27 @@ class FitResult:
             "log": self.log.summary.to_dict(),
             "taxonomy": {"name": self.log.taxonomy.name, "version": self.log.taxonomy.version},
         }
+
+    def __repr__(self) -> str:
+        low, high = self.failure_rate_ci
+        shape = f", Weibull shape {self.weibull.shape:.3g}" if self.weibull.estimable else ""
+        return (f"FitResult({1000 * self.failure_rate:.4g} failures per 1000 node-days "
+                f"[{1000 * low:.4g}, {1000 * high:.4g}], {self.n_failures} failures in {self.node_days:.4g} "
+                f"node-days, {self.n_jobs} jobs >= {self.min_gpus} GPUs{shape})")
+
+    def _repr_html_(self) -> str:
+        """A small table for notebooks: the rate, its interval, the data behind it and projected MTTFs."""
+        from html import escape
+
+        low, high = self.failure_rate_ci
+        rows = [("failure rate", f"{1000 * self.failure_rate:.4g} per 1000 node-days"),
+                (f"{self.confidence:.0%} CI", f"{1000 * low:.4g} to {1000 * high:.4g}"),
+                ("failures / node-days", f"{self.n_failures} / {self.node_days:.4g}"),
+                (f"jobs (>= {self.min_gpus} GPUs)", str(self.n_jobs)),
+                ("Weibull shape", f"{self.weibull.shape:.3g}" if self.weibull.estimable else "not fitted"),
+                *((f"MTTF at {n} GPUs", _hours(self.mttf_h_at(n))) for n in REPORT_SIZES)]
+        return ("<table><caption>FitResult</caption>"
+                + "".join(f"<tr><th>{escape(k)}</th><td>{escape(v)}</td></tr>" for k, v in rows) + "</table>")
 
     def __str__(self) -> str:
         ds, low_high = self.dataset, self.failure_rate_ci
@@ -480,8 +671,24 @@ class FitResult:
         return "\n".join(out)
 
     def plot(self, path=None, ax=None):
-        """MTTF against job size: binned points with their intervals, the fitted curve, log axes."""
+        """Draw MTTF against job size: binned points with their intervals, the fitted curve, log axes.
+
+        Parameters
+        ----------
+        path : str or os.PathLike, optional
+            Save the figure here when given.
+        ax : matplotlib.axes.Axes, optional
+            The Axes to draw on (default: a new Figure's).
+
+        Returns
+        -------
+        matplotlib.figure.Figure
+            The figure of `ax` (saved to `path` when given): MTTF in hours
+            against job size in GPUs.
+        """
         from matplotlib.figure import Figure
+
+        from .plot import plain_log_axis
 
         if ax is None:
             ax = Figure(figsize=(6.5, 4.5), layout="constrained").subplots()
@@ -497,9 +704,11 @@ class FitResult:
                 ax.errorbar(centre.values[sel], b.mttf_h.values[sel], yerr=err[:, sel], fmt="o", color=colour,
                             capsize=3, label=label)
         ax.plot(ds.curve_gpus, ds.mttf_curve_h, "C1-",
-                label=f"1/(N r_f), r_f = {1000 * self.failure_rate:.3g}/1000 node-days")
-        ax.set(xscale="log", yscale="log", xlabel="GPUs of the job", ylabel="MTTF (hours)",
-               title="MTTF against job size")
+                label=f"1/(N r_f), r_f = {1000 * self.failure_rate:.3g} per 1000 node-days")
+        ax.set(xscale="log", yscale="log", xlabel="job size (GPUs)", ylabel="MTTF of the job (h)",
+               title=f"MTTF against job size ({self.confidence:.0%} intervals)")
+        plain_log_axis(ax.xaxis)
+        plain_log_axis(ax.yaxis)
         ax.legend(fontsize=8)
         if path is not None:
             ax.figure.savefig(path, dpi=120)
@@ -512,13 +721,21 @@ def fit(log, *, min_gpus: int = 128, gpus_per_node: int = 8, taxonomy="meta-2024
 
     Parameters
     ----------
-    log : a `JobLog`, a path to a log file, or the log's text (see `read_log`).
-    min_gpus : only jobs with at least this many GPUs enter the rate (small
+    log : JobLog, str or pathlib.Path
+        A `JobLog`, a path to a log file, or the log's text (see `read_log`).
+    min_gpus : int, default 128
+        Only jobs with at least this many GPUs enter the rate (small
         jobs are dominated by user failures and have little exposure).
-    gpus_per_node : turns GPU counts into nodes where the log gives no node count.
-    taxonomy : classifies end states (preset name, path or `Taxonomy`).
-    confidence : of the Poisson interval on the rate (and the other intervals).
-    format, errors : passed to `read_log` when `log` is not a `JobLog`.
+    gpus_per_node : int, default 8
+        Turns GPU counts into nodes where the log gives no node count.
+    taxonomy : str, pathlib.Path or Taxonomy, default "meta-2024"
+        Classifies end states (preset name, path or `Taxonomy`).
+    confidence : float, default 0.95
+        Of the Poisson interval on the rate (and the other intervals).
+    format : {"auto", "sacct", "csv"}, default "auto"
+        Passed to `read_log` when `log` is not a `JobLog`.
+    errors : {"raise", "skip"}, default "raise"
+        Passed to `read_log` when `log` is not a `JobLog`.
 
     Returns
     -------
@@ -533,6 +750,14 @@ def fit(log, *, min_gpus: int = 128, gpus_per_node: int = 8, taxonomy="meta-2024
         ``node_days_on_node``, ``expected_node_failures`` (``r_f`` times
         node-days), ``node_rate_factor``, ``node_lr_statistic``, ``tail_p``,
         ``lemon_candidate``; and provenance and the Weibull fit in ``attrs``.
+
+    Raises
+    ------
+    FitError
+        If the log cannot support the fit (no exposure at `min_gpus`, a bad
+        `confidence`); the message starts with the parameter to change.
+    LogError
+        If the log is malformed (with ``errors="raise"``).
     """
     if isinstance(min_gpus, bool) or not isinstance(min_gpus, (int, np.integer)) or min_gpus < 1:
         raise FitError(f"min_gpus: must be a positive integer (got {min_gpus!r})")

@@ -35,13 +35,55 @@ _CAP_FACTOR = 40.0
 
 
 def best_ettr(sc: Scenario) -> float:
-    """Renewal ETTR at the exact optimal interval."""
+    """Return the renewal ETTR at the exact optimal interval.
+
+    Parameters
+    ----------
+    sc : Scenario
+        The run (its checkpoint interval is replaced by the exact optimum).
+
+    Returns
+    -------
+    float
+        ETTR (a ratio in [0, 1]) of the renewal model at that interval.
+    """
     return ettr(sc, "renewal", at="exact")
 
 
 @dataclasses.dataclass(frozen=True)
 class Plan:
-    """What `plan` found; `to_dict()` for machines, `str()` for people."""
+    """What `plan` found; `to_dict()` for machines, `str()` for people.
+
+    Parameters
+    ----------
+    scenario : Scenario
+        The run at the recommended checkpoint interval.
+    mttf_h : float
+        The job's MTTF in hours.
+    intervals_h : dict
+        Checkpoint interval in hours by label (young, daly, exact, and current
+        if given).
+    ettr_by_interval : dict
+        By interval label: ``linear``, ``renewal``, ``simulated``,
+        ``simulated_se`` and ``simulated_ci95`` ETTR, with ``linear_valid``,
+        ``expected_failures`` (per job) and ``simulated_jobs``.
+    time_per_job_h : dict or None
+        Simulated mean hours per job at the recommended interval, by component
+        (and ``wall``); None where that interval was not simulated.
+    sensitivity : dict
+        By parameter: its ``value``, the ``elasticity`` of ETTR to it and
+        ``ettr_if_halved``.
+    target : dict or None
+        With a target ETTR: ``ettr``, ``needed`` (per parameter; None: out of
+        reach), ``best_possible`` and ``max_gpus`` (GPUs); else None.
+    n_jobs : int
+        Jobs of the check simulation per interval.
+    recommended : str, default "exact"
+        The label of the recommended interval.
+    by_category : dict, optional
+        With a taxonomy, by kind of failure: ``share``, ``failures`` (per job),
+        ``lost_h``, ``restart_h`` and ``queue_h`` (hours per job).
+    """
 
     scenario: Scenario  # at the recommended interval
     mttf_h: float
@@ -57,13 +99,25 @@ class Plan:
 
     @property
     def optimal_interval_h(self) -> float:
+        """The recommended checkpoint interval in hours."""
         return self.intervals_h[self.recommended]
 
     @property
     def ettr(self) -> float:
+        """The renewal ETTR at the recommended interval (a ratio in [0, 1])."""
         return self.ettr_by_interval[self.recommended]["renewal"]
 
     def to_dict(self) -> dict:
+        """Return the plan as JSON-ready data, with a `units` block.
+
+        The `units` block gives the unit of every number by its dotted key path
+        (``*``: any interval label or failure kind).
+
+        Returns
+        -------
+        dict
+            The plan's numbers (hours, ratios, GPUs, jobs) by key, and ``units``.
+        """
         return {
             "mttf_h": self.mttf_h,
             "optimal_interval_h": self.optimal_interval_h,
@@ -78,15 +132,57 @@ class Plan:
             "by_category": self.by_category,
             "scenario": {f.name: _plain(getattr(self.scenario, f.name)) for f in dataclasses.fields(Scenario)
                          if f.name != "failure_model"},
+            "units": plan_units(self),
         }
 
+    def __repr__(self) -> str:
+        e = self.ettr_by_interval[self.recommended]
+        simulated = "" if not e["simulated_jobs"] else f", simulated {e['simulated']:.4f}"
+        target = "" if self.target is None else (
+            f", target {self.target['ettr']:g}: " + (f"up to {self.target['max_gpus']} GPUs"
+                                                     if self.target["max_gpus"] else "no job size"))
+        return (f"Plan({self.scenario.n_gpus} GPUs, MTTF {format_hours(self.mttf_h)}, "
+                f"interval {_interval_text(self.optimal_interval_h)} ({self.recommended}), "
+                f"ETTR {self.ettr:.4f}{simulated}{target})")
+
+    def _repr_html_(self) -> str:
+        """A small table for notebooks: the intervals with their ETTR, then MTTF and target."""
+        from html import escape
+
+        rows = []
+        for label, interval in self.intervals_h.items():
+            e = self.ettr_by_interval[label]
+            sim = (f"{e['simulated']:.4f} &plusmn; {1.96 * e['simulated_se']:.4f}" if e["simulated_jobs"]
+                   else "not simulated")
+            mark = " *" if label == self.recommended else ""
+            rows.append(f"<tr><td>{escape(label)}{mark}</td><td>{escape(_interval_text(interval))}</td>"
+                        f"<td>{e['linear']:.4f}</td><td>{e['renewal']:.4f}</td><td>{sim}</td></tr>")
+        sc = self.scenario
+        caption = escape(f"{sc.n_gpus} GPUs, work {format_hours(sc.work)}, MTTF {format_hours(self.mttf_h)}")
+        foot = ""
+        if self.target is not None:
+            g = self.target["max_gpus"]
+            foot = escape(f"target ETTR {self.target['ettr']:g}: " + (f"largest job {g} GPUs" if g else
+                                                                      "no job size reaches it"))
+            foot = f"<tr><td colspan='5'>{foot}</td></tr>"
+        return ("<table><caption>" + caption + "</caption><tr><th>method</th><th>interval</th><th>linear</th>"
+                "<th>renewal</th><th>simulated (95%)</th></tr>" + "".join(rows) + foot + "</table>")
+
     def __str__(self) -> str:
+        return header(self.scenario, self.mttf_h) + "\n" + self.details()
+
+    def details(self) -> str:
+        """Return what `str()` prints after `header`.
+
+        The table of intervals, where the time goes, sensitivities and targets.
+
+        Returns
+        -------
+        str
+            Those lines, joined by newlines.
+        """
         sc = self.scenario
         out = [
-            f"{sc.n_gpus} GPUs ({sc.n_nodes} nodes), work {format_hours(sc.work)}, "
-            f"failure rate {sc.failure_rate:g} per node-day, checkpoint {format_hours(sc.checkpoint_cost)}, "
-            f"restart {format_hours(sc.restart_cost)}, queue {format_hours(sc.queue_wait)}",
-            f"MTTF of the job: {format_hours(self.mttf_h)}",
             "",
             f"{'interval':>10}  {'method':<8} {'linear':>9} {'renewal':>8}   simulated (95% CI, jobs)",
         ]
@@ -146,6 +242,73 @@ class Plan:
         return "\n".join(out)
 
 
+def header(sc: Scenario, mttf_h: float | None = None) -> str:
+    """Return the first lines of a plan: the run and its MTTF.
+
+    They need no simulation, so the command line prints them at once.
+
+    Parameters
+    ----------
+    sc : Scenario
+        The run (its checkpoint interval is not shown).
+    mttf_h : float, optional
+        The job's MTTF in hours (default: ``sc.mttf``).
+
+    Returns
+    -------
+    str
+        Two lines: the run (GPUs, nodes, work, failures per node-day, costs in
+        hours) and its MTTF.
+    """
+    mttf_h = sc.mttf if mttf_h is None else mttf_h
+    return "\n".join([
+        f"{sc.n_gpus} GPUs ({sc.n_nodes} nodes), work {format_hours(sc.work)}, "
+        f"failure rate {sc.failure_rate:g} per node-day, checkpoint {format_hours(sc.checkpoint_cost)}, "
+        f"restart {format_hours(sc.restart_cost)}, queue {format_hours(sc.queue_wait)}",
+        f"MTTF of the job: {format_hours(mttf_h)}",
+    ])
+
+
+# Units of the numbers in Plan.to_dict(), by dotted key path; "*" is any interval
+# label or failure kind. "1" is a plain ratio (ETTR, shares, elasticities).
+SCENARIO_UNITS = {
+    "n_gpus": "GPUs", "failure_rate": "failures per node-day", "checkpoint_interval": "h", "work": "h",
+    "checkpoint_cost": "h", "restart_cost": "h", "queue_wait": "h", "gpus_per_node": "GPUs per node",
+    "weibull_shape": "1", "lemon_fraction": "1 (fraction of nodes)", "lemon_rate_factor": "1 (rate multiple)",
+}
+_PLAN_UNITS = {
+    "mttf_h": "h", "optimal_interval_h": "h", "ettr": "1", "intervals_h.*": "h",
+    **{f"ettr_by_interval.*.{k}": "1" for k in ("linear", "renewal", "simulated", "simulated_se",
+                                                "simulated_ci95")},
+    "ettr_by_interval.*.expected_failures": "failures per job", "ettr_by_interval.*.simulated_jobs": "jobs",
+    "time_per_job_h.*": "h", "sensitivity.*.elasticity": "1", "sensitivity.*.ettr_if_halved": "1",
+    **{f"sensitivity.{k}.value": SCENARIO_UNITS.get(k, "h") for k in SENSITIVITY},
+    "target.ettr": "1", **{f"target.needed.{k}": SCENARIO_UNITS[k] for k in IMPROVABLE},
+    "target.best_possible.*": "1", "target.max_gpus": "GPUs", "simulation_jobs": "jobs per interval",
+    "by_category.*.share": "1", "by_category.*.failures": "failures per job", "by_category.*.lost_h": "h",
+    "by_category.*.restart_h": "h", "by_category.*.queue_h": "h",
+    **{f"scenario.{k}": u for k, u in SCENARIO_UNITS.items()},
+    "scenario.taxonomy.*.share": "1", "scenario.taxonomy.*.restart_cost": "h",
+    "scenario.taxonomy.*.queue_wait": "h",
+}
+
+
+def plan_units(p: Plan | None = None) -> dict:
+    """The `units` block of a plan's JSON: dotted key path -> unit.
+
+    Parameters
+    ----------
+    p : Plan, optional
+        Unused: every plan has the same keys (kept so the block may depend on it).
+
+    Returns
+    -------
+    dict
+        Unit (``"h"``, ``"1"``, ``"GPUs"``, ...) by dotted key path.
+    """
+    return dict(_PLAN_UNITS)
+
+
 def _plain(value):
     """Scenario values as JSON-ready data (a taxonomy as a list of dicts)."""
     if isinstance(value, tuple):
@@ -162,7 +325,7 @@ def _value_text(name: str, value) -> str:
 
 
 def plan(scenario=None, *, target_ettr: float | None = None, n_jobs: int = 20_000, seed: int = 0,
-         backend: str = "numba", max_failures: int | None = None, **fields) -> Plan:
+         backend: str = "auto", max_failures: int | None = None, progress=False, **fields) -> Plan:
     """Plan a run: recommended checkpoint interval, ETTR, MTTF and what must improve.
 
     Give a Scenario (its checkpoint_interval, if any, is shown as "current"), or
@@ -177,6 +340,39 @@ def plan(scenario=None, *, target_ettr: float | None = None, n_jobs: int = 20_00
     finish; where `n_jobs` jobs would draw more than CHECK_EVENT_BUDGET failures
     it simulates fewer jobs (the interval says how many), and below
     MIN_CHECK_JOBS none (the plan says so and gives the expected failures).
+
+    Parameters
+    ----------
+    scenario : Scenario, optional
+        The run; or give its fields as keywords.
+    target_ettr : float, optional
+        The ETTR to reach, in (0, 1).
+    n_jobs : int
+        Jobs of the check simulation per interval (fewer within CHECK_EVENT_BUDGET).
+    seed : int
+        Seed of the check simulation.
+    backend : str
+        "auto" (default: the Cython twin for short checks, no JIT wait), "numba"
+        or "cython"; the same bits whichever.
+    max_failures : int, optional
+        Cap on failures per simulated job (default: see above).
+    progress : bool or callable
+        True: a progress bar over the check simulations (tqdm, on stderr); a
+        callable is called with the jobs done after each chunk.
+    **fields
+        Scenario fields, when no `scenario` is given.
+
+    Returns
+    -------
+    Plan
+        The recommended interval, ETTR by interval, MTTF, sensitivities and targets.
+
+    Raises
+    ------
+    TypeError
+        If both a `scenario` and its fields are given.
+    ValueError
+        If `check_plan` refuses the arguments.
     """
     if scenario is None:
         current = fields.get("checkpoint_interval")
@@ -187,21 +383,13 @@ def plan(scenario=None, *, target_ettr: float | None = None, n_jobs: int = 20_00
             raise TypeError("give a scenario or its fields, not both")
         sc = as_scenario(scenario)
         current = sc.checkpoint_interval
-    if sc.is_grid:
-        raise ValueError(f"plan takes one scenario, not a grid over {sc.dims}")
-    if not renewal_applies(sc):
-        raise ValueError("weibull_shape: the planner uses the renewal model, which needs exponential "
-                         "failures (weibull_shape = 1); use relmodel.compare for Weibull failures")
-    if target_ettr is not None and not (isinstance(target_ettr, (int, float)) and 0 < target_ettr < 1):
-        raise ValueError(f"target_ettr: must be in (0, 1) (got {target_ettr!r})")
-    n_jobs, seed, _ = check_run_args(n_jobs, seed, 1 if max_failures is None else max_failures)
+    n_jobs, seed = check_plan(sc, target_ettr, n_jobs, seed, max_failures)
 
     intervals = {m: optimal_interval(sc, m) for m in ("young", "daly", "exact")}
     if current is not None:
         intervals["current"] = sc.checkpoint_interval
     feasible = {label: feasible_interval(v, sc.work) for label, v in intervals.items()}
-    checks = {v: _check_simulation(sc.sweep(checkpoint_interval=v), n_jobs, seed, backend, max_failures)
-              for v in sorted(set(feasible.values()))}
+    checks = _check_simulations(sc, sorted(set(feasible.values())), n_jobs, seed, backend, max_failures, progress)
     ettr_by = {}
     for label, interval in feasible.items():
         at = sc.sweep(checkpoint_interval=interval)
@@ -230,12 +418,61 @@ def plan(scenario=None, *, target_ettr: float | None = None, n_jobs: int = 20_00
     )
 
 
+def check_plan(sc: Scenario, target_ettr=None, n_jobs=20_000, seed=0, max_failures=None) -> tuple[int, int]:
+    """Refuse, before any work, what `plan` cannot plan (a ValueError naming the parameter).
+
+    Parameters
+    ----------
+    sc : Scenario
+        The run: one point, exponential failures.
+    target_ettr : float, optional
+        The ETTR to reach, in (0, 1), as `plan` takes it.
+    n_jobs : int, default 20000
+        Jobs of the check simulation per interval, as `plan` takes it.
+    seed : int, default 0
+        Seed of the check simulation, as `plan` takes it.
+    max_failures : int, optional
+        Cap on failures per simulated job, as `plan` takes it.
+
+    Returns
+    -------
+    tuple of int
+        (n_jobs, seed) as Python ints.
+
+    Raises
+    ------
+    ValueError
+        If `sc` is a grid, its failures are not exponential, or an argument is
+        out of range (the message names it).
+    """
+    if sc.is_grid:
+        raise ValueError(f"plan takes one scenario, not a grid over {sc.dims}")
+    if not renewal_applies(sc):
+        raise ValueError("weibull_shape: the planner uses the renewal model, which needs exponential "
+                         "failures (weibull_shape = 1); use relmodel.compare for Weibull failures")
+    if target_ettr is not None and not (isinstance(target_ettr, (int, float)) and 0 < target_ettr < 1):
+        raise ValueError(f"target_ettr: must be in (0, 1) (got {target_ettr!r})")
+    n_jobs, seed, _ = check_run_args(n_jobs, seed, 1 if max_failures is None else max_failures)
+    return n_jobs, seed
+
+
 def expected_failures_bound(sc: Scenario) -> tuple[float, float]:
-    """(mean, highest) expected failures per job over the job rates the simulation samples.
+    """Return (mean, highest) expected failures per job over the job rates the simulation samples.
 
     Exact for one kind of failure: a piece of length s takes e^(lam s) - 1
     failures on average, and each failure e^(lam u0) - 1 more during its
     restarts. With a taxonomy the longest restart gives an upper bound.
+
+    Parameters
+    ----------
+    sc : Scenario
+        The run: one point.
+
+    Returns
+    -------
+    tuple of float
+        The mean over sampled job failure rates, and the highest, of the
+        expected failures per job.
     """
     cdf, rate = job_rate_table(sc.n_nodes, sc.failure_rate, sc.lemon_fraction, sc.lemon_rate_factor)
     n_full, remainder = sc.intervals
@@ -246,18 +483,44 @@ def expected_failures_bound(sc: Scenario) -> tuple[float, float]:
     return float(np.sum(np.diff(cdf, prepend=0.0) * failures)), float(failures.max())
 
 
-def _check_simulation(sc: Scenario, n_jobs: int, seed: int, backend: str, max_failures) -> dict:
+def _check_jobs(sc: Scenario, n_jobs: int) -> tuple[int, float, float]:
+    """(jobs to simulate, expected and highest expected failures a job) within CHECK_EVENT_BUDGET;
+    0 jobs where fewer than MIN_CHECK_JOBS would fit."""
+    mean, highest = expected_failures_bound(sc)
+    jobs = n_jobs if mean * n_jobs <= CHECK_EVENT_BUDGET else int(CHECK_EVENT_BUDGET // mean)
+    return (0 if jobs < min(MIN_CHECK_JOBS, n_jobs) else jobs), mean, highest
+
+
+def _check_simulations(sc: Scenario, intervals, n_jobs: int, seed: int, backend: str, max_failures,
+                       progress) -> dict:
+    """`_check_simulation` at each interval, under one progress bar (or callback) for all of them."""
+    at = {v: sc.sweep(checkpoint_interval=v) for v in intervals}
+    total = sum(_check_jobs(point, n_jobs)[0] for point in at.values())
+    bar = None
+    if progress is True:
+        from ._feedback import progress_bar
+
+        bar = progress_bar(total, "check simulation", enabled_=True)
+        progress = bar.update
+    try:
+        return {v: _check_simulation(point, n_jobs, seed, backend, max_failures, progress or None)
+                for v, point in at.items()}
+    finally:
+        if bar is not None:
+            bar.close()
+
+
+def _check_simulation(sc: Scenario, n_jobs: int, seed: int, backend: str, max_failures, progress=None) -> dict:
     """Simulate one interval within CHECK_EVENT_BUDGET failures: its summary and Dataset (None if not run)."""
     from .simulate import simulate
 
-    mean, highest = expected_failures_bound(sc)
-    jobs = n_jobs if mean * n_jobs <= CHECK_EVENT_BUDGET else int(CHECK_EVENT_BUDGET // mean)
+    jobs, mean, highest = _check_jobs(sc, n_jobs)
     summary = {"expected_failures": mean, "simulated_jobs": 0, "simulated": math.nan, "simulated_se": math.nan,
                "simulated_ci95": [math.nan, math.nan]}
-    if jobs < min(MIN_CHECK_JOBS, n_jobs):
+    if not jobs:
         return {"summary": summary, "dataset": None}
     cap = max_failures if max_failures is not None else int(min(_CAP_FACTOR * highest + 1000, 2**62))
-    ds = simulate(sc, n_jobs=jobs, seed=seed, backend=backend, max_failures=cap)
+    ds = simulate(sc, n_jobs=jobs, seed=seed, backend=backend, max_failures=cap, progress=progress or False)
     est, se = float(ds.ettr), float(ds.ettr_se)
     summary.update(simulated_jobs=jobs, simulated=est, simulated_se=se, simulated_ci95=[est - 1.96 * se,
                                                                                         est + 1.96 * se])

@@ -42,7 +42,19 @@ def _axes(ax):
 
 
 def number_text(value) -> str:
-    """A tick value as a plain number: 0.25, 1, 16384, 1.5e+05 only beyond 10^6."""
+    """Return a tick value as a plain number: 0.25, 1, 16384, 1.5e+05 only beyond 10^6.
+
+    Parameters
+    ----------
+    value : float
+        The tick value.
+
+    Returns
+    -------
+    str
+        The value as text: every digit of a whole number (GPU counts), else
+        three significant digits.
+    """
     value = float(value)
     if value == 0 or not math.isfinite(value):
         return f"{value:g}"
@@ -54,12 +66,14 @@ def number_text(value) -> str:
 
 
 def plain_log_axis(axis, base: float = 10) -> None:
-    """Log-scale ticks as plain numbers (0.1, 0.2, 0.5, 1, 2 ...; never 3x10^0).
+    """Set log-scale ticks as plain numbers (0.1, 0.2, 0.5, 1, 2 ...; never 3x10^0).
 
     Parameters
     ----------
-    axis : a matplotlib ``Axis`` (``ax.xaxis`` or ``ax.yaxis``) already on a log scale.
-    base : 10 (ticks at 1, 2, 5 per decade where the range is short) or 2.
+    axis : matplotlib.axis.Axis
+        ``ax.xaxis`` or ``ax.yaxis``, already on a log scale.
+    base : float, default 10
+        10 (ticks at 1, 2, 5 per decade where the range is short) or 2.
     """
     from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
@@ -76,12 +90,15 @@ def plain_log_axis(axis, base: float = 10) -> None:
 
 def scenario_caption(sc: Scenario, *, fixed=("work", "failure_rate", "checkpoint_cost", "restart_cost",
                                              "queue_wait", "gpus_per_node")) -> str:
-    """The parameters a figure of `sc` holds fixed, in words with units.
+    """Return the parameters a figure of `sc` holds fixed, in words with units.
 
     Parameters
     ----------
-    sc : the scenario (one point).
-    fixed : the fields to name, in this order.
+    sc : Scenario
+        The scenario (one point).
+    fixed : tuple of str, optional
+        The fields to name, in this order (default: work, failure rate,
+        checkpoint and restart costs, queue wait, GPUs per node).
 
     Returns
     -------
@@ -152,7 +169,7 @@ def _simulated_points(sc: Scenario, points, n_jobs: int, seed: int):
 
 def ettr_vs_interval(scenario, ax=None, *, n_points: int = 60, n_sim: int = 8, n_jobs: int = 20_000, seed: int = 0,
                      target_ettr: float | None = None, current_interval: float | None = None):
-    """ETTR against checkpoint interval for the scenario's work.
+    """Draw ETTR against checkpoint interval for the scenario's work.
 
     Both closed forms as curves, simulated points with 95% error bars, Young's,
     Daly's and the exact optimum as distinct markers on the renewal curve, the
@@ -161,21 +178,30 @@ def ettr_vs_interval(scenario, ax=None, *, n_points: int = 60, n_sim: int = 8, n
 
     Parameters
     ----------
-    scenario : a `Scenario` (one point; its checkpoint interval is not used) or
-        a `relmodel.plan.Plan` (which brings its target and current interval).
-    ax : the Axes to draw on (default: a new Figure's, with a caption of the
+    scenario : Scenario or relmodel.plan.Plan
+        A `Scenario` (one point; its checkpoint interval is not used) or a
+        `relmodel.plan.Plan` (which brings its target and current interval).
+    ax : matplotlib.axes.Axes, optional
+        The Axes to draw on (default: a new Figure's, with a caption of the
         fixed parameters).
-    n_points : points of each closed-form curve.
-    n_sim : simulated intervals (log-spaced; fewer where a point would need
-        more than its share of FIGURE_EVENT_BUDGET failures).
-    n_jobs : jobs per simulated interval, at most.
-    seed : of the simulation.
-    target_ettr : draw this ETTR as a horizontal line.
-    current_interval : draw the interval used today (h) as a vertical line.
+    n_points : int, default 60
+        Points of each closed-form curve.
+    n_sim : int, default 8
+        Simulated intervals (log-spaced; fewer where a point would need more
+        than its share of FIGURE_EVENT_BUDGET failures).
+    n_jobs : int, default 20000
+        Jobs per simulated interval, at most.
+    seed : int, default 0
+        Seed of the simulation.
+    target_ettr : float, optional
+        Draw this ETTR as a horizontal line.
+    current_interval : float, optional
+        Draw the interval used today (hours) as a vertical line.
 
     Returns
     -------
     matplotlib.axes.Axes
+        The Axes drawn on.
     """
     own_figure = ax is None
     sc, target_ettr, current_interval, _ = _plan_inputs(scenario, target_ettr, current_interval)
@@ -228,17 +254,24 @@ def ettr_vs_interval(scenario, ax=None, *, n_points: int = 60, n_sim: int = 8, n
 
 def scale_projection(scenario, ax=None, *, gpus=None, target_ettr: float | None = None,
                      max_gpus: int | None = None):
-    """ETTR at the exact optimal interval (left axis) and job MTTF (right axis,
-    log) against GPU count, for the scenario's work.
+    """Draw ETTR and job MTTF against GPU count, for the scenario's work.
+
+    ETTR at the exact optimal interval on the left axis, job MTTF (hours, log
+    scale) on the right.
 
     Parameters
     ----------
-    scenario : a `Scenario` (one point) or a `relmodel.plan.Plan`.
-    ax : the Axes to draw on (default: a new Figure's, with a caption).
-    gpus : GPU counts to draw (default 8 to 131,072 in powers of two, and the
+    scenario : Scenario or relmodel.plan.Plan
+        A `Scenario` (one point) or a `relmodel.plan.Plan`.
+    ax : matplotlib.axes.Axes, optional
+        The Axes to draw on (default: a new Figure's, with a caption).
+    gpus : array_like of int, optional
+        GPU counts to draw (default 8 to 131,072 GPUs in powers of two, and the
         job's own count).
-    target_ettr : draw this ETTR as a horizontal line.
-    max_gpus : mark the largest job reaching the target (a Plan brings it).
+    target_ettr : float, optional
+        Draw this ETTR as a horizontal line.
+    max_gpus : int, optional
+        Mark the largest job (GPUs) reaching the target (a Plan brings it).
 
     Returns
     -------
@@ -281,7 +314,7 @@ def scale_projection(scenario, ax=None, *, gpus=None, target_ettr: float | None 
 
 def plan_figure(scenario, path=None, *, target_ettr: float | None = None, current_interval: float | None = None,
                 **kwargs):
-    """The plan's two figures side by side, drawn from the plan's inputs.
+    """Draw the plan's two figures side by side, from the plan's inputs.
 
     Left: ETTR against checkpoint interval (`ettr_vs_interval`); right: ETTR
     and MTTF against job size (`scale_projection`). A title names the job and
@@ -289,15 +322,22 @@ def plan_figure(scenario, path=None, *, target_ettr: float | None = None, curren
 
     Parameters
     ----------
-    scenario : a `relmodel.plan.Plan` (best: it brings the target ETTR, the
-        current interval and the largest job reaching the target) or a `Scenario`.
-    path : save the figure here when given.
-    target_ettr, current_interval : override or supply what a Plan brings.
-    **kwargs : passed to `ettr_vs_interval` (n_points, n_sim, n_jobs, seed).
+    scenario : relmodel.plan.Plan or Scenario
+        A `relmodel.plan.Plan` (best: it brings the target ETTR, the current
+        interval and the largest job reaching the target) or a `Scenario`.
+    path : str or os.PathLike, optional
+        Save the figure here when given.
+    target_ettr : float, optional
+        The target ETTR; overrides or supplies what a Plan brings.
+    current_interval : float, optional
+        The interval used today in hours; overrides or supplies what a Plan brings.
+    **kwargs
+        Passed to `ettr_vs_interval` (n_points, n_sim, n_jobs, seed).
 
     Returns
     -------
     matplotlib.figure.Figure
+        The figure (saved to `path` when given).
     """
     from matplotlib.figure import Figure
 
@@ -322,16 +362,19 @@ _UNIT_WORDS = {"1/(node day)": "per node-day", "GPU": "GPUs", "GPU/node": "GPUs/
 
 
 def axis_label(ds, name: str) -> str:
-    """A sweep axis's name with its unit from the coordinate's attrs: 'n_gpus (GPUs)'.
+    """Return a sweep axis's name with its unit from the coordinate's attrs: 'n_gpus (GPUs)'.
 
     Parameters
     ----------
-    ds : the study Dataset.
-    name : the coordinate.
+    ds : xarray.Dataset
+        The study Dataset.
+    name : str
+        The coordinate.
 
     Returns
     -------
     str
+        The name, with its unit in words in parentheses where it has one.
     """
     unit = ds[name].attrs.get("units", "")
     words = _UNIT_WORDS.get(unit, unit)
@@ -350,17 +393,22 @@ def _value_with_unit(ds, name: str) -> str:
 
 
 def study_caption(ds, shown=()) -> str:
-    """The parameters a study figure holds fixed: every scalar coordinate, the
-    first value of each sweep axis not shown, and the jobs a point.
+    """Return the parameters a study figure holds fixed.
+
+    Every scalar coordinate, the first value of each sweep axis not shown, and
+    the jobs a point.
 
     Parameters
     ----------
-    ds : the study Dataset.
-    shown : the sweep axes the figure draws.
+    ds : xarray.Dataset
+        The study Dataset.
+    shown : tuple of str, optional
+        The sweep axes the figure draws.
 
     Returns
     -------
     str
+        "fixed: " and the values with their units, comma-separated.
     """
     sweep_dims = list(ds.ettr.dims)
     fixed = sorted((name for name in ds.coords if ds[name].ndim == 0),
@@ -374,7 +422,7 @@ def study_caption(ds, shown=()) -> str:
 
 
 def study_figure(ds, x=None, y=None, path=None):
-    """A study's standard figures over two sweep axes.
+    """Draw a study's standard figures over two sweep axes.
 
     A heat map of simulated ETTR with the value written in each cell, and (when
     checkpoint_interval is swept) the best simulated interval against the other
@@ -383,13 +431,24 @@ def study_figure(ds, x=None, y=None, path=None):
 
     Parameters
     ----------
-    ds : a study Dataset (`relmodel.sweep.open_study`).
-    x, y : the sweep axes to draw (default: the first two).
-    path : save the figure here when given.
+    ds : xarray.Dataset
+        A study Dataset (`relmodel.sweep.open_study`).
+    x : str, optional
+        The sweep axis along x (default: the first).
+    y : str, optional
+        The sweep axis along y (default: the second).
+    path : str or os.PathLike, optional
+        Save the figure here when given.
 
     Returns
     -------
     matplotlib.figure.Figure
+        The figure (saved to `path` when given).
+
+    Raises
+    ------
+    ValueError
+        If `x` or `y` is not a sweep axis of the study, or it has only one.
     """
     from matplotlib.figure import Figure
 

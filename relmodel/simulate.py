@@ -11,8 +11,8 @@ import xarray as xr
 from . import __version__
 from ._kernels import BACKENDS
 from ._kernels.layout import BLOCK_SIZE, N_BINS
-from .engine import (COMPONENTS, DEFAULT_MAX_FAILURES, check_run_args, check_run_memory, check_threads, pack, run,
-                     summarize)
+from .engine import (COMPONENTS, DEFAULT_MAX_FAILURES, check_run_args, check_run_memory, check_threads, pack,
+                     resolve_backend, run, summarize)
 from .scenario import as_scenario, check_choice, check_flag, check_levels
 
 RNG_SCHEME = (
@@ -66,46 +66,74 @@ def simulate(scenario, n_jobs: int = 100_000, seed: int = 0, backend: str = "num
 
     Parameters
     ----------
-    scenario : Scenario, or a mapping of its fields; sequences make sweep dims.
-    n_jobs : jobs per scenario point, 1 to 2**40.
-    seed : 0 <= seed < 2**32. Same seed, same bits, whatever the backend,
-        thread count or chunking.
-    backend : "numba" (parallel) or "cython" (serial, no JIT).
-    keep_jobs : also return per-job variables `job_*` along a `job` dim
-        (memory grows with n_jobs; otherwise it does not). A run whose arrays
-        would not fit in the memory available is refused before it starts.
-    max_failures : a job is stopped at this many failures and counted in
-        `n_capped` (a CappedJobsWarning says so); its times are truncated. A
-        grid point whose every job would be stopped (probability above
-        1 - 1e-6, exponential failures: `engine.certainly_capped`) is not
-        simulated at all: n_capped = n_jobs and NaN estimates, in no time
-        (unless keep_jobs).
-    n_threads : Numba threads for this call (default: Numba's setting).
-    progress : show a progress bar.
-    quantiles : distinct levels in [0, 1] of the wall-time quantiles.
+    scenario : Scenario or mapping
+        The scenario, or a mapping of its fields; sequences make sweep dims.
+    n_jobs : int, default 100000
+        Jobs per scenario point, 1 to 2**40.
+    seed : int, default 0
+        0 <= seed < 2**32. Same seed, same bits, whatever the backend, thread
+        count or chunking.
+    backend : {"numba", "cython", "auto"}, default "numba"
+        "numba" (parallel), "cython" (serial, no JIT) or "auto" (the quicker
+        to answer: Cython for short runs, `engine.resolve_backend`). The same
+        bits whichever; the `backend` attr says which ran.
+    keep_jobs : bool, default False
+        Also return per-job variables `job_*` along a `job` dim (memory grows
+        with n_jobs; otherwise it does not). A run whose arrays would not fit
+        in the memory available is refused before it starts.
+    max_failures : int, default 100000
+        A job is stopped at this many failures and counted in `n_capped` (a
+        CappedJobsWarning says so); its times are truncated. A grid point whose
+        every job would be stopped (probability above 1 - 1e-6, exponential
+        failures: `engine.certainly_capped`) is not simulated at all:
+        n_capped = n_jobs and NaN estimates, in no time (unless keep_jobs).
+    n_threads : int, optional
+        Numba threads for this call (default: Numba's setting).
+    progress : bool or callable, default False
+        Show a progress bar (tqdm); or a callable, called with the number of
+        jobs finished after each chunk (to drive a bar of your own).
+    quantiles : sequence of float, default (0.05, 0.5, 0.95)
+        Distinct levels in [0, 1] of the wall-time quantiles.
 
     Returns
     -------
-    xarray.Dataset with the sweep dims, every scenario field as a coordinate,
-    the variables described in their `long_name` attrs, and provenance attrs.
+    xarray.Dataset
+        The sweep dims, every scenario field as a coordinate, the variables
+        described in their `long_name` attrs (times in hours), and provenance
+        attrs.
+
+    Raises
+    ------
+    ScenarioError
+        If an argument is out of its valid range, or the run would not fit in
+        the memory available (the message names it).
+
+    Warns
+    -----
+    CappedJobsWarning
+        If any job hit `max_failures` and was stopped.
     """
     sc = as_scenario(scenario)
     # Every argument checked before any work (packing a grid takes time too).
     n_jobs, seed, max_failures = check_run_args(n_jobs, seed, max_failures)
-    backend = check_choice("backend", backend, BACKENDS)
+    backend = check_choice("backend", backend, (*BACKENDS, "auto"))
     n_threads = check_threads(n_threads)
-    keep_jobs, progress = check_flag("keep_jobs", keep_jobs), check_flag("progress", progress)
+    keep_jobs = check_flag("keep_jobs", keep_jobs)
+    callback = progress if callable(progress) else None
+    progress = callback is None and check_flag("progress", progress)
     quantiles = check_levels("quantiles", quantiles)
     check_run_memory(sc.size, n_jobs, len(sc.taxonomy or ()), keep_jobs)
     packed = pack(sc)
+    backend = resolve_backend(backend, packed, n_jobs, max_failures, keep_jobs)
     bar = None
     if progress:
         from tqdm.auto import tqdm
 
         bar = tqdm(total=sc.size * n_jobs, unit="job", unit_scale=True, desc="simulate")
+        callback = bar.update
     try:
         totals = run(packed, n_jobs, seed, backend, max_failures=max_failures, keep_jobs=keep_jobs,
-                     n_threads=n_threads, progress=bar.update if bar else None)
+                     n_threads=n_threads, progress=callback)
     finally:
         if bar is not None:
             bar.close()
@@ -167,19 +195,37 @@ def simulate(scenario, n_jobs: int = 100_000, seed: int = 0, backend: str = "num
 
 
 def compare(grid, n_jobs: int = 100_000, seed: int = 0, backend: str = "numba", **simulate_kwargs) -> xr.Dataset:
-    """Closed forms against the simulation, point by point over a scenario grid.
+    """Compare the closed forms against the simulation, point by point over a scenario grid.
 
     `grid` may also be a Dataset from `simulate` or a study (`open_study`): its
     simulated ETTR is used as it is, and only the closed forms are computed.
 
-    Returns a Dataset with `ettr_linear`, `ettr_renewal`, `ettr_sim` (work /
-    mean wall, the quantity both closed forms estimate) and `ettr_sim_se`,
-    `ettr_job_mean` (the mean of per-job ratios, for the Jensen gap), `z_renewal`
-    (simulation minus renewal in standard errors), `linear_rel_error` (linear
-    against the exact reference: renewal where it applies, else the
-    simulation), and flags `renewal_exact` (exponential failures) and
-    `linear_valid` (within LINEAR_TOLERANCE, 2 %, of the exact renewal form,
-    `closed_form.linear_valid`). Closed forms that do not apply are NaN.
+    Parameters
+    ----------
+    grid : Scenario, mapping or xarray.Dataset
+        The scenario or grid to simulate (or a mapping of its fields), or a
+        Dataset from `simulate` or a study, whose simulated ETTR is used.
+    n_jobs : int, default 100000
+        Jobs per scenario point (unused with a Dataset).
+    seed : int, default 0
+        Seed of the simulation (unused with a Dataset).
+    backend : {"numba", "cython", "auto"}, default "numba"
+        Simulation backend (unused with a Dataset).
+    **simulate_kwargs
+        Passed to `simulate` (unused with a Dataset).
+
+    Returns
+    -------
+    xarray.Dataset
+        `ettr_linear`, `ettr_renewal`, `ettr_sim` (work / mean wall, the
+        quantity both closed forms estimate) and `ettr_sim_se`,
+        `ettr_job_mean` (the mean of per-job ratios, for the Jensen gap),
+        `z_renewal` (simulation minus renewal in standard errors),
+        `linear_rel_error` (linear against the exact reference: renewal where
+        it applies, else the simulation), and flags `renewal_exact`
+        (exponential failures) and `linear_valid` (within LINEAR_TOLERANCE,
+        2 %, of the exact renewal form, `closed_form.linear_valid`). Closed
+        forms that do not apply are NaN.
     """
     from .closed_form import ClosedFormWarning, ettr, linear_valid, renewal_applies
 

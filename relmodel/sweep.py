@@ -45,22 +45,59 @@ QUANTILES = (0.05, 0.5, 0.95)
 # ---- one chunk: pure computation, runs anywhere --------------------------------
 
 def chunk_regions(shape, chunks):
-    """Every chunk as a tuple of (start, stop) per sweep dim, in C order."""
+    """Cut a grid into chunks, each a (start, stop) pair per sweep dim, in C order.
+
+    Parameters
+    ----------
+    shape : tuple of int
+        The grid's extent along each sweep dim, in grid points.
+    chunks : tuple of int
+        The chunk size along each sweep dim, in grid points; the last chunk
+        along a dim may be smaller.
+
+    Yields
+    ------
+    tuple of tuple of int
+        One chunk: ``(start, stop)`` grid indices (stop exclusive) per sweep
+        dim; an empty tuple for a grid without sweep dims.
+    """
     starts = [range(0, extent, size) for extent, size in zip(shape, chunks)]
     for corner in itertools.product(*starts):
         yield tuple((s, min(s + c, e)) for s, c, e in zip(corner, chunks, shape))
 
 
-def compute_chunk(study: Study, region, n_threads: int | None = None) -> dict[str, np.ndarray]:
-    """Simulate the grid points of one region; arrays shaped like the region.
-    `n_threads`: Numba threads for it (None: the process's setting)."""
+def compute_chunk(study: Study, region, n_threads: int | None = None, progress=None) -> dict[str, np.ndarray]:
+    """Simulate the grid points of one region of a study's grid.
+
+    Pure computation, run anywhere (here or on a Dask worker): each grid
+    point's random streams are keyed by its global scenario index, so the
+    result does not depend on the chunking.
+
+    Parameters
+    ----------
+    study : Study
+        The study whose grid the region is part of.
+    region : tuple of tuple of int
+        ``(start, stop)`` grid indices per sweep dim, as `chunk_regions` yields.
+    n_threads : int, optional
+        Numba threads for this chunk; None keeps the process's setting.
+    progress : callable, optional
+        Called with the jobs done after each kernel call (`engine.run`), for a progress bar.
+
+    Returns
+    -------
+    dict of str to numpy.ndarray
+        One float64 array per output in ``study.outputs``, shaped like the
+        region (then any extra dim of the output: quantile, component or
+        category), in the output's units (hours for times).
+    """
     sc = study.scenario
     ranges = [range(a, b) for a, b in region]
     index = list(itertools.product(*ranges))
     keys = [int(np.ravel_multi_index(i, sc.shape)) if i else 0 for i in index]
     packed = pack_points(sc.point(i) for i in index)
     totals = run(packed, study.n_jobs, study.seed, study.backend, scenario_keys=keys,
-                 max_failures=study.max_failures, n_threads=n_threads)
+                 max_failures=study.max_failures, n_threads=n_threads, progress=progress)
     est = summarize(totals, packed, QUANTILES)
     region_shape = tuple(len(r) for r in ranges)
     return {name: est[name].reshape(region_shape + est[name].shape[1:]).astype(np.float64)
@@ -109,7 +146,33 @@ def _store_attrs(study: Study, source: str, chunks) -> dict:
 
 
 def open_or_create(study: Study, store: Path, source: str) -> tuple[tuple, set]:
-    """The store's chunk layout and the chunks already done; refuses another study's store."""
+    """Open a study's zarr store, or create it with an empty template.
+
+    A new store gets every output variable (filled with NaN), the coordinates,
+    the study's attributes and the folder of chunk markers; no data is written.
+
+    Parameters
+    ----------
+    study : Study
+        The study the store holds.
+    store : pathlib.Path
+        The store's folder.
+    source : str
+        Where the study came from (a file name), kept in the store's attributes.
+
+    Returns
+    -------
+    chunks : tuple of int
+        The store's chunk size along each sweep dim, in grid points.
+    done : set of str
+        The ids of the chunks already written (see `done_chunks`).
+
+    Raises
+    ------
+    StudyError
+        If `store` exists and is not a relmodel study store, or was written by
+        a study with another fingerprint.
+    """
     import zarr
 
     if store.exists():
@@ -133,7 +196,20 @@ def open_or_create(study: Study, store: Path, source: str) -> tuple[tuple, set]:
 
 
 def done_chunks(store: Path) -> set[str]:
-    """The ids of the chunks whose marker exists (their data was written before it)."""
+    """Return the ids of the chunks whose marker exists in a store.
+
+    A chunk's data is written before its marker, so these chunks are complete.
+
+    Parameters
+    ----------
+    store : str or pathlib.Path
+        The study's zarr store.
+
+    Returns
+    -------
+    set of str
+        The chunk ids (``"chunk-"`` and the chunk's start index per sweep dim).
+    """
     return {p.parent.name for p in (Path(store) / DONE_DIR).glob("*/.zgroup")}
 
 
@@ -147,6 +223,13 @@ class ChunkWriter:
     Plain zarr slice assignment: the template already fixed dtypes, fill values
     and dimension names, and reopening the store through xarray for every chunk
     costs tens of milliseconds.
+
+    Parameters
+    ----------
+    store : pathlib.Path
+        The study's zarr store, as made by `open_or_create`.
+    study : Study
+        The study the store holds; its ``outputs`` are the arrays written.
     """
 
     def __init__(self, store: Path, study: Study):
@@ -157,6 +240,19 @@ class ChunkWriter:
         self.arrays = {name: group[name] for name in study.outputs}
 
     def write(self, region, arrays: dict):
+        """Write one chunk's arrays to their region, then mark the chunk done.
+
+        The marker is written under a temporary name and renamed, so it exists
+        whole and only after the chunk's data.
+
+        Parameters
+        ----------
+        region : tuple of tuple of int
+            ``(start, stop)`` grid indices per sweep dim, as `chunk_regions` yields.
+        arrays : dict of str to numpy.ndarray
+            One array per output, shaped like the region, as `compute_chunk`
+            returns.
+        """
         index = tuple(slice(a, b) for a, b in region)
         for name, value in arrays.items():
             self.arrays[name][index] = value
@@ -187,6 +283,11 @@ def write_zarr(ds: xr.Dataset, path) -> None:
         The Dataset to write.
     path : str or pathlib.Path
         The store's folder; replaced if it exists.
+
+    Raises
+    ------
+    MissingExtraError
+        If zarr is not installed (``pip install 'relmodel[studies]'``).
     """
     require("zarr", "a .zarr output")
     ds.to_zarr(path, mode="w", zarr_format=ZARR_FORMAT, consolidated=True)
@@ -195,7 +296,47 @@ def write_zarr(ds: xr.Dataset, path) -> None:
 
 def run_study(study: Study, out, *, source: str = "", scheduler: str = "local", n_workers: int | None = None,
               progress: bool = True) -> Path:
-    """Run (or resume) a study into `out` (.zarr, or .nc through a working zarr store)."""
+    """Run (or resume) a study into a zarr store or a netCDF file.
+
+    The grid is cut into chunks, each simulated (here, or on Dask workers) and
+    written to its region of the store as soon as it is done. A killed run,
+    started again with the same study and `out`, recomputes only the chunks
+    that were not finished. A ``.nc`` study runs in a working zarr store
+    (``<out>.partial.zarr``) that becomes the netCDF file at the end.
+
+    Parameters
+    ----------
+    study : Study
+        The study to run.
+    out : str or pathlib.Path
+        The output: a ``.zarr`` store (created or resumed) or a ``.nc`` file
+        (which must not exist yet).
+    source : str, default ""
+        Where the study came from (a file name), kept in the store's attributes.
+    scheduler : str, default "local"
+        ``"local"`` (chunks one after the other in this process),
+        ``"dask-local"`` (a local Dask cluster of one-thread worker processes)
+        or the address of a Dask scheduler (``tcp://``, ``tls://``, ``ucx://``).
+    n_workers : int, optional
+        Worker processes of a ``"dask-local"`` cluster; None: one per CPU core.
+    progress : bool, default True
+        Show a progress bar (chunks done, simulated jobs per second).
+
+    Returns
+    -------
+    pathlib.Path
+        The finished study, `out`.
+
+    Raises
+    ------
+    StudyError
+        If `out` does not end in ``.zarr`` or ``.nc``, a ``.nc`` output
+        exists, `scheduler` is not one of the above, or the store at `out`
+        holds another study (see `open_or_create`).
+    MissingExtraError
+        If a package the run needs is not installed (zarr; h5netcdf for
+        ``.nc``; distributed for a Dask scheduler).
+    """
     out = Path(out)
     if out.suffix not in (".zarr", ".nc"):
         raise StudyError(f"{out}: the output must end in .zarr or .nc")
@@ -212,26 +353,35 @@ def run_study(study: Study, out, *, source: str = "", scheduler: str = "local", 
     chunks, done = open_or_create(study, store, source)
     regions = list(chunk_regions(study.scenario.shape, chunks))
     todo = [r for r in regions if _chunk_id(r) not in done]
-    n_total = len(regions)
 
     from tqdm.auto import tqdm
 
-    bar = tqdm(total=n_total, initial=n_total - len(todo), unit="chunk", desc="sweep", disable=not progress)
-    start, jobs_done = time.perf_counter(), 0
+    # In jobs, not chunks (a study of two chunks moved in 50 % jumps): locally the bar
+    # advances after each kernel call (blocks of jobs); on Dask, per chunk as it comes back.
+    chunk_jobs = {r: int(np.prod([b - a for a, b in r])) * study.n_jobs for r in regions}
+    jobs_total = sum(chunk_jobs.values())
+    bar = tqdm(total=jobs_total, initial=jobs_total - sum(chunk_jobs[r] for r in todo), unit="job",
+               unit_scale=True, desc="sweep", disable=not progress)
+    start, jobs_done, reported = time.perf_counter(), 0, {}
 
     writer = ChunkWriter(store, study)
 
-    def finished(region, arrays):
+    def advance(region, jobs):
         nonlocal jobs_done
-        writer.write(region, arrays)
-        jobs_done += int(np.prod([b - a for a, b in region])) * study.n_jobs
+        jobs_done += jobs
+        reported[region] = reported.get(region, 0) + jobs
         bar.set_postfix_str(f"{jobs_done / (time.perf_counter() - start):.3g} jobs/s", refresh=False)
-        bar.update(1)
+        bar.update(jobs)
+
+    def finished(region, arrays):
+        writer.write(region, arrays)
+        advance(region, chunk_jobs[region] - reported.get(region, 0))
 
     try:
         if scheduler == "local":
             for region in todo:
-                finished(region, compute_chunk(study, region))
+                finished(region, compute_chunk(study, region,
+                                               progress=(lambda jobs, r=region: advance(r, jobs)) if progress else None))
         else:
             _run_on_dask(study, todo, finished, scheduler, n_workers)
     finally:
@@ -270,7 +420,29 @@ def _run_on_dask(study: Study, todo, finished, scheduler: str, n_workers):
 
 
 def open_study(path) -> xr.Dataset:
-    """A study's Dataset, lazily loaded (zarr) or opened (netCDF); warns if unfinished."""
+    """Open a study's results, lazily (zarr) or from a netCDF file.
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        A study's ``.zarr`` store or ``.nc`` file, as `run_study` writes.
+
+    Returns
+    -------
+    xarray.Dataset
+        The study's outputs over its sweep dims, with the study in ``attrs``;
+        chunks not yet computed read as NaN.
+
+    Raises
+    ------
+    MissingExtraError
+        If the package to read it is not installed (zarr, or h5netcdf for ``.nc``).
+
+    Warns
+    -----
+    RuntimeWarning
+        If the study is not finished (its missing chunks read as NaN).
+    """
     path = Path(path)
     if path.suffix == ".nc":
         require("h5netcdf", "a .nc study")

@@ -36,8 +36,10 @@ def test_simulate_sweep_writes_netcdf_and_prints_a_table(tmp_path):
 def test_simulate_json_is_strict_json():
     result = invoke("simulate", "--gpus", "64", "--weibull-shape", "0.7", "--n-jobs", "500", "--json")
     assert result.exit_code == 0, result.output
-    row = json.loads(result.output)["rows"][0]
+    out = json.loads(result.stdout)
+    row = out["rows"][0]
     assert row["ettr_renewal"] is None and 0 < row["ettr"] <= 1
+    assert out["units"]["rows.*.wall_p95_h"] == "h" and out["units"]["rows.*.failures_mean"] == "failures per job"
 
 
 @pytest.mark.parametrize("args, flag", [

@@ -46,3 +46,21 @@ def test_what_needs_the_studies_extra_names_it(monkeypatch, tmp_path):
         with pytest.raises(_extras.MissingExtraError, match=r"pip install 'relmodel\[studies\]'"):
             call()
     assert not (tmp_path / "s.zarr").exists()
+
+
+@pytest.mark.parametrize("args", [
+    ["simulate", "--gpus", "64", "--work", "1d", "--n-jobs", "200", "--out", "OUT/x.zarr"],
+    ["simulate", "--gpus", "64", "--work", "1d", "--n-jobs", "200", "--out", "OUT/x.nc"],
+    ["sweep", "STUDY", "--out", "OUT/s.zarr"],
+    ["pipeline", "--out", "OUT/p.nc"],
+])
+def test_a_command_that_needs_the_extra_says_so_in_one_line(args, tmp_path):
+    study = tmp_path / "study.toml"
+    study.write_text('[fixed]\nfailure_rate = 6.5e-3\nwork = "1d"\ncheckpoint_interval = "1h"\n'
+                     '[sweep]\nn_gpus = [8, 64]\n[run]\nn_jobs = 10\nseed = 0\n')
+    args = [a.replace("OUT", str(tmp_path)).replace("STUDY", str(study)) for a in args]
+    done = subprocess.run([sys.executable, "-c", WITHOUT_STUDIES, *args], capture_output=True, text=True)
+    assert done.returncode in (1, 2)
+    errors = done.stderr.strip().splitlines()
+    assert len(errors) == 1 and errors[0].startswith("Error:") and "relmodel[studies]" in errors[0], done.stderr
+    assert not any(tmp_path.glob("*.zarr")) and not any(tmp_path.glob("*.nc"))

@@ -237,3 +237,21 @@ def test_fit_plot_has_units():
     fig.canvas.draw()
     for label in ax.get_xticklabels() + ax.get_yticklabels():
         assert not re.search(r"\\times|\^|mathdefault", label.get_text()), label.get_text()
+
+
+def test_relmodel_plan_plot_draws_the_command_s_own_plan(tmp_path):
+    # The case through the command: the same flags but --work give different figures.
+    from click.testing import CliRunner
+    from matplotlib.image import imread
+
+    from relmodel.cli import main
+
+    images = {}
+    for work in ("14d", "54d"):
+        path = tmp_path / f"plan-{work}.png"
+        result = CliRunner().invoke(main, ["plan", "--gpus", "16384", "--work", work, "--checkpoint-interval", "1h",
+                                           "--checkpoint-cost", "5min", "--restart-cost", "10min",
+                                           "--target-ettr", "0.9", "--n-jobs", "200", "--quiet", "--plot", str(path)])
+        assert result.exit_code == 0, result.output
+        images[work] = imread(path)
+    assert images["14d"].shape != images["54d"].shape or not np.array_equal(images["14d"], images["54d"])

@@ -95,9 +95,11 @@ def test_cli_plan_json_and_plot(tmp_path):
     result = invoke("plan", "--gpus", "16384", "--work", "14d", "--target-ettr", "0.8", "--n-jobs", "2000",
                     "--json", "--plot", str(png))
     assert result.exit_code == 0, result.output
-    out = json.loads(result.output)
-    assert {"mttf_h", "optimal_interval_h", "ettr"} <= set(out)
+    out = json.loads(result.stdout)  # notes and bars, where shown, go to stderr
+    assert {"mttf_h", "optimal_interval_h", "ettr", "units"} <= set(out)
     assert out["mttf_h"] == pytest.approx(1.8028846, rel=1e-6) and 0 < out["ettr"] < 1
+    assert out["units"]["mttf_h"] == "h" and out["units"]["ettr"] == "1"
+    assert out["units"]["scenario.failure_rate"] == "failures per node-day"
     assert png.stat().st_size > 10_000
 
 

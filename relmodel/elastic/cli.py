@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
@@ -60,12 +61,26 @@ def _factors(text: str) -> tuple[float, float]:
 @click.option("--plot", type=FigurePath(), default=None,
               help="Draw utilisation and completion-time figures to this image file.")
 @click.option("--json", "as_json", is_flag=True, help='Print {"policies": {...}, ...} as JSON.')
+@click.option("--quiet", is_flag=True, help="No progress display and no notes on stderr.")
 def cluster(n_gpus, gpus_per_node, arrival_rate, duration, seed, policy, failure_rate, repair_time,
             checkpoint_interval, checkpoint_cost, restart_cost, pause, unplaceable, objective, batch_range,
-            trace, out, plot, as_json):
+            trace, out, plot, as_json, quiet):
     """Simulate a GPU cluster: elastic scaling (GPUs and batch sizes by dynamic
     programming) against fixed batch sizes and plain FIFO, with node failures;
     prints a table per policy."""
+    from .. import _feedback as feedback
+
+    with feedback.quiet(quiet):
+        _cluster(n_gpus, gpus_per_node, arrival_rate, duration, seed, policy, failure_rate, repair_time,
+                 checkpoint_interval, checkpoint_cost, restart_cost, pause, unplaceable, objective, batch_range,
+                 trace, out, plot, as_json)
+
+
+def _cluster(n_gpus, gpus_per_node, arrival_rate, duration, seed, policy, failure_rate, repair_time,
+             checkpoint_interval, checkpoint_cost, restart_cost, pause, unplaceable, objective, batch_range,
+             trace, out, plot, as_json):
+    """The body of `cluster`, under its --quiet setting."""
+    from .. import _feedback as feedback
     from .dataset import simulate_cluster, summary
     from .traces import TraceError, read_trace
     from .workloads import synthetic_workload
@@ -73,6 +88,8 @@ def cluster(n_gpus, gpus_per_node, arrival_rate, duration, seed, policy, failure
     ctx = click.get_current_context()
     factors = _factors(batch_range)
     try:
+        # The workload's and the allocator's kernels compile (or load) on first use, below.
+        feedback.announce_compile("relmodel._kernels.allocate", what="cluster kernels", seconds=2)
         if trace is not None:
             if ctx.get_parameter_source("arrival_rate") is not click.core.ParameterSource.DEFAULT:
                 raise click.UsageError("--arrival-rate: not used with --trace (arrivals come from the trace)")
@@ -81,32 +98,41 @@ def cluster(n_gpus, gpus_per_node, arrival_rate, duration, seed, policy, failure
             workload = read_trace(trace, batch_range_factor=factors, window=duration)
         else:
             workload = synthetic_workload(arrival_rate, duration or "24h", seed, batch_range_factor=factors)
-        ds = simulate_cluster(workload, policy, n_gpus=n_gpus, gpus_per_node=gpus_per_node, seed=seed,
-                              failure_rate=failure_rate, repair_time=repair_time,
-                              checkpoint_interval=checkpoint_interval, checkpoint_cost=checkpoint_cost,
-                              restart_cost=restart_cost, pause=pause, unplaceable=unplaceable, objective=objective)
+        # The simulator reports no progress of its own: an elapsed-time display on a terminal.
+        with feedback.ticker(f"simulating {policy} polic{'ies' if policy == 'all' else 'y'}"):
+            ds = simulate_cluster(workload, policy, n_gpus=n_gpus, gpus_per_node=gpus_per_node, seed=seed,
+                                  failure_rate=failure_rate, repair_time=repair_time,
+                                  checkpoint_interval=checkpoint_interval, checkpoint_cost=checkpoint_cost,
+                                  restart_cost=restart_cost, pause=pause, unplaceable=unplaceable,
+                                  objective=objective)
     except TraceError as err:
         raise click.UsageError(f"--trace: {err}") from None
     except ValueError as err:
         raise _flag_error(err) from None
     if out is not None:
         write_dataset(ds, out)
-    if plot is not None:
-        from .plot import cluster_figure
-
-        cluster_figure(ds, plot)
     rows = summary(ds)
     rejected = [{"job_id": str(ds.job_id.values[i]), "reason": str(reason)}
                 for i, reason in zip(ds.rejected_job.values, ds.rejection_reason.values)]
+    # The results first, then the figure.
     if as_json:
         click.echo(to_json({"policies": rows, "rejected_jobs": rejected, "attrs": dict(ds.attrs)}))
+    else:
+        source = trace.name if trace is not None else f"synthetic, {arrival_rate:g} jobs/h"
+        click.echo(f"{source}: {ds.sizes['job']} jobs on {n_gpus} GPUs"
+                   + (f", {failure_rate:g} failures per node-day" if failure_rate else ""))
+        click.echo(format_table([{"policy": name, **{k: row[k] for k in _TABLE_KEYS}}
+                                 for name, row in rows.items()]))
+        if rejected:
+            click.echo(f"{len(rejected)} job(s) rejected at submission; first: {rejected[0]['reason']}")
+    if plot is not None:
+        from .plot import cluster_figure
+
+        sys.stdout.flush()
+        feedback.note(f"drawing {plot} ...")
+        cluster_figure(ds, plot)
+    if as_json:
         return
-    source = trace.name if trace is not None else f"synthetic, {arrival_rate:g} jobs/h"
-    click.echo(f"{source}: {ds.sizes['job']} jobs on {n_gpus} GPUs"
-               + (f", {failure_rate:g} failures per node-day" if failure_rate else ""))
-    click.echo(format_table([{"policy": name, **{k: row[k] for k in _TABLE_KEYS}} for name, row in rows.items()]))
-    if rejected:
-        click.echo(f"{len(rejected)} job(s) rejected at submission; first: {rejected[0]['reason']}")
     written = [str(p) for p in (out, plot) if p is not None]
     if written:
         click.echo("wrote " + " and ".join(written))

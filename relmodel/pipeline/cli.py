@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 import textwrap
 from pathlib import Path
 
 import click
 
+from .._extras import require
 from ..cli import Duration, FigurePath
 from .config import BACKWARDS, MAX_TASKS, OPTIMIZERS, ORDERS, SIMULATED_ITERATIONS, show
 
@@ -108,12 +110,28 @@ def parse_failures(text: str, most: int | None = None) -> list[int]:
 @click.option("--plot", type=FigurePath(), default=None,
               help="Draw throughput against failed workers to this image file.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON object instead of the table.")
+@click.option("--quiet", is_flag=True, help="No progress bar and no notes on stderr.")
 def pipeline(stages, replicas, microbatches, fwd, bwd_input, bwd_weight, failures, strategies, order, backward,
              optimizer, p2p_delay, reroute_delay, optimizer_time, spares, bamboo_slowdown, oobleck_min_stages,
              traces, run_duration, failure_rate, repair_time, swap_time, restart_cost, checkpoint_interval,
-             time_unit, n_runs, seed, out, plot, as_json):
+             time_unit, n_runs, seed, out, plot, as_json, quiet):
     """Throughput of d replicas of a p-stage pipeline with 1, 2, ... workers down, per fault-tolerance
     strategy (ReCycle, checkpoint-restart, spares, dropping pipelines, Oobleck, Bamboo)."""
+    from .. import _feedback as feedback
+
+    with feedback.quiet(quiet):
+        _pipeline(stages, replicas, microbatches, fwd, bwd_input, bwd_weight, failures, strategies, order,
+                  backward, optimizer, p2p_delay, reroute_delay, optimizer_time, spares, bamboo_slowdown,
+                  oobleck_min_stages, traces, run_duration, failure_rate, repair_time, swap_time, restart_cost,
+                  checkpoint_interval, time_unit, n_runs, seed, out, plot, as_json)
+
+
+def _pipeline(stages, replicas, microbatches, fwd, bwd_input, bwd_weight, failures, strategies, order, backward,
+              optimizer, p2p_delay, reroute_delay, optimizer_time, spares, bamboo_slowdown, oobleck_min_stages,
+              traces, run_duration, failure_rate, repair_time, swap_time, restart_cost, checkpoint_interval,
+              time_unit, n_runs, seed, out, plot, as_json):
+    """The body of `pipeline`, under its --quiet setting."""
+    from .. import _feedback as feedback
     from .config import PipelineConfig
     from .datasets import replay_traces, simulate_runs, throughput_table
     from .runs import RunModel
@@ -122,6 +140,8 @@ def pipeline(stages, replicas, microbatches, fwd, bwd_input, bwd_weight, failure
     names = [s.strip() for s in strategies.split(",") if s.strip()]
     if out is not None and out.suffix != ".nc":
         raise click.UsageError(f"--out: unknown suffix {out.suffix!r}; use .nc")
+    if out is not None:
+        require("h5netcdf", "--out: a .nc output")
     try:
         cfg = PipelineConfig(stages, replicas, microbatches, fwd=_times(fwd, "--fwd"),
                              bwd_input=_times(bwd_input, "--bwd-input"), bwd_weight=_times(bwd_weight, "--bwd-weight"),
@@ -130,38 +150,45 @@ def pipeline(stages, replicas, microbatches, fwd, bwd_input, bwd_weight, failure
         counts = parse_failures(failures, cfg.n_workers)
         options = StrategyOptions(spares=spares, bamboo_slowdown=bamboo_slowdown,
                                   oobleck_min_stages=oobleck_min_stages)
+        # The schedule kernels compile (or load) on their first use, just below.
+        feedback.announce_compile("relmodel._kernels.schedule", what="pipeline kernels", seconds=10)
         table = throughput_table(cfg, counts, names, options)
         model = RunModel(duration=run_duration or "14d", failure_rate=failure_rate, repair_time=repair_time,
                          swap_time=swap_time, restart_cost=restart_cost, checkpoint_interval=checkpoint_interval,
                          time_unit=time_unit)
         runs = None
         if run_duration is not None:
-            runs = simulate_runs(cfg, model, strategies=names, options=options, n_runs=n_runs or 1000, seed=seed)
+            runs = simulate_runs(cfg, model, strategies=names, options=options, n_runs=n_runs or 1000, seed=seed,
+                                 progress=feedback.enabled())
         replayed = None
         if traces:
             replayed = replay_traces(cfg, list(traces), model, strategies=names, options=options,
-                                     n_runs=n_runs or 8, seed=seed)
+                                     n_runs=n_runs or 8, seed=seed, progress=feedback.enabled())
     except ValueError as err:
         raise _flag_error(err) from None
     if out is not None:
         _write(out, table, runs, replayed)
-    if plot is not None:
-        from .plot import throughput_figure
-
-        throughput_figure(table, replayed if replayed is not None else runs, plot)
+    # The results first, then the figure (which takes a while).
     if as_json:
         from ..cli import to_json
 
         click.echo(to_json(_as_dict(table, runs, replayed)))
-        return
-    click.echo(format_table(table, model))
-    for ds, label in ((runs, "Monte Carlo runs"), (replayed, "trace replays")):
-        if ds is not None:
-            click.echo("")
-            click.echo(format_runs(ds, label))
-    for path in (out, plot):
-        if path is not None:
-            click.echo(f"wrote {path}")
+    else:
+        click.echo(format_table(table, model))
+        for ds, label in ((runs, "Monte Carlo runs"), (replayed, "trace replays")):
+            if ds is not None:
+                click.echo("")
+                click.echo(format_runs(ds, label))
+    if plot is not None:
+        from .plot import throughput_figure
+
+        sys.stdout.flush()
+        feedback.note(f"drawing {plot} ...")
+        throughput_figure(table, replayed if replayed is not None else runs, plot)
+    if not as_json:
+        for path in (out, plot):
+            if path is not None:
+                click.echo(f"wrote {path}")
 
 
 def _write(path: Path, table, runs, replayed):

@@ -12,7 +12,7 @@ import xarray as xr
 
 from .config import PipelineConfig, PipelineError, check_choice, check_count, show, spread_failures
 from .recycle import load_bound
-from .runs import RunModel, ideal_steps, monte_carlo_paths, replay_paths, run_progress
+from .runs import RunModel, ideal_steps, monte_carlo_paths, recycle_period, replay_paths, run_progress
 from .schedule import Schedule
 from .strategies import STRATEGIES, StrategyOptions, check_strategy, evaluate, ideal
 from .traces import Trace, read_trace
@@ -48,8 +48,35 @@ def _strategies(strategies) -> list[str]:
 
 def throughput_table(cfg: PipelineConfig, n_failures=range(5), strategies=STRATEGIES,
                      options: StrategyOptions | None = None) -> xr.Dataset:
-    """Steady-state throughput of each strategy with n failed workers (placed by
-    `spread_failures`: distinct replicas, stages spaced out). Dims (strategy, n_failures)."""
+    """Return the steady-state throughput of each strategy with n failed workers.
+
+    The failed workers are placed by `spread_failures` (distinct replicas,
+    stages spaced out). Dims (strategy, n_failures).
+
+    Parameters
+    ----------
+    cfg : PipelineConfig
+        The pipeline and its schedule.
+    n_failures : iterable of int, default range(5)
+        Failed worker counts (at most the d * p workers).
+    strategies : str or sequence of str, default STRATEGIES
+        The fault-tolerance strategies to evaluate.
+    options : StrategyOptions, optional
+        Knobs of the strategies (default `StrategyOptions()`).
+
+    Returns
+    -------
+    xarray.Dataset
+        `period` (time units per iteration; inf: cannot run), `throughput`
+        (micro-batches per time unit), `fraction_of_ideal`, `detail`,
+        `work_bound`, `recycle_target` and `failed_stages`, with provenance attrs.
+
+    Raises
+    ------
+    PipelineError
+        If a strategy is unknown, none is given, or a failure count is negative
+        or above the worker count.
+    """
     options = options or StrategyOptions()
     strategies = _strategies(strategies)
     if isinstance(n_failures, range) and len(n_failures):  # checked before walking it (max() would walk it)
@@ -91,7 +118,23 @@ def throughput_table(cfg: PipelineConfig, n_failures=range(5), strategies=STRATE
 
 
 def schedule_dataset(schedule: Schedule, cfg: PipelineConfig) -> xr.Dataset:
-    """Period, busy time and bubble fraction per worker of a schedule. Dims (replica, stage)."""
+    """Return the period, busy time and bubble fraction per worker of a schedule.
+
+    Dims (replica, stage).
+
+    Parameters
+    ----------
+    schedule : Schedule
+        The schedule run (`relmodel.pipeline.schedule`).
+    cfg : PipelineConfig
+        The pipeline it was run for (recorded in the attrs).
+
+    Returns
+    -------
+    xarray.Dataset
+        `busy` (work per iteration, time units), `bubble_fraction` and
+        `period` (time units per iteration), with provenance attrs.
+    """
     return xr.Dataset(
         {
             "busy": (("replica", "stage"), schedule.busy, {"long_name": "work per iteration", "units": "time unit"}),
@@ -117,31 +160,90 @@ def _interval(values: np.ndarray, confidence: float) -> tuple[float, float, floa
     return mean, mean - half, mean + half
 
 
-def _run_variables(cfg, strategies, options, model, paths, confidence):
+def _recycle_states(cfg, paths) -> np.ndarray:
+    """The distinct failed-workers-per-stage states of the paths: one ReCycle schedule each."""
+    return np.unique(paths.down.reshape(-1, cfg.replicas, cfg.stages).sum(axis=1), axis=0)
+
+
+def _work_units(cfg, strategies, paths) -> int:
+    """Progress units of `_run_variables`: a ReCycle state each (the bulk of the time), a strategy each else."""
+    return sum(len(_recycle_states(cfg, paths)) if s == "recycle" else 1 for s in strategies)
+
+
+def _progress_bar(progress, total: int, desc: str):
+    """A bar (`relmodel._feedback.progress_bar`) for progress=True, else a silent one."""
+    from .._feedback import progress_bar
+
+    return progress_bar(total, desc, unit="step", enabled_=bool(progress))
+
+
+def _run_variables(cfg, strategies, options, model, paths, confidence, bar=None):
     """Per-strategy throughput and fraction of ideal, with intervals over runs."""
     ideal_count = ideal_steps(cfg, model, paths.horizon)
     batch = cfg.microbatches * cfg.replicas
     fraction = np.empty((len(strategies), 3))
     for i, s in enumerate(strategies):
+        if s == "recycle" and bar is not None and not bar.disable:
+            # Schedule each ReCycle state here, one bar step each; run_progress then finds
+            # them in recycle_period's cache (the same numbers, computed once).
+            for state in _recycle_states(cfg, paths):
+                recycle_period(cfg, options, tuple(state.tolist()))
+                bar.update(1)
         steps = run_progress(cfg, s, options, model, paths)
         fraction[i] = _interval(steps / ideal_count, confidence)
+        if bar is not None and s != "recycle":
+            bar.update(1)
     ideal_rate = batch / (ideal(cfg).period * model.time_unit)
     return fraction, ideal_rate
 
 
 def simulate_runs(cfg: PipelineConfig, model: RunModel | None = None, *, strategies=STRATEGIES,
                   options: StrategyOptions | None = None, n_runs: int = 1000, seed: int = 0,
-                  scenario_key: int = 0, confidence: float = 0.95) -> xr.Dataset:
-    """Monte Carlo of worker failures and repairs over `model.duration`: the
-    time-average throughput per strategy with its confidence interval over runs,
-    the share of time with n workers down, and each strategy's steady state
-    with n down. Dims (strategy, n_failures, bound)."""
+                  scenario_key: int = 0, confidence: float = 0.95, progress: bool = False) -> xr.Dataset:
+    """Simulate worker failures and repairs over `model.duration` (Monte Carlo).
+
+    The time-average throughput per strategy with its confidence interval over
+    runs, the share of time with n workers down, and each strategy's steady
+    state with n down. Dims (strategy, n_failures, bound).
+
+    Parameters
+    ----------
+    cfg : PipelineConfig
+        The pipeline and its schedule.
+    model : RunModel, optional
+        Failures, repairs and costs (default `RunModel()`).
+    strategies : str or sequence of str, default STRATEGIES
+        The fault-tolerance strategies to simulate.
+    options : StrategyOptions, optional
+        Knobs of the strategies (default `StrategyOptions()`).
+    n_runs, seed, scenario_key : int
+        Runs, and the keys of their random streams.
+    confidence : float
+        Of the intervals over runs.
+    progress : bool
+        A progress bar on stderr: a step per ReCycle state (the bulk of the
+        time), one per other strategy. The numbers do not depend on it.
+
+    Returns
+    -------
+    xarray.Dataset
+        `fraction_of_ideal` and `throughput` (micro-batches per hour) with
+        their intervals, `ideal_throughput`, `time_fraction`,
+        `steady_fraction_of_ideal` and `failures_per_run`, with provenance attrs.
+
+    Raises
+    ------
+    PipelineError
+        If a strategy is unknown, none is given, or `n_runs`, `seed`,
+        `scenario_key` or `confidence` is out of range.
+    """
     model = model or RunModel()
     options = options or StrategyOptions()
     strategies = _strategies(strategies)
     _check_run_args(n_runs, seed, scenario_key, confidence)
     paths = monte_carlo_paths(cfg, model, options.spares, n_runs, seed, scenario_key)
-    fraction, ideal_rate = _run_variables(cfg, strategies, options, model, paths, confidence)
+    with _progress_bar(progress, _work_units(cfg, strategies, paths) if progress else 0, "runs") as bar:
+        fraction, ideal_rate = _run_variables(cfg, strategies, options, model, paths, confidence, bar)
     occupancy = paths.occupancy()
     counts = np.arange(occupancy.size)
     steady = throughput_table(cfg, counts, strategies, options)
@@ -175,24 +277,61 @@ def simulate_runs(cfg: PipelineConfig, model: RunModel | None = None, *, strateg
 
 def replay_traces(cfg: PipelineConfig, traces, model: RunModel | None = None, *, strategies=STRATEGIES,
                   options: StrategyOptions | None = None, n_runs: int = 8, seed: int = 0,
-                  confidence: float = 0.95) -> xr.Dataset:
-    """Replay node traces (paths, `Trace`s, or a mapping name -> either) onto the
-    d * p workers, `n_runs` times each with random placement of nodes on slots:
-    time-average throughput per strategy and trace, with its interval over
-    placements. Dims (strategy, trace, bound, n_failures)."""
+                  confidence: float = 0.95, progress: bool = False) -> xr.Dataset:
+    """Replay node traces onto the d * p workers, with random placements of nodes on slots.
+
+    Each trace (a path, a `Trace`, or a mapping name -> either) is replayed
+    `n_runs` times: time-average throughput per strategy and trace, with its
+    interval over placements. Dims (strategy, trace, bound, n_failures).
+
+    Parameters
+    ----------
+    cfg : PipelineConfig
+        The pipeline and its schedule.
+    traces : path, Trace, or a sequence or mapping name -> either
+        The node traces (`read_trace` reads a path).
+    model : RunModel, optional
+        Failures, repairs and costs (default `RunModel()`).
+    strategies : str or sequence of str, default STRATEGIES
+        The fault-tolerance strategies to replay.
+    options : StrategyOptions, optional
+        Knobs of the strategies (default `StrategyOptions()`).
+    n_runs, seed : int
+        Placements per trace, and their seed.
+    confidence : float
+        Of the intervals over placements.
+    progress : bool
+        A progress bar on stderr: a step per ReCycle state (the bulk of the
+        time), one per other strategy. The numbers do not depend on it.
+
+    Returns
+    -------
+    xarray.Dataset
+        `fraction_of_ideal` with its interval, `throughput` (micro-batches per
+        hour), `ideal_throughput`, `time_fraction`, `duration` (hours) and
+        `max_nodes`, with provenance attrs.
+
+    Raises
+    ------
+    PipelineError
+        If a strategy is unknown, a trace has no events, trace names repeat,
+        or `n_runs`, `seed` or `confidence` is out of range.
+    """
     model = model or RunModel()
     options = options or StrategyOptions()
     strategies = _strategies(strategies)
     _check_run_args(n_runs, seed, 0, confidence)
     loaded = _load_traces(traces)
     fractions, occupancies, durations, maxima = [], [], [], []
-    for key, trace in enumerate(loaded):
-        paths = replay_paths(cfg, trace, model, n_runs, seed, key)
-        fraction, ideal_rate = _run_variables(cfg, strategies, options, model, paths, confidence)
-        fractions.append(fraction)
-        occupancies.append(paths.occupancy())
-        durations.append(trace.duration)
-        maxima.append(int(trace.nodes_present().max()))
+    all_paths = [replay_paths(cfg, trace, model, n_runs, seed, key) for key, trace in enumerate(loaded)]
+    total = sum(_work_units(cfg, strategies, paths) for paths in all_paths) if progress else 0
+    with _progress_bar(progress, total, "trace replay") as bar:
+        for trace, paths in zip(loaded, all_paths):
+            fraction, ideal_rate = _run_variables(cfg, strategies, options, model, paths, confidence, bar)
+            fractions.append(fraction)
+            occupancies.append(paths.occupancy())
+            durations.append(trace.duration)
+            maxima.append(int(trace.nodes_present().max()))
     width = max(o.size for o in occupancies)
     occupancy = np.array([np.pad(o, (0, width - o.size)) for o in occupancies])
     fraction = np.stack(fractions, axis=1)  # (strategy, trace, 3)
@@ -246,8 +385,34 @@ PLACEMENTS = ("spread", "stacked")
 
 
 def failure_set(placement: str, n: int, replicas: int, stages: int, stage: int = 0) -> np.ndarray | None:
-    """n failed workers: "spread" (see `spread_failures`) or "stacked" (all at
-    `stage`, on replicas 0..n-1); None where the placement cannot hold n."""
+    """Return a set of n failed workers: "spread" or "stacked".
+
+    "spread" places them as `spread_failures` does; "stacked" puts them all at
+    `stage`, on replicas 0..n-1.
+
+    Parameters
+    ----------
+    placement : {"spread", "stacked"}
+        How the failures are placed.
+    n : int
+        Failed workers.
+    replicas : int
+        Replicas d.
+    stages : int
+        Stages p.
+    stage : int, default 0
+        The stage of "stacked" failures, in 0..p-1.
+
+    Returns
+    -------
+    numpy.ndarray or None
+        The (d, p) boolean mask; None where the placement cannot hold n.
+
+    Raises
+    ------
+    PipelineError
+        If the placement is unknown or a count or `stage` is out of range.
+    """
     placement = check_choice("placement", placement, PLACEMENTS)
     n = check_count("n_failures", n, low=0)
     replicas, stages = check_count("replicas", replicas), check_count("stages", stages)
@@ -265,7 +430,7 @@ def failure_set(placement: str, n: int, replicas: int, stages: int, stage: int =
 def recycle_check(stages=(2, 4, 8), replicas=(2, 4, 8), microbatches=(4, 8, 16), n_failures=(1, 2, 3, 4), *,
                   placements=PLACEMENTS, tolerance: float = 0.02, options: StrategyOptions | None = None,
                   **config) -> xr.Dataset:
-    """ReCycle's period against its aim max(T0, max_s L_s t_s) over a grid.
+    """Compare ReCycle's period against its aim max(T0, max_s L_s t_s) over a grid.
 
     T0 is the fault-free period of the configuration (`config`: stage times and
     schedule options of `PipelineConfig`). `fits` marks failure sets whose extra
@@ -273,6 +438,36 @@ def recycle_check(stages=(2, 4, 8), replicas=(2, 4, 8), microbatches=(4, 8, 16),
     periods no more than `tolerance` above the aim. Points where a placement
     cannot hold n failures, or a stage loses every replica, are NaN.
     Dims (stages, replicas, microbatches, n_failures, placement).
+
+    Parameters
+    ----------
+    stages : sequence of int, default (2, 4, 8)
+        Pipeline stages p of the grid.
+    replicas : sequence of int, default (2, 4, 8)
+        Data-parallel replicas d of the grid.
+    microbatches : sequence of int, default (4, 8, 16)
+        Micro-batches m per replica per iteration of the grid.
+    n_failures : sequence of int, default (1, 2, 3, 4)
+        Failed worker counts of the grid.
+    placements : sequence of str, default ("spread", "stacked")
+        Failure placements (see `failure_set`).
+    tolerance : float, default 0.02
+        How far above the aim a period may be and count as `within` (a ratio).
+    options : StrategyOptions, optional
+        Knobs of the strategies (default `StrategyOptions()`).
+    **config
+        Further `PipelineConfig` fields: stage times and schedule options.
+
+    Returns
+    -------
+    xarray.Dataset
+        `period` and `aim` (time units per iteration), `ratio`, `max_load`
+        (micro-batches), `fits` and `within`, with provenance attrs.
+
+    Raises
+    ------
+    PipelineError
+        If a configuration, placement or failure count is invalid.
     """
     options = options or StrategyOptions()
     shape = (len(stages), len(replicas), len(microbatches), len(n_failures), len(placements))
@@ -316,10 +511,24 @@ def recycle_check(stages=(2, 4, 8), replicas=(2, 4, 8), microbatches=(4, 8, 16),
 
 
 def recycle_summary(ds: xr.Dataset) -> dict:
-    """Counts of a `recycle_check` grid: the points run, those whose extra load
-    fits the bubble (split into L_s < m + p - 1 and the edge L_s = m + p - 1),
-    how many of each keep the aim within the tolerance, the largest ratio, and
-    every point that fits but misses (a list of dicts)."""
+    """Count the points of a `recycle_check` grid by outcome.
+
+    The points run, those whose extra load fits the bubble (split into
+    L_s < m + p - 1 and the edge L_s = m + p - 1), how many of each keep the
+    aim within the tolerance, the largest ratio, and every point that fits but
+    misses.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        A `recycle_check` Dataset.
+
+    Returns
+    -------
+    dict
+        Counts by key (``points``, ``fits``, ``fits_within``, ...), the
+        ``tolerance``, the extreme ratios, and ``misses`` (a list of dicts).
+    """
     ran = ds.ratio.notnull()
     fits = ds.fits & ran
     edge = fits & (ds.max_load == ds.microbatches + ds.stages - 1)

@@ -16,7 +16,7 @@ DASHES = ((5, 2), (2, 2), (6, 2, 1, 2), (1, 1.5), (4, 1.5, 1, 1.5, 1, 1.5), (3, 
 
 
 def throughput_figure(table, runs=None, path=None, *, title: str | None = None):
-    """Fraction of fault-free throughput against failed workers, one line per strategy.
+    """Draw the fraction of fault-free throughput against failed workers, one line per strategy.
 
     Lines that coincide are shifted sideways a little (each strategy its own
     offset and marker) so none hides another; the aim max(T0, work bound) is
@@ -26,14 +26,20 @@ def throughput_figure(table, runs=None, path=None, *, title: str | None = None):
 
     Parameters
     ----------
-    table : a Dataset from `throughput_table`.
-    runs : a Dataset from `simulate_runs` or `replay_traces`, or a list of them.
-    path : save the figure here when given.
-    title : of the first panel (default: the configuration).
+    table : xarray.Dataset
+        A Dataset from `throughput_table`.
+    runs : xarray.Dataset or list of xarray.Dataset, optional
+        A Dataset from `simulate_runs` or `replay_traces`, or a list of them.
+    path : str or os.PathLike, optional
+        Save the figure here when given.
+    title : str, optional
+        Title of the first panel (default: the configuration).
 
     Returns
     -------
     matplotlib.figure.Figure
+        The figure: a steady-state panel, and one panel per Dataset of `runs`
+        (saved to `path` when given).
     """
     from matplotlib.figure import Figure
 
@@ -67,12 +73,15 @@ def throughput_figure(table, runs=None, path=None, *, title: str | None = None):
 
 
 def trace_notes(runs) -> list[str]:
-    """What each replayed trace offers the run: its most nodes at once and the
-    share of its time with fewer nodes than the run has workers.
+    """Return what each replayed trace offers the run.
+
+    Its most nodes at once and the share of its time with fewer nodes than the
+    run has workers.
 
     Parameters
     ----------
-    runs : a Dataset from `replay_traces` (a Dataset without a trace dim gives []).
+    runs : xarray.Dataset
+        A Dataset from `replay_traces` (a Dataset without a trace dim gives []).
 
     Returns
     -------

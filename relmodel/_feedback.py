@@ -1,0 +1,243 @@
+"""What the command line shows while it works: progress bars and one-line notes.
+
+The rule (no silent wait over 2 seconds): a long step shows a progress bar on a
+terminal, and nothing in a pipe or under ``--quiet``; the first compilation of
+a family of Numba kernels says so in one line first. Both go to stderr, so that
+stdout stays the result (a table, or JSON for a pipe).
+"""
+
+from __future__ import annotations
+
+import sys
+from contextlib import contextmanager
+
+COMPILE_NOTE = "compiling relmodel's {what} (first run only, ~{seconds} s; later runs load them from the cache)"
+_state = {"quiet": False}
+_announced: set[tuple] = set()
+
+
+def stderr_is_terminal() -> bool:
+    """Whether stderr is a terminal (a pipe, a file or a test runner's buffer is not).
+
+    Returns
+    -------
+    bool
+    """
+    try:
+        return bool(sys.stderr.isatty())
+    except (AttributeError, ValueError):  # no stderr, or a closed one
+        return False
+
+
+@contextmanager
+def quiet(flag: bool = True):
+    """Within the block, no progress bar and no note (``--quiet``).
+
+    Parameters
+    ----------
+    flag : bool
+        True silences; False leaves the setting as it was.
+    """
+    before = _state["quiet"]
+    _state["quiet"] = before or bool(flag)
+    try:
+        yield
+    finally:
+        _state["quiet"] = before
+
+
+def enabled(explicit: bool | None = None) -> bool:
+    """Whether to show feedback: `explicit` when given (``--progress/--no-progress``),
+    else on a terminal and not quiet.
+
+    Parameters
+    ----------
+    explicit : bool or None
+        The user's own choice, which wins over the terminal test.
+
+    Returns
+    -------
+    bool
+    """
+    if explicit is not None:
+        return bool(explicit)
+    return not _state["quiet"] and stderr_is_terminal()
+
+
+def note(text: str):
+    """One line to stderr, where feedback is enabled (flushed: it precedes a wait).
+
+    Parameters
+    ----------
+    text : str
+        The line, without its newline.
+    """
+    if enabled():
+        from tqdm import tqdm
+
+        tqdm.write(text, file=sys.stderr)  # clears a bar being drawn, then draws it again below
+        sys.stderr.flush()
+
+
+def progress_bar(total: int | None, desc: str, unit: str = "job", enabled_: bool | None = None, **kwargs):
+    """A tqdm bar on stderr, or a disabled one (every call a no-op) where feedback is off.
+
+    Parameters
+    ----------
+    total : int
+        Units of work in all.
+    desc : str
+        Its label.
+    unit : str
+        What one unit is ("job", "state", ...).
+    enabled_ : bool or None
+        Force it on or off (None: `enabled()`).
+    **kwargs
+        Passed to tqdm (bar_format, ...).
+
+    Returns
+    -------
+    tqdm.tqdm
+    """
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=desc, unit=unit, unit_scale=True, file=sys.stderr, leave=False,
+                dynamic_ncols=True, mininterval=0.2, disable=not enabled(enabled_), **kwargs)
+
+
+def _njit_functions(path: str) -> dict[str, int]:
+    """Top-level functions of a kernel module decorated with njit, with the line
+    Numba names their cache files by (the first decorator's)."""
+    import ast
+
+    with open(path, encoding="utf-8") as file:
+        tree = ast.parse(file.read())
+    out = {}
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and any(
+                "njit" in ast.unparse(d.func if isinstance(d, ast.Call) else d) for d in node.decorator_list):
+            out[node.name] = min([node.lineno] + [d.lineno for d in node.decorator_list])
+    return out
+
+
+def _stand_in(path: str, name: str, lineno: int, module: str):
+    """A function object that Numba's cache locator takes for `module.name`
+    (same file, name and first line) without importing the module."""
+    import types
+
+    def stand_in():
+        pass
+
+    code = stand_in.__code__.replace(co_filename=path, co_firstlineno=lineno, co_name=name)
+    if hasattr(code, "co_qualname"):
+        code = code.replace(co_qualname=name)
+    func = types.FunctionType(code, {"__name__": module}, name)
+    func.__qualname__, func.__module__ = name, module
+    return func
+
+
+def kernels_cached(module: str, entry_points=None) -> bool:
+    """Whether the Numba kernels of `module` would load rather than compile: each of
+    `entry_points` (default: any njit function of the module) is compiled in this
+    process or has a fresh index in Numba's cache (written by this Numba for this
+    source). Looked up without importing the module: a kernel with an explicit
+    signature compiles at import.
+
+    Parameters
+    ----------
+    module : str
+        A kernel module, e.g. ``"relmodel._kernels.timeline_numba"``.
+    entry_points : iterable of str, optional
+        The functions about to be called; all of them must be ready.
+
+    Returns
+    -------
+    bool
+        False where a compilation is due, or where it cannot tell.
+    """
+    import importlib.util
+
+    loaded = sys.modules.get(module)
+    try:
+        path = importlib.util.find_spec(module).origin
+        functions = _njit_functions(path)
+        names = list(functions) if entry_points is None else list(entry_points)
+        if loaded is not None and all(getattr(getattr(loaded, n, None), "overloads", None) for n in names):
+            return True
+        from numba.core.caching import FunctionCache
+
+        def fresh(name):  # Numba's own check: an empty index when missing, stale or of another Numba
+            cache = FunctionCache(_stand_in(path, name, functions[name], module))
+            return bool(cache._cache_file._load_index())
+
+        return any(map(fresh, names)) if entry_points is None else all(map(fresh, names))
+    except Exception:  # noqa: BLE001  Numba's internals moved, or the cache is unreadable: assume a compilation
+        return False
+
+
+def announce_compile(module: str, entry_points=None, what: str = "kernels", seconds: int = 15) -> bool:
+    """Say once per process, before the kernels of `module` are first imported or
+    called, that they are about to be compiled (when `kernels_cached` says so).
+
+    Parameters
+    ----------
+    module : str
+        The kernel module, e.g. ``"relmodel._kernels.timeline_numba"``.
+    entry_points : iterable of str, optional
+        The functions about to be called (default: any of the module).
+    what : str
+        What the note calls them.
+    seconds : int
+        The typical compile time on 2 cores, for the note.
+
+    Returns
+    -------
+    bool
+        Whether it announced a compilation (only where feedback is on).
+    """
+    if not enabled():  # nobody to tell: spare the cache lookup
+        return False
+    entry_points = None if entry_points is None else tuple(entry_points)
+    key = (module, entry_points)
+    if key in _announced:
+        return False
+    _announced.add(key)
+    if kernels_cached(module, entry_points):
+        return False
+    note(COMPILE_NOTE.format(what=what, seconds=seconds))
+    return True
+
+
+@contextmanager
+def ticker(desc: str, every: float = 0.5):
+    """A bar without a total, for a step that reports no progress of its own: its
+    elapsed time, redrawn every `every` seconds by a background thread, on a
+    terminal only (where feedback is enabled).
+
+    Parameters
+    ----------
+    desc : str
+        What is running.
+    every : float
+        Seconds between redraws.
+    """
+    import threading
+
+    bar = progress_bar(None, desc, unit="step", bar_format="{desc}: {elapsed} elapsed")
+    if bar.disable:
+        yield bar
+        return
+    stop = threading.Event()
+
+    def tick():
+        while not stop.wait(every):
+            bar.refresh()
+
+    thread = threading.Thread(target=tick, daemon=True)
+    thread.start()
+    try:
+        yield bar
+    finally:
+        stop.set()
+        thread.join()
+        bar.close()
