@@ -21,6 +21,7 @@ from datetime import datetime, timezone
 import numpy as np
 import xarray as xr
 
+from ._display import key_value_table
 from .logs import JobLog, read_log
 from .taxonomy import END_STATES
 
@@ -612,8 +613,6 @@ class FitResult:
 
     def _repr_html_(self) -> str:
         """A small table for notebooks: the rate, its interval, the data behind it and projected MTTFs."""
-        from html import escape
-
         low, high = self.failure_rate_ci
         rows = [("failure rate", f"{1000 * self.failure_rate:.4g} per 1000 node-days"),
                 (f"{self.confidence:.0%} CI", f"{1000 * low:.4g} to {1000 * high:.4g}"),
@@ -621,8 +620,7 @@ class FitResult:
                 (f"jobs (>= {self.min_gpus} GPUs)", str(self.n_jobs)),
                 ("Weibull shape", f"{self.weibull.shape:.3g}" if self.weibull.estimable else "not fitted"),
                 *((f"MTTF at {n} GPUs", _hours(self.mttf_h_at(n))) for n in REPORT_SIZES)]
-        return ("<table><caption>FitResult</caption>"
-                + "".join(f"<tr><th>{escape(k)}</th><td>{escape(v)}</td></tr>" for k, v in rows) + "</table>")
+        return key_value_table("FitResult", rows)
 
     def __str__(self) -> str:
         ds, low_high = self.dataset, self.failure_rate_ci

@@ -158,7 +158,7 @@ class Plan:
             rows.append(f"<tr><td>{escape(label)}{mark}</td><td>{escape(_interval_text(interval))}</td>"
                         f"<td>{e['linear']:.4f}</td><td>{e['renewal']:.4f}</td><td>{sim}</td></tr>")
         sc = self.scenario
-        caption = escape(f"{sc.n_gpus} GPUs, work {format_hours(sc.work)}, MTTF {format_hours(self.mttf_h)}")
+        caption = escape(f"Plan: {sc.n_gpus} GPUs, work {format_hours(sc.work)}, MTTF {format_hours(self.mttf_h)}")
         foot = ""
         if self.target is not None:
             g = self.target["max_gpus"]

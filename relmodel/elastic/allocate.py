@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from .._display import key_value_table
 from .jobs import Job, Options, job_options
 
 POLICIES = ("elastic", "fixed-batch")
@@ -77,6 +78,17 @@ class Allocation:
 
     def __len__(self):
         return len(self.job_ids)
+
+    def __repr__(self) -> str:
+        return (f"Allocation({len(self)} jobs, {int(np.sum(self.gpus))} of {self.n_gpus} GPUs, "
+                f"{self.objective} {self.value:.4g}, policy {self.policy!r})")
+
+    def _repr_html_(self) -> str:
+        rows = [("policy", self.policy), (f"objective ({self.objective})", f"{self.value:.4g}"),
+                ("GPUs used", f"{int(np.sum(self.gpus))} of {self.n_gpus}"),
+                *((job, f"{g} GPUs, batch {b}, {t:.4g} samples/s")
+                  for job, g, b, t in zip(self.job_ids, self.gpus, self.batch, self.throughput))]
+        return key_value_table("Allocation", rows)
 
     def to_dataset(self):
         """Return the allocation as an xarray Dataset along ``job``.

@@ -30,6 +30,7 @@ from collections import deque
 
 import numpy as np
 
+from .._display import key_value_table
 from .allocate import check_choice, solve
 from .config import ClusterConfig
 from .jobs import JobError, Options, check_job, options_for
@@ -98,6 +99,25 @@ class PolicyRun:
     def jct(self) -> np.ndarray:
         """Job completion time of each job (end - submit, h); NaN where it did not finish."""
         return self.end - self.submit
+
+    def _outcome_counts(self) -> dict:
+        return {name: int(np.sum(self.outcome == code)) for code, name in enumerate(OUTCOMES)}
+
+    def __repr__(self) -> str:
+        # The event log runs to thousands of entries: a summary, not the dataclass dump.
+        counts = ", ".join(f"{n} {name}" for name, n in self._outcome_counts().items() if n)
+        jct = self.jct
+        mean = f", mean JCT {np.nanmean(jct):.4g} h" if np.isfinite(jct).any() else ""
+        return f"PolicyRun({self.policy!r}: {len(self.outcome)} jobs ({counts}){mean}, until {self.end_time:.4g} h)"
+
+    def _repr_html_(self) -> str:
+        jct = self.jct
+        rows = [("policy", self.policy), ("jobs", len(self.outcome)),
+                *((f"jobs {name}", n) for name, n in self._outcome_counts().items()),
+                ("mean JCT (h)", f"{np.nanmean(jct):.4g}" if np.isfinite(jct).any() else "none finished"),
+                ("simulated until (h)", f"{self.end_time:.4g}"),
+                *((name, value) for name, value in self.counters.items()), ("events logged", len(self.events))]
+        return key_value_table("PolicyRun", rows)
 
 
 class _Epoch:
