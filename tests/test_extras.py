@@ -28,8 +28,10 @@ main()
     ["plan", "--gpus", "1024", "--work", "2d", "--checkpoint-cost", "5min", "--target-ettr", "0.9", "--n-jobs", "200"],
     ["simulate", "--gpus", "64", "--work", "1d", "--n-jobs", "200"],
 ])
-def test_the_core_install_plans_and_simulates(args):
-    done = subprocess.run([sys.executable, "-c", WITHOUT_STUDIES, *args], capture_output=True, text=True)
+def test_the_core_install_plans_and_simulates(args, tmp_path):
+    # Outside the checkout: the child imports the installed relmodel, as pytest does.
+    done = subprocess.run([sys.executable, "-c", WITHOUT_STUDIES, *args], capture_output=True, text=True,
+                          cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert "ETTR" in done.stdout or "ettr" in done.stdout
 
@@ -59,7 +61,8 @@ def test_a_command_that_needs_the_extra_says_so_in_one_line(args, tmp_path):
     study.write_text('[fixed]\nfailure_rate = 6.5e-3\nwork = "1d"\ncheckpoint_interval = "1h"\n'
                      '[sweep]\nn_gpus = [8, 64]\n[run]\nn_jobs = 10\nseed = 0\n')
     args = [a.replace("OUT", str(tmp_path)).replace("STUDY", str(study)) for a in args]
-    done = subprocess.run([sys.executable, "-c", WITHOUT_STUDIES, *args], capture_output=True, text=True)
+    done = subprocess.run([sys.executable, "-c", WITHOUT_STUDIES, *args], capture_output=True, text=True,
+                          cwd=tmp_path)
     assert done.returncode in (1, 2)
     errors = done.stderr.strip().splitlines()
     assert len(errors) == 1 and errors[0].startswith("Error:") and "relmodel[studies]" in errors[0], done.stderr

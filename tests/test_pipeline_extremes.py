@@ -88,10 +88,11 @@ for name, code in json.loads(sys.argv[1]).items():
 
 
 @pytest.fixture(scope="module")
-def crash_probes():
+def crash_probes(tmp_path_factory):
     """Every crash probe's outcome, from one child process (rc and the probes it reported)."""
+    # Outside the checkout: the child imports the installed relmodel, as pytest does.
     child = subprocess.run([sys.executable, "-c", CHILD, json.dumps(CRASH_PROBES)], capture_output=True, text=True,
-                           timeout=600)
+                           timeout=600, cwd=tmp_path_factory.mktemp("probes"))
     reports = {r["probe"]: r for r in map(json.loads, child.stdout.splitlines())}
     return child, reports
 

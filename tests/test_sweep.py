@@ -72,8 +72,9 @@ def test_a_killed_sweep_resumes_to_the_same_store(tmp_path, reference):
     study_file = tmp_path / "study.toml"
     study_file.write_text(slow)
     out = tmp_path / "killed.zarr"
+    # Outside the checkout: the child imports the installed relmodel, as pytest does.
     command = [sys.executable, "-m", "relmodel.cli", "sweep", str(study_file), "--out", str(out), "--quiet"]
-    proc = subprocess.Popen(command, env={**os.environ, "NUMBA_NUM_THREADS": "1"})
+    proc = subprocess.Popen(command, env={**os.environ, "NUMBA_NUM_THREADS": "1"}, cwd=tmp_path)
     markers = out / DONE_DIR
     deadline = time.time() + 600  # 10x a cold-cache run on a busy machine: a hang, not a slow start
     while time.time() < deadline and proc.poll() is None:

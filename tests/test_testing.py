@@ -22,10 +22,11 @@ REFERENCE = rm.Scenario(n_gpus=1024, failure_rate=6.5e-3, checkpoint_interval="1
                         restart_cost="10min", work="7d")
 
 
-def test_neither_relmodel_nor_relmodel_testing_imports_hypothesis():
+def test_neither_relmodel_nor_relmodel_testing_imports_hypothesis(tmp_path):
     code = "import sys, relmodel, relmodel.testing; print('hypothesis' in sys.modules)"
+    # Outside the checkout: the child imports the installed relmodel, as pytest does.
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          check=True).stdout.strip() == "False"
+                          check=True, cwd=tmp_path).stdout.strip() == "False"
 
 
 # ---- strategies draw valid objects within their bounds -------------------------

@@ -63,8 +63,10 @@ PROBE = textwrap.dedent("""
 
 def _probe(args, cache_dir):
     env = {**os.environ, "NUMBA_CACHE_DIR": str(cache_dir)}
+    # Run outside the checkout, so that the child imports the installed relmodel (as pytest
+    # itself does), not the source tree, which lacks the compiled twin after `pip install .`.
     done = subprocess.run([sys.executable, "-c", PROBE, *args], capture_output=True, text=True, env=env,
-                          timeout=600, check=False)
+                          timeout=600, check=False, cwd=cache_dir)
     line = next(x for x in done.stderr.splitlines() if x.startswith("PROBE "))
     return json.loads(line[len("PROBE "):]), done
 
@@ -94,8 +96,9 @@ def _run_on_a_terminal(args, cache_dir, timeout=600):
     master, slave = pty.openpty()
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
     env = {**os.environ, "NUMBA_CACHE_DIR": str(cache_dir)}
+    # Outside the checkout: the child imports the installed relmodel, as pytest does.
     child = subprocess.Popen([sys.executable, "-m", "relmodel.cli", *args], stdout=slave, stderr=slave,
-                             stdin=subprocess.DEVNULL, env=env, close_fds=True)
+                             stdin=subprocess.DEVNULL, env=env, close_fds=True, cwd=cache_dir)
     os.close(slave)
     chunks, deadline = [], time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -122,7 +125,8 @@ _CACHED = ("import sys; from relmodel._feedback import kernels_cached as k; "
 @pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pseudo-terminal")
 def test_a_numba_compilation_is_announced_once_after_the_first_line(tmp_path):
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
-    cached = subprocess.run([sys.executable, "-c", _CACHED], capture_output=True, text=True, env=env, check=True)
+    cached = subprocess.run([sys.executable, "-c", _CACHED], capture_output=True, text=True, env=env, check=True,
+                            cwd=tmp_path)
     assert cached.stdout.split() == ["False", "False"]  # looked up without importing (compiling) the kernel
     code, seen = _run_on_a_terminal([*QUICK_START, "--backend", "numba", "--n-jobs", "2000"], tmp_path)
     assert code == 0, seen[-3000:]
@@ -130,7 +134,8 @@ def test_a_numba_compilation_is_announced_once_after_the_first_line(tmp_path):
     assert seen.count("compiling relmodel's simulation kernels (first run only") == 1
     assert first < seen.index("compiling relmodel's")
     # The cache is warm now: Numba's index says so, and no note the second time.
-    cached = subprocess.run([sys.executable, "-c", _CACHED], capture_output=True, text=True, env=env, check=True)
+    cached = subprocess.run([sys.executable, "-c", _CACHED], capture_output=True, text=True, env=env, check=True,
+                            cwd=tmp_path)
     assert cached.stdout.split()[0] == "True"
     code, again = _run_on_a_terminal([*QUICK_START, "--backend", "numba", "--n-jobs", "2000"], tmp_path)
     assert code == 0 and "compiling" not in again and "16384 GPUs" in again
