@@ -395,8 +395,8 @@ FROM_LOG_UNITS = {"failure_rate_per_node_day": "failures per node-day", "failure
 def draw_plan_figure(result, path: Path, backend: str):
     """Draw the plan's figure, saying so first on a terminal (it simulates again).
 
-    With backend "auto" the figure's simulations take the Cython twin where Numba
-    would first have to compile (the same bits either way).
+    The figure's simulations take the plan's backend: with "auto", the Cython twin
+    where Numba would first have to compile (the same bits either way).
 
     Parameters
     ----------
@@ -406,14 +406,10 @@ def draw_plan_figure(result, path: Path, backend: str):
     backend : str
         The plan's --backend.
     """
-    import contextlib
-
-    from .engine import numba_as_auto
     from .plot import plan_figure
 
     feedback.note(f"drawing {path} ...")
-    with numba_as_auto() if backend == "auto" else contextlib.nullcontext():
-        plan_figure(result, path)
+    plan_figure(result, path, backend=backend)
 
 
 def simulate_units(dims) -> dict:

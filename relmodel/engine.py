@@ -270,28 +270,6 @@ def cython_available() -> bool:
     return True
 
 
-_numba_as_auto = [False]
-
-
-@contextmanager
-def numba_as_auto():
-    """Within the block, runs asked for on "numba" resolve as "auto" (same bits).
-
-    For callers that name no backend, such as the figures of `relmodel plan`,
-    which should not wait for a compilation the command itself avoided.
-
-    Yields
-    ------
-    None
-    """
-    before = _numba_as_auto[0]
-    _numba_as_auto[0] = True
-    try:
-        yield
-    finally:
-        _numba_as_auto[0] = before
-
-
 def resolve_backend(backend: str, packed: Packed, n_jobs: int, max_failures: int = DEFAULT_MAX_FAILURES,
                     keep_jobs: bool = False) -> str:
     """The kernel backend a run uses: `backend` itself, or for "auto" the faster to
@@ -314,8 +292,6 @@ def resolve_backend(backend: str, packed: Packed, n_jobs: int, max_failures: int
     str
         "numba" or "cython".
     """
-    if backend == "numba" and _numba_as_auto[0]:
-        backend = "auto"
     if backend != "auto":
         return backend
     if not cython_available():

@@ -141,7 +141,7 @@ def _plan_inputs(scenario, target_ettr, current_interval):
     return as_scenario(scenario), target_ettr, current_interval, None
 
 
-def _simulated_points(sc: Scenario, points, n_jobs: int, seed: int):
+def _simulated_points(sc: Scenario, points, n_jobs: int, seed: int, backend: str):
     """Simulated ETTR and its standard error at `points`, within FIGURE_EVENT_BUDGET failures.
 
     Returns (intervals, ettr, se, jobs) of the points simulated.
@@ -158,7 +158,7 @@ def _simulated_points(sc: Scenario, points, n_jobs: int, seed: int):
         if jobs < min(MIN_FIGURE_JOBS, n_jobs):
             continue  # too many failures a job for a quick check: the closed forms speak for it
         cap = int(min(40 * highest + 1000, 2**62))
-        ds = simulate(at, n_jobs=jobs, seed=seed, max_failures=cap)
+        ds = simulate(at, n_jobs=jobs, seed=seed, max_failures=cap, backend=backend)
         if np.isfinite(float(ds.ettr)):
             kept.append(float(interval))
             values.append(float(ds.ettr))
@@ -168,7 +168,7 @@ def _simulated_points(sc: Scenario, points, n_jobs: int, seed: int):
 
 
 def ettr_vs_interval(scenario, ax=None, *, n_points: int = 60, n_sim: int = 8, n_jobs: int = 20_000, seed: int = 0,
-                     target_ettr: float | None = None, current_interval: float | None = None):
+                     target_ettr: float | None = None, current_interval: float | None = None, backend: str = "numba"):
     """Draw ETTR against checkpoint interval for the scenario's work.
 
     Both closed forms as curves, simulated points with 95% error bars, Young's,
@@ -197,6 +197,8 @@ def ettr_vs_interval(scenario, ax=None, *, n_points: int = 60, n_sim: int = 8, n
         Draw this ETTR as a horizontal line.
     current_interval : float, optional
         Draw the interval used today (hours) as a vertical line.
+    backend : str, default "numba"
+        Kernel of the simulated points: "numba", "cython" or "auto" (the same bits).
 
     Returns
     -------
@@ -219,7 +221,7 @@ def ettr_vs_interval(scenario, ax=None, *, n_points: int = 60, n_sim: int = 8, n
         ax.plot(grid, renewal, "-", color="C0", label="renewal closed form")
         ax.plot(grid, ettr(sc.sweep(checkpoint_interval=grid), "linear"), "--", color="C1", lw=1,
                 label="linear closed form")
-    points, sim, se, jobs = _simulated_points(sc, np.unique(np.geomspace(lo, hi, n_sim)), n_jobs, seed)
+    points, sim, se, jobs = _simulated_points(sc, np.unique(np.geomspace(lo, hi, n_sim)), n_jobs, seed, backend)
     if points.size:
         jobs_text = f"{min(jobs)}" if min(jobs) == max(jobs) else f"{min(jobs)}-{max(jobs)}"
         ax.errorbar(points, sim, yerr=1.96 * se, fmt="o", ms=4, capsize=2, color="k", zorder=4,
@@ -332,7 +334,7 @@ def plan_figure(scenario, path=None, *, target_ettr: float | None = None, curren
     current_interval : float, optional
         The interval used today in hours; overrides or supplies what a Plan brings.
     **kwargs
-        Passed to `ettr_vs_interval` (n_points, n_sim, n_jobs, seed).
+        Passed to `ettr_vs_interval` (n_points, n_sim, n_jobs, seed, backend).
 
     Returns
     -------

@@ -74,7 +74,8 @@ def _probe(args, cache_dir):
 def test_the_first_line_of_plan_comes_before_any_kernel_on_an_empty_numba_cache(tmp_path):
     cache = tmp_path / "numba-cache"
     cache.mkdir()
-    seen, done = _probe(QUICK_START, cache)
+    # The README's quick start, figure included (it simulates too).
+    seen, done = _probe([*QUICK_START, "--plot", str(tmp_path / "plan.png")], cache)
     assert seen["code"] == 0, done.stderr[-2000:]
     assert seen["line"].startswith("16384 GPUs (2048 nodes)")
     # Printed before any kernel was even imported, let alone compiled ...
@@ -82,6 +83,7 @@ def test_the_first_line_of_plan_comes_before_any_kernel_on_an_empty_numba_cache(
     assert seen["seconds"] < FIRST_LINE_BOUND_S
     # ... and the whole default plan compiled nothing: it checks with the Cython twin.
     assert list(cache.rglob("*.nbi")) == []
+    assert (tmp_path / "plan.png").stat().st_size > 10_000
     assert "ETTR" in done.stdout and "largest job reaching it today" in done.stdout
 
 
