@@ -11,7 +11,7 @@ from .fit import FitResult, fit
 from .plan import Plan, plan
 from .scenario import Scenario, ScenarioError
 from .simulate import CappedJobsWarning, compare, simulate
-from .sweep import open_study
+from .sweep import open_study, verify_study
 from .units import to_hours
 
 _SUBPACKAGES = ("elastic", "pipeline")
@@ -49,4 +49,5 @@ __all__ = [
     "plan",
     "simulate",
     "to_hours",
+    "verify_study",
 ]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import importlib.util
 
 # module: the distribution that provides it
-STUDIES = {"zarr": "zarr", "h5netcdf": "h5netcdf", "distributed": "dask[distributed]"}
+STUDIES = {"zarr": "zarr", "h5netcdf": "h5netcdf", "distributed": "dask[distributed]", "filelock": "filelock"}
 
 
 class MissingExtraError(ImportError):

@@ -205,37 +205,69 @@ def _one_line_warning(message, category, filename, lineno, file=None, line=None)
     click.echo(f"Warning: {message}", err=True)
 
 
+# An error relmodel did not expect: a bug, told apart from bad input (2) and refusals (1).
+EXIT_INTERNAL_ERROR = 70  # sysexits' EX_SOFTWARE
+
+
 class OneLineErrors(click.Group):
-    """Bad input is one line, `Error: <flag>: <reason>`, and exit status 2 (no usage dump)."""
+    """Bad input is one line, `Error: <flag>: <reason>`, and exit status 2 (no usage dump).
+
+    A refusal is one line and exit status 1; an error relmodel did not expect is
+    one line naming it and exit status 70. `relmodel --debug ...` shows the
+    traceback of each as well.
+    """
 
     def main(self, args=None, prog_name=None, **kwargs):
         kwargs.pop("standalone_mode", None)
+        argv = list(sys.argv[1:] if args is None else args)
+        debug = "--debug" in argv[:argv.index("--") if "--" in argv else len(argv)]
         try:
             with warnings.catch_warnings():
                 warnings.showwarning = _one_line_warning
-                result = super().main(args, prog_name, standalone_mode=False, **kwargs)
-        except click.MissingParameter as err:
+                result = super().main(argv, prog_name, standalone_mode=False, **kwargs)
+        except (click.ClickException, click.Abort, MissingExtraError) as err:
+            if debug:
+                _print_traceback(err)
+            self._one_line(err)
+        except Exception as err:  # noqa: BLE001  a bug: one line, and the traceback on --debug
+            if debug:
+                raise
+            reason = f"{type(err).__name__}: {err}".splitlines()[0]
+            click.echo(f"Error: internal error ({reason}); please report it with the output of "
+                       f"`relmodel --debug {' '.join(argv)}`", err=True)
+            sys.exit(EXIT_INTERNAL_ERROR)
+        sys.exit(result if isinstance(result, int) else 0)
+
+    @staticmethod
+    def _one_line(err):
+        if isinstance(err, click.MissingParameter):
             # Click's own wording names the option: "Missing option '--gpus'."
             click.echo(f"Error: {err.format_message()}", err=True)
             sys.exit(2)
-        except click.BadParameter as err:
+        if isinstance(err, click.BadParameter):
             # "--flag: reason", as for every other bad input, rather than click's own wording.
             flag = err.param.opts[-1] if err.param is not None and err.param.opts else err.param_hint
             click.echo(f"Error: {flag}: {err.message}" if flag else f"Error: {err.format_message()}", err=True)
             sys.exit(2)
-        except click.UsageError as err:
+        if isinstance(err, click.UsageError):
             click.echo(f"Error: {err.format_message()}", err=True)
             sys.exit(2)
-        except click.ClickException as err:
+        if isinstance(err, click.ClickException):
             err.show()
             sys.exit(err.exit_code)
-        except MissingExtraError as err:  # an install to make, not bad input
-            click.echo(f"Error: {err}", err=True)
-            sys.exit(1)
-        except click.Abort:
-            click.echo("Aborted.", err=True)
-            sys.exit(1)
-        sys.exit(result if isinstance(result, int) else 0)
+        # An install to make (MissingExtraError), or ^C.
+        click.echo("Aborted." if isinstance(err, click.Abort) else f"Error: {err}", err=True)
+        sys.exit(1)
+
+
+def _print_traceback(err: BaseException):
+    """The traceback of a handled error, with the one it was raised from (kept even under `from None`)."""
+    import traceback
+
+    cause = err.__cause__ or err.__context__
+    if cause is not None:
+        traceback.print_exception(cause, file=sys.stderr)
+    traceback.print_exception(err, file=sys.stderr)
 
 
 class Commands(OneLineErrors):
@@ -258,7 +290,8 @@ class Commands(OneLineErrors):
 @click.group(cls=Commands, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
              epilog=_UNITS_EPILOG)
 @click.version_option(package_name="relmodel")
-def main():
+@click.option("--debug", is_flag=True, help="Show the traceback of an error as well as its one line.")
+def main(debug):
     """Reliability of large ML training runs: Monte Carlo job timelines and closed-form ETTR."""
 
 
@@ -492,9 +525,11 @@ def fit_log(path: Path, *, flag: str, **kwargs):
 
 @main.command(epilog="Study files: [fixed] scenario fields, [sweep] axes (lists, or {start, stop, num, "
                     "scale}), [run] n_jobs, seed, backend, max_failures, chunk_points, outputs. " + _UNITS_EPILOG)
-@click.argument("study_file", type=click.Path(dir_okay=False, path_type=Path))
-@click.option("--out", type=DatasetPath(), required=True,
+@click.argument("study_file", type=click.Path(dir_okay=False, path_type=Path), required=False)
+@click.option("--out", type=DatasetPath(), default=None,
               help="The store: .zarr (written chunk by chunk, resumable) or .nc (converted at the end).")
+@click.option("--verify", "verify_path", type=click.Path(path_type=Path), default=None, metavar="STORE",
+              help="Check every chunk of a study store against its checksum and report; compute nothing.")
 @click.option("--scheduler", default="local", show_default=True,
               help="local (Numba threads here), dask-local (a LocalCluster here) or tcp://HOST:PORT.")
 @click.option("--workers", type=click.IntRange(min=1), default=None, help="Workers of dask-local (default: cores).")
@@ -503,11 +538,24 @@ def fit_log(path: Path, *, flag: str, **kwargs):
               help="Draw the standard figures of two sweep axes to this image file.")
 @click.option("--x", "x_dim", default=None, help="Sweep axis on the x axis of --plot (default: the first).")
 @click.option("--y", "y_dim", default=None, help="Sweep axis on the y axis of --plot (default: the second).")
-def sweep(study_file, out, scheduler, workers, quiet, plot, x_dim, y_dim):
-    """Run (or resume) a study: a grid of scenarios, chunk by chunk, into a zarr or netCDF store."""
+def sweep(study_file, out, verify_path, scheduler, workers, quiet, plot, x_dim, y_dim):
+    """Run (or resume) a study: a grid of scenarios, chunk by chunk, into a zarr or netCDF store.
+
+    One run writes a store at a time (another is refused); a run started again
+    reads back every finished chunk against its checksum and computes again
+    those missing or damaged. `--verify STORE` only reports them.
+    """
     from .study import StudyError, parse_study
     from .sweep import open_study, run_study
     from .taxonomy import read_small_text
+
+    if verify_path is not None:
+        if study_file is not None or out is not None:
+            raise click.UsageError("--verify: give only the store to check (no study file, no --out)")
+        verify_store(verify_path, quiet)
+        return
+    if study_file is None or out is None:
+        raise click.UsageError("give a study file and --out (or --verify STORE)")
 
     try:  # as a taxonomy file is read: a device, a FIFO or a huge file is refused, not read for ever
         source = read_small_text(study_file, STUDY_FILE_MAX_BYTES)
@@ -518,7 +566,7 @@ def sweep(study_file, out, scheduler, workers, quiet, plot, x_dim, y_dim):
     try:
         study = parse_study(source, name=str(study_file), folder=study_file.parent)
         with feedback.quiet(quiet):
-            run_study(study, out, source=source, scheduler=scheduler, n_workers=workers,
+            run_study(study, out, source=source, label=str(study_file), scheduler=scheduler, n_workers=workers,
                       progress=feedback.enabled())
     except StudyError as err:
         raise click.UsageError(str(err)) from None
@@ -543,6 +591,32 @@ def sweep(study_file, out, scheduler, workers, quiet, plot, x_dim, y_dim):
             raise usage_error(err) from None
     if not quiet:
         click.echo(f"wrote {out}" + (f" and {plot}" if plot else ""))
+
+
+def verify_store(path: Path, quiet: bool):
+    """`relmodel sweep --verify`: a line per damaged chunk; exit 1 if there is any.
+
+    Parameters
+    ----------
+    path : pathlib.Path
+        A study's .zarr store or .nc file.
+    quiet : bool
+        Print nothing when every chunk is whole.
+    """
+    from .study import StudyError
+    from .sweep import verify_study
+
+    try:
+        problems = verify_study(path)
+    except StudyError as err:
+        raise click.UsageError(str(err)) from None
+    for cid, why in sorted(problems.items()):
+        click.echo(f"{path}: {cid}: {why}")
+    if problems:
+        raise click.ClickException(f"{path}: {len(problems)} chunk(s) not whole; run the study's sweep again "
+                                   f"to compute them")
+    if not quiet:
+        click.echo(f"{path}: every chunk matches its checksum")
 
 
 @main.command()

@@ -3,12 +3,12 @@ workers) and written to its region of a zarr store as soon as it is done.
 
 Same bits everywhere: a chunk's random streams are keyed by the global
 scenario index of each grid point, never by chunk or worker, so the store does
-not depend on chunking, scheduler or the number of workers. Resume: a chunk is
-done only once its marker exists, and the marker is made (atomically) after
-the chunk's data, so a killed sweep recomputes exactly the chunks without a
-marker. A finished store has consolidated metadata, so a plain
-`xarray.open_zarr` opens it without a warning. A `.nc` study runs in a working
-zarr store and becomes netCDF at the end.
+not depend on chunking, scheduler or the number of workers. The store itself
+(one writer, atomic creation, verified chunks) is `relmodel.store`: a run
+holds the store's lock throughout, reads every finished chunk back against its
+checksum, and computes again exactly the chunks that are missing or damaged.
+A `.nc` study runs in a working zarr store and becomes netCDF at the end,
+written under a temporary name and renamed.
 """
 
 from __future__ import annotations
@@ -25,18 +25,13 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
+from . import store as stores
 from ._extras import require
 from ._version import __version__
 from .engine import COMPONENTS, pack_points, run, summarize
 from .simulate import _CATEGORY_VARIABLES, _VARIABLES, RNG_SCHEME
+from .store import DONE_DIR, ZARR_FORMAT, chunk_id, write_zarr  # noqa: F401  write_zarr: re-exported
 from .study import CATEGORY_OUTPUTS, Study, StudyError, chunk_shape, default_chunk_points
-
-# One marker per finished chunk: an empty zarr group under this group, so that
-# zarr (consolidating, listing) meets only nodes it knows.
-DONE_DIR = "relmodel_done"
-# Format 2: format 3 has no specified string dtype yet (zarr warns on every string
-# coordinate), nor consolidated metadata.
-ZARR_FORMAT = 2
 _EXTRA_DIMS = {"wall_quantile": ("quantile",), "time_mean": ("component",),
                **dict.fromkeys(CATEGORY_OUTPUTS, ("category",))}
 QUANTILES = (0.05, 0.5, 0.95)
@@ -135,21 +130,22 @@ def _template(study: Study, chunks) -> xr.Dataset:
     return xr.Dataset(data_vars, coords=coords)
 
 
-def _store_attrs(study: Study, source: str, chunks) -> dict:
+def _store_attrs(study: Study, source: str, label: str, chunks) -> dict:
     return {
         "title": "relmodel study", "relmodel_version": __version__, "study_fingerprint": study.fingerprint(),
-        "study_source": source, "seed": study.seed, "n_jobs": study.n_jobs, "backend": study.backend,
+        "study_file": label, "study_source": source, "seed": study.seed, "n_jobs": study.n_jobs, "backend": study.backend,
         "max_failures": study.max_failures, "rng": RNG_SCHEME, "chunks": list(chunks),
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "status": "running",
     }
 
 
-def open_or_create(study: Study, store: Path, source: str) -> tuple[tuple, set]:
-    """Open a study's zarr store, or create it with an empty template.
+def open_or_create(study: Study, store: Path, source: str, label: str = "") -> tuple:
+    """Open a study's zarr store, or create it (atomically) with an empty template.
 
     A new store gets every output variable (filled with NaN), the coordinates,
-    the study's attributes and the folder of chunk markers; no data is written.
+    the study's attributes and the folder of chunk markers; no data. Call with
+    the store's lock held (`relmodel.store.exclusive`).
 
     Parameters
     ----------
@@ -158,151 +154,65 @@ def open_or_create(study: Study, store: Path, source: str) -> tuple[tuple, set]:
     store : pathlib.Path
         The store's folder.
     source : str
-        Where the study came from (a file name), kept in the store's attributes.
+        The study file's text, kept in the store's attributes.
+    label : str, default ""
+        The study file's name, kept in the attributes and named in refusals.
 
     Returns
     -------
-    chunks : tuple of int
+    tuple of int
         The store's chunk size along each sweep dim, in grid points.
-    done : set of str
-        The ids of the chunks already written (see `done_chunks`).
 
     Raises
     ------
     StudyError
-        If `store` exists and is not a relmodel study store, or was written by
-        a study with another fingerprint.
+        If `store` exists and is not a relmodel study store, or holds a study
+        with another fingerprint.
     """
     import zarr
 
-    if store.exists():
-        try:
-            attrs = dict(zarr.open_group(store, mode="r").attrs)
-        except Exception as err:  # not a zarr group at all
-            raise StudyError(f"{store}: exists and is not a relmodel study store ({err})") from None
-        if attrs.get("study_fingerprint") != study.fingerprint():
-            raise StudyError(
-                f"{store}: was written by a different study (fingerprint {attrs.get('study_fingerprint')}, "
-                f"this study {study.fingerprint()}); choose another --out or delete it")
-        chunks = tuple(attrs["chunks"])
-    else:
+    if not store.exists():
         target = study.chunk_points or default_chunk_points(study.n_jobs)
         chunks = chunk_shape(study.scenario.shape, target)
         template = _template(study, chunks)
-        template.attrs = _store_attrs(study, source, chunks)
-        template.to_zarr(store, mode="w", compute=False, consolidated=False, zarr_format=ZARR_FORMAT)
-        zarr.open_group(store, mode="r+", zarr_format=ZARR_FORMAT).create_group(DONE_DIR)
-    return chunks, done_chunks(store)
+        template.attrs = _store_attrs(study, source, label, chunks)
 
+        def build(path):
+            template.to_zarr(path, mode="w", compute=False, consolidated=False, zarr_format=ZARR_FORMAT)
+            zarr.open_group(path, mode="r+", zarr_format=ZARR_FORMAT).create_group(DONE_DIR)
 
-def done_chunks(store: Path) -> set[str]:
-    """Return the ids of the chunks whose marker exists in a store.
+        stores.create_atomically(store, build)
+        return chunks
+    try:
+        attrs = dict(zarr.open_group(store, mode="r", zarr_format=ZARR_FORMAT, use_consolidated=False).attrs)
+        chunks = tuple(int(c) for c in attrs["chunks"])
+    except Exception as err:  # not a zarr group, or not one of ours
+        reason = f"{type(err).__name__}: {err}".splitlines()[0]
+        raise StudyError(f"{store}: exists and is not a relmodel study store ({reason}); "
+                         f"choose another --out or delete it") from None
+    if attrs.get("study_fingerprint") != study.fingerprint():
+        other = stores.study_name(attrs.get("study_file", ""), attrs.get("study_fingerprint"))
+        raise StudyError(f"{store}: holds another study ({other}); this study "
+                         f"({stores.study_name(label, study.fingerprint())}) was not run: "
+                         f"choose another --out, or delete {store} to replace it")
+    return chunks
 
-    A chunk's data is written before its marker, so these chunks are complete.
-
-    Parameters
-    ----------
-    store : str or pathlib.Path
-        The study's zarr store.
-
-    Returns
-    -------
-    set of str
-        The chunk ids (``"chunk-"`` and the chunk's start index per sweep dim).
-    """
-    return {p.parent.name for p in (Path(store) / DONE_DIR).glob("*/.zgroup")}
-
-
-def _chunk_id(region) -> str:
-    return "chunk-" + "-".join(f"{a}" for a, _ in region) if region else "chunk-0"
-
-
-class ChunkWriter:
-    """Writes finished chunks into an open store: data first, then the chunk's marker.
-
-    Plain zarr slice assignment: the template already fixed dtypes, fill values
-    and dimension names, and reopening the store through xarray for every chunk
-    costs tens of milliseconds.
-
-    Parameters
-    ----------
-    store : pathlib.Path
-        The study's zarr store, as made by `open_or_create`.
-    study : Study
-        The study the store holds; its ``outputs`` are the arrays written.
-    """
-
-    def __init__(self, store: Path, study: Study):
-        import zarr
-
-        self.store = store
-        group = zarr.open_group(store, mode="r+")
-        self.arrays = {name: group[name] for name in study.outputs}
-
-    def write(self, region, arrays: dict):
-        """Write one chunk's arrays to their region, then mark the chunk done.
-
-        The marker is written under a temporary name and renamed, so it exists
-        whole and only after the chunk's data.
-
-        Parameters
-        ----------
-        region : tuple of tuple of int
-            ``(start, stop)`` grid indices per sweep dim, as `chunk_regions` yields.
-        arrays : dict of str to numpy.ndarray
-            One array per output, shaped like the region, as `compute_chunk`
-            returns.
-        """
-        index = tuple(slice(a, b) for a, b in region)
-        for name, value in arrays.items():
-            self.arrays[name][index] = value
-        # The group's metadata file written under another name and renamed: the
-        # marker exists whole, and only after its data.
-        folder = self.store / DONE_DIR / _chunk_id(region)
-        folder.mkdir(exist_ok=True)
-        partial = folder / ".zgroup.partial"
-        partial.write_text(json.dumps({"zarr_format": ZARR_FORMAT}))
-        os.replace(partial, folder / ".zgroup")
-
-
-def _finish(store: Path):
-    import zarr
-
-    group = zarr.open_group(store, mode="r+")
-    group.attrs["status"] = "complete"
-    group.attrs["completed"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-    zarr.consolidate_metadata(store, zarr_format=ZARR_FORMAT)
-
-
-def write_zarr(ds: xr.Dataset, path) -> None:
-    """Write a Dataset as a zarr store that any zarr reader opens without a warning.
-
-    Parameters
-    ----------
-    ds : xarray.Dataset
-        The Dataset to write.
-    path : str or pathlib.Path
-        The store's folder; replaced if it exists.
-
-    Raises
-    ------
-    MissingExtraError
-        If zarr is not installed (``pip install 'relmodel[studies]'``).
-    """
-    require("zarr", "a .zarr output")
-    ds.to_zarr(path, mode="w", zarr_format=ZARR_FORMAT, consolidated=True)
 
 # ---- running a study -------------------------------------------------------------
 
-def run_study(study: Study, out, *, source: str = "", scheduler: str = "local", n_workers: int | None = None,
-              progress: bool = True) -> Path:
+def run_study(study: Study, out, *, source: str = "", label: str = "", scheduler: str = "local",
+              n_workers: int | None = None, progress: bool = True) -> Path:
     """Run (or resume) a study into a zarr store or a netCDF file.
 
     The grid is cut into chunks, each simulated (here, or on Dask workers) and
-    written to its region of the store as soon as it is done. A killed run,
-    started again with the same study and `out`, recomputes only the chunks
-    that were not finished. A ``.nc`` study runs in a working zarr store
-    (``<out>.partial.zarr``) that becomes the netCDF file at the end.
+    written to its region of the store as soon as it is done. The run holds the
+    store's lock throughout; another run on the same `out` is refused. Started
+    again with the same study and `out` (after a kill, or on a finished store),
+    it reads every finished chunk back against its checksum and computes again
+    exactly those that are missing or damaged (with a warning naming them),
+    ending with the same bits as an uninterrupted run. A ``.nc`` study runs in a
+    working zarr store (``<out>.partial.zarr``) that becomes the netCDF file at
+    the end, written under a temporary name and renamed.
 
     Parameters
     ----------
@@ -312,7 +222,9 @@ def run_study(study: Study, out, *, source: str = "", scheduler: str = "local", 
         The output: a ``.zarr`` store (created or resumed) or a ``.nc`` file
         (which must not exist yet).
     source : str, default ""
-        Where the study came from (a file name), kept in the store's attributes.
+        The study file's text, kept in the store's attributes.
+    label : str, default ""
+        The study file's name, kept in the attributes and named in refusals.
     scheduler : str, default "local"
         ``"local"`` (chunks one after the other in this process),
         ``"dask-local"`` (a local Dask cluster of one-thread worker processes)
@@ -331,11 +243,16 @@ def run_study(study: Study, out, *, source: str = "", scheduler: str = "local", 
     ------
     StudyError
         If `out` does not end in ``.zarr`` or ``.nc``, a ``.nc`` output
-        exists, `scheduler` is not one of the above, or the store at `out`
-        holds another study (see `open_or_create`).
+        exists, `scheduler` is not one of the above, the store at `out`
+        holds another study (see `open_or_create`), or another run is writing it.
     MissingExtraError
         If a package the run needs is not installed (zarr; h5netcdf for
         ``.nc``; distributed for a Dask scheduler).
+
+    Warns
+    -----
+    RuntimeWarning
+        When finished chunks failed verification and are computed again.
     """
     out = Path(out)
     if out.suffix not in (".zarr", ".nc"):
@@ -345,15 +262,52 @@ def run_study(study: Study, out, *, source: str = "", scheduler: str = "local", 
     if scheduler not in ("local", "dask-local") and not scheduler.startswith(("tcp://", "tls://", "ucx://")):
         raise StudyError(f"scheduler: use 'local', 'dask-local' or a Dask scheduler address (got {scheduler!r})")
     require("zarr", "a study's store")
+    require("filelock", "a study's store")
     if out.suffix == ".nc":
         require("h5netcdf", "a .nc study")
     if scheduler != "local":
         require("distributed", "a Dask scheduler")
     store = out.with_name(out.name + ".partial.zarr") if out.suffix == ".nc" else out
-    chunks, done = open_or_create(study, store, source)
-    regions = list(chunk_regions(study.scenario.shape, chunks))
-    todo = [r for r in regions if _chunk_id(r) not in done]
+    with stores.exclusive(out, study.fingerprint(), label):
+        if out.suffix == ".nc" and out.exists():  # finished while this run waited to start
+            shutil.rmtree(store, ignore_errors=True)  # a working store a killed run left behind
+            raise StudyError(f"{out}: exists; a finished netCDF study is not resumed (delete it to run again)")
+        chunks = open_or_create(study, store, source, label)
+        regions = list(chunk_regions(study.scenario.shape, chunks))
+        problems = _problems(store, regions, study.outputs)
+        damaged = {cid: why for cid, why in problems.items() if why != "not computed"}
+        if damaged:
+            warnings.warn(f"{store}: {len(damaged)} finished chunk(s) failed verification and are computed again ("
+                          + "; ".join(f"{cid}: {why}" for cid, why in sorted(damaged.items())) + ")",
+                          RuntimeWarning, stacklevel=2)
+            stores.unmark(store, damaged)
+        todo = [r for r in regions if chunk_id(r) in problems]
+        if todo:
+            stores.set_status(store, "running")
+            _compute(study, store, regions, todo, scheduler, n_workers, progress)
+        if todo or _status(store) != "complete":
+            stores.set_status(store, "complete")
+        if out.suffix == ".nc":
+            _to_netcdf(store, out)
+    return out
 
+
+def _problems(store: Path, regions, outputs) -> dict:
+    try:
+        return stores.verify(store, regions, outputs)
+    except Exception as err:  # the store's own metadata is damaged
+        reason = f"{type(err).__name__}: {err}".splitlines()[0]
+        raise StudyError(f"{store}: cannot be read as a study store ({reason}); delete it to run again") from None
+
+
+def _status(store: Path) -> str | None:
+    import zarr
+
+    return zarr.open_group(store, mode="r", zarr_format=ZARR_FORMAT, use_consolidated=False).attrs.get("status")
+
+
+def _compute(study: Study, store: Path, regions, todo, scheduler: str, n_workers, progress: bool):
+    """Simulate the chunks `todo` and write each to the store as it comes."""
     from tqdm.auto import tqdm
 
     # In jobs, not chunks (a study of two chunks moved in 50 % jumps): locally the bar
@@ -363,8 +317,7 @@ def run_study(study: Study, out, *, source: str = "", scheduler: str = "local", 
     bar = tqdm(total=jobs_total, initial=jobs_total - sum(chunk_jobs[r] for r in todo), unit="job",
                unit_scale=True, desc="sweep", disable=not progress)
     start, jobs_done, reported = time.perf_counter(), 0, {}
-
-    writer = ChunkWriter(store, study)
+    writer = stores.ChunkWriter(store, study.outputs)
 
     def advance(region, jobs):
         nonlocal jobs_done
@@ -386,12 +339,18 @@ def run_study(study: Study, out, *, source: str = "", scheduler: str = "local", 
             _run_on_dask(study, todo, finished, scheduler, n_workers)
     finally:
         bar.close()
-    _finish(store)
-    if out.suffix == ".nc":
-        with xr.open_zarr(store, consolidated=False) as ds:
-            ds.load().to_netcdf(out, engine="h5netcdf")
-        shutil.rmtree(store)
-    return out
+
+
+def _to_netcdf(store: Path, out: Path):
+    """The finished store as netCDF, written under a temporary name and renamed; HDF5
+    checksums (fletcher32) on every variable, so that a damaged file fails to read."""
+    partial = out.with_name(out.name + ".partial")
+    with xr.open_zarr(store, consolidated=True) as ds:
+        ds = ds.load()
+        encoding = {name: {"fletcher32": True} for name in ds.data_vars}
+        ds.to_netcdf(partial, engine="h5netcdf", encoding=encoding)
+    stores.rename(partial, out)
+    shutil.rmtree(store)
 
 
 def _run_on_dask(study: Study, todo, finished, scheduler: str, n_workers):
@@ -450,7 +409,60 @@ def open_study(path) -> xr.Dataset:
     require("zarr", "a .zarr study")
     # Metadata is consolidated when the study finishes; an unfinished store reads without.
     ds = xr.open_zarr(path, consolidated=(path / ".zmetadata").exists())
-    if ds.attrs.get("status") != "complete":
-        warnings.warn(f"{path}: the study is not finished; missing chunks read as NaN", RuntimeWarning,
-                      stacklevel=2)
+    regions = _regions_of(ds)
+    missing = len(regions) - len(set(map(chunk_id, regions)) & set(stores.done_chunks(path)))
+    if ds.attrs.get("status") != "complete" or missing:
+        warnings.warn(f"{path}: the study is not finished ({missing} of {len(regions)} chunks missing, "
+                      f"read as NaN); run its sweep again to complete it", RuntimeWarning, stacklevel=2)
     return ds
+
+
+def _regions_of(ds: xr.Dataset) -> list:
+    """A store's chunks, from its chunk layout (attrs) and the sweep dims it spans."""
+    chunks = tuple(int(c) for c in ds.attrs["chunks"])
+    dims = next(iter(ds.data_vars.values())).dims[:len(chunks)]
+    return list(chunk_regions(tuple(ds.sizes[d] for d in dims), chunks))
+
+
+def verify_study(path) -> dict[str, str]:
+    """Check every chunk of a finished study against the checksum recorded with it.
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        A study's ``.zarr`` store, or ``.nc`` file (whose variables carry HDF5
+        checksums, checked by reading them in full).
+
+    Returns
+    -------
+    dict of str to str
+        What is wrong, by chunk id (or ``"file"`` for a ``.nc`` file): chunks
+        "not computed", "unreadable" or "altered or lost". Empty when every
+        chunk is whole; running the study's sweep again computes the others.
+
+    Raises
+    ------
+    StudyError
+        If `path` is not a study store or file.
+    """
+    path = Path(path)
+    if path.suffix == ".nc":
+        require("h5netcdf", "a .nc study")
+        try:
+            with xr.open_dataset(path, engine="h5netcdf") as ds:
+                ds.load()
+        except FileNotFoundError:
+            raise StudyError(f"{path}: no such study file") from None
+        except Exception as err:
+            return {"file": f"unreadable: {type(err).__name__}: {err}".splitlines()[0]}
+        return {}
+    require("zarr", "a .zarr study")
+    if not path.is_dir():
+        raise StudyError(f"{path}: no such study store")
+    try:
+        with xr.open_zarr(path, consolidated=False) as ds:
+            regions, outputs = _regions_of(ds), list(ds.data_vars)
+    except Exception as err:
+        reason = f"{type(err).__name__}: {err}".splitlines()[0]
+        raise StudyError(f"{path}: is not a relmodel study store ({reason})") from None
+    return _problems(path, regions, outputs)

@@ -88,7 +88,7 @@ def test_a_study_with_a_taxonomy_stores_the_breakdown_and_equals_simulate(tmp_pa
 
 def test_another_taxonomy_is_another_study(tmp_path):
     run_study(parse_study(STUDY.format(taxonomy="meta-2024")), tmp_path / "s.zarr", progress=False)
-    with pytest.raises(StudyError, match="different study"):
+    with pytest.raises(StudyError, match="holds another study"):
         run_study(parse_study(STUDY.format(taxonomy="slurm-default")), tmp_path / "s.zarr", progress=False)
 
 

@@ -1,0 +1,385 @@
+"""A study's zarr store, kept the way a database keeps its data.
+
+- One writer: a run holds an operating-system lock on ``<store>.lock`` for as
+  long as it writes (`filelock`, which takes ``flock`` on POSIX: it assumes a
+  filesystem with working advisory locks, a local disk or NFSv4 with locking,
+  not a share that ignores them). A second run is refused at once, naming the
+  store and both studies; ``<store>.lock.json`` says who holds the lock.
+- Atomic creation: a new store is written in full under a hidden temporary
+  name beside it, then renamed into place, so a store exists whole or not at
+  all.
+- Verified chunks: a finished chunk has a marker (an empty zarr group under
+  ``relmodel_done``) holding the SHA-256 of the chunk's values, made after
+  the data and renamed into place last. `verify` reads every chunk back and
+  names those that are missing, unreadable or altered.
+
+Zarr format 2 throughout: format 3 has no specified string dtype yet (zarr
+warns on every string coordinate), nor consolidated metadata. A finished
+store has consolidated metadata, so a plain `xarray.open_zarr` opens it
+without a warning.
+"""
+
+from __future__ import annotations
+
+import datetime
+import hashlib
+import json
+import os
+import shutil
+import socket
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+
+from ._extras import require
+from .study import StudyError
+
+ZARR_FORMAT = 2
+DONE_DIR = "relmodel_done"
+_CREATING = ".creating-"  # hidden sibling a new store is built under: .<name>.creating-<pid>
+
+
+# ---- one writer ------------------------------------------------------------------
+
+def lock_path(store: Path) -> Path:
+    """Return the lock file of a store (beside it: zarr meets no foreign file inside).
+
+    Parameters
+    ----------
+    store : pathlib.Path
+        The store (or the ``.nc`` output a study ends in).
+
+    Returns
+    -------
+    pathlib.Path
+        ``<store>.lock``.
+    """
+    return store.with_name(store.name + ".lock")
+
+
+@contextmanager
+def exclusive(store: Path, fingerprint: str, label: str):
+    """Hold the store's lock for the block, or refuse at once if another run holds it.
+
+    Parameters
+    ----------
+    store : pathlib.Path
+        The store (or ``.nc`` output) to write.
+    fingerprint : str
+        The study's fingerprint (`relmodel.study.Study.fingerprint`).
+    label : str
+        What names the study to a person: its file, or "" when it has none.
+
+    Yields
+    ------
+    None
+
+    Raises
+    ------
+    relmodel.study.StudyError
+        If another run (of this study or another) holds the lock: one line
+        naming the store and both studies.
+    """
+    require("filelock", "a study's store")
+    from filelock import FileLock, Timeout
+
+    lock = FileLock(lock_path(store), thread_local=False)
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        raise StudyError(_busy_message(store, fingerprint, label)) from None
+    holder = lock_path(store).with_name(lock_path(store).name + ".json")
+    try:
+        _write_atomically(holder, json.dumps({
+            "study_fingerprint": fingerprint, "study": label, "pid": os.getpid(), "host": socket.gethostname(),
+            "since": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}))
+        yield
+    finally:
+        holder.unlink(missing_ok=True)
+        lock.release()
+
+
+def _busy_message(store: Path, fingerprint: str, label: str) -> str:
+    holder_file = lock_path(store).with_name(lock_path(store).name + ".json")
+    try:
+        holder = json.loads(holder_file.read_text())
+    except (OSError, ValueError):  # the holder is between taking the lock and saying so
+        holder = {}
+    this = study_name(label, fingerprint)
+    if holder.get("study_fingerprint") == fingerprint:
+        return (f"{store}: another run of this study ({this}; pid {holder.get('pid')} on {holder.get('host')}) "
+                f"is writing it; wait for it to finish (it leaves the same store)")
+    other = (study_name(holder.get("study", ""), holder["study_fingerprint"]) if "study_fingerprint" in holder
+             else "a run that has not said which")
+    return (f"{store}: is being written by another study ({other}); this study ({this}) was not started: "
+            f"choose another --out")
+
+
+def study_name(label: str, fingerprint: str) -> str:
+    """Name a study to a person: its file (when it has one) and its fingerprint.
+
+    Parameters
+    ----------
+    label : str
+        The study file, or "".
+    fingerprint : str
+        The study's fingerprint.
+
+    Returns
+    -------
+    str
+        For example ``"study.toml, fingerprint 83b73dd716219be6"``.
+    """
+    return f"{label}, fingerprint {fingerprint}" if label else f"fingerprint {fingerprint}"
+
+
+# ---- atomic creation ---------------------------------------------------------------
+
+def create_atomically(store: Path, build) -> None:
+    """Build a new store under a hidden temporary name, then rename it into place.
+
+    Call with the store's lock held: leftovers of killed creations are removed.
+
+    Parameters
+    ----------
+    store : pathlib.Path
+        Where the store will be; it must not exist.
+    build : callable
+        Called with the temporary path; writes the whole store there.
+    """
+    for stale in store.parent.glob(f".{store.name}{_CREATING}*"):
+        shutil.rmtree(stale, ignore_errors=True)
+    building = store.with_name(f".{store.name}{_CREATING}{os.getpid()}")
+    build(building)
+    rename(building, store)
+
+
+def rename(source: Path, target: Path) -> None:
+    """Move a file or folder into place in one step that a kill cannot split.
+
+    Parameters
+    ----------
+    source : pathlib.Path
+        What was written under a temporary name.
+    target : pathlib.Path
+        Its place (replaced if a file; on the same filesystem).
+    """
+    os.replace(source, target)
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(text)
+    rename(partial, path)
+
+
+# ---- verified chunks -----------------------------------------------------------------
+
+def chunk_id(region) -> str:
+    """Name a chunk by its first grid index along each sweep dim.
+
+    Parameters
+    ----------
+    region : tuple of tuple of int
+        ``(start, stop)`` per sweep dim.
+
+    Returns
+    -------
+    str
+        ``"chunk-<start>-<start>..."`` (``"chunk-0"`` for a grid without sweep dims).
+    """
+    return "chunk-" + "-".join(f"{a}" for a, _ in region) if region else "chunk-0"
+
+
+def checksum(arrays: dict) -> str:
+    """SHA-256 of a chunk's values: every output in name order, as float64 in C order.
+
+    Parameters
+    ----------
+    arrays : dict of str to numpy.ndarray
+        One array per output.
+
+    Returns
+    -------
+    str
+        64 hexadecimal digits.
+    """
+    digest = hashlib.sha256()
+    for name in sorted(arrays):
+        digest.update(name.encode() + b"\0")
+        digest.update(np.ascontiguousarray(arrays[name], dtype="<f8").tobytes())
+    return digest.hexdigest()
+
+
+class ChunkWriter:
+    """Writes finished chunks into an open store: the data, then the chunk's marker.
+
+    Plain zarr slice assignment: the template already fixed dtypes, fill values
+    and dimension names, and reopening the store through xarray for every chunk
+    costs tens of milliseconds.
+
+    Parameters
+    ----------
+    store : pathlib.Path
+        The study's zarr store.
+    outputs : sequence of str
+        The arrays written.
+    """
+
+    def __init__(self, store: Path, outputs):
+        import zarr
+
+        self.store = store
+        group = zarr.open_group(store, mode="r+", zarr_format=ZARR_FORMAT, use_consolidated=False)
+        self.arrays = {name: group[name] for name in outputs}
+
+    def write(self, region, arrays: dict):
+        """Write one chunk's arrays to their region, then mark the chunk done.
+
+        Parameters
+        ----------
+        region : tuple of tuple of int
+            ``(start, stop)`` grid indices per sweep dim.
+        arrays : dict of str to numpy.ndarray
+            One array per output, shaped like the region.
+        """
+        index = tuple(slice(a, b) for a, b in region)
+        for name, value in arrays.items():
+            self.arrays[name][index] = value
+        self.mark_done(region, checksum(arrays))
+
+    def mark_done(self, region, digest: str):
+        """Make the chunk's marker: its checksum first, the group's metadata renamed into place last.
+
+        Parameters
+        ----------
+        region : tuple of tuple of int
+            The chunk.
+        digest : str
+            `checksum` of its values.
+        """
+        folder = self.store / DONE_DIR / chunk_id(region)
+        folder.mkdir(exist_ok=True)
+        _write_atomically(folder / ".zattrs", json.dumps({"sha256": digest}))
+        _write_atomically(folder / ".zgroup", json.dumps({"zarr_format": ZARR_FORMAT}))
+
+
+def done_chunks(store: Path) -> dict[str, str]:
+    """Return the chunks whose marker exists, with the checksum each recorded.
+
+    Parameters
+    ----------
+    store : str or pathlib.Path
+        The study's zarr store.
+
+    Returns
+    -------
+    dict of str to str
+        Chunk id (`chunk_id`) to SHA-256; a marker whose checksum cannot be
+        read is left out (its chunk is not done).
+    """
+    done = {}
+    for group in (Path(store) / DONE_DIR).glob("*/.zgroup"):
+        try:
+            done[group.parent.name] = json.loads((group.parent / ".zattrs").read_text())["sha256"]
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+    return done
+
+
+def unmark(store: Path, ids) -> None:
+    """Remove the markers of chunks to compute again (their data stays until overwritten).
+
+    Parameters
+    ----------
+    store : pathlib.Path
+        The study's zarr store.
+    ids : iterable of str
+        Chunk ids.
+    """
+    for cid in ids:
+        shutil.rmtree(Path(store) / DONE_DIR / cid, ignore_errors=True)
+
+
+def verify(store: Path, regions, outputs) -> dict[str, str]:
+    """Read every chunk back and check it against its recorded checksum.
+
+    Parameters
+    ----------
+    store : pathlib.Path
+        The study's zarr store.
+    regions : iterable of tuple of tuple of int
+        Every chunk of the grid (`relmodel.sweep.chunk_regions`).
+    outputs : sequence of str
+        The arrays of the store.
+
+    Returns
+    -------
+    dict of str to str
+        Chunk id to what is wrong with it ("not computed", "unreadable: ...",
+        "altered or lost: ..."), for every chunk that is not whole; empty for a
+        sound store.
+    """
+    import zarr
+
+    group = zarr.open_group(store, mode="r", zarr_format=ZARR_FORMAT, use_consolidated=False)
+    recorded = done_chunks(store)
+    problems = {}
+    for region in regions:
+        cid = chunk_id(region)
+        if cid not in recorded:
+            problems[cid] = "not computed"
+            continue
+        index = tuple(slice(a, b) for a, b in region)
+        try:
+            values = {name: group[name][index] for name in outputs}
+        except Exception as err:  # a truncated or garbled chunk file fails to decode
+            problems[cid] = f"unreadable: {type(err).__name__}: {err}".splitlines()[0]
+            continue
+        if checksum(values) != recorded[cid]:
+            problems[cid] = "altered or lost: its values do not match their checksum (a chunk file deleted or changed?)"
+    return problems
+
+
+def set_status(store: Path, status: str) -> None:
+    """Record the store's status; "complete" also consolidates its metadata.
+
+    Any other status removes consolidated metadata first, so that no reader
+    takes a stale "complete" from it.
+
+    Parameters
+    ----------
+    store : pathlib.Path
+        The study's zarr store.
+    status : {"running", "complete"}
+        The new status.
+    """
+    import zarr
+
+    if status != "complete":
+        (Path(store) / ".zmetadata").unlink(missing_ok=True)
+    group = zarr.open_group(store, mode="r+", zarr_format=ZARR_FORMAT, use_consolidated=False)
+    group.attrs["status"] = status
+    if status == "complete":
+        group.attrs["completed"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+        zarr.consolidate_metadata(store, zarr_format=ZARR_FORMAT)
+
+
+def write_zarr(ds, path) -> None:
+    """Write a Dataset as a zarr store that any zarr reader opens without a warning.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        The Dataset to write.
+    path : str or pathlib.Path
+        The store's folder; replaced if it exists.
+
+    Raises
+    ------
+    relmodel._extras.MissingExtraError
+        If zarr is not installed (``pip install 'relmodel[studies]'``).
+    """
+    require("zarr", "a .zarr output")
+    ds.to_zarr(path, mode="w", zarr_format=ZARR_FORMAT, consolidated=True)
