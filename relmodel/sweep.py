@@ -458,7 +458,8 @@ def verify_study(path) -> dict[str, str]:
         return {}
     require("zarr", "a .zarr study")
     if not path.is_dir():
-        raise StudyError(f"{path}: no such study store")
+        raise StudyError(f"{path}: no such study store" if not path.exists()
+                         else f"{path}: not a study store (a .zarr folder or a .nc file)")
     try:
         with xr.open_zarr(path, consolidated=False) as ds:
             regions, outputs = _regions_of(ds), list(ds.data_vars)
