@@ -257,8 +257,6 @@ def run_study(study: Study, out, *, source: str = "", label: str = "", scheduler
     out = Path(out)
     if out.suffix not in (".zarr", ".nc"):
         raise StudyError(f"{out}: the output must end in .zarr or .nc")
-    if out.suffix == ".nc" and out.exists():
-        raise StudyError(f"{out}: exists; a finished netCDF study is not resumed (delete it to run again)")
     if scheduler not in ("local", "dask-local") and not scheduler.startswith(("tcp://", "tls://", "ucx://")):
         raise StudyError(f"scheduler: use 'local', 'dask-local' or a Dask scheduler address (got {scheduler!r})")
     require("zarr", "a study's store")
@@ -269,8 +267,8 @@ def run_study(study: Study, out, *, source: str = "", label: str = "", scheduler
         require("distributed", "a Dask scheduler")
     store = out.with_name(out.name + ".partial.zarr") if out.suffix == ".nc" else out
     with stores.exclusive(out, study.fingerprint(), label):
-        if out.suffix == ".nc" and out.exists():  # finished while this run waited to start
-            shutil.rmtree(store, ignore_errors=True)  # a working store a killed run left behind
+        if out.suffix == ".nc" and out.exists():
+            shutil.rmtree(store, ignore_errors=True)  # what a run killed after its rename left
             raise StudyError(f"{out}: exists; a finished netCDF study is not resumed (delete it to run again)")
         chunks = open_or_create(study, store, source, label)
         regions = list(chunk_regions(study.scenario.shape, chunks))

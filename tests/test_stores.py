@@ -37,10 +37,10 @@ chunk_points = 1
 """
 
 # A child that runs `relmodel sweep` and kills itself (SIGKILL, as `kill -9`) at a
-# named point: when `function` of `module` is called for the `nth` time with
-# arguments that `match`, just before or just after the call.
+# named point: when `function` of `module` is called for the `nth` time with an
+# argument that the regular expression `match` finds, just before or after the call.
 KILLING_CHILD = """
-import importlib, os, signal, sys
+import importlib, os, re, signal, sys
 module_name, attribute, when, nth, match = sys.argv[1:6]
 owner = importlib.import_module(module_name)
 for part in attribute.split(".")[:-1]:
@@ -49,7 +49,7 @@ name = attribute.split(".")[-1]
 real, calls = getattr(owner, name), [0]
 
 def killing(*args, **kwargs):
-    hit = match in " ".join(map(str, args))
+    hit = any(re.search(match, str(arg)) for arg in args) if match else True
     if hit:
         calls[0] += 1
     if hit and calls[0] == int(nth) and when == "before":
@@ -67,20 +67,46 @@ main(sys.argv[6:])
 # (module, function, before/after, nth call, an argument containing): the kill points.
 KILL_POINTS = {
     "template written to its hidden folder, not yet renamed into place":
-        ("relmodel.store", "rename", "before", 1, ".creating-"),
+        ("relmodel.store", "rename", "before", 1, r"\.creating-\d+$"),
     "template's arrays written, marker folder not yet made":
         ("xarray", "Dataset.to_zarr", "after", 1, ""),
     "store created, no chunk computed": ("relmodel.sweep", "compute_chunk", "before", 1, ""),
-    "halfway through a chunk's arrays": ("zarr", "Array.__setitem__", "after", 13, ""),
+    # 11 outputs a chunk: the 27th write into the store is the third chunk's sixth array.
+    "halfway through a chunk's arrays": ("zarr", "Array.__setitem__", "after", 27, r"/s\.zarr/"),
     "a chunk's data written, its marker not made": ("relmodel.store", "ChunkWriter.mark_done", "before", 3, ""),
     "a marker's checksum written, the marker not renamed into place":
-        ("relmodel.store", "rename", "before", 2, ".zgroup.partial"),
-    "every chunk written, status not set": ("relmodel.store", "set_status", "before", 1, "complete"),
+        ("relmodel.store", "rename", "before", 2, r"\.zgroup\.partial$"),
+    "every chunk written, status not set": ("relmodel.store", "set_status", "before", 1, "^complete$"),
     "status set, metadata not consolidated": ("zarr", "consolidate_metadata", "before", 1, ""),
 }
 NC_KILL_POINTS = {
-    ".nc written under its temporary name, not renamed": ("relmodel.store", "rename", "before", 1, ".nc.partial"),
-    ".nc renamed into place, working store not removed": ("shutil", "rmtree", "before", 1, ".partial.zarr"),
+    ".nc written under its temporary name, not renamed": ("relmodel.store", "rename", "before", 1, r"\.nc\.partial$"),
+    ".nc renamed into place, working store not removed": ("shutil", "rmtree", "before", 1, r"s\.nc\.partial\.zarr$"),
+}
+
+
+def _status(out):
+    return zarr.open_group(out, mode="r", use_consolidated=False).attrs["status"]
+
+
+# What each kill point leaves on disk: proof that the kill landed where its name says.
+LEFT_BEHIND = {
+    "template written to its hidden folder, not yet renamed into place":
+        lambda out: not out.exists() and any((c / DONE_DIR).exists() for c in out.parent.glob(".s.zarr.creating-*")),
+    "template's arrays written, marker folder not yet made":
+        lambda out: not out.exists() and any(not (c / DONE_DIR).exists() for c in out.parent.glob(".s.zarr.creating-*")),
+    "store created, no chunk computed": lambda out: out.exists() and not done_chunks(out),
+    "halfway through a chunk's arrays": lambda out: len(done_chunks(out)) == 2,
+    "a chunk's data written, its marker not made": lambda out: len(done_chunks(out)) == 2,
+    "a marker's checksum written, the marker not renamed into place":
+        lambda out: len(done_chunks(out)) == 1 and any((out / DONE_DIR).glob("*/.zgroup.partial")),
+    "every chunk written, status not set": lambda out: len(done_chunks(out)) == 9 and _status(out) == "running",
+    "status set, metadata not consolidated":
+        lambda out: _status(out) == "complete" and not (out / ".zmetadata").exists(),
+    ".nc written under its temporary name, not renamed":
+        lambda out: not out.exists() and out.with_name("s.nc.partial").exists(),
+    ".nc renamed into place, working store not removed":
+        lambda out: out.exists() and out.with_name("s.nc.partial.zarr").exists(),
 }
 
 
@@ -188,6 +214,7 @@ def test_a_kill_at_any_point_resumes_to_the_same_store(tmp_path, references, poi
     killed = run_cli([sys.executable, "-c", KILLING_CHILD, module, function, when, str(nth), match,
                       "sweep", str(study_file), "--out", str(out), "--quiet"], tmp_path)
     assert killed.returncode == -signal.SIGKILL, (point, killed.returncode, killed.stderr[-2000:])
+    assert LEFT_BEHIND[point](out)
     resumed = run_cli(sweep_command(study_file, out), tmp_path)
     assert resumed.returncode == 0, resumed.stderr
     xr.testing.assert_identical(data(rm.open_study(out)), references[1])
@@ -203,6 +230,7 @@ def test_a_kill_while_writing_netcdf_resumes_or_refuses(tmp_path, references, po
     killed = run_cli([sys.executable, "-c", KILLING_CHILD, module, function, when, str(nth), match,
                       "sweep", str(study_file), "--out", str(out), "--quiet"], tmp_path)
     assert killed.returncode == -signal.SIGKILL, (point, killed.returncode, killed.stderr[-2000:])
+    assert LEFT_BEHIND[point](out)
     again = run_cli(sweep_command(study_file, out), tmp_path)
     if out.exists() and again.returncode != 0:  # renamed before the kill: finished, and refused
         assert "exists" in one_line_error(again.stderr)
