@@ -27,6 +27,7 @@ import json
 import os
 import shutil
 import socket
+import time
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -101,11 +102,7 @@ def exclusive(store: Path, fingerprint: str, label: str):
 
 
 def _busy_message(store: Path, fingerprint: str, label: str) -> str:
-    holder_file = lock_path(store).with_name(lock_path(store).name + ".json")
-    try:
-        holder = json.loads(holder_file.read_text())
-    except (OSError, ValueError):  # the holder is between taking the lock and saying so
-        holder = {}
+    holder = _holder(lock_path(store).with_name(lock_path(store).name + ".json"))
     this = study_name(label, fingerprint)
     if holder.get("study_fingerprint") == fingerprint:
         return (f"{store}: another run of this study ({this}; pid {holder.get('pid')} on {holder.get('host')}) "
@@ -114,6 +111,32 @@ def _busy_message(store: Path, fingerprint: str, label: str) -> str:
              else "a run that has not said which")
     return (f"{store}: is being written by another study ({other}); this study ({this}) was not started: "
             f"choose another --out")
+
+
+def _holder(path: Path, patience_s: float = 5.0) -> dict:
+    """Who holds the lock, as its holder wrote it down just after taking it: waits out
+    that moment (and a dead run's stale note), then gives up on a name."""
+    deadline = time.monotonic() + patience_s
+    while True:
+        try:
+            holder = json.loads(path.read_text())
+            if holder.get("host") != socket.gethostname() or _alive(int(holder["pid"])):
+                return holder
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+        if time.monotonic() > deadline:
+            return {}
+        time.sleep(0.05)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: it exists
+        return True
+    return True
 
 
 def study_name(label: str, fingerprint: str) -> str:

@@ -171,36 +171,64 @@ def test_two_studies_started_apart_on_one_store(tmp_path, references, offset):
     xr.testing.assert_identical(data(rm.open_study(out)), references[winners[0]])
 
 
+# A child that runs `relmodel sweep` but, before its first chunk (lock held, store
+# created), waits until the file named first exists: a rival meets it mid-run for sure.
+PAUSING_CHILD = """
+import os, sys, time
+import relmodel.sweep as sweep
+release, real = sys.argv[1], sweep.compute_chunk
+
+def waiting(*args, **kwargs):
+    while not os.path.exists(release):
+        time.sleep(0.01)
+    return real(*args, **kwargs)
+
+sweep.compute_chunk = waiting
+from relmodel.cli import main
+main(sys.argv[2:])
+"""
+
+
 def test_the_same_study_twice_at_once_writes_once(tmp_path, references):
     study_file = write_study(tmp_path)
     out = tmp_path / "s.zarr"
-    env = {**os.environ, "NUMBA_NUM_THREADS": "1"}
-    first = subprocess.Popen(sweep_command(study_file, out), stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=env)
+    release = tmp_path / "release"
+    first = subprocess.Popen([sys.executable, "-c", PAUSING_CHILD, str(release), *sweep_command(study_file, out)[3:]],
+                             stderr=subprocess.PIPE, text=True, cwd=tmp_path,
+                             env={**os.environ, "NUMBA_NUM_THREADS": "1"})
     holder = lock_path(out).with_name(lock_path(out).name + ".json")
     while not holder.exists() and first.poll() is None:
         time.sleep(0.02)
     second = run_cli(sweep_command(study_file, out), tmp_path)
+    release.touch()
     assert first.wait(timeout=600) == 0, first.stderr.read()
     assert second.returncode != 0
     assert "another run of this study" in one_line_error(second.stderr)
     xr.testing.assert_identical(data(rm.open_study(out)), references[1])
 
 
-def test_two_threads_one_store(tmp_path, references):
+def test_two_threads_one_store(tmp_path, references, monkeypatch):
+    import relmodel.sweep as sweep
+
     study = parse_study(STUDY.format(seed=1))
     out = tmp_path / "s.zarr"
-    holder = lock_path(out).with_name(lock_path(out).name + ".json")
-    errors = []
+    started, release, real = threading.Event(), threading.Event(), sweep.compute_chunk
+
+    def waiting(*args, **kwargs):  # the first thread holds the lock, mid-run, until released
+        started.set()
+        release.wait()
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(sweep, "compute_chunk", waiting)
     writer = threading.Thread(target=lambda: run_study(study, out, progress=False))
     writer.start()
-    while not holder.exists() and writer.is_alive():
-        time.sleep(0.01)
     try:
-        run_study(study, out, progress=False)
-    except StudyError as err:
-        errors.append(str(err))
-    writer.join()
-    assert len(errors) == 1 and "another run of this study" in errors[0]
+        assert started.wait(timeout=600), "the first thread never reached its first chunk"
+        with pytest.raises(StudyError, match="another run of this study"):
+            run_study(study, out, progress=False)
+    finally:
+        release.set()
+        writer.join()
     xr.testing.assert_identical(data(rm.open_study(out)), references[1])
 
 
