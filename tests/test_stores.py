@@ -234,15 +234,20 @@ def test_two_threads_one_store(tmp_path, references, monkeypatch):
 
 # ---- kills --------------------------------------------------------------------------
 
-@pytest.mark.parametrize("point", sorted(KILL_POINTS))
-def test_a_kill_at_any_point_resumes_to_the_same_store(tmp_path, references, point):
-    study_file = write_study(tmp_path)
-    out = tmp_path / "s.zarr"
-    module, function, when, nth, match = KILL_POINTS[point]
+def kill_at(folder, points, point, name):
+    """Run the study into `folder / name` in a child that dies at `point`; check what it left."""
+    study_file, out = write_study(folder), folder / name
+    module, function, when, nth, match = points[point]
     killed = run_cli([sys.executable, "-c", KILLING_CHILD, module, function, when, str(nth), match,
-                      "sweep", str(study_file), "--out", str(out), "--quiet"], tmp_path)
+                      *sweep_command(study_file, out)[3:]], folder)
     assert killed.returncode == -signal.SIGKILL, (point, killed.returncode, killed.stderr[-2000:])
     assert LEFT_BEHIND[point](out)
+    return study_file, out
+
+
+@pytest.mark.parametrize("point", sorted(KILL_POINTS))
+def test_a_kill_at_any_point_resumes_to_the_same_store(tmp_path, references, point):
+    study_file, out = kill_at(tmp_path, KILL_POINTS, point, "s.zarr")
     resumed = run_cli(sweep_command(study_file, out), tmp_path)
     assert resumed.returncode == 0, resumed.stderr
     xr.testing.assert_identical(data(rm.open_study(out)), references[1])
@@ -252,13 +257,7 @@ def test_a_kill_at_any_point_resumes_to_the_same_store(tmp_path, references, poi
 
 @pytest.mark.parametrize("point", sorted(NC_KILL_POINTS))
 def test_a_kill_while_writing_netcdf_resumes_or_refuses(tmp_path, references, point):
-    study_file = write_study(tmp_path)
-    out = tmp_path / "s.nc"
-    module, function, when, nth, match = NC_KILL_POINTS[point]
-    killed = run_cli([sys.executable, "-c", KILLING_CHILD, module, function, when, str(nth), match,
-                      "sweep", str(study_file), "--out", str(out), "--quiet"], tmp_path)
-    assert killed.returncode == -signal.SIGKILL, (point, killed.returncode, killed.stderr[-2000:])
-    assert LEFT_BEHIND[point](out)
+    study_file, out = kill_at(tmp_path, NC_KILL_POINTS, point, "s.nc")
     again = run_cli(sweep_command(study_file, out), tmp_path)
     if out.exists() and again.returncode != 0:  # renamed before the kill: finished, and refused
         assert "exists" in one_line_error(again.stderr)
