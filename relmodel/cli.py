@@ -647,7 +647,7 @@ def to_json(obj) -> str:
 
 def write_dataset(ds, path: Path):
     if path.suffix == ".zarr":
-        from .sweep import write_zarr
+        from .store import write_zarr
 
         write_zarr(ds, path)
     else:
