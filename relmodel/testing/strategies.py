@@ -140,8 +140,9 @@ def durations(*, min_value: float = _SECOND, max_value: float = _YEAR,
 def failure_laws(*, laws=FAILURE_LAWS) -> SearchStrategy[dict]:
     """Draw the Scenario fields of a failure law.
 
-    Exponential, Weibull (shape 0.5 to 3, same mean) or a lemon-node mixture
-    (up to 5% of nodes, 2 to 50 times the rate).
+    Exponential, Weibull (shape 0.5 to 3 but never exactly 1, which is the
+    exponential law; same mean) or a lemon-node mixture (up to 5% of nodes, 2
+    to 50 times the rate).
 
     Parameters
     ----------
@@ -156,7 +157,8 @@ def failure_laws(*, laws=FAILURE_LAWS) -> SearchStrategy[dict]:
     laws = _check_choices("laws", laws, FAILURE_LAWS)
     options = {
         "exponential": st.just({}),
-        "weibull": st.builds(dict, weibull_shape=st.floats(0.5, 3.0)),
+        # Shape 1 is the exponential law: "weibull" means the one where only the simulation is exact.
+        "weibull": st.builds(dict, weibull_shape=st.floats(0.5, 3.0).filter(lambda shape: shape != 1.0)),
         "lemon": st.builds(dict, lemon_fraction=st.floats(1e-3, 0.05), lemon_rate_factor=st.floats(2.0, 50.0)),
     }
     return st.one_of(*(options[law] for law in laws))
