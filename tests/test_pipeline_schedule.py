@@ -104,12 +104,15 @@ def test_heterogeneous_1f1b_matches_an_independent_reference_and_its_bounds(p, m
     period = pl.fault_free(cfg).period
     t = f + b + w
     assert period == reference_1f1b(f, b + w, m)
-    # Between the slowest-stage path and the DAPPLE-style formula; equal to it when the last stage is slowest.
+    # At least the slowest-stage path. At most the uniform schedule at the slowest times: with
+    # a fixed order per worker the period is a longest path, monotone in every duration. (The
+    # DAPPLE-style t.sum() + (m - 1) t.max() is not a bound: a thorough run found 7 > 6.75 with
+    # a slow forward at stage 1 and a slow weight pass at stage 2; it holds, with equality,
+    # when the last stage is slowest.)
     lower = max(t[:k].sum() + m * t[k] for k in range(p))
-    upper = t.sum() + (m - 1) * t.max()
-    assert lower <= period <= upper
+    assert lower <= period <= (m + p - 1) * (f.max() + b.max() + w.max())
     if t[-1] == t.max():
-        assert period == upper
+        assert period == t.sum() + (m - 1) * t.max()
 
 
 @given(p=st.integers(1, 6), m=st.integers(1, 10), f=quarter, b=quarter, w=quarter0)
