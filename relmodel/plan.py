@@ -132,7 +132,7 @@ class Plan:
             "by_category": self.by_category,
             "scenario": {f.name: _plain(getattr(self.scenario, f.name)) for f in dataclasses.fields(Scenario)
                          if f.name != "failure_model"},
-            "units": plan_units(self),
+            "units": dict(PLAN_UNITS),
         }
 
     def __repr__(self) -> str:
@@ -276,7 +276,7 @@ SCENARIO_UNITS = {
     "checkpoint_cost": "h", "restart_cost": "h", "queue_wait": "h", "gpus_per_node": "GPUs per node",
     "weibull_shape": "1", "lemon_fraction": "1 (fraction of nodes)", "lemon_rate_factor": "1 (rate multiple)",
 }
-_PLAN_UNITS = {
+PLAN_UNITS = {
     "mttf_h": "h", "optimal_interval_h": "h", "ettr": "1", "intervals_h.*": "h",
     **{f"ettr_by_interval.*.{k}": "1" for k in ("linear", "renewal", "simulated", "simulated_se",
                                                 "simulated_ci95")},
@@ -291,22 +291,6 @@ _PLAN_UNITS = {
     "scenario.taxonomy.*.share": "1", "scenario.taxonomy.*.restart_cost": "h",
     "scenario.taxonomy.*.queue_wait": "h",
 }
-
-
-def plan_units(p: Plan | None = None) -> dict:
-    """The `units` block of a plan's JSON: dotted key path -> unit.
-
-    Parameters
-    ----------
-    p : Plan, optional
-        Unused: every plan has the same keys (kept so the block may depend on it).
-
-    Returns
-    -------
-    dict
-        Unit (``"h"``, ``"1"``, ``"GPUs"``, ...) by dotted key path.
-    """
-    return dict(_PLAN_UNITS)
 
 
 def _plain(value):
@@ -483,43 +467,80 @@ def expected_failures_bound(sc: Scenario) -> tuple[float, float]:
     return float(np.sum(np.diff(cdf, prepend=0.0) * failures)), float(failures.max())
 
 
-def _check_jobs(sc: Scenario, n_jobs: int) -> tuple[int, float, float]:
-    """(jobs to simulate, expected and highest expected failures a job) within CHECK_EVENT_BUDGET;
-    0 jobs where fewer than MIN_CHECK_JOBS would fit."""
+def budgeted_jobs(sc: Scenario, n_jobs: int, budget: float = CHECK_EVENT_BUDGET,
+                  min_jobs: int = MIN_CHECK_JOBS) -> tuple[int, float, float]:
+    """Return how many jobs a quick simulation of `sc` takes within a failure budget.
+
+    Parameters
+    ----------
+    sc : Scenario
+        The run: one point.
+    n_jobs : int
+        Jobs wanted.
+    budget : float, default CHECK_EVENT_BUDGET
+        Expected failures the simulation may draw in all.
+    min_jobs : int, default MIN_CHECK_JOBS
+        Fewer jobs than this (or than `n_jobs`) give too poor an estimate to show.
+
+    Returns
+    -------
+    jobs : int
+        `n_jobs`, fewer where they would draw more than `budget` failures, or 0
+        where fewer than `min_jobs` would fit.
+    mean, highest : float
+        Expected failures per job, over the job rates sampled and at the highest
+        (`expected_failures_bound`).
+    """
     mean, highest = expected_failures_bound(sc)
-    jobs = n_jobs if mean * n_jobs <= CHECK_EVENT_BUDGET else int(CHECK_EVENT_BUDGET // mean)
-    return (0 if jobs < min(MIN_CHECK_JOBS, n_jobs) else jobs), mean, highest
+    jobs = n_jobs if mean * n_jobs <= budget else int(budget // mean)
+    return (0 if jobs < min(min_jobs, n_jobs) else jobs), mean, highest
+
+
+def failure_cap(highest: float) -> int:
+    """Return the cap on failures per job that no job the model lets finish reaches.
+
+    Parameters
+    ----------
+    highest : float
+        Expected failures per job at the highest job rate.
+
+    Returns
+    -------
+    int
+        ``40 * highest + 1000`` (P(N > 40 E[N]) < e^-40), at most 2^62.
+    """
+    return int(min(_CAP_FACTOR * highest + 1000, 2**62))
 
 
 def _check_simulations(sc: Scenario, intervals, n_jobs: int, seed: int, backend: str, max_failures,
                        progress) -> dict:
     """`_check_simulation` at each interval, under one progress bar (or callback) for all of them."""
     at = {v: sc.sweep(checkpoint_interval=v) for v in intervals}
-    total = sum(_check_jobs(point, n_jobs)[0] for point in at.values())
+    budgets = {v: budgeted_jobs(point, n_jobs) for v, point in at.items()}
     bar = None
     if progress is True:
         from ._feedback import progress_bar
 
-        bar = progress_bar(total, "check simulation", enabled_=True)
+        bar = progress_bar(sum(jobs for jobs, _, _ in budgets.values()), "check simulation", enabled_=True)
         progress = bar.update
     try:
-        return {v: _check_simulation(point, n_jobs, seed, backend, max_failures, progress or None)
+        return {v: _check_simulation(point, budgets[v], seed, backend, max_failures, progress or None)
                 for v, point in at.items()}
     finally:
         if bar is not None:
             bar.close()
 
 
-def _check_simulation(sc: Scenario, n_jobs: int, seed: int, backend: str, max_failures, progress=None) -> dict:
-    """Simulate one interval within CHECK_EVENT_BUDGET failures: its summary and Dataset (None if not run)."""
+def _check_simulation(sc: Scenario, budget: tuple, seed: int, backend: str, max_failures, progress=None) -> dict:
+    """Simulate one interval with its `budgeted_jobs`: its summary and Dataset (None if not run)."""
     from .simulate import simulate
 
-    jobs, mean, highest = _check_jobs(sc, n_jobs)
+    jobs, mean, highest = budget
     summary = {"expected_failures": mean, "simulated_jobs": 0, "simulated": math.nan, "simulated_se": math.nan,
                "simulated_ci95": [math.nan, math.nan]}
     if not jobs:
         return {"summary": summary, "dataset": None}
-    cap = max_failures if max_failures is not None else int(min(_CAP_FACTOR * highest + 1000, 2**62))
+    cap = max_failures if max_failures is not None else failure_cap(highest)
     ds = simulate(sc, n_jobs=jobs, seed=seed, backend=backend, max_failures=cap, progress=progress or False)
     est, se = float(ds.ettr), float(ds.ettr_se)
     summary.update(simulated_jobs=jobs, simulated=est, simulated_se=se, simulated_ci95=[est - 1.96 * se,

@@ -146,19 +146,17 @@ def _simulated_points(sc: Scenario, points, n_jobs: int, seed: int, backend: str
 
     Returns (intervals, ettr, se, jobs) of the points simulated.
     """
-    from .plan import expected_failures_bound
+    from .plan import budgeted_jobs, failure_cap
     from .simulate import simulate
 
     per_point = FIGURE_EVENT_BUDGET / max(len(points), 1)
     kept, values, errors, jobs_used = [], [], [], []
     for interval in points:
         at = sc.sweep(checkpoint_interval=float(interval))
-        mean, highest = expected_failures_bound(at)
-        jobs = n_jobs if mean * n_jobs <= per_point else int(per_point // max(mean, 1e-300))
-        if jobs < min(MIN_FIGURE_JOBS, n_jobs):
+        jobs, _, highest = budgeted_jobs(at, n_jobs, per_point, MIN_FIGURE_JOBS)
+        if not jobs:
             continue  # too many failures a job for a quick check: the closed forms speak for it
-        cap = int(min(40 * highest + 1000, 2**62))
-        ds = simulate(at, n_jobs=jobs, seed=seed, max_failures=cap, backend=backend)
+        ds = simulate(at, n_jobs=jobs, seed=seed, max_failures=failure_cap(highest), backend=backend)
         if np.isfinite(float(ds.ettr)):
             kept.append(float(interval))
             values.append(float(ds.ettr))
