@@ -646,12 +646,9 @@ def to_json(obj) -> str:
 
 
 def write_dataset(ds, path: Path):
-    if path.suffix == ".zarr":
-        from .store import write_zarr
+    from .store import write_netcdf, write_zarr
 
-        write_zarr(ds, path)
-    else:
-        ds.to_netcdf(path, engine="h5netcdf")
+    (write_zarr if path.suffix == ".zarr" else write_netcdf)(ds, path)
 
 
 def summary_rows(ds, dims) -> list[dict]:

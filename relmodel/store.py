@@ -406,3 +406,39 @@ def write_zarr(ds, path) -> None:
     """
     require("zarr", "a .zarr output")
     ds.to_zarr(path, mode="w", zarr_format=ZARR_FORMAT, consolidated=True)
+
+
+def write_netcdf(ds, path, groups=None, checksums: bool = False) -> None:
+    """Write a Dataset (and optional groups) as netCDF under a temporary name, then rename it.
+
+    A reader never meets a half-written file, and a killed writer leaves only
+    ``<path>.partial``.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        The root group.
+    path : str or pathlib.Path
+        The ``.nc`` file; replaced if it exists.
+    groups : dict of str to xarray.Dataset, optional
+        Further groups by name (None values are left out).
+    checksums : bool, default False
+        HDF5 fletcher32 checksums on every variable, so that a damaged file
+        fails to read.
+
+    Raises
+    ------
+    relmodel._extras.MissingExtraError
+        If h5netcdf is not installed (``pip install 'relmodel[studies]'``).
+    """
+    require("h5netcdf", "a .nc output")
+    path = Path(path)
+    partial = path.with_name(path.name + ".partial")
+    for group, data in {None: ds, **(groups or {})}.items():
+        if data is None:
+            continue
+        encoding = {name: {"fletcher32": True} for name in data.data_vars} if checksums else None
+        data.to_netcdf(partial, engine="h5netcdf", group=group, mode="w" if group is None else "a",
+                       encoding=encoding)
+    rename(partial, path)
+

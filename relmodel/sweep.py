@@ -342,12 +342,8 @@ def _compute(study: Study, store: Path, regions, todo, scheduler: str, n_workers
 def _to_netcdf(store: Path, out: Path):
     """The finished store as netCDF, written under a temporary name and renamed; HDF5
     checksums (fletcher32) on every variable, so that a damaged file fails to read."""
-    partial = out.with_name(out.name + ".partial")
     with xr.open_zarr(store, consolidated=True) as ds:
-        ds = ds.load()
-        encoding = {name: {"fletcher32": True} for name in ds.data_vars}
-        ds.to_netcdf(partial, engine="h5netcdf", encoding=encoding)
-    stores.rename(partial, out)
+        stores.write_netcdf(ds.load(), out, checksums=True)
     shutil.rmtree(store)
 
 

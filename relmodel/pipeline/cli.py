@@ -192,10 +192,9 @@ def _pipeline(stages, replicas, microbatches, fwd, bwd_input, bwd_weight, failur
 
 
 def _write(path: Path, table, runs, replayed):
-    table.to_netcdf(path, engine="h5netcdf", mode="w")  # the table at the root, runs and traces as groups
-    for ds, group in ((runs, "runs"), (replayed, "traces")):
-        if ds is not None:
-            ds.to_netcdf(path, engine="h5netcdf", group=group, mode="a")
+    from ..store import write_netcdf
+
+    write_netcdf(table, path, {"runs": runs, "traces": replayed})  # the table at the root
 
 
 def _as_dict(table, runs, replayed) -> dict:
