@@ -236,11 +236,37 @@ def expected_events(packed: Packed, n_jobs: int, max_failures: int = DEFAULT_MAX
     """
     p = packed.params
     lam = np.maximum.reduceat(packed.rate_value, packed.rate_offset[:-1])
-    with np.errstate(over="ignore", invalid="ignore"):
-        per_job = (p[:, P_N_FULL] * np.expm1(lam * (p[:, P_INTERVAL] + p[:, P_CKPT]))
-                   + np.expm1(lam * p[:, P_REMAINDER])) * np.exp(lam * p[:, P_RESTART])
+    per_job = expected_failures(lam, p[:, P_N_FULL], p[:, P_INTERVAL], p[:, P_CKPT], p[:, P_REMAINDER],
+                                p[:, P_RESTART])
     per_job = np.minimum(np.nan_to_num(per_job, nan=max_failures, posinf=max_failures), max_failures)
     return float(n_jobs * np.sum(1.0 + per_job))
+
+
+def expected_failures(rate, n_full, interval, checkpoint_cost, remainder, restart):
+    """Return the expected failures of a job with exponential failures (arrays broadcast).
+
+    Each of `n_full` pieces of `interval` + `checkpoint_cost` hours, and the
+    final `remainder`, is retried until it runs through: e^(rate x) - 1 failed
+    attempts on a piece of x hours; restarts of `restart` hours that fail too
+    multiply that by e^(rate restart).
+
+    Parameters
+    ----------
+    rate : float or numpy.ndarray
+        Job failures per hour.
+    n_full : float or numpy.ndarray
+        Full intervals of work.
+    interval, checkpoint_cost, remainder, restart : float or numpy.ndarray
+        Hours.
+
+    Returns
+    -------
+    numpy.ndarray
+        Failures per job; inf where they overflow, 0 without failures.
+    """
+    with np.errstate(over="ignore", invalid="ignore"):
+        per_piece = n_full * np.expm1(rate * (interval + checkpoint_cost)) + np.expm1(rate * remainder)
+        return np.where(per_piece > 0, per_piece * np.exp(rate * restart), 0.0)
 
 
 def numba_ready() -> bool:

@@ -15,7 +15,7 @@ import numpy as np
 
 from .closed_form import (ClosedFormWarning, LINEAR_TOLERANCE, ettr, feasible_interval, linear_valid,
                           optimal_interval, renewal_applies)
-from .engine import check_run_args
+from .engine import check_run_args, expected_failures
 from .failures import job_rate_table
 from .scenario import MAX_COUNT, Scenario, as_scenario
 from .units import format_hours
@@ -461,9 +461,7 @@ def expected_failures_bound(sc: Scenario) -> tuple[float, float]:
     cdf, rate = job_rate_table(sc.n_nodes, sc.failure_rate, sc.lemon_fraction, sc.lemon_rate_factor)
     n_full, remainder = sc.intervals
     restart = max((c.restart_cost for c in sc.taxonomy), default=0.0) if sc.taxonomy else sc.restart_cost
-    with np.errstate(over="ignore"):
-        per_piece = n_full * np.expm1(rate * (sc.checkpoint_interval + sc.checkpoint_cost)) + np.expm1(rate * remainder)
-        failures = np.where(per_piece > 0, per_piece * np.exp(rate * restart), 0.0)
+    failures = expected_failures(rate, n_full, sc.checkpoint_interval, sc.checkpoint_cost, remainder, restart)
     return float(np.sum(np.diff(cdf, prepend=0.0) * failures)), float(failures.max())
 
 
