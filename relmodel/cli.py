@@ -200,6 +200,34 @@ def refuse_if_no_job_can_finish(sc: Scenario, max_failures: int, where: str | No
         f"{stretch} takes {attempts}; {hint}")
 
 
+def quiet_option(help_text: str = "No progress bar and no notes on stderr."):
+    """The `--quiet` flag of a command: its whole body runs under `_feedback.quiet`.
+
+    The command still receives `quiet` (to leave out its own lines on stdout).
+
+    Parameters
+    ----------
+    help_text : str
+        The flag's help.
+
+    Returns
+    -------
+    callable
+        A decorator, to put directly above the command's ``def``.
+    """
+    import functools
+
+    def decorate(func):
+        @functools.wraps(func)
+        def command(*args, quiet, **kwargs):
+            with feedback.quiet(quiet):
+                return func(*args, quiet=quiet, **kwargs)
+
+        return click.option("--quiet", is_flag=True, help=help_text)(command)
+
+    return decorate
+
+
 def _one_line_warning(message, category, filename, lineno, file=None, line=None):
     """Warnings on the command line: one line, no source excerpt."""
     click.echo(f"Warning: {message}", err=True)
@@ -309,8 +337,8 @@ def main(debug):
               help="Write the Dataset: .nc (netCDF, h5netcdf) or .zarr.")
 @click.option("--progress/--no-progress", default=None,
               help="Show a progress bar [default: on a terminal, unless --quiet].")
-@click.option("--quiet", is_flag=True, help="No progress bar and no notes on stderr.")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON (with a units block).")
+@quiet_option()
 def simulate(n_jobs, seed, backend, threads, max_failures, out, progress, quiet, as_json, **fields):
     """Monte Carlo job timelines for one scenario or a sweep; prints a summary table."""
     from .closed_form import ClosedFormWarning, ettr
@@ -318,15 +346,14 @@ def simulate(n_jobs, seed, backend, threads, max_failures, out, progress, quiet,
 
     sc = build_scenario(fields)
     refuse_if_no_job_can_finish(sc, max_failures)
-    with feedback.quiet(quiet):
-        bar = feedback.progress_bar(sc.size * n_jobs, "simulate", enabled_=feedback.enabled(progress))
-        try:
-            ds = run_simulation(sc, n_jobs=n_jobs, seed=seed, backend=backend, n_threads=threads,
-                                max_failures=max_failures, progress=False if bar.disable else bar.update)
-        except ValueError as err:
-            raise usage_error(err) from None
-        finally:
-            bar.close()
+    bar = feedback.progress_bar(sc.size * n_jobs, "simulate", enabled_=feedback.enabled(progress))
+    try:
+        ds = run_simulation(sc, n_jobs=n_jobs, seed=seed, backend=backend, n_threads=threads,
+                            max_failures=max_failures, progress=False if bar.disable else bar.update)
+    except ValueError as err:
+        raise usage_error(err) from None
+    finally:
+        bar.close()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ClosedFormWarning)  # NaN in the table says it
         ds["ettr_renewal"] = ettr(sc, "renewal")
@@ -357,7 +384,7 @@ def simulate(n_jobs, seed, backend, threads, max_failures, out, progress, quiet,
               help="Print a JSON object (keys mttf_h, optimal_interval_h, ettr, ..., and units).")
 @click.option("--from-log", "from_log", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Take the failure rate from this job log (as `relmodel fit` does, jobs >= 128 GPUs).")
-@click.option("--quiet", is_flag=True, help="No progress bar and no notes on stderr.")
+@quiet_option()
 def plan(target_ettr, n_jobs, seed, backend, plot, as_json, from_log, quiet, **fields):
     """Capacity plan: checkpoint interval, ETTR, MTTF, time lost, sensitivities, targets."""
     from .closed_form import MIN_INTERVAL
@@ -388,37 +415,36 @@ def plan(target_ettr, n_jobs, seed, backend, plot, as_json, from_log, quiet, **f
         check_plan(sc, target_ettr, n_jobs, seed)  # every refusal before the first line
     except ValueError as err:
         raise usage_error(err) from None
-    with feedback.quiet(quiet):
-        if not as_json:
-            # What needs no simulation first, so that the command answers at once.
-            if fitted is not None:
-                low, high = fitted.failure_rate_ci
-                click.echo(f"failure rate from {from_log}: {fitted.failure_rate:.4g} per node-day "
-                           f"(95% CI {low:.4g} to {high:.4g}; {fitted.n_failures} failures in "
-                           f"{fitted.node_days:.4g} node-days)\n")
-            click.echo(plan_header(sc))
-            sys.stdout.flush()
-        try:
-            result = make_plan(target_ettr=target_ettr, n_jobs=n_jobs, seed=seed, backend=backend,
-                               progress=feedback.enabled(), **fields)
-        except ValueError as err:
-            raise usage_error(err) from None
-        if as_json:
-            extra = {} if fitted is None else {"failure_rate_from_log": {
-                "log": str(from_log), "failure_rate_per_node_day": fitted.failure_rate,
-                "failure_rate_ci": list(fitted.failure_rate_ci), "infrastructure_failures": fitted.n_failures,
-                "node_days": fitted.node_days}}
-            out = {**result.to_dict(), **extra}
-            if fitted is not None:
-                out["units"] = {**out["units"], **{f"failure_rate_from_log.{k}": u for k, u in FROM_LOG_UNITS.items()}}
-            click.echo(to_json(out))
-        else:
-            click.echo(result.details())
+    if not as_json:
+        # What needs no simulation first, so that the command answers at once.
+        if fitted is not None:
+            low, high = fitted.failure_rate_ci
+            click.echo(f"failure rate from {from_log}: {fitted.failure_rate:.4g} per node-day "
+                       f"(95% CI {low:.4g} to {high:.4g}; {fitted.n_failures} failures in "
+                       f"{fitted.node_days:.4g} node-days)\n")
+        click.echo(plan_header(sc))
         sys.stdout.flush()
-        if plot is not None:
-            draw_plan_figure(result, plot, backend)
-            if not as_json:
-                click.echo(f"wrote {plot}")
+    try:
+        result = make_plan(target_ettr=target_ettr, n_jobs=n_jobs, seed=seed, backend=backend,
+                           progress=feedback.enabled(), **fields)
+    except ValueError as err:
+        raise usage_error(err) from None
+    if as_json:
+        extra = {} if fitted is None else {"failure_rate_from_log": {
+            "log": str(from_log), "failure_rate_per_node_day": fitted.failure_rate,
+            "failure_rate_ci": list(fitted.failure_rate_ci), "infrastructure_failures": fitted.n_failures,
+            "node_days": fitted.node_days}}
+        out = {**result.to_dict(), **extra}
+        if fitted is not None:
+            out["units"] = {**out["units"], **{f"failure_rate_from_log.{k}": u for k, u in FROM_LOG_UNITS.items()}}
+        click.echo(to_json(out))
+    else:
+        click.echo(result.details())
+    sys.stdout.flush()
+    if plot is not None:
+        draw_plan_figure(result, plot, backend)
+        if not as_json:
+            click.echo(f"wrote {plot}")
 
 
 FROM_LOG_UNITS = {"failure_rate_per_node_day": "failures per node-day", "failure_rate_ci": "failures per node-day",
@@ -483,7 +509,7 @@ def simulate_units(dims) -> dict:
 @click.option("--out", type=DatasetPath(), default=None, help="Write the fit's Dataset: .nc or .zarr.")
 @click.option("--json", "as_json", is_flag=True,
               help="Print a JSON object (failure_rate_per_node_day, failure_rate_ci, mttf_h_at, ..., and units).")
-@click.option("--quiet", is_flag=True, help="No notes on stderr.")
+@quiet_option("No notes on stderr.")
 def fit_command(log_file, log_format, min_gpus, gpus_per_node, taxonomy, confidence, skip_bad_rows, plot, out,
                 as_json, quiet):
     """Fit the failure rate per node-day from a scheduler job log (Slurm sacct or CSV)."""
@@ -495,8 +521,7 @@ def fit_command(log_file, log_format, min_gpus, gpus_per_node, taxonomy, confide
     click.echo(to_json(result.to_dict()) if as_json else str(result))
     if plot is not None:
         sys.stdout.flush()
-        with feedback.quiet(quiet):
-            feedback.note(f"drawing {plot} ...")
+        feedback.note(f"drawing {plot} ...")
         result.plot(plot)
     if not as_json:
         for path in (plot, out):
@@ -533,11 +558,11 @@ def fit_log(path: Path, *, flag: str, **kwargs):
 @click.option("--scheduler", default="local", show_default=True,
               help="local (Numba threads here), dask-local (a LocalCluster here) or tcp://HOST:PORT.")
 @click.option("--workers", type=click.IntRange(min=1), default=None, help="Workers of dask-local (default: cores).")
-@click.option("--quiet", is_flag=True, help="No progress bar.")
 @click.option("--plot", type=FigurePath(), default=None,
               help="Draw the standard figures of two sweep axes to this image file.")
 @click.option("--x", "x_dim", default=None, help="Sweep axis on the x axis of --plot (default: the first).")
 @click.option("--y", "y_dim", default=None, help="Sweep axis on the y axis of --plot (default: the second).")
+@quiet_option("No progress bar, and no line saying what was written.")
 def sweep(study_file, out, verify_path, scheduler, workers, quiet, plot, x_dim, y_dim):
     """Run (or resume) a study: a grid of scenarios, chunk by chunk, into a zarr or netCDF store.
 
@@ -565,9 +590,8 @@ def sweep(study_file, out, verify_path, scheduler, workers, quiet, plot, x_dim, 
         raise click.UsageError(f"{study_file}: {err}") from None
     try:
         study = parse_study(source, name=str(study_file), folder=study_file.parent)
-        with feedback.quiet(quiet):
-            run_study(study, out, source=source, label=str(study_file), scheduler=scheduler, n_workers=workers,
-                      progress=feedback.enabled())
+        run_study(study, out, source=source, label=str(study_file), scheduler=scheduler, n_workers=workers,
+                  progress=feedback.enabled())
     except StudyError as err:
         raise click.UsageError(str(err)) from None
     except ScenarioError as err:  # a [run] value the engine refuses (names the key)

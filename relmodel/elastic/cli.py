@@ -7,7 +7,8 @@ from pathlib import Path
 
 import click
 
-from ..cli import DatasetPath, Duration, FigurePath, format_table, to_json, usage_error, write_dataset
+from ..cli import (DatasetPath, Duration, FigurePath, format_table, quiet_option, to_json, usage_error,
+                   write_dataset)
 from ..units import UNIT_REQUIRED_HELP
 from .cluster import POLICIES
 
@@ -61,25 +62,13 @@ def _factors(text: str) -> tuple[float, float]:
 @click.option("--plot", type=FigurePath(), default=None,
               help="Draw utilisation and completion-time figures to this image file.")
 @click.option("--json", "as_json", is_flag=True, help='Print {"policies": {...}, ...} as JSON.')
-@click.option("--quiet", is_flag=True, help="No progress display and no notes on stderr.")
+@quiet_option("No progress display and no notes on stderr.")
 def cluster(n_gpus, gpus_per_node, arrival_rate, duration, seed, policy, failure_rate, repair_time,
             checkpoint_interval, checkpoint_cost, restart_cost, pause, unplaceable, objective, batch_range,
             trace, out, plot, as_json, quiet):
     """Simulate a GPU cluster: elastic scaling (GPUs and batch sizes by dynamic
     programming) against fixed batch sizes and plain FIFO, with node failures;
     prints a table per policy."""
-    from .. import _feedback as feedback
-
-    with feedback.quiet(quiet):
-        _cluster(n_gpus, gpus_per_node, arrival_rate, duration, seed, policy, failure_rate, repair_time,
-                 checkpoint_interval, checkpoint_cost, restart_cost, pause, unplaceable, objective, batch_range,
-                 trace, out, plot, as_json)
-
-
-def _cluster(n_gpus, gpus_per_node, arrival_rate, duration, seed, policy, failure_rate, repair_time,
-             checkpoint_interval, checkpoint_cost, restart_cost, pause, unplaceable, objective, batch_range,
-             trace, out, plot, as_json):
-    """The body of `cluster`, under its --quiet setting."""
     from .. import _feedback as feedback
     from .dataset import simulate_cluster, summary
     from .traces import TraceError, read_trace

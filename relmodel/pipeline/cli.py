@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 
 from .._extras import require
-from ..cli import Duration, FigurePath
+from ..cli import Duration, FigurePath, quiet_option
 from .config import BACKWARDS, MAX_TASKS, OPTIMIZERS, ORDERS, SIMULATED_ITERATIONS, show
 
 MAX_WORKERS = int(MAX_TASKS // (3 * SIMULATED_ITERATIONS))  # d p of the largest configuration allowed
@@ -110,27 +110,13 @@ def parse_failures(text: str, most: int | None = None) -> list[int]:
 @click.option("--plot", type=FigurePath(), default=None,
               help="Draw throughput against failed workers to this image file.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON object instead of the table.")
-@click.option("--quiet", is_flag=True, help="No progress bar and no notes on stderr.")
+@quiet_option()
 def pipeline(stages, replicas, microbatches, fwd, bwd_input, bwd_weight, failures, strategies, order, backward,
              optimizer, p2p_delay, reroute_delay, optimizer_time, spares, bamboo_slowdown, oobleck_min_stages,
              traces, run_duration, failure_rate, repair_time, swap_time, restart_cost, checkpoint_interval,
              time_unit, n_runs, seed, out, plot, as_json, quiet):
     """Throughput of d replicas of a p-stage pipeline with 1, 2, ... workers down, per fault-tolerance
     strategy (ReCycle, checkpoint-restart, spares, dropping pipelines, Oobleck, Bamboo)."""
-    from .. import _feedback as feedback
-
-    with feedback.quiet(quiet):
-        _pipeline(stages, replicas, microbatches, fwd, bwd_input, bwd_weight, failures, strategies, order,
-                  backward, optimizer, p2p_delay, reroute_delay, optimizer_time, spares, bamboo_slowdown,
-                  oobleck_min_stages, traces, run_duration, failure_rate, repair_time, swap_time, restart_cost,
-                  checkpoint_interval, time_unit, n_runs, seed, out, plot, as_json)
-
-
-def _pipeline(stages, replicas, microbatches, fwd, bwd_input, bwd_weight, failures, strategies, order, backward,
-              optimizer, p2p_delay, reroute_delay, optimizer_time, spares, bamboo_slowdown, oobleck_min_stages,
-              traces, run_duration, failure_rate, repair_time, swap_time, restart_cost, checkpoint_interval,
-              time_unit, n_runs, seed, out, plot, as_json):
-    """The body of `pipeline`, under its --quiet setting."""
     from .. import _feedback as feedback
     from .config import PipelineConfig
     from .datasets import replay_traces, simulate_runs, throughput_table
