@@ -22,7 +22,7 @@ import time
 import numpy as np
 
 import relmodel.elastic as el
-from relmodel._kernels.allocate import solve_allocation
+from relmodel.elastic._allocation_kernel import solve_allocation
 from relmodel.elastic.allocate import solve
 
 

@@ -9,7 +9,8 @@ from .closed_form import ClosedFormWarning, ettr, mttf, optimal_interval
 from .failures import Exponential, FailureCategory, LemonMixture, TaxonomyMixture, Weibull
 from .fit import FitResult, fit
 from .plan import Plan, plan
-from .scenario import Scenario, ScenarioError
+from .errors import ParameterError, ScenarioError
+from .scenario import Scenario
 from .simulate import CappedJobsWarning, compare, simulate
 from .sweep import open_study, verify_study
 from .units import to_hours
@@ -33,6 +34,7 @@ __all__ = [
     "FailureCategory",
     "FitResult",
     "LemonMixture",
+    "ParameterError",
     "Plan",
     "Scenario",
     "ScenarioError",

@@ -6,15 +6,15 @@ is a different quantity (Jensen), which only `simulate` reports.
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import warnings
 
 import numpy as np
-import xarray as xr
 
+from . import labels
+from .errors import ParameterError, check_number
 from .failures import job_rate_log_masses
-from .scenario import Scenario, _check_number, as_scenario, split_work
+from .scenario import Scenario, as_scenario, split_work
 
 ETTR_METHODS = ("linear", "renewal")
 INTERVAL_METHODS = ("young", "daly", "exact")
@@ -56,7 +56,7 @@ def mttf(n_gpus, failure_rate, gpus_per_node=8):
         If a value is outside its Scenario field's valid range.
     """
     n_gpus, failure_rate, gpus_per_node = (
-        np.vectorize(lambda v, name=name, kind=kind: _check_number(name, v, kind=kind), otypes=[otype])(value)
+        np.vectorize(lambda v, name=name, kind=kind: check_number(name, v, kind=kind), otypes=[otype])(value)
         for name, kind, otype, value in (("n_gpus", "count", np.int64, n_gpus),
                                          ("failure_rate", "rate", float, failure_rate),
                                          ("gpus_per_node", "count", np.int64, gpus_per_node)))
@@ -228,19 +228,109 @@ def _restart_args(sc: Scenario) -> tuple:
     return tuple(np.array([getattr(c, name) for c in cats]) for name in ("restart_cost", "queue_wait", "share"))
 
 
-def _renewal_point(sc: Scenario) -> float:
-    log_mass, rate = job_rate_log_masses(sc.n_nodes, sc.failure_rate, sc.lemon_fraction, sc.lemon_rate_factor)
-    log_walls = log_renewal_expected_wall(rate, sc.checkpoint_interval, sc.work, sc.checkpoint_cost,
-                                          *_restart_args(sc))
-    return float(min(np.exp(math.log(sc.work) - _logsumexp(log_mass + log_walls)), 1.0))
+# -- closed forms over a grid's points, as arrays --------------------------------
+# Each takes a scenario (or grid) and returns one value per point, in scenario
+# index order; `labels.over_grid` labels them. Values were checked when the
+# Scenario was built, so nothing here checks them again.
+
+_MIXTURE_ELEMENTS = 2**22  # rates x points evaluated at once for a lemon mixture (32 MiB a temporary)
 
 
-def _linear_point(sc: Scenario) -> float:
-    lam = sc.job_failure_rate
-    numerator = 1.0 - lam * (sc.restart_cost + sc.checkpoint_interval / 2.0)
-    if numerator <= 0:
-        return float("nan")
-    return numerator / (1.0 + sc.checkpoint_cost / sc.checkpoint_interval) / (1.0 + lam * sc.queue_wait)
+def _columns(sc: Scenario) -> dict:
+    """The scenario's fields as flat arrays over its points, with n_nodes and the job failure rate."""
+    cols = sc.columns()
+    cols["n_nodes"] = -(-cols["n_gpus"] // cols["gpus_per_node"])
+    cols["job_failure_rate"] = cols["n_nodes"] * cols["failure_rate"] / 24.0
+    return cols
+
+
+def _point_restart_args(sc: Scenario, cols: dict, points) -> tuple:
+    """(restart, queue, share) of `points` for log_renewal_expected_wall (the taxonomy's per category)."""
+    if sc.taxonomy is None:
+        return cols["restart_cost"][points], cols["queue_wait"][points], None
+    return _restart_args(sc)
+
+
+def grid_renewal_applies(sc: Scenario) -> np.ndarray:
+    """Return, per grid point, whether the renewal form is exact there (`renewal_applies`).
+
+    Parameters
+    ----------
+    sc : Scenario
+        A scenario or grid.
+
+    Returns
+    -------
+    numpy.ndarray of bool
+        One flag per point, in scenario index order.
+    """
+    return np.asarray(sc.columns()["weibull_shape"]) == 1.0
+
+
+def _renewal_ettr(sc: Scenario, cols: dict, exponential: bool = False) -> np.ndarray:
+    """The renewal ETTR at every point; NaN where failures are Weibull (unless `exponential`:
+    then every point is read with exponential failures of the same mean)."""
+    interval, work, ckpt = cols["checkpoint_interval"], cols["work"], cols["checkpoint_cost"]
+    out = np.full(work.shape, np.nan)
+    applies = np.ones(work.shape, bool) if exponential else cols["weibull_shape"] == 1.0
+    lemons = (cols["lemon_fraction"] != 0.0) & (cols["lemon_rate_factor"] != 1.0) & (cols["failure_rate"] != 0.0)
+    plain = np.flatnonzero(applies & ~lemons)
+    if plain.size:
+        log_walls = log_renewal_expected_wall(cols["job_failure_rate"][plain], interval[plain], work[plain],
+                                              ckpt[plain], *_point_restart_args(sc, cols, plain))
+        out[plain] = np.exp(np.log(work[plain]) - log_walls)
+    # Lemon mixtures: one table of job rates per mixture, every point of that mixture at once.
+    mixed = np.flatnonzero(applies & lemons)
+    keys = np.stack([cols[name][mixed].astype(float)
+                     for name in ("n_nodes", "failure_rate", "lemon_fraction", "lemon_rate_factor")], axis=1)
+    mixtures, which = np.unique(keys, axis=0, return_inverse=True)
+    for m, (n_nodes, failure_rate, fraction, factor) in enumerate(mixtures):
+        log_mass, rate = job_rate_log_masses(int(n_nodes), failure_rate, fraction, factor)
+        points = mixed[which.reshape(-1) == m]
+        step = max(1, _MIXTURE_ELEMENTS // rate.size)
+        for start in range(0, points.size, step):
+            at = points[start:start + step]
+            # Points along rows, rates along columns: each row sums in the order a single point would.
+            restart, queue, share = _point_restart_args(sc, cols, at)
+            if share is None:
+                restart, queue = restart[:, None], queue[:, None]
+            log_walls = log_renewal_expected_wall(rate[None, :], interval[at, None], work[at, None], ckpt[at, None],
+                                                  restart, queue, share)
+            out[at] = np.exp(np.log(work[at]) - _logsumexp(log_mass[None, :] + log_walls, axis=-1))
+    return np.minimum(out, 1.0)
+
+
+def _linear_ettr(cols: dict) -> np.ndarray:
+    """The first-order (linear) ETTR at every point; NaN where its numerator is <= 0."""
+    lam, interval = cols["job_failure_rate"], cols["checkpoint_interval"]
+    numerator = 1.0 - lam * (cols["restart_cost"] + interval / 2.0)
+    with np.errstate(invalid="ignore", over="ignore"):
+        value = numerator / (1.0 + cols["checkpoint_cost"] / interval) / (1.0 + lam * cols["queue_wait"])
+    return np.where(numerator > 0, value, np.nan)
+
+
+def _linear_deviation(sc: Scenario, cols: dict) -> np.ndarray:
+    linear = _linear_ettr(cols)
+    exact = _renewal_ettr(sc, cols, exponential=True)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(np.isnan(linear), np.nan, np.where(exact == 0.0, np.inf, (linear - exact) / exact))
+
+
+def grid_linear_deviation(sc: Scenario) -> np.ndarray:
+    """Return `linear_deviation` at every point of a scenario or grid.
+
+    Parameters
+    ----------
+    sc : Scenario
+        A scenario or grid.
+
+    Returns
+    -------
+    numpy.ndarray
+        (linear - exact) / exact per point, in scenario index order; NaN where
+        the linear form is.
+    """
+    return _linear_deviation(sc, _columns(sc))
 
 
 def linear_deviation(sc: Scenario) -> float:
@@ -260,13 +350,7 @@ def linear_deviation(sc: Scenario) -> float:
     float
         The linear form's relative error.
     """
-    linear = _linear_point(sc)
-    exact = _renewal_point(dataclasses.replace(sc, weibull_shape=1.0))
-    if math.isnan(linear):
-        return math.nan
-    if exact == 0.0:
-        return math.inf
-    return (linear - exact) / exact
+    return float(grid_linear_deviation(sc._scalar())[0])
 
 
 def linear_valid(sc: Scenario) -> bool:
@@ -305,12 +389,48 @@ def renewal_applies(sc: Scenario) -> bool:
     return sc.weibull_shape == 1.0
 
 
-def _over_points(sc: Scenario, point, name: str, attrs: dict):
-    """Evaluate `point` on every scalar scenario: a float, or a DataArray over the sweep dims."""
-    values = np.array([point(p) for p in sc.points()], dtype=float)
-    if not sc.is_grid:
-        return float(values[0])
-    return xr.DataArray(values.reshape(sc.shape), coords=sc.coords(), dims=sc.dims, name=name, attrs=attrs)
+def _columns_at(sc: Scenario, at: str) -> tuple[dict, np.ndarray]:
+    """The grid's columns with the interval `at` asks for, and where that interval is undefined (NaN)."""
+    cols = _columns(sc)
+    undefined = np.zeros(cols["work"].shape, bool)
+    if at != "given":
+        interval = _optimal_intervals(sc, cols, at)
+        undefined = np.isnan(interval)
+        work = cols["work"]
+        with np.errstate(invalid="ignore"):
+            feasible = np.where(np.isinf(interval) | (interval > work), work * (1.0 + 1e-6),
+                                np.maximum(interval, MIN_INTERVAL))
+        cols["checkpoint_interval"] = np.where(undefined, 1.0, feasible)  # 1.0: any valid stand-in
+    return cols, undefined
+
+
+def ettr_arrays(sc: Scenario, method: str = "renewal", at: str = "given") -> np.ndarray:
+    """Return a closed-form ETTR at every point of a scenario or grid, without warnings.
+
+    `ettr` is this labelled, with its ClosedFormWarning where the form does not
+    hold.
+
+    Parameters
+    ----------
+    sc : Scenario
+        A scenario or grid.
+    method : {"renewal", "linear"}, default "renewal"
+        Which closed form.
+    at : {"given", "young", "daly", "exact"}, default "given"
+        Which checkpoint interval (see `ettr`).
+
+    Returns
+    -------
+    numpy.ndarray
+        One value per point, in scenario index order.
+    """
+    cols, undefined = _columns_at(sc, at)
+    return _ettr_values(sc, cols, undefined, method)
+
+
+def _ettr_values(sc: Scenario, cols: dict, undefined: np.ndarray, method: str) -> np.ndarray:
+    values = _linear_ettr(cols) if method == "linear" else _renewal_ettr(sc, cols)
+    return np.where(undefined, np.nan, values)
 
 
 def ettr(scenario, method: str = "renewal", *, at: str = "given"):
@@ -353,37 +473,24 @@ def ettr(scenario, method: str = "renewal", *, at: str = "given"):
     """
     sc = as_scenario(scenario)
     if method not in ETTR_METHODS:
-        raise ValueError(f"method: unknown ETTR method {method!r}; use one of {ETTR_METHODS}")
+        raise ParameterError("method", f"unknown ETTR method {method!r}; use one of {ETTR_METHODS}")
     if at != "given" and at not in INTERVAL_METHODS:
-        raise ValueError(f"at: use 'given' or one of {INTERVAL_METHODS} (got {at!r})")
-
-    deviations = []  # the linear form's distance from the exact form, point by point
-
-    def point(p: Scenario) -> float:
-        if at != "given":
-            interval = _optimal_point(p, at)
-            if math.isnan(interval):
-                return math.nan
-            p = dataclasses.replace(p, checkpoint_interval=feasible_interval(interval, p.work))
-        if method == "linear":
-            deviations.append(linear_deviation(p))
-            return _linear_point(p)
-        return _renewal_point(p) if renewal_applies(p) else math.nan
-
-    out = _over_points(sc, point, f"ettr_{method}",
-                       {"long_name": f"expected ETTR, {method} closed form", "units": "1"})
-    if np.isnan(out).any():
+        raise ParameterError("at", f"use 'given' or one of {INTERVAL_METHODS} (got {at!r})")
+    cols, undefined = _columns_at(sc, at)
+    values = _ettr_values(sc, cols, undefined, method)
+    if np.isnan(values).any():
         reason = ("its numerator 1 - lam (u0 + dt/2) is <= 0" if method == "linear"
                   else "it needs exponential failures (weibull_shape = 1)")
         warnings.warn(f"{method} ETTR is NaN where {reason}", ClosedFormWarning, stacklevel=2)
-    deviation = np.abs(np.array(deviations))
-    astray = deviation > LINEAR_TOLERANCE  # NaN (numerator <= 0) was warned about above
-    if astray.any():
-        where = f" at {int(astray.sum())} of {deviation.size} points" if sc.is_grid else ""
-        warnings.warn(f"linear ETTR is off the exact renewal form by up to {deviation[astray].max():.1%}{where}, "
-                      f"more than the {LINEAR_TOLERANCE:.0%} it is trusted to; use method='renewal'",
-                      ClosedFormWarning, stacklevel=2)
-    return out
+    if method == "linear":
+        deviation = np.abs(np.where(undefined, np.nan, _linear_deviation(sc, cols)))
+        astray = deviation > LINEAR_TOLERANCE  # NaN (numerator <= 0) was warned about above
+        if astray.any():
+            where = f" at {int(astray.sum())} of {deviation.size} points" if sc.is_grid else ""
+            warnings.warn(f"linear ETTR is off the exact renewal form by up to {deviation[astray].max():.1%}{where}, "
+                          f"more than the {LINEAR_TOLERANCE:.0%} it is trusted to; use method='renewal'",
+                          ClosedFormWarning, stacklevel=2)
+    return labels.over_grid(sc, values, f"ettr_{method}")
 
 
 def feasible_interval(interval: float, work: float) -> float:
@@ -450,20 +557,20 @@ def long_run_optimal_interval(lam: float, ckpt: float) -> float:
     return -math.expm1(l) / lam
 
 
-def _optimal_point(sc: Scenario, method: str) -> float:
-    lam, w = sc.job_failure_rate, sc.checkpoint_cost
-    if method == "young":
-        return math.sqrt(2.0 * w / lam) if lam > 0 else math.inf
-    if method == "daly":
-        if lam == 0:
-            return math.inf
-        m = 1.0 / lam
-        if w >= 2.0 * m:
-            return m
-        return math.sqrt(2.0 * w * m) * (1.0 + math.sqrt(w / (2.0 * m)) / 3.0 + w / (18.0 * m)) - w
-    if not renewal_applies(sc):
-        return math.nan
-    return _exact_finite_work(sc)
+def _optimal_intervals(sc: Scenario, cols: dict, method: str) -> np.ndarray:
+    """The optimal interval of `method` at every point (`optimal_interval`)."""
+    lam, w = cols["job_failure_rate"], cols["checkpoint_cost"]
+    failing = lam > 0
+    rate = np.where(failing, lam, 1.0)
+    m = 1.0 / rate  # the job's MTTF where it fails
+    with np.errstate(invalid="ignore", over="ignore"):
+        if method == "young":
+            return np.where(failing, np.sqrt(2.0 * w / rate), np.inf)
+        if method == "daly":
+            daly = np.sqrt(2.0 * w * m) * (1.0 + np.sqrt(w / (2.0 * m)) / 3.0 + w / (18.0 * m)) - w
+            return np.where(failing, np.where(w >= 2.0 * m, m, daly), np.inf)
+    # The exact optimum is a search over checkpoint counts, point by point.
+    return np.array([_exact_finite_work(p) if renewal_applies(p) else math.nan for p in sc.points()])
 
 
 def _exact_finite_work(sc: Scenario) -> float:
@@ -575,9 +682,8 @@ def optimal_interval(scenario, method: str = "exact"):
     """
     sc = as_scenario(scenario)
     if method not in INTERVAL_METHODS:
-        raise ValueError(f"method: unknown interval method {method!r}; use one of {INTERVAL_METHODS}")
-    out = _over_points(sc, lambda p: _optimal_point(p, method), f"optimal_interval_{method}",
-                       {"long_name": f"optimal checkpoint interval ({method})", "units": "h"})
+        raise ParameterError("method", f"unknown interval method {method!r}; use one of {INTERVAL_METHODS}")
+    out = labels.over_grid(sc, _optimal_intervals(sc, _columns(sc), method), f"optimal_interval_{method}")
     if np.isnan(out).any():
         warnings.warn("the exact optimal interval is NaN where failures are Weibull (renewal form needed)",
                       ClosedFormWarning, stacklevel=2)

@@ -17,13 +17,18 @@ from ._kernels.layout import (
     S_EFF, S_EFF_SQ, S_FAILURES, S_FAILURES_SQ, S_LOST, S_N, S_PRODUCTIVE, S_PRODUCTIVE_SQ,
     S_PRODUCTIVE_WALL, S_QUEUE, S_RESTART, S_WALL, S_WALL_SQ,
 )
+from .errors import ParameterError, check_flag, check_integer, check_memory
 from .failures import category_cdf, job_rate_table
-from .scenario import Scenario, check_flag, check_integer, check_memory, split_work
+from .scenario import Scenario, split_work
 
 # A first uniform this far below the survival probability cannot be a failure
 # once rounding is accounted for (see the kernels' fast path).
 _SURVIVAL_MARGIN = 1.0 - 1e-9
 CHUNK_ITEMS = 256  # work items (blocks of BLOCK_SIZE jobs) per kernel call
+RNG_SCHEME = (
+    "Philox4x32-10; key = (seed, scenario index); counter = (draw lo, draw hi, job lo, job hi); "
+    "two 53-bit uniforms on (0, 1] per call"
+)
 COMPONENTS = ("productive", "checkpoint", "lost", "restart", "queue")
 _NO_CATEGORIES = (np.zeros(0), np.zeros(0), np.zeros(0))
 
@@ -380,7 +385,7 @@ def run(packed: Packed, n_jobs: int, seed: int, backend: str = "numba", *, scena
     check_run_memory(n_rows, n_jobs, packed.n_categories, keep_jobs)
     keys = np.arange(n_rows, dtype=np.uint64) if scenario_keys is None else np.asarray(scenario_keys)
     if keys.shape != (n_rows,) or keys.dtype.kind not in "iu" or keys.min() < 0 or keys.max() >= 2**32:
-        raise ValueError(f"scenario_keys: need {n_rows} integers in [0, 2**32) (got {scenario_keys!r})")
+        raise ParameterError("scenario_keys", f"need {n_rows} integers in [0, 2**32) (got {scenario_keys!r})")
     keys = keys.astype(np.uint64)
     n_blocks = -(-n_jobs // BLOCK_SIZE)
     stats = np.zeros((n_rows, N_STATS))

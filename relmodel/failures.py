@@ -21,7 +21,7 @@ import math
 
 import numpy as np
 
-from .scenario import ScenarioError, _check_number, check_integer, check_memory
+from .errors import ScenarioError, check_integer, check_memory, check_number
 from .synthetic_log import synthetic_log  # noqa: F401  re-exported: relmodel.failures.synthetic_log
 from .units import short_repr
 
@@ -58,7 +58,9 @@ def job_rate_table(n_nodes: int, failure_rate: float, lemon_fraction: float = 0.
     """
     if not _has_lemons(failure_rate, lemon_fraction, lemon_rate_factor):
         return np.array([1.0]), np.array([n_nodes * failure_rate / 24.0])
-    from scipy import stats  # here, not at import: it costs a second and only lemons need it
+    from scipy import (
+        stats,  # here, not at import: it costs a second and only lemons need it
+    )
 
     binom = stats.binom(n_nodes, lemon_fraction)
     low, high = _binomial_support(n_nodes, lemon_fraction)
@@ -214,7 +216,7 @@ def _as_count(x, fallback: int) -> int:
 
 
 def _check_nodes(n_nodes) -> int:
-    return _check_number("n_nodes", n_nodes, kind="count")
+    return check_number("n_nodes", n_nodes, kind="count")
 
 
 def _as_array(t):
@@ -299,7 +301,7 @@ class _RenewalModel:
 
 
 def _rate(value) -> float:
-    return _check_number("rate", value, kind="rate")
+    return check_number("rate", value, kind="rate")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -356,7 +358,7 @@ class Weibull(_RenewalModel):
     rate: float
 
     def __post_init__(self):
-        object.__setattr__(self, "shape", _check_number("shape", self.shape, kind="shape"))
+        object.__setattr__(self, "shape", check_number("shape", self.shape, kind="shape"))
         object.__setattr__(self, "rate", _rate(self.rate))
 
     @property
@@ -364,7 +366,7 @@ class Weibull(_RenewalModel):
         return self.shape
 
     @classmethod
-    def from_mean(cls, shape, mean, n_nodes) -> "Weibull":
+    def from_mean(cls, shape, mean, n_nodes) -> Weibull:
         """Build the model whose job on `n_nodes` nodes has mean time between failures `mean`.
 
         Parameters
@@ -388,7 +390,7 @@ class Weibull(_RenewalModel):
         return cls(shape, rate)
 
     @classmethod
-    def from_scale(cls, shape, scale, n_nodes) -> "Weibull":
+    def from_scale(cls, shape, scale, n_nodes) -> Weibull:
         """Build the model whose job on `n_nodes` nodes has Weibull scale `scale`.
 
         The mean is ``scale * Gamma(1 + 1/shape)``.
@@ -407,7 +409,7 @@ class Weibull(_RenewalModel):
         Weibull
             The model, with its rate per node-day.
         """
-        shape = _check_number("shape", shape, kind="shape")
+        shape = check_number("shape", shape, kind="shape")
         hours = _positive_duration("scale", scale)
         return cls.from_mean(shape, hours * math.gamma(1.0 + 1.0 / shape), n_nodes)
 
@@ -466,7 +468,7 @@ class LemonMixture(_RenewalModel):
     def __post_init__(self):
         object.__setattr__(self, "rate", _rate(self.rate))
         for name, kind in (("lemon_fraction", "fraction"), ("lemon_rate_factor", "factor")):
-            object.__setattr__(self, name, _check_number(name, getattr(self, name), kind=kind))
+            object.__setattr__(self, name, check_number(name, getattr(self, name), kind=kind))
 
     def _rate_table(self, n_nodes):
         return job_rate_table(_check_nodes(n_nodes), self.rate, self.lemon_fraction, self.lemon_rate_factor)
@@ -513,9 +515,9 @@ class FailureCategory:
         if not isinstance(self.name, str) or not self.name:
             raise ScenarioError("name", f"a category needs a non-empty name (got {short_repr(self.name)})")
         label = f"categories[{self.name}]"
-        object.__setattr__(self, "share", _check_number(f"{label}.share", self.share, kind="fraction"))
+        object.__setattr__(self, "share", check_number(f"{label}.share", self.share, kind="fraction"))
         for field in ("restart_cost", "queue_wait"):
-            object.__setattr__(self, field, _check_number(f"{label}.{field}", getattr(self, field), kind="duration"))
+            object.__setattr__(self, field, check_number(f"{label}.{field}", getattr(self, field), kind="duration"))
         if self.domain is not None and not isinstance(self.domain, str):
             raise ScenarioError(f"{label}.domain", f"must be a string or None (got {short_repr(self.domain)})")
 
@@ -549,7 +551,7 @@ def as_categories(value, parameter: str = "categories") -> tuple[FailureCategory
         try:
             value = load(value)
         except TaxonomyError as err:
-            raise ScenarioError(parameter, str(err)) from None
+            raise ScenarioError(parameter, err.reason if err.parameter == "taxonomy" else str(err)) from None
     items = getattr(value, "categories", value)
     if isinstance(items, (str, bytes)) or not hasattr(items, "__iter__"):
         raise ScenarioError(parameter, f"expected a sequence of categories (got {short_repr(value)})")
@@ -595,7 +597,7 @@ def category_cdf(categories) -> np.ndarray:
 
 
 def _positive_duration(name, value) -> float:
-    hours = _check_number(name, value, kind="duration")
+    hours = check_number(name, value, kind="duration")
     if hours <= 0:
         raise ScenarioError(name, f"must be > 0 (got {short_repr(value)})")
     return hours
@@ -627,7 +629,7 @@ class TaxonomyMixture(_RenewalModel):
         object.__setattr__(self, "categories", as_categories(self.categories))
 
     @classmethod
-    def from_taxonomy(cls, taxonomy, rate) -> "TaxonomyMixture":
+    def from_taxonomy(cls, taxonomy, rate) -> TaxonomyMixture:
         """Build the model from a taxonomy object (e.g. `relmodel.taxonomy.load(name)`).
 
         Parameters

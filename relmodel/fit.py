@@ -16,20 +16,29 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from datetime import datetime, timezone
 
 import numpy as np
 import xarray as xr
 
+from . import labels
 from ._display import key_value_table
+from .errors import ParameterError
 from .logs import JobLog, read_log
 from .taxonomy import END_STATES
 
 REPORT_SIZES = (1024, 4096, 16384, 131072)
 
 
-class FitError(ValueError):
-    """The log cannot support the fit; the message starts with the parameter to change."""
+class FitError(ParameterError):
+    """The log cannot support the fit; ``.parameter`` names the parameter to change.
+
+    Parameters
+    ----------
+    parameter : str
+        The parameter to change.
+    reason : str
+        Why the fit cannot be made.
+    """
 
 
 WEIBULL_INTERVALS = ("wald", "profile")
@@ -221,35 +230,35 @@ def weibull_fit(times, observed, *, ignore_censoring: bool = False, confidence: 
     from scipy import stats  # here, not at import: `import relmodel` stays light
 
     if not (isinstance(confidence, float) and 0.0 < confidence < 1.0):
-        raise FitError(f"confidence: must be a float in (0, 1) (got {confidence!r})")
+        raise FitError("confidence", f"must be a float in (0, 1) (got {confidence!r})")
     if interval not in WEIBULL_INTERVALS:
-        raise FitError(f"interval: must be one of {WEIBULL_INTERVALS} (got {interval!r})")
+        raise FitError("interval", f"must be one of {WEIBULL_INTERVALS} (got {interval!r})")
     t = np.asarray(times, dtype=float)
     event = np.asarray(observed)
     if t.ndim != 1 or event.shape != t.shape:
-        raise FitError(f"observed: must hold one flag per time (times {t.shape}, observed {event.shape})")
+        raise FitError("observed", f"must hold one flag per time (times {t.shape}, observed {event.shape})")
     if event.dtype != bool:
         if not np.all(np.isin(event, (0, 1))):
-            raise FitError("observed: must be True/False (or 1/0) flags")
+            raise FitError("observed", "must be True/False (or 1/0) flags")
         event = event.astype(bool)
     bad = ~np.isfinite(t) | (t < 0)
     if bad.any():
-        raise FitError(f"times: {int(bad.sum())} of {t.size} are negative or not finite")
+        raise FitError("times", f"{int(bad.sum())} of {t.size} are negative or not finite")
     if ignore_censoring:
         t, event = t[event], event[event]
     zero_failures = int(np.sum(event & (t == 0)))
     if zero_failures:
-        raise FitError(f"times: {zero_failures} failures at time 0, which no Weibull law allows; "
+        raise FitError("times", f"{zero_failures} failures at time 0, which no Weibull law allows; "
                        "leave them out of the fit (and report them)")
     t, event = t[t > 0], event[t > 0]
     n_events, n_censored = int(event.sum()), int((~event).sum())
     if n_events < 2:
-        raise FitError(f"observed: a Weibull fit needs at least 2 failures (got {n_events}, "
+        raise FitError("observed", f"a Weibull fit needs at least 2 failures (got {n_events}, "
                        f"with {n_censored} censored times)")
     t_max = float(t.max())
     log_x = np.log(t / t_max)  # <= 0, and 0 at the longest time
     if np.all(log_x[event] == 0.0):
-        raise FitError("times: every failure is at the longest time (identical times?), so the likelihood "
+        raise FitError("times", "every failure is at the longest time (identical times?), so the likelihood "
                        "grows without bound in the shape; there is no finite Weibull fit")
     profile = _WeibullProfile(log_x, event)
     shape = profile.shape_mle()
@@ -316,7 +325,7 @@ class _WeibullProfile:
         while self.score(high) >= 0:
             high *= 2
             if high > _MAX_SHAPE:
-                raise FitError(f"times: the failures are so close to the longest time that the shape "
+                raise FitError("times", "the failures are so close to the longest time that the shape "
                                f"exceeds {_MAX_SHAPE:g}; no meaningful Weibull fit")
         return float(optimize.brentq(self.score, low, high, xtol=1e-300, rtol=_RTOL))
 
@@ -363,7 +372,7 @@ class _WeibullProfile:
                 break
             high *= 2
         if not score(low) > 0 > score(high):
-            raise FitError("interval: the profile likelihood of the scale could not be bracketed; "
+            raise FitError("interval", "the profile likelihood of the scale could not be bracketed; "
                            "use interval='wald'")
         k = float(optimize.brentq(score, low, high, xtol=1e-300, rtol=_RTOL))
         # exp clamped at e^700: only far outside any interval, where the value is hugely negative anyway.
@@ -397,7 +406,7 @@ def _solve_below(excess, centre: float, se_log: float, *, log_space: bool, side:
             break
         step *= 2
     else:
-        raise FitError("interval: the profile likelihood does not fall that far; use interval='wald'")
+        raise FitError("interval", "the profile likelihood does not fall that far; use interval='wald'")
     low, high = sorted((centre, far))
     return float(optimize.brentq(excess, low, high, xtol=1e-300 if log_space else 1e-15, rtol=_RTOL))
 
@@ -435,12 +444,12 @@ def poisson_rate_interval(count: int, exposure: float, confidence: float = 0.95)
     from scipy import special  # here, not at import: `import relmodel` stays light
 
     if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 0:
-        raise FitError(f"count: must be a non-negative integer (got {count!r})")
+        raise FitError("count", f"must be a non-negative integer (got {count!r})")
     if not (isinstance(exposure, (int, float, np.integer, np.floating)) and math.isfinite(exposure)
             and exposure > 0):
-        raise FitError(f"exposure: must be finite and > 0 (got {exposure!r})")
+        raise FitError("exposure", f"must be finite and > 0 (got {exposure!r})")
     if not (isinstance(confidence, float) and 0.0 < confidence < 1.0):
-        raise FitError(f"confidence: must be a float in (0, 1) (got {confidence!r})")
+        raise FitError("confidence", f"must be a float in (0, 1) (got {confidence!r})")
     alpha = 1.0 - confidence
     low = float(special.gammaincinv(count, alpha / 2)) if count > 0 else 0.0
     # The upper tail inverted directly: 1 - alpha/2 would lose digits for confidences near 1.
@@ -564,7 +573,7 @@ class FitResult:
         fields.setdefault("gpus_per_node", self.gpus_per_node)
         if with_weibull_shape:
             if not self.weibull.estimable:
-                raise FitError(f"weibull_shape: no Weibull shape was fitted from the log ({self.weibull.note})")
+                raise FitError("weibull_shape", f"no Weibull shape was fitted from the log ({self.weibull.note})")
             fields["weibull_shape"] = self.weibull.shape
         return Scenario(failure_rate=self.failure_rate, **fields)
 
@@ -686,7 +695,7 @@ class FitResult:
         """
         from matplotlib.figure import Figure
 
-        from .plot import plain_log_axis
+        from ._ticks import plain_log_axis
 
         if ax is None:
             ax = Figure(figsize=(6.5, 4.5), layout="constrained").subplots()
@@ -758,11 +767,11 @@ def fit(log, *, min_gpus: int = 128, gpus_per_node: int = 8, taxonomy="meta-2024
         If the log is malformed (with ``errors="raise"``).
     """
     if isinstance(min_gpus, bool) or not isinstance(min_gpus, (int, np.integer)) or min_gpus < 1:
-        raise FitError(f"min_gpus: must be a positive integer (got {min_gpus!r})")
+        raise FitError("min_gpus", f"must be a positive integer (got {min_gpus!r})")
     if isinstance(gpus_per_node, bool) or not isinstance(gpus_per_node, (int, np.integer)) or gpus_per_node < 1:
-        raise FitError(f"gpus_per_node: must be a positive integer (got {gpus_per_node!r})")
+        raise FitError("gpus_per_node", f"must be a positive integer (got {gpus_per_node!r})")
     if not (isinstance(confidence, float) and 0 < confidence < 1):
-        raise FitError(f"confidence: must be in (0, 1) (got {confidence!r})")
+        raise FitError("confidence", f"must be in (0, 1) (got {confidence!r})")
     if not isinstance(log, JobLog):
         log = read_log(log, format=format, taxonomy=taxonomy, errors=errors)
     ds = log.dataset
@@ -773,7 +782,7 @@ def fit(log, *, min_gpus: int = 128, gpus_per_node: int = 8, taxonomy="meta-2024
     large = n_gpus >= min_gpus
     exposure = float(node_days[large].sum())
     if exposure <= 0:
-        raise FitError(f"min_gpus: the log has no runtime of jobs with at least {min_gpus} GPUs "
+        raise FitError("min_gpus", f"the log has no runtime of jobs with at least {min_gpus} GPUs "
                        f"({len(log)} jobs read, largest {int(n_gpus.max(initial=0))} GPUs)")
     count = int(infra[large].sum())
     rate = count / exposure
@@ -794,9 +803,8 @@ def fit(log, *, min_gpus: int = 128, gpus_per_node: int = 8, taxonomy="meta-2024
         parts.append(node_ds)
     out = xr.merge(parts, combine_attrs="drop_conflicts")
     gof = parts[1].attrs
-    out.attrs = {
-        "title": "failure rate fitted from a job log", "relmodel_version": _version(),
-        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    out.attrs = labels.provenance(
+        "failure rate fitted from a job log", **{
         "source": log.summary.source, "format": log.summary.format,
         "taxonomy": log.taxonomy.name, "taxonomy_version": log.taxonomy.version,
         "rows_read": log.summary.rows_read, "rows_used": log.summary.rows_used,
@@ -813,7 +821,7 @@ def fit(log, *, min_gpus: int = 128, gpus_per_node: int = 8, taxonomy="meta-2024
         "weibull_lr_pvalue": weibull.lr_pvalue, "weibull_shape_ignoring_censoring": naive.shape,
         "weibull_note": weibull.note, "weibull_zero_time_failures": int(zero_time.sum()),
         "lemon_nodes": ",".join(lemons),
-    }
+    })
     return FitResult(failure_rate=rate, failure_rate_ci=ci, confidence=confidence, n_failures=count,
                      node_days=exposure, n_jobs=int(large.sum()), min_gpus=int(min_gpus),
                      gpus_per_node=int(gpus_per_node), weibull=weibull, lemon_nodes=lemons, dataset=out, log=log)
@@ -855,7 +863,10 @@ def _end_states(ds, n_gpus, runtime_d, large) -> xr.Dataset:
 
 def _size_bins(n_gpus, n_nodes, runtime_d, infra, rate, min_gpus, confidence, gpus_per_node) -> xr.Dataset:
     """Jobs binned by GPU count at powers of two (and at min_gpus): observed against fitted MTTF."""
-    from scipy import special, stats  # here, not at import: `import relmodel` stays light
+    from scipy import (  # here, not at import: `import relmodel` stays light
+        special,
+        stats,
+    )
     known = n_gpus >= 1
     top = max(int(n_gpus.max(initial=1)), min_gpus)
     edges = np.unique(np.concatenate([2 ** np.arange(int(math.log2(top)) + 2), [min_gpus]]))
@@ -947,7 +958,3 @@ def _hours(h: float) -> str:
     return format_hours(h)
 
 
-def _version() -> str:
-    from . import __version__
-
-    return __version__

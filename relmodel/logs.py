@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from .scenario import check_memory
+from .errors import ParameterError, check_memory
 from .taxonomy import Taxonomy
 from .taxonomy import load as load_taxonomy
 
@@ -57,7 +57,7 @@ DST_SLACK_S = 3600.0
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
-class LogError(ValueError):
+class LogError(ParameterError):
     """A malformed job log row or header: ``.line`` (1-based) and ``.reason``.
 
     Parameters
@@ -71,7 +71,7 @@ class LogError(ValueError):
     """
 
     def __init__(self, line: int, reason: str, detail: str = ""):
-        super().__init__(f"line {line}: {reason}" + (f": {detail}" if detail else ""))
+        super().__init__(f"line {line}", reason + (f": {detail}" if detail else ""))
         self.line, self.reason, self.detail = line, reason, detail
 
 
@@ -474,9 +474,9 @@ def read_log(path_or_text, format: str = "auto", *, taxonomy="meta-2024", errors
       CANCELLED row with zero Elapsed) are skipped as "never started".
     """
     if format not in FORMATS:
-        raise ValueError(f"format: must be one of {FORMATS} (got {format!r})")
+        raise ParameterError("format", f"must be one of {FORMATS} (got {format!r})")
     if errors not in ("raise", "skip"):
-        raise ValueError(f"errors: must be 'raise' or 'skip' (got {errors!r})")
+        raise ParameterError("errors", f"must be 'raise' or 'skip' (got {errors!r})")
     tax = load_taxonomy(taxonomy)
     text, source = _read_text(path_or_text)
     lines = text.replace("\r\n", "\n").split("\n")  # only newlines end lines, so line numbers match editors

@@ -16,8 +16,9 @@ import numpy as np
 from .closed_form import (ClosedFormWarning, LINEAR_TOLERANCE, ettr, feasible_interval, linear_valid,
                           optimal_interval, renewal_applies)
 from .engine import check_run_args, expected_failures
+from .errors import MAX_COUNT, ParameterError
 from .failures import job_rate_table
-from .scenario import MAX_COUNT, Scenario, as_scenario
+from .scenario import Scenario, as_scenario
 from .units import format_hours
 
 IMPROVABLE = ("failure_rate", "restart_cost", "checkpoint_cost")
@@ -432,10 +433,10 @@ def check_plan(sc: Scenario, target_ettr=None, n_jobs=20_000, seed=0, max_failur
     if sc.is_grid:
         raise ValueError(f"plan takes one scenario, not a grid over {sc.dims}")
     if not renewal_applies(sc):
-        raise ValueError("weibull_shape: the planner uses the renewal model, which needs exponential "
+        raise ParameterError("weibull_shape", "the planner uses the renewal model, which needs exponential "
                          "failures (weibull_shape = 1); use relmodel.compare for Weibull failures")
     if target_ettr is not None and not (isinstance(target_ettr, (int, float)) and 0 < target_ettr < 1):
-        raise ValueError(f"target_ettr: must be in (0, 1) (got {target_ettr!r})")
+        raise ParameterError("target_ettr", f"must be in (0, 1) (got {target_ettr!r})")
     n_jobs, seed, _ = check_run_args(n_jobs, seed, 1 if max_failures is None else max_failures)
     return n_jobs, seed
 

@@ -11,7 +11,9 @@ import warnings
 
 import numpy as np
 
+from ._ticks import number_text, plain_log_axis  # noqa: F401  public here too
 from .closed_form import ClosedFormWarning, ettr, feasible_interval, mttf, optimal_interval
+from .errors import ParameterError
 from .scenario import Scenario, as_scenario
 from .units import format_hours
 
@@ -39,53 +41,6 @@ def _axes(ax):
     from matplotlib.figure import Figure
 
     return Figure(figsize=(6.5, 4.8), layout="constrained").subplots()
-
-
-def number_text(value) -> str:
-    """Return a tick value as a plain number: 0.25, 1, 16384, 1.5e+05 only beyond 10^6.
-
-    Parameters
-    ----------
-    value : float
-        The tick value.
-
-    Returns
-    -------
-    str
-        The value as text: every digit of a whole number (GPU counts), else
-        three significant digits.
-    """
-    value = float(value)
-    if value == 0 or not math.isfinite(value):
-        return f"{value:g}"
-    if value.is_integer() and abs(value) < 1e12:  # GPU counts: every digit
-        return f"{value:.0f}"
-    if abs(value) >= 1e6 or abs(value) < 1e-3:
-        return f"{value:.3g}"
-    return f"{value:.3g}"
-
-
-def plain_log_axis(axis, base: float = 10) -> None:
-    """Set log-scale ticks as plain numbers (0.1, 0.2, 0.5, 1, 2 ...; never 3x10^0).
-
-    Parameters
-    ----------
-    axis : matplotlib.axis.Axis
-        ``ax.xaxis`` or ``ax.yaxis``, already on a log scale.
-    base : float, default 10
-        10 (ticks at 1, 2, 5 per decade where the range is short) or 2.
-    """
-    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
-
-    low, high = sorted(abs(v) for v in axis.get_view_interval())
-    decades = math.log10(high / low) if low > 0 and math.isfinite(high / low) else 10
-    if base == 10:
-        subs = (1.0, 2.0, 5.0) if decades <= 2.5 else (1.0,)
-        axis.set_major_locator(LogLocator(base=10, subs=subs, numticks=12))
-    else:
-        axis.set_major_locator(LogLocator(base=base, numticks=9))
-    axis.set_major_formatter(FuncFormatter(lambda v, _: number_text(v)))
-    axis.set_minor_formatter(NullFormatter())
 
 
 def scenario_caption(sc: Scenario, *, fixed=("work", "failure_rate", "checkpoint_cost", "restart_cost",
@@ -459,7 +414,7 @@ def study_figure(ds, x=None, y=None, path=None):
         if dim is not None and dim not in sweep_dims:
             raise ValueError(f"{name}: {dim!r} is not a sweep axis of this study ({', '.join(sweep_dims)})")
     if y is None:
-        raise ValueError(f"y: a study figure needs two sweep axes; this study sweeps {', '.join(sweep_dims)}")
+        raise ParameterError("y", f"a study figure needs two sweep axes; this study sweeps {', '.join(sweep_dims)}")
     ettr_xy = ds.ettr
     others = [d for d in sweep_dims if d not in (x, y)]
     if others:  # the first value of every other axis

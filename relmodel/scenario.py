@@ -9,13 +9,16 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
-import numbers
-import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 
 import numpy as np
 
-from .units import format_hours, short_repr, to_hours
+# Re-exported: the bounds and ScenarioError belong to the Scenario's contract.
+from .errors import ParameterError
+from .errors import (MAX_COUNT, MAX_FAILURE_RATE, MAX_LEMON_RATE_FACTOR, QUEUE_WAIT_DISTRIBUTIONS,  # noqa: F401
+                     SHAPE_RANGE, ScenarioError, check_number, is_sequence, scalar_value, sequence_values)
+from .failures import Exponential, FailureCategory, LemonMixture, TaxonomyMixture, Weibull, as_categories
+from .units import format_hours, short_repr
 
 # Field -> (units attr, kind). Kinds: "duration", "count", "rate", "shape", "fraction",
 # "factor", "choice".
@@ -33,316 +36,11 @@ FIELDS = {
     "lemon_rate_factor": ("1", "factor"),
     "queue_wait_distribution": ("", "choice"),
 }
-QUEUE_WAIT_DISTRIBUTIONS = ("fixed", "exponential")
-# Weibull shapes whose mean-preserving scale (1 / Gamma(1 + 1/k)) stays a normal float.
-SHAPE_RANGE = (0.01, 100.0)
 # Not sweep axes: a failure taxonomy (categories, see `relmodel.failures`), and
 # `failure_model`, which only fills the flat fields and is not kept.
 EXTRA_FIELDS = ("taxonomy", "failure_model")
 _REQUIRED = ("failure_rate", "checkpoint_interval", "work")
 _MAX_INTERVALS = 2.0**40  # work / checkpoint_interval beyond this is a unit mistake
-
-
-class ScenarioError(ValueError):
-    """An invalid scenario parameter; ``.parameter`` names it.
-
-    A `ValueError`, so callers that catch ValueError catch it too.
-
-    Parameters
-    ----------
-    parameter : str
-        The parameter at fault.
-    message : str
-        What is wrong with it.
-    """
-
-    def __init__(self, parameter: str, message: str):
-        super().__init__(f"{parameter}: {message}")
-        self.parameter = parameter
-
-
-# -- parameter validators: every public function checks its arguments here, so
-# that bad input is a ScenarioError naming the parameter, at once.
-
-# GPUs, nodes and GPUs per node: 2**32 is some 10^4 times the largest cluster, so
-# more is a typing mistake (2**64), and a lemon mixture's table (one entry per
-# likely lemon count, about sqrt(n) of them) still fits in memory.
-MAX_COUNT = 2**32
-# Failures per node-day: 10^6 is a failure every 0.09 s (measured: 10^-3 to 10^-2), so
-# more is a unit mistake, and a job's rate n_nodes * rate / 24 stays far inside float range.
-MAX_FAILURE_RATE = 1e6
-# A lemon node fails at most this many times as often as a healthy one (measured
-# lemons: tens of times); far beyond it the healthy rate rounds away.
-MAX_LEMON_RATE_FACTOR = 1e6
-
-
-def _bound_text(x) -> str:
-    """2**62 rather than 4611686018427387904 in messages."""
-    for offset, suffix in ((0, ""), (1, " - 1")):
-        if isinstance(x, int) and x + offset >= 2**16 and (x + offset) & (x + offset - 1) == 0:
-            return f"2**{(x + offset).bit_length() - 1}{suffix}"
-    return f"{x:g}" if isinstance(x, float) else str(x)
-
-
-def check_integer(name: str, value, low: int, high: int) -> int:
-    """Return `value` as an int in [low, high]: a Python or numpy integer, not a bool or a float.
-
-    Parameters
-    ----------
-    name : str
-        The parameter named in errors.
-    value : int
-        The value to check.
-    low, high : int
-        The inclusive bounds.
-
-    Returns
-    -------
-    int
-        The value as a Python int.
-
-    Raises
-    ------
-    ScenarioError
-        If `value` is not an integer or is out of bounds.
-    """
-    value = _item(value)
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not low <= value <= high:
-        raise ScenarioError(name, f"must be an integer in [{_bound_text(low)}, {_bound_text(high)}] "
-                                  f"(got {short_repr(value)})")
-    return int(value)
-
-
-def check_real(name: str, value, what: str = "a real number") -> float:
-    """Return `value` as a finite float; -0 becomes 0.0.
-
-    Any real number type is read; not a bool, not a string.
-
-    Parameters
-    ----------
-    name : str
-        The parameter named in errors.
-    value : float
-        The value to check.
-    what : str, default "a real number"
-        What the error says was expected.
-
-    Returns
-    -------
-    float
-        The value as a Python float.
-
-    Raises
-    ------
-    ScenarioError
-        If `value` is not a finite real number.
-    """
-    value = _item(value)
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise ScenarioError(name, f"must be {what} (got {short_repr(value)})")
-    try:
-        x = float(value)
-    except OverflowError:  # an int or fraction beyond the float range
-        x = math.inf
-    if not math.isfinite(x):
-        raise ScenarioError(name, f"must be finite (got {short_repr(value)})")
-    return x + 0.0  # -0.0 prints as "-0" and flips the sign of an infinity divided by it
-
-
-def check_choice(name: str, value, choices: tuple):
-    """Return `value` if it is one of `choices` (strings).
-
-    Parameters
-    ----------
-    name : str
-        The parameter named in errors.
-    value : str
-        The value to check.
-    choices : tuple of str
-        The allowed values.
-
-    Returns
-    -------
-    str
-        `value`.
-
-    Raises
-    ------
-    ScenarioError
-        If `value` is not one of `choices` (the message lists them).
-    """
-    if not isinstance(value, str) or value not in choices:
-        raise ScenarioError(name, f"must be one of {', '.join(map(repr, choices))} (got {short_repr(value)})")
-    return value
-
-
-def check_flag(name: str, value) -> bool:
-    """Return `value` as a bool: True or False (a numpy bool too).
-
-    "no" or 0 is refused rather than read as truthy.
-
-    Parameters
-    ----------
-    name : str
-        The parameter named in errors.
-    value : bool
-        The value to check.
-
-    Returns
-    -------
-    bool
-        The flag.
-
-    Raises
-    ------
-    ScenarioError
-        If `value` is not a bool.
-    """
-    value = _item(value)
-    if not isinstance(value, bool):
-        raise ScenarioError(name, f"must be True or False (got {short_repr(value)})")
-    return value
-
-
-def check_levels(name: str, values) -> tuple[float, ...]:
-    """Return distinct probability levels in [0, 1] (quantiles), as a tuple of floats.
-
-    Parameters
-    ----------
-    name : str
-        The parameter named in errors.
-    values : sequence of float
-        The levels.
-
-    Returns
-    -------
-    tuple of float
-        The levels.
-
-    Raises
-    ------
-    ScenarioError
-        If a level is outside [0, 1], repeated, or not a number.
-    """
-    if not _is_axis(values):
-        raise ScenarioError(name, f"must be a sequence of levels in [0, 1] (got {short_repr(values)})")
-    levels = tuple(check_real(name, v, "a level in [0, 1]") for v in _axis_values(values))
-    outside = [x for x in levels if not 0.0 <= x <= 1.0]
-    if outside:
-        raise ScenarioError(name, f"levels must be in [0, 1] (got {outside[0]!r})")
-    if len(set(levels)) != len(levels):
-        raise ScenarioError(name, f"levels must be distinct (got {short_repr(list(levels))})")
-    return levels
-
-
-def available_memory() -> int | None:
-    """Return the bytes of memory this process could still get.
-
-    MemAvailable on Linux; else the physical memory.
-
-    Returns
-    -------
-    int or None
-        Bytes, or None where neither is known.
-    """
-    try:
-        with open("/proc/meminfo") as meminfo:
-            for line in meminfo:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, AttributeError):
-        return None
-
-
-def check_memory(name: str, nbytes: float, what: str):
-    """Refuse up front what would not fit in memory.
-
-    Rather than run for an hour and die, or swap the machine to a halt.
-
-    Parameters
-    ----------
-    name : str
-        The parameter named in the error (the one to lower).
-    nbytes : float
-        Bytes the operation needs.
-    what : str
-        What would need them, for the message.
-
-    Raises
-    ------
-    ScenarioError
-        If `nbytes` exceeds the memory available.
-    """
-    free = available_memory()
-    if free is not None and nbytes > free:
-        raise ScenarioError(name, f"{what} need {_bytes_text(nbytes)} of memory; "
-                                  f"{_bytes_text(free)} is available")
-
-
-def _bytes_text(n: float) -> str:
-    for unit, size in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20)):
-        if n >= size:
-            return f"{n / size:.3g} {unit}"
-    return f"{n:.0f} bytes"
-
-
-def _is_axis(value) -> bool:
-    if isinstance(value, (str, bytes)):
-        return False
-    if isinstance(value, np.ndarray):
-        return value.ndim >= 1
-    return isinstance(value, (Sequence, range))
-
-
-def _axis_values(value) -> list:
-    return list(np.asarray(value).ravel()) if isinstance(value, np.ndarray) else list(value)
-
-
-def _check_number(name: str, value, *, kind: str):
-    """Normalise one scalar value of field `name` (a FIELDS kind), or raise ScenarioError."""
-    value = _item(value)
-    if kind == "choice":
-        return check_choice(name, value, QUEUE_WAIT_DISTRIBUTIONS)
-    if kind == "count":
-        if isinstance(value, numbers.Integral) and not isinstance(value, bool):
-            count = int(value)
-        else:
-            x = check_real(name, value, "a positive integer")  # 8.0 is 8
-            if not x.is_integer():
-                raise ScenarioError(name, f"must be a positive integer (got {short_repr(value)})")
-            count = int(x)
-        if not 1 <= count <= MAX_COUNT:
-            raise ScenarioError(name, f"must be an integer in [1, {_bound_text(MAX_COUNT)}] (got {short_repr(value)})")
-        return count
-    if kind == "duration":
-        try:
-            hours = to_hours(value, name)
-        except ValueError as err:
-            raise ScenarioError(name, str(err).split(": ", 1)[1]) from None
-        if math.isnan(hours) or math.isinf(hours):
-            raise ScenarioError(name, f"must be finite (got {short_repr(value)})")
-        if hours < 0 or (hours == 0 and name in ("checkpoint_interval", "work")):
-            bound = "> 0" if name in ("checkpoint_interval", "work") else ">= 0"
-            raise ScenarioError(name, f"must be {bound} (got {format_hours(hours)})")
-        return hours
-    x = check_real(name, value)
-    if kind == "shape" and x <= 0:
-        raise ScenarioError(name, f"must be > 0 (got {short_repr(value)})")
-    if kind == "shape" and not SHAPE_RANGE[0] <= x <= SHAPE_RANGE[1]:
-        raise ScenarioError(name, f"must be in [{SHAPE_RANGE[0]}, {SHAPE_RANGE[1]}] (got {short_repr(value)}); "
-                                  "measured failure data fall within 0.3 to 3")
-    if kind == "fraction" and not 0.0 <= x <= 1.0:
-        raise ScenarioError(name, f"must be in [0, 1] (got {short_repr(value)})")
-    if kind in ("rate", "factor") and x < 0:
-        raise ScenarioError(name, f"must be >= 0 (got {short_repr(value)})")
-    limit = {"rate": MAX_FAILURE_RATE, "factor": MAX_LEMON_RATE_FACTOR}.get(kind, math.inf)
-    if x > limit:
-        raise ScenarioError(name, f"must be at most {limit:g} (got {short_repr(value)})")
-    return x
 
 
 @dataclasses.dataclass(frozen=True)
@@ -428,15 +126,15 @@ class Scenario:
         self._apply_taxonomy()
         for name, (_, kind) in FIELDS.items():
             value = getattr(self, name)
-            if _is_axis(value):
-                values = _axis_values(value)
+            if is_sequence(value):
+                values = sequence_values(value)
                 if not values:
                     raise ScenarioError(name, "a sweep axis needs at least one value")
-                normal = tuple(_check_number(name, v, kind=kind) for v in values)
+                normal = tuple(check_number(name, v, kind=kind) for v in values)
                 if len(set(normal)) != len(normal):
                     raise ScenarioError(name, f"sweep values must be distinct (got {short_repr(values)})")
             else:
-                normal = _check_number(name, value, kind=kind)
+                normal = check_number(name, value, kind=kind)
             object.__setattr__(self, name, normal)
         if self.size > 2**32:
             raise ScenarioError("grid", f"{self.size} points; at most 2**32 scenarios per study")
@@ -456,8 +154,6 @@ class Scenario:
         for name, value in model.scenario_fields().items():
             given = getattr(self, name)
             if name == "taxonomy" and given is not None:
-                from .failures import as_categories
-
                 given = as_categories(given, "taxonomy")
             if not _same(given, defaults[name]) and not _same(given, value):
                 raise ScenarioError(name, f"{short_repr(given)} conflicts with failure_model={model!r}; give one or the other")
@@ -471,14 +167,12 @@ class Scenario:
                 if getattr(self, name) is None:
                     object.__setattr__(self, name, 0.0)
             return
-        from .failures import as_categories
-
         cats = as_categories(self.taxonomy, "taxonomy")
         object.__setattr__(self, "taxonomy", cats)
         for name in ("restart_cost", "queue_wait"):
             mean = math.fsum(c.share * getattr(c, name) for c in cats)
             given = getattr(self, name)
-            if given is not None and (_is_axis(given) or not _same(_check_number(name, _item(given), kind="duration"), mean)):
+            if given is not None and (is_sequence(given) or not _same(check_number(name, scalar_value(given), kind="duration"), mean)):
                 raise ScenarioError(name, f"the taxonomy sets it per category (share-weighted mean "
                                           f"{format_hours(mean)}); leave {name} out")
             object.__setattr__(self, name, mean)
@@ -497,17 +191,15 @@ class Scenario:
             For lemons or Weibull times together with a taxonomy (no single model
             object), or for a grid.
         """
-        from .failures import Exponential, LemonMixture, TaxonomyMixture, Weibull
-
         s = self._scalar()
         lemons = s.lemon_fraction != 0.0 or s.lemon_rate_factor != 1.0  # any lemon field set
         if s.taxonomy is not None:
             if lemons or s.weibull_shape != 1.0:
-                raise ValueError("taxonomy: no single model object for a taxonomy with lemons or Weibull times")
+                raise ParameterError("taxonomy", "no single model object for a taxonomy with lemons or Weibull times")
             return TaxonomyMixture(s.failure_rate, s.taxonomy)
         if lemons:
             if s.weibull_shape != 1.0:
-                raise ValueError("weibull_shape: no single model object for lemons with Weibull times")
+                raise ParameterError("weibull_shape", "no single model object for lemons with Weibull times")
             return LemonMixture(s.failure_rate, s.lemon_fraction, s.lemon_rate_factor)
         return Weibull(s.weibull_shape, s.failure_rate) if s.weibull_shape != 1.0 else Exponential(s.failure_rate)
 
@@ -556,7 +248,7 @@ class Scenario:
         """Whether any field is a sweep axis."""
         return bool(self.dims)
 
-    def points(self) -> Iterator["Scenario"]:
+    def points(self) -> Iterator[Scenario]:
         """Iterate over the scalar scenarios of the grid, in C order (the scenario index order).
 
         Yields
@@ -566,9 +258,9 @@ class Scenario:
         """
         dims = self.dims
         for values in itertools.product(*(getattr(self, d) for d in dims)):
-            yield dataclasses.replace(self, **dict(zip(dims, values)))
+            yield self._at(dict(zip(dims, values)))
 
-    def point(self, index) -> "Scenario":
+    def point(self, index) -> Scenario:
         """Return the scalar scenario at a grid index.
 
         Parameters
@@ -584,7 +276,13 @@ class Scenario:
         index = tuple(index)
         if len(index) != len(self.dims):
             raise IndexError(f"need {len(self.dims)} indices for dims {self.dims}, got {index}")
-        return dataclasses.replace(self, **{d: getattr(self, d)[i] for d, i in zip(self.dims, index)})
+        return self._at({d: getattr(self, d)[i] for d, i in zip(self.dims, index)})
+
+    def _at(self, values: dict) -> "Scenario":
+        """The grid point with these axis values, which were checked when the grid was built: not again."""
+        point = object.__new__(Scenario)
+        point.__dict__.update(self.__dict__, **values)
+        return point
 
     def columns(self) -> dict[str, np.ndarray]:
         """Return each field as a flat array over the grid points, in scenario index order.
@@ -618,7 +316,7 @@ class Scenario:
         return out
 
     @classmethod
-    def from_dataset(cls, ds) -> "Scenario":
+    def from_dataset(cls, ds) -> Scenario:
         """Rebuild the scenario (grid) behind a Dataset or DataArray.
 
         From `simulate`, `compare` or a study: its scenario coordinates, dimension
@@ -641,8 +339,6 @@ class Scenario:
             value = ds[name].values
             fields[name] = value.tolist() if value.ndim else value.item()
         if "category" in ds.coords:
-            from .failures import FailureCategory
-
             fields["taxonomy"] = tuple(
                 FailureCategory(str(name), float(share), float(restart), float(queue), str(domain) or None)
                 for name, share, restart, queue, domain in zip(
@@ -651,7 +347,7 @@ class Scenario:
             )
         return cls(**fields)
 
-    def sweep(self, **axes) -> "Scenario":
+    def sweep(self, **axes) -> Scenario:
         """Return a copy with some fields replaced (sequences make sweep axes).
 
         With a taxonomy, a scalar `restart_cost` or `queue_wait` scales every
@@ -684,9 +380,9 @@ class Scenario:
             if name not in axes or axes[name] is None:
                 continue
             value = axes[name]
-            if _is_axis(value):
+            if is_sequence(value):
                 raise ScenarioError(name, "cannot be a sweep axis with a taxonomy (it is set per category)")
-            hours = _check_number(name, _item(value), kind="duration")
+            hours = check_number(name, scalar_value(value), kind="duration")
             mean = math.fsum(c.share * getattr(c, name) for c in cats)
             if mean == 0 and hours != 0:
                 raise ScenarioError(name, "every category has 0 here, so there is nothing to scale")
@@ -695,7 +391,7 @@ class Scenario:
         return {**axes, "taxonomy": cats, "restart_cost": None, "queue_wait": None}
 
     # -- derived quantities of a scalar scenario ---------------------------
-    def _scalar(self) -> "Scenario":
+    def _scalar(self) -> Scenario:
         if self.is_grid:
             raise ValueError(f"this is a grid over {self.dims}; use .points() or a vectorised function")
         return self
@@ -748,13 +444,6 @@ def _same(a, b) -> bool:
         return bool(a == b)
     except (TypeError, ValueError):  # an array against a scalar: not one value
         return False
-
-
-def _item(value):
-    """A numpy scalar (or 0-d array) as the Python value it holds."""
-    if isinstance(value, np.generic) or (isinstance(value, np.ndarray) and value.ndim == 0):
-        return value.item()
-    return value
 
 
 def split_work(work, interval):

@@ -2,23 +2,20 @@
 
 from __future__ import annotations
 
-import datetime
 import warnings
 
 import numpy as np
 import xarray as xr
 
-from . import __version__
+from . import labels
 from ._kernels import BACKENDS
 from ._kernels.layout import BLOCK_SIZE, N_BINS
-from .engine import (COMPONENTS, DEFAULT_MAX_FAILURES, check_run_args, check_run_memory, check_threads, pack,
-                     resolve_backend, run, summarize)
-from .scenario import as_scenario, check_choice, check_flag, check_levels
+from .closed_form import LINEAR_TOLERANCE, ettr_arrays, grid_linear_deviation, grid_renewal_applies
+from .engine import (COMPONENTS, DEFAULT_MAX_FAILURES, RNG_SCHEME, check_run_args, check_run_memory, check_threads,
+                     pack, resolve_backend, run, summarize)
+from .errors import check_choice, check_flag, check_levels
+from .scenario import Scenario, as_scenario
 
-RNG_SCHEME = (
-    "Philox4x32-10; key = (seed, scenario index); counter = (draw lo, draw hi, job lo, job hi); "
-    "two 53-bit uniforms on (0, 1] per call"
-)
 JOB_FIELDS = ("wall", "productive", "checkpoint", "lost", "restart", "queue", "failures", "capped")
 
 
@@ -26,29 +23,8 @@ class CappedJobsWarning(RuntimeWarning):
     """Some jobs hit max_failures and were stopped: their scenario's ETTR is near 0."""
 
 
-_VARIABLES = {
-    "ettr": ("ETTR as total productive time / total wall time (work / mean wall)", "1"),
-    "ettr_se": ("standard error of ettr (delta method)", "1"),
-    "ettr_job_mean": ("mean over jobs of productive / wall", "1"),
-    "ettr_job_mean_se": ("standard error of ettr_job_mean", "1"),
-    "wall_mean": ("mean wall-clock time per job", "h"),
-    "wall_se": ("standard error of wall_mean", "h"),
-    "wall_quantile": ("wall-clock time quantiles (2048-bin histogram of failure-free wall / wall)", "h"),
-    "failures_mean": ("mean failures per job (during compute, checkpoint writes and restarts)", "1"),
-    "failures_se": ("standard error of failures_mean", "1"),
-    "time_mean": ("mean time per job by component; the components add up to wall_mean", "h"),
-    "n_capped": ("jobs stopped at max_failures (their times are truncated)", "1"),
-}
-# Only with a failure taxonomy, along its `category` dim; each adds up over
-# categories to the total (failures_mean, or that component of time_mean).
-_CATEGORY_VARIABLES = {
-    "failures_by_category": ("mean failures per job of each category", "1"),
-    "lost_by_category": ("mean lost (re-done) work per job, by the category of the failure that lost it", "h"),
-    "restart_by_category": ("mean restart time per job, by the category of the failure restarted from", "h"),
-    "queue_by_category": ("mean queue wait per job, by the category of the failure before it", "h"),
-    "unproductive_by_category": ("lost + restart + queue by category: the mean time per job each kind costs", "h"),
-}
 CATEGORY_FIELDS = ("failures", "lost", "restart", "queue")  # the C_* columns, in order
+CATALOGUE = {**labels.SIMULATED, **labels.SIMULATED_BY_CATEGORY, **labels.PER_JOB}
 
 
 def simulate(scenario, n_jobs: int = 100_000, seed: int = 0, backend: str = "numba", *,
@@ -139,47 +115,22 @@ def simulate(scenario, n_jobs: int = 100_000, seed: int = 0, backend: str = "num
             bar.close()
     est = summarize(totals, packed, quantiles)
 
-    dims = sc.dims
-    extra = {"wall_quantile": ("quantile",), "time_mean": ("component",)}
-    data_vars = {}
-    for name, (long_name, units) in _VARIABLES.items():
-        value = est[name]
-        data_vars[name] = (dims + extra.get(name, ()), value.reshape(sc.shape + value.shape[1:]),
-                           {"long_name": long_name, "units": units})
-    coords = dict(sc.coords())
-    coords["quantile"] = ("quantile", np.asarray(quantiles, dtype=float), {"units": "1"})
-    coords["component"] = ("component", list(COMPONENTS))
+    values = {name: est[name] for name in labels.SIMULATED}
     if sc.taxonomy is not None:
-        coords.update(sc.category_coords())
-        for name, (long_name, units) in _CATEGORY_VARIABLES.items():
-            value = est[name]
-            data_vars[name] = (dims + ("category",), value.reshape(sc.shape + value.shape[1:]),
-                               {"long_name": long_name, "units": units})
+        values.update({name: est[name] for name in labels.SIMULATED_BY_CATEGORY})
     if keep_jobs:
-        coords["job"] = ("job", np.arange(n_jobs))
         for i, field in enumerate(JOB_FIELDS):
-            values = totals.jobs[:, :, i].reshape(sc.shape + (n_jobs,))
-            if field in ("failures", "capped"):
-                values = values.astype(np.int64)
-            data_vars[f"job_{field}"] = (dims + ("job",), values, {"units": "1" if field in ("failures", "capped") else "h"})
+            job_values = totals.jobs[:, :, i]
+            values[f"job_{field}"] = job_values.astype(np.int64) if field in ("failures", "capped") else job_values
         if sc.taxonomy is not None:
             for i, field in enumerate(CATEGORY_FIELDS):
-                values = totals.cat_jobs[:, :, :, i].reshape(sc.shape + totals.cat_jobs.shape[1:3])
-                data_vars[f"job_{field}_by_category"] = (dims + ("job", "category"), values,
-                                                         {"units": "1" if field == "failures" else "h"})
-
-    ds = xr.Dataset(data_vars, coords=coords, attrs={
-        "title": "relmodel Monte Carlo job timelines",
-        "relmodel_version": __version__,
-        "seed": seed,
-        "rng": RNG_SCHEME,
-        "backend": backend,
-        "n_jobs": n_jobs,
-        "max_failures": max_failures,
-        "block_size": BLOCK_SIZE,
-        "histogram_bins": N_BINS,
-        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-    })
+                values[f"job_{field}_by_category"] = totals.cat_jobs[:, :, :, i]
+    ds = labels.grid_dataset(sc, CATALOGUE, values, quantiles=quantiles, components=COMPONENTS,
+                             attrs=labels.provenance("relmodel Monte Carlo job timelines", seed=seed, rng=RNG_SCHEME,
+                                                     backend=backend, n_jobs=n_jobs, max_failures=max_failures,
+                                                     block_size=BLOCK_SIZE, histogram_bins=N_BINS))
+    if keep_jobs:
+        ds = ds.assign_coords(job=("job", np.arange(n_jobs)))
     n_capped = int(ds["n_capped"].sum())
     if n_capped:
         skipped = int((np.isnan(ds["failures_mean"]) & (ds["n_capped"] == n_jobs)).sum())
@@ -227,23 +178,19 @@ def compare(grid, n_jobs: int = 100_000, seed: int = 0, backend: str = "numba", 
         2 %, of the exact renewal form, `closed_form.linear_valid`). Closed
         forms that do not apply are NaN.
     """
-    from .closed_form import ClosedFormWarning, ettr, linear_valid, renewal_applies
-
-    from .scenario import Scenario
-
     if isinstance(grid, xr.Dataset):
         sim, sc = grid, Scenario.from_dataset(grid)
     else:
         sc = as_scenario(grid)
         sim = simulate(sc, n_jobs=n_jobs, seed=seed, backend=backend, **simulate_kwargs)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ClosedFormWarning)  # the flags below say where
-        linear = ettr(sc, "linear")
-        renewal = ettr(sc, "renewal")
-    exact = np.array([renewal_applies(p) for p in sc.points()]).reshape(sc.shape)
+    linear, renewal = ettr_arrays(sc, "linear"), ettr_arrays(sc, "renewal")
+    exact = grid_renewal_applies(sc)
+    valid = np.abs(grid_linear_deviation(sc)) <= LINEAR_TOLERANCE
+    closed = labels.grid_dataset(sc, labels.COMPARED, {"ettr_linear": linear, "ettr_renewal": renewal},
+                                 attrs={}, categories=False)
     ds = xr.Dataset(coords=sim.coords).drop_vars(["quantile", "component"], errors="ignore")
-    ds["ettr_linear"] = ((), linear) if not sc.is_grid else linear.variable
-    ds["ettr_renewal"] = ((), renewal) if not sc.is_grid else renewal.variable
+    ds["ettr_linear"] = closed.ettr_linear
+    ds["ettr_renewal"] = closed.ettr_renewal
     ds["ettr_sim"] = sim.ettr
     ds["ettr_sim_se"] = sim.ettr_se
     for name in ("ettr_job_mean", "ettr_job_mean_se", "n_capped"):  # a study may not have kept them
@@ -251,24 +198,10 @@ def compare(grid, n_jobs: int = 100_000, seed: int = 0, backend: str = "numba", 
             ds[name] = sim[name]
     with np.errstate(invalid="ignore", divide="ignore"):
         ds["z_renewal"] = (ds.ettr_sim - ds.ettr_renewal) / ds.ettr_sim_se
-        reference = xr.where(exact, ds.ettr_renewal, ds.ettr_sim)
+        reference = xr.where(exact.reshape(sc.shape), ds.ettr_renewal, ds.ettr_sim)
         ds["linear_rel_error"] = (ds.ettr_linear - reference) / reference
-    ds["renewal_exact"] = (sc.dims, exact)
-    ds["linear_valid"] = (sc.dims, np.array([linear_valid(p) for p in sc.points()]).reshape(sc.shape))
-    for name, (long_name, units) in {
-        "ettr_linear": ("expected ETTR, first-order (linear) closed form", "1"),
-        "ettr_renewal": ("expected ETTR, renewal closed form (exact for exponential failures)", "1"),
-        "ettr_sim": ("simulated ETTR: total productive / total wall", "1"),
-        "ettr_sim_se": ("standard error of ettr_sim", "1"),
-        "ettr_job_mean": ("simulated mean over jobs of productive / wall (not what the closed forms give)", "1"),
-        "ettr_job_mean_se": ("standard error of ettr_job_mean", "1"),
-        "n_capped": ("simulated jobs stopped at max_failures", "1"),
-        "z_renewal": ("(ettr_sim - ettr_renewal) / ettr_sim_se", "1"),
-        "linear_rel_error": ("(ettr_linear - reference) / reference; reference: renewal if exact, else ettr_sim", "1"),
-        "renewal_exact": ("the renewal form is exact here (exponential failures)", ""),
-        "linear_valid": ("the linear form is within 2 % of the exact renewal form (and defined)", ""),
-    }.items():
-        if name in ds:
-            ds[name].attrs = {"long_name": long_name, **({"units": units} if units else {})}
+    ds["renewal_exact"] = (sc.dims, exact.reshape(sc.shape))
+    ds["linear_valid"] = (sc.dims, valid.reshape(sc.shape))
+    labels.label(ds, labels.COMPARED)
     ds.attrs = {**sim.attrs, "title": "relmodel: closed forms against simulation"}
     return ds

@@ -89,7 +89,7 @@ def exclusive(store: Path, fingerprint: str, label: str):
     try:
         lock.acquire(timeout=0)
     except Timeout:
-        raise StudyError(_busy_message(store, fingerprint, label)) from None
+        raise StudyError(str(store), _busy_reason(store, fingerprint, label)) from None
     holder = lock_path(store).with_name(lock_path(store).name + ".json")
     try:
         _write_atomically(holder, json.dumps({
@@ -101,15 +101,15 @@ def exclusive(store: Path, fingerprint: str, label: str):
         lock.release()
 
 
-def _busy_message(store: Path, fingerprint: str, label: str) -> str:
+def _busy_reason(store: Path, fingerprint: str, label: str) -> str:
     holder = _holder(lock_path(store).with_name(lock_path(store).name + ".json"))
     this = study_name(label, fingerprint)
     if holder.get("study_fingerprint") == fingerprint:
-        return (f"{store}: another run of this study ({this}; pid {holder.get('pid')} on {holder.get('host')}) "
+        return (f"another run of this study ({this}; pid {holder.get('pid')} on {holder.get('host')}) "
                 f"is writing it; wait for it to finish (it leaves the same store)")
     other = (study_name(holder.get("study", ""), holder["study_fingerprint"]) if "study_fingerprint" in holder
              else "a run that has not said which")
-    return (f"{store}: is being written by another study ({other}); this study ({this}) was not started: "
+    return (f"is being written by another study ({other}); this study ({this}) was not started: "
             f"choose another --out")
 
 

@@ -26,8 +26,10 @@ from pathlib import Path
 
 import numpy as np
 
+from . import labels
 from .engine import MAX_JOBS
-from .scenario import FIELDS, Scenario, ScenarioError
+from .errors import ParameterError, ScenarioError
+from .scenario import FIELDS, Scenario
 from .units import to_hours
 
 if sys.version_info >= (3, 11):
@@ -35,16 +37,22 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-OUTPUTS = ("ettr", "ettr_se", "ettr_job_mean", "ettr_job_mean_se", "wall_mean", "wall_se", "wall_quantile",
-           "failures_mean", "failures_se", "time_mean", "n_capped")
+OUTPUTS = tuple(labels.SIMULATED)
 # Kept only when the study has a failure taxonomy (along its `category` dim).
-CATEGORY_OUTPUTS = ("failures_by_category", "lost_by_category", "restart_by_category", "queue_by_category",
-                    "unproductive_by_category")
+CATEGORY_OUTPUTS = tuple(labels.SIMULATED_BY_CATEGORY)
 RUN_KEYS = {"n_jobs", "seed", "backend", "max_failures", "chunk_points", "outputs"}
 
 
-class StudyError(ValueError):
-    """A study file that cannot be run; the message names the key and its line."""
+class StudyError(ParameterError):
+    """A study that cannot be run; ``.parameter`` is the file (and line) or store, the message names the key.
+
+    Parameters
+    ----------
+    parameter : str
+        The study file (with its line) or store, or the run parameter at fault.
+    reason : str
+        What is wrong.
+    """
 
 
 @dataclasses.dataclass(frozen=True)
@@ -179,17 +187,17 @@ def parse_study(text: str, name: str = "study", folder: Path | None = None) -> S
     def fail(section, key, message):
         line = _line_of(text, section, key) if key else None
         where = f"{name} line {line}" if line else name
-        raise StudyError(f"{where}: [{section}] {key}: {message}" if key else f"{where}: {message}")
+        raise StudyError(where, f"[{section}] {key}: {message}" if key else message)
 
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
-        raise StudyError(f"{name}: not valid TOML: {err}") from None
+        raise StudyError(str(name), f"not valid TOML: {err}") from None
     except RecursionError:
-        raise StudyError(f"{name}: not valid TOML: nested too deeply") from None
+        raise StudyError(str(name), "not valid TOML: nested too deeply") from None
     for section in doc:
         if section not in ("fixed", "sweep", "run"):
-            raise StudyError(f"{name} line {_line_of(text, None, section) or '?'}: unknown section or key "
+            raise StudyError(f"{name} line {_line_of(text, None, section) or '?'}", "unknown section or key "
                              f"{section!r}; a study has [fixed], [sweep] and [run]")
     fixed, sweep, run = doc.get("fixed", {}), doc.get("sweep", {}), doc.get("run", {})
     for section, table in (("fixed", fixed), ("sweep", sweep)):
@@ -237,7 +245,7 @@ def parse_study(text: str, name: str = "study", folder: Path | None = None) -> S
         fail(section, err.parameter, str(err).split(": ", 1)[1])
     except TypeError as err:  # a required field missing
         missing = re.findall(r"'(\w+)'", str(err))
-        raise StudyError(f"{name}: missing scenario field(s) {', '.join(missing)} in [fixed] or [sweep]") from None
+        raise StudyError(str(name), f"missing scenario field(s) {', '.join(missing)} in [fixed] or [sweep]") from None
     return study
 
 
@@ -268,9 +276,9 @@ def load_study(path) -> Study:
     try:
         text = read_small_text(path, STUDY_FILE_BYTES)
     except OSError as err:
-        raise StudyError(f"{path}: cannot read the study file ({err.strerror})") from None
+        raise StudyError(str(path), f"cannot read the study file ({err.strerror})") from None
     except ValueError as err:  # a device, a FIFO, a huge or a binary file
-        raise StudyError(f"{path}: not a study file: {err}") from None
+        raise StudyError(str(path), f"not a study file: {err}") from None
     return parse_study(text, name=str(path), folder=path.parent)
 
 

@@ -13,9 +13,7 @@ written under a temporary name and renamed.
 
 from __future__ import annotations
 
-import datetime
 import itertools
-import json
 import os
 import shutil
 import time
@@ -25,15 +23,15 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
+from . import labels
 from . import store as stores
 from ._extras import require
-from ._version import __version__
-from .engine import COMPONENTS, pack_points, run, summarize
-from .simulate import _CATEGORY_VARIABLES, _VARIABLES, RNG_SCHEME
+from .engine import COMPONENTS, RNG_SCHEME, pack_points, run, summarize
+from .scenario import Scenario
+from .simulate import simulate
 from .store import DONE_DIR, ZARR_FORMAT, chunk_id, write_zarr  # noqa: F401  write_zarr: re-exported
-from .study import CATEGORY_OUTPUTS, Study, StudyError, chunk_shape, default_chunk_points
-_EXTRA_DIMS = {"wall_quantile": ("quantile",), "time_mean": ("component",),
-               **dict.fromkeys(CATEGORY_OUTPUTS, ("category",))}
+from .study import Study, StudyError, chunk_shape, default_chunk_points
+
 QUANTILES = (0.05, 0.5, 0.95)
 
 
@@ -101,8 +99,6 @@ def compute_chunk(study: Study, region, n_threads: int | None = None, progress=N
 
 def _warm_up(backend: str):
     """Load (or compile) the kernels once per worker, before any task."""
-    from . import Scenario, simulate
-
     simulate(Scenario(n_gpus=8, failure_rate=1.0, checkpoint_interval=1, work=2), n_jobs=8, backend=backend)
     return True
 
@@ -113,31 +109,22 @@ def _template(study: Study, chunks) -> xr.Dataset:
     import dask.array as da
 
     sc = study.scenario
-    dims = sc.dims
+    catalogue = {**labels.SIMULATED, **labels.SIMULATED_BY_CATEGORY}
+    extent = {"quantile": len(QUANTILES), "component": len(COMPONENTS), "category": len(sc.taxonomy or ())}
     data_vars = {}
     for name in study.outputs:
-        extra = _EXTRA_DIMS.get(name, ())
-        extra_len = {"quantile": len(QUANTILES), "component": len(COMPONENTS), "category": len(sc.taxonomy or ())}
-        shape = sc.shape + tuple(extra_len[d] for d in extra)
-        long_name, units = {**_VARIABLES, **_CATEGORY_VARIABLES}[name]
-        data_vars[name] = (dims + extra, da.full(shape, np.nan, chunks=tuple(chunks) + shape[len(dims):]),
-                           {"long_name": long_name, "units": units})
-    coords = dict(sc.coords())
-    coords["quantile"] = ("quantile", np.asarray(QUANTILES), {"units": "1"})
-    coords["component"] = ("component", list(COMPONENTS))
-    if sc.taxonomy:
-        coords.update(sc.category_coords())
-    return xr.Dataset(data_vars, coords=coords)
+        variable = catalogue[name]
+        extra = tuple(extent[d] for d in variable.extra_dims)
+        data_vars[name] = (sc.dims + variable.extra_dims,
+                           da.full(sc.shape + extra, np.nan, chunks=tuple(chunks) + extra), variable.attrs)
+    return xr.Dataset(data_vars, coords=labels.grid_coords(sc, quantiles=QUANTILES, components=COMPONENTS))
 
 
 def _store_attrs(study: Study, source: str, label: str, chunks) -> dict:
-    return {
-        "title": "relmodel study", "relmodel_version": __version__, "study_fingerprint": study.fingerprint(),
-        "study_file": label, "study_source": source, "seed": study.seed, "n_jobs": study.n_jobs, "backend": study.backend,
-        "max_failures": study.max_failures, "rng": RNG_SCHEME, "chunks": list(chunks),
-        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "status": "running",
-    }
+    return labels.provenance(
+        "relmodel study", study_fingerprint=study.fingerprint(), study_file=label, study_source=source,
+        seed=study.seed, n_jobs=study.n_jobs, backend=study.backend, max_failures=study.max_failures,
+        rng=RNG_SCHEME, chunks=list(chunks), status="running")
 
 
 def open_or_create(study: Study, store: Path, source: str, label: str = "") -> tuple:
@@ -188,11 +175,11 @@ def open_or_create(study: Study, store: Path, source: str, label: str = "") -> t
         chunks = tuple(int(c) for c in attrs["chunks"])
     except Exception as err:  # not a zarr group, or not one of ours
         reason = f"{type(err).__name__}: {err}".splitlines()[0]
-        raise StudyError(f"{store}: exists and is not a relmodel study store ({reason}); "
+        raise StudyError(str(store), f"exists and is not a relmodel study store ({reason}); "
                          f"choose another --out or delete it") from None
     if attrs.get("study_fingerprint") != study.fingerprint():
         other = stores.study_name(attrs.get("study_file", ""), attrs.get("study_fingerprint"))
-        raise StudyError(f"{store}: holds another study ({other}); this study "
+        raise StudyError(str(store), f"holds another study ({other}); this study "
                          f"({stores.study_name(label, study.fingerprint())}) was not run: "
                          f"choose another --out, or delete {store} to replace it")
     return chunks
@@ -256,9 +243,9 @@ def run_study(study: Study, out, *, source: str = "", label: str = "", scheduler
     """
     out = Path(out)
     if out.suffix not in (".zarr", ".nc"):
-        raise StudyError(f"{out}: the output must end in .zarr or .nc")
+        raise StudyError(str(out), "the output must end in .zarr or .nc")
     if scheduler not in ("local", "dask-local") and not scheduler.startswith(("tcp://", "tls://", "ucx://")):
-        raise StudyError(f"scheduler: use 'local', 'dask-local' or a Dask scheduler address (got {scheduler!r})")
+        raise StudyError("scheduler", f"use 'local', 'dask-local' or a Dask scheduler address (got {scheduler!r})")
     require("zarr", "a study's store")
     require("filelock", "a study's store")
     if out.suffix == ".nc":
@@ -269,7 +256,7 @@ def run_study(study: Study, out, *, source: str = "", label: str = "", scheduler
     with stores.exclusive(out, study.fingerprint(), label):
         if out.suffix == ".nc" and out.exists():
             shutil.rmtree(store, ignore_errors=True)  # what a run killed after its rename left
-            raise StudyError(f"{out}: exists; a finished netCDF study is not resumed (delete it to run again)")
+            raise StudyError(str(out), "exists; a finished netCDF study is not resumed (delete it to run again)")
         chunks = open_or_create(study, store, source, label)
         regions = list(chunk_regions(study.scenario.shape, chunks))
         problems = _problems(store, regions, study.outputs)
@@ -295,7 +282,7 @@ def _problems(store: Path, regions, outputs) -> dict:
         return stores.verify(store, regions, outputs)
     except Exception as err:  # the store's own metadata is damaged
         reason = f"{type(err).__name__}: {err}".splitlines()[0]
-        raise StudyError(f"{store}: cannot be read as a study store ({reason}); delete it to run again") from None
+        raise StudyError(str(store), f"cannot be read as a study store ({reason}); delete it to run again") from None
 
 
 def _status(store: Path) -> str | None:
@@ -446,18 +433,18 @@ def verify_study(path) -> dict[str, str]:
             with xr.open_dataset(path, engine="h5netcdf") as ds:
                 ds.load()
         except FileNotFoundError:
-            raise StudyError(f"{path}: no such study file") from None
+            raise StudyError(str(path), "no such study file") from None
         except Exception as err:
             return {"file": f"unreadable: {type(err).__name__}: {err}".splitlines()[0]}
         return {}
     require("zarr", "a .zarr study")
     if not path.is_dir():
-        raise StudyError(f"{path}: no such study store" if not path.exists()
+        raise StudyError(str(path), "no such study store" if not path.exists()
                          else f"{path}: not a study store (a .zarr folder or a .nc file)")
     try:
         with xr.open_zarr(path, consolidated=False) as ds:
             regions, outputs = _regions_of(ds), list(ds.data_vars)
     except Exception as err:
         reason = f"{type(err).__name__}: {err}".splitlines()[0]
-        raise StudyError(f"{path}: is not a relmodel study store ({reason})") from None
+        raise StudyError(str(path), f"is not a relmodel study store ({reason})") from None
     return _problems(path, regions, outputs)

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .errors import ParameterError
 from .taxonomy import load as load_taxonomy
 from .units import to_hours
 
@@ -187,7 +188,7 @@ class SyntheticLog:
             On another format.
         """
         if format not in ("csv", "sacct"):
-            raise ValueError(f"format: must be 'csv' or 'sacct' (got {format!r})")
+            raise ParameterError("format", f"must be 'csv' or 'sacct' (got {format!r})")
         return self.to_csv() if format == "csv" else self.to_sacct()
 
 
@@ -265,11 +266,11 @@ def synthetic_log(n_jobs: int, *, failure_rate: float, seed: int = 0, n_nodes: i
         The log, or its text when `format` is given.
     """
     if not (isinstance(n_jobs, (int, np.integer)) and n_jobs >= 1):
-        raise ValueError(f"n_jobs: must be a positive integer (got {n_jobs!r})")
+        raise ParameterError("n_jobs", f"must be a positive integer (got {n_jobs!r})")
     if not (math.isfinite(failure_rate) and failure_rate >= 0):
-        raise ValueError(f"failure_rate: must be finite and >= 0 (got {failure_rate!r})")
+        raise ParameterError("failure_rate", f"must be finite and >= 0 (got {failure_rate!r})")
     if not 0 <= lemon_nodes <= n_nodes:
-        raise ValueError(f"lemon_nodes: must be in [0, n_nodes] (got {lemon_nodes!r})")
+        raise ParameterError("lemon_nodes", f"must be in [0, n_nodes] (got {lemon_nodes!r})")
     rng = np.random.Generator(np.random.Philox(seed))
     tax = load_taxonomy(taxonomy)
     limit_h, wait_h = to_hours(time_limit, "time_limit"), to_hours(requeue_wait, "requeue_wait")
@@ -366,7 +367,7 @@ def synthetic_log(n_jobs: int, *, failure_rate: float, seed: int = 0, n_nodes: i
     log = SyntheticLog(rows=rows, truth=truth, n_cluster_nodes=n_nodes)
     if format is None:
         if path is not None:
-            raise ValueError("path: give format= too ('csv' or 'sacct')")
+            raise ParameterError("path", "give format= too ('csv' or 'sacct')")
         return log
     text = log.text(format)
     _maybe_write(text, path)

@@ -23,6 +23,7 @@ try:  # Python >= 3.11
 except ModuleNotFoundError:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
+from .errors import ParameterError
 from .units import short_repr, to_hours
 
 PRESETS = Path(__file__).resolve().parent / "data" / "taxonomy"
@@ -32,8 +33,16 @@ _SHARE_TOLERANCE = 1e-6
 MAX_FILE_BYTES = 2**20  # a taxonomy is a few kilobytes; a bigger "taxonomy" is the wrong file
 
 
-class TaxonomyError(ValueError):
-    """An invalid taxonomy file; the message names the file, the key and the value."""
+class TaxonomyError(ParameterError):
+    """An invalid taxonomy; ``.parameter`` is the file (or "taxonomy"), the message names the key and value.
+
+    Parameters
+    ----------
+    parameter : str
+        The taxonomy file, or "taxonomy" for a name that is none.
+    reason : str
+        What is wrong.
+    """
 
 
 @dataclasses.dataclass(frozen=True)
@@ -250,25 +259,26 @@ def load(name_or_path: str | Path | Taxonomy = "meta-2024") -> Taxonomy:
     if isinstance(name_or_path, Taxonomy):
         return name_or_path
     if not isinstance(name_or_path, (str, os.PathLike)) or "\0" in str(name_or_path):
-        raise TaxonomyError(f"expected a preset name ({', '.join(presets())}) or the path of a taxonomy "
+        raise TaxonomyError("taxonomy", f"expected a preset name ({', '.join(presets())}) or the path of a taxonomy "
                             f"file (got {short_repr(name_or_path)})")
     path = Path(name_or_path)
     if not path.suffix and not path.exists():
         path = PRESETS / f"{name_or_path}.toml"
         if not path.exists():
-            raise TaxonomyError(f"unknown taxonomy {short_repr(str(name_or_path))}; presets: {', '.join(presets())}")
+            raise TaxonomyError("taxonomy", f"unknown taxonomy {short_repr(str(name_or_path))}; "
+                                            f"presets: {', '.join(presets())}")
     try:
         text = read_small_text(path, MAX_FILE_BYTES)
     except OSError as err:
-        raise TaxonomyError(f"{path}: cannot read ({err.strerror or err})") from None
+        raise TaxonomyError(str(path), f"cannot read ({err.strerror or err})") from None
     except ValueError as err:  # too big, not a regular file, not UTF-8
-        raise TaxonomyError(f"{path}: {err}") from None
+        raise TaxonomyError(str(path), str(err)) from None
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
-        raise TaxonomyError(f"{path}: not valid TOML ({err})") from None
+        raise TaxonomyError(str(path), f"not valid TOML ({err})") from None
     except RecursionError:  # tomllib recurses into nested arrays and tables
-        raise TaxonomyError(f"{path}: not valid TOML (nested too deeply)") from None
+        raise TaxonomyError(str(path), "not valid TOML (nested too deeply)") from None
     return _build(data, path)
 
 
@@ -316,7 +326,7 @@ def read_small_text(path, max_bytes: int) -> str:
 
 def _build(data: dict, path: Path) -> Taxonomy:
     def fail(key, value, why):
-        raise TaxonomyError(f"{path}: {key} = {short_repr(value)}: {why}")
+        raise TaxonomyError(str(path), f"{key} = {short_repr(value)}: {why}")
 
     def text(table, key, where, required=True):
         value = table.get(key, "" if not required else None)

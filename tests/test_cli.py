@@ -97,7 +97,7 @@ def test_every_duration_option_needs_a_unit(command, names):
 
 
 def _reads_a_unit(param_type) -> bool:
-    from relmodel.cli import Duration, FieldValues
+    from relmodel._cli_shared import Duration, FieldValues
     from relmodel.scenario import FIELDS
 
     return isinstance(param_type, Duration) or (

@@ -10,8 +10,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import relmodel.elastic as el
-from relmodel._kernels.allocate import solve_allocation, stream_uniforms
 from relmodel._kernels.rng_numba import uniforms
+from relmodel.elastic._allocation_kernel import solve_allocation, stream_uniforms
 
 
 # -- the kernel alone ---------------------------------------------------------

@@ -9,7 +9,7 @@ import pytest
 import xarray as xr
 from click.testing import CliRunner
 
-from relmodel.cli import OneLineErrors
+from relmodel._cli_shared import OneLineErrors
 from relmodel.elastic.cli import cluster
 
 TRACE_195 = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "elasticflow" / "195job.csv"

@@ -15,7 +15,8 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 import relmodel.pipeline as pl
-from relmodel.cli import OneLineErrors, main
+from relmodel._cli_shared import OneLineErrors
+from relmodel.cli import main
 from relmodel.pipeline.cli import parse_failures, pipeline
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"

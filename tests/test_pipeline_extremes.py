@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import relmodel.pipeline as pl
-from relmodel._kernels import schedule as kernel
+from relmodel.pipeline import _schedule_kernel as kernel
 from relmodel.pipeline.config import CLOCK_RESOLUTION, clock_bound
 from relmodel.pipeline.runs import LOSS_STEP
 
@@ -73,7 +73,7 @@ CHILD = """\
 import json, math, sys
 import numpy as np
 import relmodel.pipeline as pl
-from relmodel._kernels import schedule as kernel
+from relmodel.pipeline import _schedule_kernel as kernel
 for name, code in json.loads(sys.argv[1]).items():
     *body, last = code.strip().splitlines()
     scope = dict(np=np, pl=pl, kernel=kernel, math=math)

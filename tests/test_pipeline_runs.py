@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import relmodel.pipeline as pl
-from relmodel._kernels import schedule as kernel
+from relmodel.pipeline import _schedule_kernel as kernel
 from relmodel.pipeline import runs
 from relmodel.pipeline.runs import LOSS_CHECKPOINT, LOSS_NONE, LOSS_STEP
 

@@ -7,7 +7,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 import relmodel.pipeline as pl
-from relmodel._kernels import schedule as kernel
+from relmodel.pipeline import _schedule_kernel as kernel
 from relmodel.pipeline.graph import build_graph, stage_order, worker_chains
 from relmodel.pipeline.recycle import PLANS, recycle_schedule
 from relmodel.pipeline.schedule import DeadlockError, greedy, sweep

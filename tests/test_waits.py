@@ -43,8 +43,9 @@ PROBE = textwrap.dedent("""
         def write(self, text):
             if text.strip() and not seen:
                 seen.update(line=text.splitlines()[0], seconds=time.perf_counter() - start,
-                            loaded=sorted(m for m in sys.modules if m == "numba" or m.startswith(
-                                "relmodel._kernels.") and m.rsplit(".", 1)[1] not in ("layout", "__init__")))
+                            loaded=sorted(m for m in sys.modules if m == "numba" or m.endswith("_kernel") or (
+                                m.startswith("relmodel._kernels.")
+                                and m.rsplit(".", 1)[1] not in ("layout", "_jit", "__init__"))))
             return real.write(text)
 
         def __getattr__(self, name):

@@ -2,13 +2,16 @@
 entry points `run_blocks` and `run_jobs`; the Numba one is imported (and
 compiled, or loaded from its cache) only when first asked for."""
 
-import importlib
+from ..errors import ParameterError
 
 BACKENDS = ("numba", "cython")
-_MODULES = {"numba": ".timeline_numba", "cython": "._timeline_cy"}
 
 
 def backend(name: str):
-    if name not in _MODULES:
-        raise ValueError(f"backend: unknown backend {name!r}; use one of {BACKENDS}")
-    return importlib.import_module(_MODULES[name], __name__)
+    if name == "numba":
+        from . import timeline_numba as module
+    elif name == "cython":
+        from . import _timeline_cy as module
+    else:
+        raise ParameterError("backend", f"unknown backend {name!r}; use one of {BACKENDS}")
+    return module

@@ -9,16 +9,15 @@ from the rate table when it has more than one entry, then one uniform through
 import numpy as np
 from numba import njit, prange
 
+from ._jit import JIT_OPTIONS
 from .rng_numba import next_uniform, split_job
 from .timeline_numba import draw_rate_entry, time_to_failure
-
-_JIT = dict(cache=True, error_model="numpy", nogil=True)
 
 
 @njit(
     "void(float64[::1], float64[::1], float64, float64, uint64, uint64, float64[::1])",
     parallel=True,
-    **_JIT,
+    **JIT_OPTIONS,
 )
 def first_failure_times(rate_cdf, rate_value, shape, scale_factor, seed, scenario_key, out):
     """out[j] = hours of runtime before job j's first failure (inf at rate 0)."""

@@ -9,6 +9,8 @@ on (0, 1]. Words are held in uint64 so the 32x32 -> 64 bit products are exact.
 import numpy as np
 from numba import njit, prange
 
+from ._jit import JIT_OPTIONS
+
 _MASK32 = np.uint64(0xFFFFFFFF)
 _M0 = np.uint64(0xD2511F53)
 _M1 = np.uint64(0xCD9E8D57)
@@ -20,10 +22,8 @@ _S6 = np.uint64(6)
 _TWO26 = 67108864.0
 _TWO_M53 = 2.0**-53
 
-_JIT = dict(cache=True, error_model="numpy", nogil=True)
 
-
-@njit(**_JIT)
+@njit(**JIT_OPTIONS)
 def philox4x32_10(c0, c1, c2, c3, k0, k1):
     """Ten Philox rounds on counter (c0..c3) with key (k0, k1); uint64 words < 2**32."""
     for _ in range(10):
@@ -40,14 +40,14 @@ def philox4x32_10(c0, c1, c2, c3, k0, k1):
     return c0, c1, c2, c3
 
 
-@njit(**_JIT)
+@njit(**JIT_OPTIONS)
 def words_to_uniform(a, b):
     """27 high bits of a and 26 of b -> x in [0, 2**53); returns (x + 1) / 2**53 in (0, 1]."""
     # Through int64: exact (< 2**27) and far cheaper on x86 than uint64 -> float64.
     return (float(np.int64(a >> _S5)) * _TWO26 + float(np.int64(b >> _S6)) + 1.0) * _TWO_M53
 
 
-@njit(**_JIT)
+@njit(**JIT_OPTIONS)
 def next_uniform(k0, k1, job_lo, job_hi, n_drawn, spare):
     """The job's uniform number `n_drawn`; returns (u, n_drawn + 1, spare)."""
     if n_drawn & 1:
@@ -57,14 +57,14 @@ def next_uniform(k0, k1, job_lo, job_hi, n_drawn, spare):
     return words_to_uniform(r0, r1), n_drawn + 1, words_to_uniform(r2, r3)
 
 
-@njit(**_JIT)
+@njit(**JIT_OPTIONS)
 def split_job(job):
     j = np.uint64(job)
     return j & _MASK32, j >> _S32
 
 
 # Lazily compiled (no signature): tests and benchmarks only, kept off the simulate start-up path.
-@njit(parallel=True, **_JIT)
+@njit(parallel=True, **JIT_OPTIONS)
 def uniforms(seed, scenario, job, first, out):
     """out[i] = uniform number first + i of (seed, scenario, job); for tests and streams."""
     k0 = np.uint64(seed)
@@ -75,7 +75,7 @@ def uniforms(seed, scenario, job, first, out):
         out[i] = spare if (first + i) & 1 else u
 
 
-@njit(parallel=True, **_JIT)
+@njit(parallel=True, **JIT_OPTIONS)
 def exponential_draw_limit(seed, scenario, n_jobs, draws_per_job, block_size):
     """The practical limit of the timeline kernel: the same generator drawing
     `draws_per_job` exponential variates per job in a bare loop (per-block sums)."""

@@ -19,6 +19,7 @@ import math
 import numpy as np
 from numba import njit, prange
 
+from ._jit import JIT_OPTIONS
 from .layout import (
     BLOCK_SIZE,
     C_FAILURES,
@@ -62,10 +63,8 @@ from .layout import (
 )
 from .rng_numba import next_uniform, split_job
 
-_JIT = dict(cache=True, error_model="numpy", nogil=True)
 
-
-@njit(**_JIT)
+@njit(**JIT_OPTIONS)
 def time_to_failure(u, mean_ttf, scale, shape, inv_shape):
     """Inverse transform: exponential (shape 1) or Weibull with the same mean."""
     e = -math.log(u)
@@ -74,7 +73,7 @@ def time_to_failure(u, mean_ttf, scale, shape, inv_shape):
     return scale * e**inv_shape
 
 
-@njit(inline="always", **_JIT)
+@njit(inline="always", **JIT_OPTIONS)
 def inverse_cdf(cdf, u):
     """The first index whose cdf entry is >= u (binary search; cdf[-1] == 1)."""
     lo = 0
@@ -88,7 +87,7 @@ def inverse_cdf(cdf, u):
     return lo
 
 
-@njit(inline="always", **_JIT)
+@njit(inline="always", **JIT_OPTIONS)
 def draw_category(cat_cdf, k0, k1, job_lo, job_hi, n_drawn, spare):
     """A failure's category; a single category takes no draw. Returns (category, n_drawn, spare)."""
     if cat_cdf.size == 1:
@@ -97,7 +96,7 @@ def draw_category(cat_cdf, k0, k1, job_lo, job_hi, n_drawn, spare):
     return inverse_cdf(cat_cdf, u), n_drawn, spare
 
 
-@njit(inline="always", **_JIT)
+@njit(inline="always", **JIT_OPTIONS)
 def draw_rate_entry(rate_cdf, k0, k1, job_lo, job_hi):
     """The job's failure rate (per hour), as an entry of its rate table: one
     value, or one draw from the table. Returns (entry, n_drawn, spare) of a
@@ -113,7 +112,7 @@ def draw_rate_entry(rate_cdf, k0, k1, job_lo, job_hi):
 
 # Inlined at Numba IR level: a call would pass four array views and pay
 # reference counting on each, tripling the cost of a job with no failure.
-@njit(inline="always", **_JIT)
+@njit(inline="always", **JIT_OPTIONS)
 def simulate_job(p, rate_cdf, rate_value, rate_survival, cat_cdf, cat_restart, cat_queue, cat_acc,
                  k0, k1, job, max_failures):
     """One job; returns (wall, productive, checkpoint, lost, restart, queue, failures, capped).
@@ -223,7 +222,7 @@ def simulate_job(p, rate_cdf, rate_value, rate_survival, cat_cdf, cat_restart, c
     " uint64[::1], int64[::1], int64[::1], int64, int64, float64[:, ::1], int64[:, ::1],"
     " float64[:, :, ::1])",
     parallel=True,
-    **_JIT,
+    **JIT_OPTIONS,
 )
 def run_blocks(
     params, rate_cdf, rate_value, rate_survival, rate_offset, cat_cdf, cat_restart, cat_queue,
@@ -301,7 +300,7 @@ def run_blocks(
 
 
 # Lazily compiled (no signature): only keep_jobs needs it, so simulate does not load it at start-up.
-@njit(parallel=True, **_JIT)
+@njit(parallel=True, **JIT_OPTIONS)
 def run_jobs(
     params, rate_cdf, rate_value, rate_survival, rate_offset, cat_cdf, cat_restart, cat_queue,
     cat_offset, seed, scenario_key, first_job, max_failures, out, out_cat,

@@ -38,7 +38,7 @@ import tracemalloc
 
 import numpy as np
 
-from .. import __version__
+from .._version import __version__
 from ..scenario import Scenario
 
 COMMON = dict(failure_rate=6.5e-3, gpus_per_node=8, checkpoint_interval="1h", checkpoint_cost="5min",

@@ -5,7 +5,7 @@
 with V_j(g) the best value of job j on g GPUs over its feasible batch sizes
 (elastic), or at its submitted batch (fixed-batch, the baseline). The value is
 the job's throughput (samples/s) or its speedup over its own minimum
-allocation. The kernel is `relmodel._kernels.allocate.solve_allocation`.
+allocation. The kernel is `relmodel.elastic._allocation_kernel.solve_allocation`.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from .._display import key_value_table
+from ..errors import ParameterError
 from .jobs import Job, Options, job_options
 
 POLICIES = ("elastic", "fixed-batch")
@@ -30,9 +31,9 @@ MAX_TABLE_ENTRIES = 5e7
 def check_gpus(n_gpus) -> int:
     """n_gpus as an int in [1, MAX_GPUS], else ValueError "n_gpus: ..."."""
     if isinstance(n_gpus, bool) or not isinstance(n_gpus, (int, np.integer)) or n_gpus < 1:
-        raise ValueError(f"n_gpus: must be a positive integer (got {n_gpus!r})")
+        raise ParameterError("n_gpus", f"must be a positive integer (got {n_gpus!r})")
     if n_gpus > MAX_GPUS:
-        raise ValueError(f"n_gpus: at most {MAX_GPUS} GPUs (got {n_gpus}); the allocation's dynamic program "
+        raise ParameterError("n_gpus", f"at most {MAX_GPUS} GPUs (got {n_gpus}); the allocation's dynamic program "
                          f"holds a jobs x GPUs table")
     return int(n_gpus)
 
@@ -101,7 +102,7 @@ class Allocation:
         """
         import xarray as xr
 
-        from .. import __version__
+        from .._version import __version__
 
         return xr.Dataset(
             {"gpus": ("job", self.gpus, {"long_name": "GPUs allocated", "units": "GPU"}),
@@ -116,7 +117,7 @@ class Allocation:
 def solve(options: Sequence[Options], capacity: int, objective: str) -> tuple[np.ndarray, float]:
     """Index of the chosen option of each job and the best total; (all -1, -inf)
     when the jobs' minimum allocations exceed `capacity`."""
-    from .._kernels.allocate import solve_allocation
+    from ._allocation_kernel import solve_allocation
 
     counts = np.array([o.gpus.size for o in options], dtype=np.int64)
     offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
@@ -124,7 +125,7 @@ def solve(options: Sequence[Options], capacity: int, objective: str) -> tuple[np
         return np.zeros(0, dtype=np.int64), 0.0
     entries = float(len(options)) * (int(capacity) + 1)
     if entries > MAX_TABLE_ENTRIES:
-        raise ValueError(f"n_gpus: {len(options)} jobs x {int(capacity) + 1} GPU counts make a {entries:.2g}-entry "
+        raise ParameterError("n_gpus", f"{len(options)} jobs x {int(capacity) + 1} GPU counts make a {entries:.2g}-entry "
                          f"allocation table (limit {MAX_TABLE_ENTRIES:.0e}); use fewer GPUs or jobs")
     gpus = np.concatenate([o.gpus for o in options])
     value = np.concatenate([o.value(objective) for o in options])
@@ -170,7 +171,7 @@ def allocate(jobs: Sequence[Job], n_gpus: int, policy: str = "elastic", objectiv
     chosen, total = solve(opts, n_gpus, objective)
     if total == -np.inf:
         need = sum(int(o.gpus[0]) for o in opts)
-        raise ValueError(f"n_gpus: the jobs need {need} GPUs at their minimum allocations; there are {n_gpus}")
+        raise ParameterError("n_gpus", f"the jobs need {need} GPUs at their minimum allocations; there are {n_gpus}")
     return Allocation(tuple(str(j.job_id) for j in jobs), _pick(opts, chosen, "gpus"), _pick(opts, chosen, "batch"),
                       _pick(opts, chosen, "throughput"), total, policy, objective, int(n_gpus))
 

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import click
 
-from ..cli import (DatasetPath, Duration, FigurePath, format_table, quiet_option, to_json, usage_error,
-                   write_dataset)
+from .._cli_shared import (DatasetPath, Duration, FigurePath, format_table, quiet_option, to_json, usage_error,
+                           write_dataset)
+from ..errors import parameter_and_reason
 from ..units import UNIT_REQUIRED_HELP
 from .cluster import POLICIES
 
@@ -19,7 +20,7 @@ _TABLE_KEYS = ("completed", "dropped", "rejected", "mean_jct_h", "p50_jct_h", "p
 
 def _flag_error(err: ValueError) -> click.UsageError:
     """A ValueError "name: reason" as an error naming the command-line flag."""
-    name, _, reason = str(err).partition(": ")
+    name, reason = parameter_and_reason(err)
     if reason and name.isidentifier():
         return click.UsageError(f"{_FLAGS.get(name, '--' + name.replace('_', '-'))}: {reason}")
     return usage_error(err)
@@ -78,7 +79,7 @@ def cluster(n_gpus, gpus_per_node, arrival_rate, duration, seed, policy, failure
     factors = _factors(batch_range)
     try:
         # The workload's and the allocator's kernels compile (or load) on first use, below.
-        feedback.announce_compile("relmodel._kernels.allocate", what="cluster kernels", seconds=2)
+        feedback.announce_compile("relmodel.elastic._allocation_kernel", what="cluster kernels", seconds=2)
         if trace is not None:
             if ctx.get_parameter_source("arrival_rate") is not click.core.ParameterSource.DEFAULT:
                 raise click.UsageError("--arrival-rate: not used with --trace (arrivals come from the trace)")

@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from ..scenario import _check_number
+from ..errors import ParameterError, check_number
 from ..units import to_hours
 from .allocate import MAX_GPUS, OBJECTIVES, check_choice, check_gpus
 from .nodes import node_sizes
@@ -67,7 +67,7 @@ class ClusterConfig:
         for name in ("n_gpus", "gpus_per_node", "failure_rate", "checkpoint_interval", "checkpoint_cost",
                      "restart_cost"):
             kind = {"n_gpus": "count", "gpus_per_node": "count", "failure_rate": "rate"}.get(name, "duration")
-            object.__setattr__(self, name, _check_number(name, getattr(self, name), kind=kind))
+            object.__setattr__(self, name, check_number(name, getattr(self, name), kind=kind))
         if self.n_gpus > MAX_GPUS:
             check_gpus(int(self.n_gpus))
         for name in ("repair_time", "pause"):
@@ -78,18 +78,18 @@ class ClusterConfig:
         check_choice("unplaceable", self.unplaceable, UNPLACEABLE)
         check_choice("objective", self.objective, OBJECTIVES)
         if isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer)) or not 0 <= self.seed < 2**32:
-            raise ValueError(f"seed: must be an integer in [0, 2**32) (got {self.seed!r})")
+            raise ParameterError("seed", f"must be an integer in [0, 2**32) (got {self.seed!r})")
         if self.until is not None:
             until = to_hours(self.until, "until")
             if not until >= 0:
-                raise ValueError(f"until: must be a duration >= 0 (got {self.until!r})")
+                raise ParameterError("until", f"must be a duration >= 0 (got {self.until!r})")
             object.__setattr__(self, "until", until)
         if self.failures is not None:
             n_nodes = node_sizes(self.n_gpus, self.gpus_per_node).size
             failures = tuple((float(t), int(n)) for t, n in self.failures)
             bad = [(t, n) for t, n in failures if not (0 <= n < n_nodes and math.isfinite(t) and t >= 0)]
             if bad:
-                raise ValueError(f"failures: {bad[0]} is not (time >= 0 h, node in [0, {n_nodes}))")
+                raise ParameterError("failures", f"{bad[0]} is not (time >= 0 h, node in [0, {n_nodes}))")
             object.__setattr__(self, "failures", failures)
 
     @property
@@ -120,6 +120,6 @@ class ClusterConfig:
 
         sc = as_scenario(scenario)
         if sc.is_grid:
-            raise ValueError(f"scenario: need a scalar scenario, not a grid over {sc.dims}")
+            raise ParameterError("scenario", f"need a scalar scenario, not a grid over {sc.dims}")
         shared = ("failure_rate", "gpus_per_node", "checkpoint_interval", "checkpoint_cost", "restart_cost")
         return cls(**{**{name: getattr(sc, name) for name in shared}, **fields})

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import datetime
 import math
 
 import numpy as np
 import xarray as xr
 
-from .. import __version__
+from .. import labels
+from ..errors import ParameterError
 from .cluster import COMPLETED, DROPPED, OUTCOMES, POLICIES, REJECTED, UNFINISHED, run_policy
 from .config import ClusterConfig
 from .nodes import FailureProcess, capacity_timeline, node_sizes
@@ -74,19 +74,19 @@ def simulate_cluster(workload, policies="all", *, config: ClusterConfig | None =
         With ``return_runs=True``, a tuple of it and a dict of `PolicyRun`.
     """
     if config is not None and fields:
-        raise ValueError(f"config: give a ClusterConfig or its fields, not both (got {sorted(fields)})")
+        raise ParameterError("config", f"give a ClusterConfig or its fields, not both (got {sorted(fields)})")
     cfg = config if config is not None else ClusterConfig(**fields)
     names = list(POLICIES) if policies == "all" else [policies] if isinstance(policies, str) else list(policies)
     for name in names:
         if name not in POLICIES:
-            raise ValueError(f"policy: must be 'all' or among {', '.join(POLICIES)} (got {name!r})")
+            raise ParameterError("policy", f"must be 'all' or among {', '.join(POLICIES)} (got {name!r})")
     if len(set(names)) != len(names) or not names:
-        raise ValueError(f"policy: need distinct policies (got {names})")
+        raise ParameterError("policy", f"need distinct policies (got {names})")
     if isinstance(time_bins, bool) or not isinstance(time_bins, int) or time_bins < 1:
-        raise ValueError(f"time_bins: must be a positive integer (got {time_bins!r})")
+        raise ParameterError("time_bins", f"must be a positive integer (got {time_bins!r})")
     q = np.asarray(quantiles, dtype=float)
     if q.ndim != 1 or np.any((q < 0) | (q > 1)):
-        raise ValueError(f"quantiles: must be in [0, 1] (got {quantiles!r})")
+        raise ParameterError("quantiles", f"must be in [0, 1] (got {quantiles!r})")
     jobs = tuple(workload)
     runs = [run_policy(jobs, name, cfg) for name in names]
     ds = _dataset(jobs, runs, cfg, q, time_bins, getattr(workload, "attrs", {}))
@@ -176,10 +176,7 @@ def _attrs(long_name: str, units: str) -> dict:
 
 
 def _provenance(cfg, runs, workload_attrs, t_max) -> dict:
-    attrs = {
-        "title": "relmodel elastic cluster simulation",
-        "relmodel_version": __version__,
-        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    attrs = labels.provenance("relmodel elastic cluster simulation", **{
         "rng": RNG,
         "policies": [r.policy for r in runs],
         "seed": cfg.seed,
@@ -195,7 +192,7 @@ def _provenance(cfg, runs, workload_attrs, t_max) -> dict:
         "objective": cfg.objective,
         "n_rejected": len(runs[0].rejected),
         "time_span_h": t_max,
-    }
+    })
     if cfg.until is not None:
         attrs["until_h"] = cfg.until
     if cfg.failures is not None:

@@ -20,10 +20,11 @@ import numbers
 
 import numpy as np
 
+from ..errors import ParameterError
 from .throughput import as_model
 
 
-class JobError(ValueError):
+class JobError(ParameterError):
     """An invalid job; ``.job_id`` and ``.field`` say which and where.
 
     Parameters
@@ -37,8 +38,8 @@ class JobError(ValueError):
     """
 
     def __init__(self, job_id: str, field: str, reason: str):
-        super().__init__(f"job {job_id!r}: {field}: {reason}")
-        self.job_id, self.field, self.reason = job_id, field, reason
+        super().__init__(field, reason, where=f"job {job_id!r}")
+        self.job_id, self.field = job_id, field
 
 
 @dataclasses.dataclass(frozen=True)

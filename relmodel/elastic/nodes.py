@@ -40,7 +40,7 @@ class FailureProcess:
             return math.inf
         k = self._used[node]
         if k >= self._drawn[node].size:
-            from .._kernels.allocate import stream_uniforms
+            from ._allocation_kernel import stream_uniforms
 
             more = stream_uniforms(self.seed, STREAM_FAILURES, node, self._drawn[node].size, _CHUNK)
             self._drawn[node] = np.concatenate([self._drawn[node], more])

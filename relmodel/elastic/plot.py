@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..plot import number_text, plain_log_axis
+from .._ticks import number_text, plain_log_axis
 from ..units import format_hours
 
 # Policies often coincide (elastic and fixed-batch complete the same jobs at

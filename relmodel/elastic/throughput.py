@@ -33,6 +33,8 @@ import math
 
 import numpy as np
 
+from ..errors import ParameterError
+
 _TERMS = ("t_fixed", "t_sample", "t_log", "t_ring", "t_hop")
 
 
@@ -86,7 +88,7 @@ class ParametricThroughput:
                 raise ValueError(f"{term}: must be a finite number >= 0 s (got {value!r})")
             object.__setattr__(self, term, float(value))
         if self.t_fixed + self.t_sample <= 0:
-            raise ValueError("t_fixed: t_fixed + t_sample must be > 0 (a step takes time)")
+            raise ParameterError("t_fixed", "t_fixed + t_sample must be > 0 (a step takes time)")
         object.__setattr__(self, "max_local_batch", _check_positive_int("max_local_batch", self.max_local_batch))
         object.__setattr__(self, "batch_sizes",
                            tuple(_check_positive_int("batch_sizes", b) for b in self.batch_sizes))
@@ -186,11 +188,11 @@ class ProfiledThroughput:
                 raise ValueError(f"{name}: must be non-empty and strictly increasing (got {axis})")
         table = np.array(self.throughput_table, dtype=float)
         if table.shape != (len(gpus), len(batch)):
-            raise ValueError(f"throughput_table: shape {table.shape}, expected {(len(gpus), len(batch))}")
+            raise ParameterError("throughput_table", f"shape {table.shape}, expected {(len(gpus), len(batch))}")
         if np.any(table[np.isfinite(table)] <= 0) or np.any(np.isinf(table)):
-            raise ValueError("throughput_table: profiled throughputs must be finite and > 0 (NaN: not profiled)")
+            raise ParameterError("throughput_table", "profiled throughputs must be finite and > 0 (NaN: not profiled)")
         if not np.isfinite(table).any():
-            raise ValueError("throughput_table: no profiled point")
+            raise ParameterError("throughput_table", "no profiled point")
         table.setflags(write=False)
         object.__setattr__(self, "gpus", gpus)
         object.__setattr__(self, "batch", batch)
@@ -228,9 +230,9 @@ class ProfiledThroughput:
         b = np.asarray(batch, dtype=np.int64)
         t = np.asarray(step_time, dtype=float)
         if not (g.shape == b.shape == t.shape) or g.ndim != 1:
-            raise ValueError("step_time: gpus, batch and step_time must be 1-D of one length")
+            raise ParameterError("step_time", "gpus, batch and step_time must be 1-D of one length")
         if np.any(~np.isfinite(t) | (t <= 0)):
-            raise ValueError("step_time: must be finite and > 0 s")
+            raise ParameterError("step_time", "must be finite and > 0 s")
         g_axis, b_axis = np.unique(g), np.unique(b)
         table = np.full((g_axis.size, b_axis.size), np.nan)
         for i, gv in enumerate(g_axis):
@@ -304,7 +306,7 @@ def fit_parametric(name: str, gpus, batch, step_time, **kwargs) -> ParametricThr
     b = np.asarray(batch, dtype=float)
     t = np.asarray(step_time, dtype=float)
     if not (g.shape == b.shape == t.shape) or g.ndim != 1 or g.size < 2:
-        raise ValueError("step_time: need at least two profiled points, 1-D arrays of one length")
+        raise ParameterError("step_time", "need at least two profiled points, 1-D arrays of one length")
     design = np.stack([np.ones_like(g), b / g, np.log2(g), 2 * (g - 1) / g, g - 1], axis=1)
     coef, _ = nnls(design, t)
     return ParametricThroughput(name, *coef.tolist(), **kwargs)
@@ -335,7 +337,7 @@ def as_model(model):
         try:
             return MODELS[model]
         except KeyError:
-            raise ValueError(f"model: unknown model {model!r}; known: {', '.join(MODELS)}") from None
+            raise ParameterError("model", f"unknown model {model!r}; known: {', '.join(MODELS)}") from None
     if not hasattr(model, "throughput") or not hasattr(model, "max_local_batch"):
-        raise ValueError(f"model: expected a throughput model or a name in MODELS, got {type(model).__name__}")
+        raise ParameterError("model", f"expected a throughput model or a name in MODELS, got {type(model).__name__}")
     return model

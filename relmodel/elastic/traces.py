@@ -12,6 +12,7 @@ import warnings
 from collections.abc import Mapping
 from pathlib import Path
 
+from ..errors import ParameterError
 from ..units import to_hours
 from .jobs import Job
 from .throughput import MODELS
@@ -23,7 +24,7 @@ JOB_CSV_OPTIONAL = ("job_id", "gpus", "min_batch", "max_batch", "min_local_batch
                     "max_gpus")
 
 
-class TraceError(ValueError):
+class TraceError(ParameterError):
     """A malformed trace row; the message names the file, the line and the column.
 
     Parameters
@@ -39,8 +40,8 @@ class TraceError(ValueError):
     """
 
     def __init__(self, path, line: int, column: str, reason: str):
-        super().__init__(f"{Path(path).name} line {line}: {column}: {reason}")
-        self.path, self.line, self.column, self.reason = str(path), line, column, reason
+        super().__init__(column, reason, where=f"{Path(path).name} line {line}")
+        self.path, self.line, self.column = str(path), line, column
 
 
 class TraceWarning(UserWarning):
@@ -127,7 +128,7 @@ def read_elasticflow(path, *, models: Mapping | None = None, batch_range_factor=
     elif isinstance(time_origin, (int, float)) and not isinstance(time_origin, bool) and math.isfinite(time_origin):
         origin = float(time_origin)
     else:
-        raise ValueError(f"time_origin: must be 'first' or a number of seconds (got {time_origin!r})")
+        raise ParameterError("time_origin", f"must be 'first' or a number of seconds (got {time_origin!r})")
     jobs = []
     for job_id, submit_s, iterations, model, batch, gpus in sorted(rows, key=lambda r: r[1]):
         t = (submit_s - origin) / 3600.0
@@ -204,7 +205,7 @@ def _header(path: Path) -> list[str]:
 def _rows(path: Path, required, errors: str, parse):
     """(parsed rows, [(line, message)] skipped) of a CSV; parse(line, get) reads one row."""
     if errors not in ("raise", "skip"):
-        raise ValueError(f"errors: must be 'raise' or 'skip' (got {errors!r})")
+        raise ParameterError("errors", f"must be 'raise' or 'skip' (got {errors!r})")
     rows, skipped = [], []
     with path.open(newline="") as f:
         reader = csv.reader(f)

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from ..errors import ParameterError
 from ..units import to_hours
 from .jobs import Job
 from .throughput import MODELS
@@ -55,7 +56,7 @@ class Workload:
 def _check_factors(factors) -> tuple[float, float]:
     lo, hi = (float(f) for f in factors)
     if not (0 < lo <= 1 <= hi and math.isfinite(hi)):
-        raise ValueError(f"batch_range_factor: need 0 < low <= 1 <= high (got {factors!r})")
+        raise ParameterError("batch_range_factor", f"need 0 < low <= 1 <= high (got {factors!r})")
     return lo, hi
 
 
@@ -73,7 +74,7 @@ def _positive(name: str, value, *, duration=False) -> float:
 
 def poisson_arrivals(rate: float, window: float, seed: int) -> np.ndarray:
     """Arrival times (h) of a Poisson process of `rate` per hour on [0, window)."""
-    from .._kernels.allocate import stream_uniforms
+    from ._allocation_kernel import stream_uniforms
 
     times, first, t = [], 0, 0.0
     chunk = int(rate * window * 1.2) + 64
@@ -137,36 +138,36 @@ def synthetic_workload(arrival_rate, duration, seed: int = 0, *, model_mix: Mapp
     Workload
         The jobs.
     """
-    from .._kernels.allocate import stream_uniforms
+    from ._allocation_kernel import stream_uniforms
 
     rate = _positive("arrival_rate", arrival_rate)
     window = _positive("duration", duration, duration=True)
     if rate * window > MAX_SYNTHETIC_JOBS:
-        raise ValueError(f"arrival_rate: {rate:g} jobs/h over {window:g} h is about {rate * window:.3g} jobs "
+        raise ParameterError("arrival_rate", f"{rate:g} jobs/h over {window:g} h is about {rate * window:.3g} jobs "
                          f"(limit {MAX_SYNTHETIC_JOBS:,}, about two minutes of cluster simulation); lower "
                          f"the arrival rate (--arrival-rate) or the window (--duration)")
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**32:
-        raise ValueError(f"seed: must be an integer in [0, 2**32) (got {seed!r})")
+        raise ParameterError("seed", f"must be an integer in [0, 2**32) (got {seed!r})")
     models = dict(MODELS if models is None else models)
     mix = {name: 1.0 for name in models} if model_mix is None else dict(model_mix)
     unknown = set(mix) - set(models)
     if unknown:
-        raise ValueError(f"model_mix: unknown model(s) {sorted(unknown)}; known: {', '.join(models)}")
+        raise ParameterError("model_mix", f"unknown model(s) {sorted(unknown)}; known: {', '.join(models)}")
     names = list(mix)
     weights = np.array([mix[n] for n in names], dtype=float)
     if not np.all(np.isfinite(weights)) or np.any(weights < 0) or weights.sum() <= 0:
-        raise ValueError(f"model_mix: weights must be >= 0 with a positive sum (got {mix})")
+        raise ParameterError("model_mix", f"weights must be >= 0 with a positive sum (got {mix})")
     choices = np.array(gpu_choices, dtype=np.int64)
     g_weights = np.array(gpu_weights, dtype=float)
     if choices.ndim != 1 or choices.size == 0 or choices.shape != g_weights.shape or np.any(choices < 1) \
             or np.any(g_weights < 0) or g_weights.sum() <= 0:
-        raise ValueError("gpu_choices: need positive GPU counts and as many non-negative weights (positive sum)")
+        raise ParameterError("gpu_choices", "need positive GPU counts and as many non-negative weights (positive sum)")
     short, long = (_positive("job_duration", d, duration=True) for d in job_duration)
     if short > long:
-        raise ValueError(f"job_duration: low {short} h > high {long} h")
+        raise ParameterError("job_duration", f"low {short} h > high {long} h")
     factors = _check_factors(batch_range_factor)
     if batch_scaling not in ("global", "per-gpu"):
-        raise ValueError(f"batch_scaling: must be 'global' or 'per-gpu' (got {batch_scaling!r})")
+        raise ParameterError("batch_scaling", f"must be 'global' or 'per-gpu' (got {batch_scaling!r})")
 
     arrivals = poisson_arrivals(rate, window, int(seed))
     jobs = []

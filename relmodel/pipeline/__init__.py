@@ -8,20 +8,42 @@ For example::
                                bwd_weight=1.0, strategy="recycle", failed={0: 1})   # 33.0
 
 Layers: `graph` builds task arrays, `schedule` runs them (the kernels in
-`relmodel._kernels.schedule`), `recycle` and `strategies` give each strategy's
+`relmodel.pipeline._schedule_kernel`), `recycle` and `strategies` give each strategy's
 steady state, `runs` integrates them along failure paths, `datasets` labels.
 """
 
-from .config import (BACKWARDS, OPTIMIZERS, ORDERS, PipelineConfig, PipelineError, failed_workers,
-                     spread_failures)
-from .datasets import (PLACEMENTS, failure_set, recycle_check, recycle_summary, replay_traces, schedule_dataset, simulate_runs,
-                       throughput_table)
+from .config import (
+                     BACKWARDS,
+                     OPTIMIZERS,
+                     ORDERS,
+                     PipelineConfig,
+                     PipelineError,
+                     failed_workers,
+                     spread_failures,
+)
+from .datasets import (
+                     PLACEMENTS,
+                     failure_set,
+                     recycle_check,
+                     recycle_summary,
+                     replay_traces,
+                     schedule_dataset,
+                     simulate_runs,
+                     throughput_table,
+)
 from .plot import throughput_figure
 from .recycle import recycle_schedule
 from .runs import RunModel
 from .schedule import DeadlockError, Schedule, fault_free
-from .strategies import (STRATEGIES, StrategyOptions, StrategyResult, bamboo_schedule, evaluate, iteration_time,
-                         work_bound)
+from .strategies import (
+                     STRATEGIES,
+                     StrategyOptions,
+                     StrategyResult,
+                     bamboo_schedule,
+                     evaluate,
+                     iteration_time,
+                     work_bound,
+)
 from .traces import Trace, TraceError, read_trace
 
 __all__ = [

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import click
 
+from .._cli_shared import Duration, FigurePath, quiet_option, to_json, usage_error
 from .._extras import require
-from ..cli import Duration, FigurePath, quiet_option
+from ..errors import parameter_and_reason
 from .config import BACKWARDS, MAX_TASKS, OPTIMIZERS, ORDERS, SIMULATED_ITERATIONS, show
 
 MAX_WORKERS = int(MAX_TASKS // (3 * SIMULATED_ITERATIONS))  # d p of the largest configuration allowed
@@ -24,7 +25,6 @@ _EPILOG = ("Task times are in any one unit (--time-unit says which, for run-leve
 
 
 def _flag_error(err: ValueError) -> click.UsageError:
-    from ..cli import usage_error  # here: relmodel.cli may import this module while it loads
     from .traces import TraceError
 
     if isinstance(err, TraceError):
@@ -32,7 +32,7 @@ def _flag_error(err: ValueError) -> click.UsageError:
     parameter = getattr(err, "parameter", None)
     if parameter is None:
         return usage_error(err)
-    message = str(err).partition(": ")[2]
+    message = parameter_and_reason(err)[1]
     flag = _FLAG_OF.get(parameter, "--" + parameter.replace("_", "-"))
     return usage_error(ValueError(f"{flag}: {message}"))
 
@@ -137,7 +137,7 @@ def pipeline(stages, replicas, microbatches, fwd, bwd_input, bwd_weight, failure
         options = StrategyOptions(spares=spares, bamboo_slowdown=bamboo_slowdown,
                                   oobleck_min_stages=oobleck_min_stages)
         # The schedule kernels compile (or load) on their first use, just below.
-        feedback.announce_compile("relmodel._kernels.schedule", what="pipeline kernels", seconds=10)
+        feedback.announce_compile("relmodel.pipeline._schedule_kernel", what="pipeline kernels", seconds=10)
         table = throughput_table(cfg, counts, names, options)
         model = RunModel(duration=run_duration or "14d", failure_rate=failure_rate, repair_time=repair_time,
                          swap_time=swap_time, restart_cost=restart_cost, checkpoint_interval=checkpoint_interval,
@@ -156,8 +156,6 @@ def pipeline(stages, replicas, microbatches, fwd, bwd_input, bwd_weight, failure
         _write(out, table, runs, replayed)
     # The results first, then the figure (which takes a while).
     if as_json:
-        from ..cli import to_json
-
         click.echo(to_json(_as_dict(table, runs, replayed)))
     else:
         click.echo(format_table(table, model))

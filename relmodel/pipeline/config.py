@@ -16,6 +16,8 @@ from collections.abc import Iterable, Mapping
 
 import numpy as np
 
+from ..errors import ParameterError
+
 ORDERS = ("1f1b", "zb-h1")
 SIMULATED_ITERATIONS = 6  # iterations in one schedule (the period is measured over the last ones)
 MAX_TASKS = 2e7
@@ -37,20 +39,16 @@ BACKWARDS = ("fused", "decoupled")
 OPTIMIZERS = ("barrier", "staggered")
 
 
-class PipelineError(ValueError):
+class PipelineError(ParameterError):
     """An invalid pipeline parameter; ``.parameter`` names it.
 
     Parameters
     ----------
     parameter : str
         The parameter at fault.
-    message : str
+    reason : str
         What is wrong with it.
     """
-
-    def __init__(self, parameter: str, message: str):
-        super().__init__(f"{parameter}: {message}")
-        self.parameter = parameter
 
 
 def show(value) -> str:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime
 import math
 import numbers
 from collections.abc import Mapping
@@ -10,6 +9,7 @@ from collections.abc import Mapping
 import numpy as np
 import xarray as xr
 
+from .. import labels
 from .config import PipelineConfig, PipelineError, check_choice, check_count, show, spread_failures
 from .recycle import load_bound
 from .runs import RunModel, ideal_steps, monte_carlo_paths, recycle_period, replay_paths, run_progress
@@ -23,14 +23,11 @@ BOUNDS = ("low", "high")
 
 
 def _provenance(title: str, cfg: PipelineConfig, options: StrategyOptions | None = None, **extra) -> dict:
-    from .. import __version__
-
-    attrs = {"title": title, "relmodel_version": __version__,
-             "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-             "stages": cfg.stages, "replicas": cfg.replicas, "microbatches": cfg.microbatches,
-             "fwd": list(cfg.fwd), "bwd_input": list(cfg.bwd_input), "bwd_weight": list(cfg.bwd_weight),
-             "order": cfg.order, "backward": cfg.backward, "optimizer": cfg.optimizer, "p2p_delay": cfg.p2p_delay,
-             "reroute_delay": cfg.reroute_delay, "optimizer_time": cfg.optimizer_time}
+    attrs = labels.provenance(
+        title, stages=cfg.stages, replicas=cfg.replicas, microbatches=cfg.microbatches,
+        fwd=list(cfg.fwd), bwd_input=list(cfg.bwd_input), bwd_weight=list(cfg.bwd_weight), order=cfg.order,
+        backward=cfg.backward, optimizer=cfg.optimizer, p2p_delay=cfg.p2p_delay, reroute_delay=cfg.reroute_delay,
+        optimizer_time=cfg.optimizer_time)
     if options is not None:
         for name, value in vars(options).items():
             attrs[name] = "simulated" if value is None else (int(value) if isinstance(value, bool) else value)

@@ -42,7 +42,7 @@ from .strategies import STRATEGIES, StrategyOptions, evaluate, ideal
 from .traces import Trace
 
 LOSS_NONE, LOSS_STEP, LOSS_CHECKPOINT = 0, 1, 2
-FAIL, RESTORE = 0, 1  # event kinds, as in relmodel._kernels.schedule
+FAIL, RESTORE = 0, 1  # event kinds, as in relmodel.pipeline._schedule_kernel
 REPAIR_DISTRIBUTIONS = ("fixed", "exponential")
 MAX_PATH_ENTRIES = 2e8
 """Most array entries a Monte Carlo may hold: n_runs x event-buffer width x

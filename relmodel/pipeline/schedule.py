@@ -18,9 +18,9 @@ N_MEASURED = 3
 
 def kernels():
     """The compiled kernels, imported on first use: `import relmodel.pipeline` stays light."""
-    from .._kernels import schedule
+    from . import _schedule_kernel
 
-    return schedule
+    return _schedule_kernel
 
 
 class DeadlockError(RuntimeError):

@@ -25,6 +25,8 @@ import dataclasses
 import math
 import warnings
 
+from ..errors import ParameterError
+
 __all__ = [
     "COSTS",
     "InvariantError",
@@ -119,9 +121,9 @@ def check_monotone(model, sc, parameter: str, *, factor: float = 2.0, rtol: floa
         If the ETTR increases.
     """
     if parameter not in COSTS:
-        raise ValueError(f"parameter: must be one of {COSTS} (got {parameter!r})")
+        raise ParameterError("parameter", f"must be one of {COSTS} (got {parameter!r})")
     if not factor > 1:
-        raise ValueError(f"factor: must be > 1 (got {factor!r})")
+        raise ParameterError("factor", f"must be > 1 (got {factor!r})")
     worse = _worse(sc, parameter, factor)
     before, after = _evaluate(model, sc), _evaluate(model, worse)
     if math.isnan(before) or math.isnan(after):

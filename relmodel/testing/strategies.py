@@ -22,7 +22,8 @@ from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 from hypothesis.strategies import SearchStrategy
 
-from ..scenario import QUEUE_WAIT_DISTRIBUTIONS, Scenario
+from ..errors import QUEUE_WAIT_DISTRIBUTIONS
+from ..scenario import Scenario
 from ..units import to_hours
 
 __all__ = [
@@ -402,7 +403,7 @@ def job_logs(*, format: str = "csv", min_jobs: int = 1, max_jobs: int = 20, malf
 
 @st.composite
 def _pipeline(draw, max_stages, max_replicas, max_microbatches, heterogeneous, schedules):
-    from ..pipeline import PipelineConfig
+    from ..pipeline.config import PipelineConfig
 
     p = draw(st.integers(1, max_stages))
     d = draw(st.integers(1, max_replicas))
@@ -443,7 +444,7 @@ def pipeline_configs(*, max_stages: int = 8, max_replicas: int = 8, max_microbat
     hypothesis.strategies.SearchStrategy
         A strategy of `PipelineConfig`.
     """
-    from ..pipeline import BACKWARDS, OPTIMIZERS, ORDERS
+    from ..pipeline.config import BACKWARDS, OPTIMIZERS, ORDERS
 
     _check_bounds("stages", 1, max_stages, minimum=1, maximum=256)
     _check_bounds("replicas", 1, max_replicas, minimum=1, maximum=1024)
@@ -490,7 +491,7 @@ def failed_workers(draw, config, *, max_failures: int | None = None, survivable:
 
 @st.composite
 def _elastic_job(draw, n_gpus, models, elastic):
-    from ..elastic import Job
+    from ..elastic.jobs import Job
     from ..elastic.throughput import as_model
 
     name = draw(st.sampled_from(models))
@@ -528,7 +529,7 @@ def elastic_jobs(*, n_gpus: int = 64, models=None, elastic: bool = True) -> Sear
     hypothesis.strategies.SearchStrategy
         A strategy of `Job`.
     """
-    from ..elastic import MODELS
+    from ..elastic.throughput import MODELS
 
     _check_bounds("gpus", 1, n_gpus, minimum=1, maximum=1_000_000)
     names = tuple(MODELS) if models is None else _check_choices("models", models, tuple(MODELS))

@@ -25,15 +25,13 @@ import math
 import numpy as np
 from numba import njit
 
-from .rng_numba import next_uniform, split_job
-
-_JIT = dict(cache=True, error_model="numpy", nogil=True)
-
+from .._kernels._jit import JIT_OPTIONS
+from .._kernels.rng_numba import next_uniform, split_job
 
 # -- task DAGs ------------------------------------------------------------
 
 
-@njit(**_JIT)
+@njit(**JIT_OPTIONS)
 def successors(pred_ptr, pred_idx):
     """CSR successor lists (succ_ptr, succ_idx, succ_edge) of a CSR predecessor list."""
     n = pred_ptr.size - 1
@@ -53,7 +51,7 @@ def successors(pred_ptr, pred_idx):
     return succ_ptr, succ_idx, succ_edge
 
 
-@njit(**_JIT)
+@njit(**JIT_OPTIONS)
 def topological_order(pred_ptr, pred_idx):
     """(order, n_placed): Kahn's order; n_placed < n when the graph has a cycle."""
     n = pred_ptr.size - 1
@@ -81,7 +79,7 @@ def topological_order(pred_ptr, pred_idx):
 
 @njit(
     "void(int64[::1], float64[::1], float64[::1], int64[::1], int64[::1], float64[::1], float64[::1], float64[::1])",
-    **_JIT,
+    **JIT_OPTIONS,
 )
 def longest_path(order, duration, release, pred_ptr, pred_idx, pred_delay, start, end):
     """Earliest start and end of every task (none before its `release`), in topological `order`."""
@@ -95,7 +93,7 @@ def longest_path(order, duration, release, pred_ptr, pred_idx, pred_delay, start
         end[i] = s + duration[i]
 
 
-@njit(**_JIT)
+@njit(**JIT_OPTIONS)
 def _best_on(w, worker_chain_ptr, worker_chain, head, chain_ptr, chain_task, waiting, ready, free, duration):
     """Earliest end of any candidate (a chain head whose predecessors ended) on worker w."""
     best = math.inf
@@ -111,7 +109,7 @@ def _best_on(w, worker_chain_ptr, worker_chain, head, chain_ptr, chain_task, wai
     return best
 
 
-@njit(**_JIT)
+@njit(**JIT_OPTIONS)
 def list_schedule(duration, release, worker, pred_ptr, pred_idx, pred_delay, chain_ptr, chain_task, priority,
                   n_workers, start, end, sequence):
     """Greedy list schedule of chains merged per worker (Giffler-Thompson).
@@ -240,7 +238,7 @@ def list_schedule(duration, release, worker, pred_ptr, pred_idx, pred_delay, cha
     return placed
 
 
-@njit(inline="always", **_JIT)
+@njit(inline="always", **JIT_OPTIONS)
 def _better(a, b, best_end):
     """The worker with the earlier best end; the lower one on a tie (-1: none)."""
     if b < 0:
@@ -263,13 +261,13 @@ FAIL = 0
 RESTORE = 1
 
 
-@njit(**_JIT)
+@njit(**JIT_OPTIONS)
 def _exponential(k0, k1, lo, hi, n_drawn, spare, mean):
     u, n_drawn, spare = next_uniform(k0, k1, lo, hi, n_drawn, spare)
     return -mean * math.log(u), n_drawn, spare
 
 
-@njit(**_JIT)
+@njit(**JIT_OPTIONS)
 def failure_paths(seed, scenario_key, horizon, rate, lemon_fraction, lemon_factor, spares, repair_time,
                   repair_exponential, swap_time, ev_time, ev_slot, ev_kind, count):
     """Monte Carlo failures and repairs of len(slots) workers over `horizon` hours.
@@ -367,7 +365,7 @@ def failure_paths(seed, scenario_key, horizon, rate, lemon_fraction, lemon_facto
         count[run] = n
 
 
-@njit(**_JIT)
+@njit(**JIT_OPTIONS)
 def _take(items, n, k):
     """Remove and return items[k] of the first n (order kept)."""
     x = items[k]
@@ -376,7 +374,7 @@ def _take(items, n, k):
     return x
 
 
-@njit(**_JIT)
+@njit(**JIT_OPTIONS)
 def trace_paths(seed, scenario_key, n_slots, trace_time, trace_add, trace_node, n_nodes, swap_time,
                 initial_down, ev_time, ev_slot, ev_kind, count):
     """Replay a node trace (time in hours from 0, add or remove, node id) onto n_slots workers.
@@ -490,7 +488,7 @@ def trace_paths(seed, scenario_key, n_slots, trace_time, trace_add, trace_node, 
         count[run] = n
 
 
-@njit(**_JIT)
+@njit(**JIT_OPTIONS)
 def down_masks(initial_down, ev_slot, ev_kind, count, row_offset, out):
     """The down slots at the start of each run and after each of its events.
 
@@ -505,7 +503,7 @@ def down_masks(initial_down, ev_slot, ev_kind, count, row_offset, out):
             out[row + i + 1, ev_slot[run, i]] = ev_kind[run, i] == FAIL
 
 
-@njit(**_JIT)
+@njit(**JIT_OPTIONS)
 def integrate_runs(ev_time, count, row_offset, horizon, rate, loss, dead, resume, checkpoint_interval, progress):
     """Steps of training each run completes under one strategy.
 

@@ -16,12 +16,11 @@ g and only a strictly better value replaces the incumbent).
 import numpy as np
 from numba import njit
 
-from .rng_numba import next_uniform, split_job
+from .._kernels._jit import JIT_OPTIONS
+from .._kernels.rng_numba import next_uniform, split_job
 
-_JIT = dict(cache=True, error_model="numpy", nogil=True)
 
-
-@njit(**_JIT)
+@njit(**JIT_OPTIONS)
 def solve_allocation(offsets, opt_gpus, opt_value, capacity):
     """Best option per job (indices into opt_*) and the best total value.
 
@@ -62,7 +61,7 @@ def solve_allocation(offsets, opt_gpus, opt_value, capacity):
     return chosen, total
 
 
-@njit(**_JIT)
+@njit(**JIT_OPTIONS)
 def stream_uniforms(seed, stream, row, first, n):
     """Uniforms number first .. first + n - 1 of row `row` under key (seed, stream):
     the same numbers the timeline kernel would draw for job `row` of scenario `stream`."""

@@ -1,0 +1,291 @@
+"""The command line's shared floor: option types, decorators and output helpers that every
+command module imports downward (the top-level `cli` and those of the subpackages alike)."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import warnings
+from pathlib import Path
+
+import click
+from click.core import ParameterSource
+
+from . import _feedback as feedback
+from ._extras import MissingExtraError, require
+from .errors import ScenarioError, check_number, parameter_and_reason
+from .scenario import FIELDS, Scenario
+from .units import to_hours_with_unit
+
+
+class Duration(click.ParamType):
+    """A duration option, converted to hours. On the command line a non-zero
+    number needs its unit (`units.to_hours_with_unit`): "--checkpoint-cost 300"
+    is refused rather than read as 300 hours."""
+
+    name = "DURATION"
+
+    def convert(self, value, param, ctx):
+        try:
+            return to_hours_with_unit(value, "duration")
+        except ValueError as err:
+            self.fail(parameter_and_reason(err)[1], param, ctx)
+
+
+class FieldValues(click.ParamType):
+    """One Scenario field: a value, or a comma-separated list of them (a sweep axis)."""
+
+    def __init__(self, field: str):
+        self.field = field
+        self.name = {"duration": "DURATION", "count": "INT", "choice": "CHOICE"}.get(FIELDS[field][1], "FLOAT")
+
+    def convert(self, value, param, ctx):
+        if not isinstance(value, str):
+            return value
+        items = [v.strip() for v in value.split(",")]
+        kind = FIELDS[self.field][1]
+        try:
+            parsed = [check_number(self.field, _parse(item, kind, self.field), kind=kind) for item in items]
+        except ValueError as err:  # it names the field; the flag replaces it
+            self.fail(parameter_and_reason(err)[1], param, ctx)
+        return parsed if len(parsed) > 1 else parsed[0]
+
+
+class FigurePath(click.Path):
+    """An image file to draw, its suffix one matplotlib can write (checked before any work)."""
+
+    def __init__(self):
+        super().__init__(dir_okay=False, path_type=Path)
+
+    def convert(self, value, param, ctx):
+        path = super().convert(value, param, ctx)
+        from matplotlib.figure import Figure  # here: only when a figure is asked for
+
+        formats = Figure().canvas.get_supported_filetypes()
+        if path.suffix.lstrip(".").lower() not in formats:
+            self.fail(f"{str(path)!r} needs an image suffix: {', '.join('.' + f for f in sorted(formats))}",
+                      param, ctx)
+        return path
+
+
+class DatasetPath(click.Path):
+    """A Dataset to write: netCDF (.nc) or zarr (.zarr), by suffix (checked before any work)."""
+
+    def __init__(self):
+        super().__init__(path_type=Path)
+
+    def convert(self, value, param, ctx):
+        path = super().convert(value, param, ctx)
+        if path.suffix not in (".nc", ".zarr"):
+            self.fail(f"unknown suffix {path.suffix!r} in {str(path)!r}; use .nc or .zarr", param, ctx)
+        try:
+            require("zarr" if path.suffix == ".zarr" else "h5netcdf", f"a {path.suffix} output")
+        except MissingExtraError as err:
+            self.fail(str(err), param, ctx)
+        return path
+
+
+def _parse(text: str, kind: str, field: str):
+    """One item of a FieldValues option, read as the command line reads it."""
+    if kind == "choice":
+        return text
+    if kind == "duration":
+        return to_hours_with_unit(text, field)
+    try:
+        number = float(text)
+    except ValueError:
+        raise ScenarioError(field, f"{text!r} is not a number") from None
+    return int(number) if kind == "count" and number.is_integer() else number
+
+
+def scenario_options(func=None, *, interval_default="1h", interval_help="Productive time between checkpoints."):
+    """The Scenario fields as options (shared by every command that takes a run)."""
+    if func is None:
+        return lambda f: scenario_options(f, interval_default=interval_default, interval_help=interval_help)
+    specs = [
+        ("--gpus", "n_gpus", None, "GPUs of the job."),
+        ("--failure-rate", "failure_rate", 6.5e-3, "Failures per node-day (Meta study: 6.5e-3 and 2.34e-3)."),
+        ("--checkpoint-interval", "checkpoint_interval", interval_default, interval_help),
+        ("--work", "work", "7d", "Productive time the job needs."),
+        ("--checkpoint-cost", "checkpoint_cost", "5min", "Blocking time of one checkpoint write."),
+        ("--restart-cost", "restart_cost", "10min", "Initialisation after each interruption."),
+        ("--queue-wait", "queue_wait", "0", "Wait after each interruption before the restart."),
+        ("--gpus-per-node", "gpus_per_node", 8, "GPUs per node."),
+        ("--weibull-shape", "weibull_shape", 1.0, "Shape of Weibull inter-failure times (1: exponential)."),
+        ("--lemon-fraction", "lemon_fraction", 0.0, "Fraction of nodes that fail more often."),
+        ("--lemon-rate-factor", "lemon_rate_factor", 1.0, "How many times more often they fail."),
+        ("--queue-wait-distribution", "queue_wait_distribution", "fixed", "fixed or exponential."),
+    ]
+    func = click.option("--taxonomy", default=None, metavar="NAME|FILE",
+                        help="Failure kinds with their own shares, restart costs and queue waits: a preset "
+                             "(meta-2024, slurm-default) or a taxonomy TOML file. Replaces --restart-cost and "
+                             "--queue-wait.")(func)
+    for flag, field, default, help_text in reversed(specs):
+        extra = {"required": True} if field == "n_gpus" else {"default": default, "show_default": default is not None}
+        func = click.option(flag, field, type=FieldValues(field), help=help_text, **extra)(func)
+    return func
+
+
+def taxonomy_fields(fields: dict) -> dict:
+    """With --taxonomy, the restart cost and queue wait come per kind from it:
+    their defaults are dropped (given explicitly, they must match its means)."""
+    if fields.get("taxonomy") is None:
+        fields.pop("taxonomy", None)
+        return fields
+    ctx = click.get_current_context()
+    for name in ("restart_cost", "queue_wait"):
+        if ctx.get_parameter_source(name) == ParameterSource.DEFAULT:
+            fields.pop(name, None)
+    return fields
+
+
+FLAGS = {"n_gpus": "--gpus", "n_threads": "--threads",
+         **{f: "--" + f.replace("_", "-") for f in (*FIELDS, "taxonomy", "n_jobs", "seed", "max_failures",
+                                                    "target_ettr")
+            if f != "n_gpus"}}
+
+
+def usage_error(err: ValueError) -> click.UsageError:
+    """A ValueError whose message starts with a parameter name, as an error naming the flag."""
+    parameter, message = parameter_and_reason(err)
+    return click.UsageError(f"{FLAGS.get(parameter, parameter)}: {message}" if message else str(err))
+
+
+def build_scenario(fields: dict) -> Scenario:
+    try:
+        return Scenario(**taxonomy_fields(fields))
+    except ValueError as err:
+        raise usage_error(err) from None
+
+
+def quiet_option(help_text: str = "No progress bar and no notes on stderr."):
+    """The `--quiet` flag of a command: its whole body runs under `_feedback.quiet`.
+
+    The command still receives `quiet` (to leave out its own lines on stdout).
+
+    Parameters
+    ----------
+    help_text : str
+        The flag's help.
+
+    Returns
+    -------
+    callable
+        A decorator, to put directly above the command's ``def``.
+    """
+    import functools
+
+    def decorate(func):
+        @functools.wraps(func)
+        def command(*args, quiet, **kwargs):
+            with feedback.quiet(quiet):
+                return func(*args, quiet=quiet, **kwargs)
+
+        return click.option("--quiet", is_flag=True, help=help_text)(command)
+
+    return decorate
+
+
+def _one_line_warning(message, category, filename, lineno, file=None, line=None):
+    """Warnings on the command line: one line, no source excerpt."""
+    click.echo(f"Warning: {message}", err=True)
+
+
+# An error relmodel did not expect: a bug, told apart from bad input (2) and refusals (1).
+EXIT_INTERNAL_ERROR = 70  # sysexits' EX_SOFTWARE
+
+
+class OneLineErrors(click.Group):
+    """Bad input is one line, `Error: <flag>: <reason>`, and exit status 2 (no usage dump).
+
+    A refusal is one line and exit status 1; an error relmodel did not expect is
+    one line naming it and exit status 70. `relmodel --debug ...` shows the
+    traceback of each as well.
+    """
+
+    def main(self, args=None, prog_name=None, **kwargs):
+        kwargs.pop("standalone_mode", None)
+        argv = list(sys.argv[1:] if args is None else args)
+        debug = "--debug" in argv[:argv.index("--") if "--" in argv else len(argv)]
+        try:
+            with warnings.catch_warnings():
+                warnings.showwarning = _one_line_warning
+                result = super().main(argv, prog_name, standalone_mode=False, **kwargs)
+        except (click.ClickException, click.Abort, MissingExtraError) as err:
+            if debug:
+                _print_traceback(err)
+            self._one_line(err)
+        except Exception as err:  # noqa: BLE001  a bug: one line, and the traceback on --debug
+            if debug:
+                raise
+            reason = f"{type(err).__name__}: {err}".splitlines()[0]
+            click.echo(f"Error: internal error ({reason}); please report it with the output of "
+                       f"`relmodel --debug {' '.join(argv)}`", err=True)
+            sys.exit(EXIT_INTERNAL_ERROR)
+        sys.exit(result if isinstance(result, int) else 0)
+
+    @staticmethod
+    def _one_line(err):
+        if isinstance(err, click.MissingParameter):
+            # Click's own wording names the option: "Missing option '--gpus'."
+            click.echo(f"Error: {err.format_message()}", err=True)
+            sys.exit(2)
+        if isinstance(err, click.BadParameter):
+            # "--flag: reason", as for every other bad input, rather than click's own wording.
+            flag = err.param.opts[-1] if err.param is not None and err.param.opts else err.param_hint
+            click.echo(f"Error: {flag}: {err.message}" if flag else f"Error: {err.format_message()}", err=True)
+            sys.exit(2)
+        if isinstance(err, click.UsageError):
+            click.echo(f"Error: {err.format_message()}", err=True)
+            sys.exit(2)
+        if isinstance(err, click.ClickException):
+            err.show()
+            sys.exit(err.exit_code)
+        # An install to make (MissingExtraError), or ^C.
+        click.echo("Aborted." if isinstance(err, click.Abort) else f"Error: {err}", err=True)
+        sys.exit(1)
+
+
+def _print_traceback(err: BaseException):
+    """The traceback of a handled error, with the one it was raised from (kept even under `from None`)."""
+    import traceback
+
+    cause = err.__cause__ or err.__context__
+    if cause is not None:
+        traceback.print_exception(cause, file=sys.stderr)
+    traceback.print_exception(err, file=sys.stderr)
+
+
+def to_json(obj) -> str:
+    """Strict JSON: NaN and infinities become null."""
+    def clean(x):
+        if isinstance(x, dict):
+            return {k: clean(v) for k, v in x.items()}
+        if isinstance(x, (list, tuple)):
+            return [clean(v) for v in x]
+        if isinstance(x, float) and not math.isfinite(x):
+            return None
+        return x.item() if hasattr(x, "item") else x
+    return json.dumps(clean(obj), indent=2, allow_nan=False)
+
+
+def write_dataset(ds, path: Path):
+    from .store import write_netcdf, write_zarr
+
+    (write_zarr if path.suffix == ".zarr" else write_netcdf)(ds, path)
+
+
+def format_table(rows: list[dict]) -> str:
+    if not rows:
+        return ""
+    def cell(key, value):
+        if isinstance(value, float):
+            if key == "ettr_se":
+                return f"{value:.2g}"
+            return f"{value:.4f}" if key.startswith("ettr") else f"{value:.4g}"
+        return str(value)
+    keys = list(rows[0])
+    table = [keys] + [[cell(k, r[k]) for k in keys] for r in rows]
+    widths = [max(len(line[j]) for line in table) for j in range(len(keys))]
+    return "\n".join("  ".join(v.rjust(w) for v, w in zip(line, widths)) for line in table)

@@ -1,0 +1,72 @@
+"""The array layout: `layout.py`, its Cython twin's compile-time constants, and
+the column tables they describe (the promise in `layout.py`'s docstring)."""
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from relmodel._kernels import _timeline_cy as cy
+from relmodel._kernels import layout
+
+CONSTANT = re.compile(r"[A-Z][A-Z0-9_]*")
+
+# Each table: the prefix of its column indices -> the name of its column count.
+TABLES = {"P_": "N_PARAMS", "J_": "N_JOB_FIELDS", "S_": "N_STATS", "C_": "N_CAT_STATS"}
+# Layout constants that are neither a column index nor a column count.
+SCALARS = {"N_BINS", "BLOCK_SIZE"}
+
+
+def python_layout() -> dict[str, int]:
+    """Every UPPER_CASE int of `relmodel._kernels.layout`, read off the module itself."""
+    return {name: value for name, value in vars(layout).items()
+            if CONSTANT.fullmatch(name) and isinstance(value, int) and not isinstance(value, bool)}
+
+
+def test_layout_is_not_empty_and_layout_dict_lists_it():
+    constants = python_layout()
+    assert len(constants) > len(TABLES) + len(SCALARS)
+    assert layout.LAYOUT == constants
+
+
+def test_cython_twin_has_every_python_constant_with_the_same_value():
+    twin = cy.LAYOUT
+    missing = sorted(set(python_layout()) - set(twin))
+    assert not missing, f"_timeline_cy.LAYOUT lacks {missing}"
+    differ = {name: (value, twin[name]) for name, value in python_layout().items() if twin[name] != value}
+    assert not differ, f"layout.py and _timeline_cy.pyx disagree (python, cython): {differ}"
+
+
+def test_cython_twin_has_no_constant_the_python_layout_lacks():
+    extra = sorted(set(cy.LAYOUT) - set(python_layout()))
+    assert not extra, f"_timeline_cy.LAYOUT has constants layout.py lacks: {extra}"
+
+
+def test_every_constant_belongs_to_a_table_or_is_a_known_scalar():
+    constants = set(python_layout())
+    counts = set(TABLES.values())
+    unknown = sorted(name for name in constants - counts - SCALARS
+                     if not any(name.startswith(prefix) for prefix in TABLES))
+    assert not unknown, f"constants in no table (add them to TABLES or SCALARS here): {unknown}"
+    assert counts <= constants and SCALARS <= constants
+
+
+@pytest.mark.parametrize("prefix", TABLES)
+def test_columns_are_distinct_and_run_from_zero_to_count(prefix):
+    constants = python_layout()
+    count = constants[TABLES[prefix]]
+    columns = {name: value for name, value in constants.items() if name.startswith(prefix)}
+    assert len(columns) == count, f"{prefix}* has {len(columns)} columns, {TABLES[prefix]} = {count}"
+    assert sorted(columns.values()) == list(range(count)), f"{prefix}* columns: {columns}"
+
+
+@pytest.mark.parametrize("kernel", ["timeline_numba.py", "failure_sample.py", "rng_numba.py"])
+def test_numba_kernels_import_the_layout_rather_than_copy_it(kernel):
+    """No module-level assignment to a layout name: the Numba kernels take them from layout.py."""
+    tree = ast.parse((Path(layout.__file__).parent / kernel).read_text(encoding="utf-8"))
+    assigned = {target.id for node in tree.body if isinstance(node, (ast.Assign, ast.AnnAssign))
+                for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+                if isinstance(target, ast.Name)}
+    copied = sorted(assigned & set(python_layout()))
+    assert not copied, f"{kernel} defines layout constants itself: {copied}"
