@@ -14,7 +14,7 @@ from click.core import ParameterSource
 
 from . import _feedback as feedback
 from ._extras import MissingExtraError, require
-from .errors import ScenarioError, check_number, parameter_and_reason
+from .errors import ScenarioError, parameter_and_reason
 from .scenario import FIELDS, Scenario
 from .units import to_hours_with_unit
 
@@ -34,7 +34,11 @@ class Duration(click.ParamType):
 
 
 class FieldValues(click.ParamType):
-    """One Scenario field: a value, or a comma-separated list of them (a sweep axis)."""
+    """One Scenario field: a value, or a comma-separated list of them (a sweep axis).
+
+    The text is only read here (a number, or a duration with its unit); the
+    Scenario built from it checks each value, once.
+    """
 
     def __init__(self, field: str):
         self.field = field
@@ -46,7 +50,7 @@ class FieldValues(click.ParamType):
         items = [v.strip() for v in value.split(",")]
         kind = FIELDS[self.field][1]
         try:
-            parsed = [check_number(self.field, _parse(item, kind, self.field), kind=kind) for item in items]
+            parsed = [_parse(item, kind, self.field) for item in items]
         except ValueError as err:  # it names the field; the flag replaces it
             self.fail(parameter_and_reason(err)[1], param, ctx)
         return parsed if len(parsed) > 1 else parsed[0]

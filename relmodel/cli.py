@@ -5,7 +5,6 @@ from __future__ import annotations
 import itertools
 import math
 import sys
-import warnings
 from pathlib import Path
 
 import click
@@ -14,7 +13,7 @@ from click.core import ParameterSource
 
 from . import _feedback as feedback
 from ._cli_shared import (FLAGS, DatasetPath, FigurePath, OneLineErrors, build_scenario, format_table, quiet_option,
-                          scenario_options, taxonomy_fields, to_json, usage_error, write_dataset)
+                          scenario_options, to_json, usage_error, write_dataset)
 from .elastic.cli import cluster
 from .engine import DEFAULT_MAX_FAILURES, MAX_JOBS
 from .pipeline.cli import pipeline
@@ -94,7 +93,8 @@ def main(debug):
 @quiet_option()
 def simulate(n_jobs, seed, backend, threads, max_failures, out, progress, quiet, as_json, **fields):
     """Monte Carlo job timelines for one scenario or a sweep; prints a summary table."""
-    from .closed_form import ClosedFormWarning, ettr
+    from . import labels
+    from .closed_form import ettr_arrays
     from .simulate import simulate as run_simulation
 
     sc = build_scenario(fields)
@@ -107,9 +107,8 @@ def simulate(n_jobs, seed, backend, threads, max_failures, out, progress, quiet,
         raise usage_error(err) from None
     finally:
         bar.close()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ClosedFormWarning)  # NaN in the table says it
-        ds["ettr_renewal"] = ettr(sc, "renewal")
+    # Beside the estimate, its closed form (NaN in the table where it does not hold).
+    ds["ettr_renewal"] = labels.grid_variable(sc, labels.CLOSED_FORMS["ettr_renewal"], ettr_arrays(sc, "renewal"))
     if out is not None:
         write_dataset(ds, out)
     rows = summary_rows(ds, sc.dims)
@@ -141,9 +140,8 @@ def simulate(n_jobs, seed, backend, threads, max_failures, out, progress, quiet,
 def plan(target_ettr, n_jobs, seed, backend, plot, as_json, from_log, quiet, **fields):
     """Capacity plan: checkpoint interval, ETTR, MTTF, time lost, sensitivities, targets."""
     from .closed_form import MIN_INTERVAL
-    from .plan import check_plan
+    from .plan import check_plan, plan_checked
     from .plan import header as plan_header
-    from .plan import plan as make_plan
 
     for name, value in fields.items():
         if isinstance(value, list):
@@ -154,10 +152,10 @@ def plan(target_ettr, n_jobs, seed, backend, plot, as_json, from_log, quiet, **f
             raise click.UsageError("--from-log: give --from-log or --failure-rate, not both")
         fitted = fit_log(from_log, flag="--from-log", gpus_per_node=fields["gpus_per_node"])
         fields["failure_rate"] = fitted.failure_rate
-    if fields["checkpoint_interval"] is None:
-        del fields["checkpoint_interval"]
-    fields = taxonomy_fields(fields)
-    sc = build_scenario({"checkpoint_interval": 1.0, **fields})  # flag-named errors before any work
+    has_current = fields["checkpoint_interval"] is not None
+    if not has_current:
+        fields["checkpoint_interval"] = 1.0  # a stand-in: the plan shows no "current" interval
+    sc = build_scenario(fields)  # flag-named errors before any work; the one check of each value
     # A job that can finish at no checkpoint interval is hopeless at the shortest one the
     # planner tries and with none at all (shorter intervals shorten the stretches of work,
     # fewer checkpoints the runtime over which restarts recur): check those two.
@@ -165,7 +163,7 @@ def plan(target_ettr, n_jobs, seed, backend, plot, as_json, from_log, quiet, **f
     refuse_if_no_job_can_finish(sc.sweep(checkpoint_interval=sorted(extremes)), DEFAULT_MAX_FAILURES,
                                 where=" at any checkpoint interval")
     try:
-        check_plan(sc, target_ettr, n_jobs, seed)  # every refusal before the first line
+        n_jobs, seed = check_plan(sc, target_ettr, n_jobs, seed)  # every refusal before the first line
     except ValueError as err:
         raise usage_error(err) from None
     if not as_json:
@@ -178,8 +176,7 @@ def plan(target_ettr, n_jobs, seed, backend, plot, as_json, from_log, quiet, **f
         click.echo(plan_header(sc))
         sys.stdout.flush()
     try:
-        result = make_plan(target_ettr=target_ettr, n_jobs=n_jobs, seed=seed, backend=backend,
-                           progress=feedback.enabled(), **fields)
+        result = plan_checked(sc, has_current, target_ettr, n_jobs, seed, backend, None, feedback.enabled())
     except ValueError as err:
         raise usage_error(err) from None
     if as_json:

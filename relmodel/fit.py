@@ -38,6 +38,8 @@ class FitError(ParameterError):
         The parameter to change.
     reason : str
         Why the fit cannot be made.
+    where : str, optional
+        The record it belongs to, named first in the message.
     """
 
 
@@ -249,17 +251,17 @@ def weibull_fit(times, observed, *, ignore_censoring: bool = False, confidence: 
     zero_failures = int(np.sum(event & (t == 0)))
     if zero_failures:
         raise FitError("times", f"{zero_failures} failures at time 0, which no Weibull law allows; "
-                       "leave them out of the fit (and report them)")
+                                "leave them out of the fit (and report them)")
     t, event = t[t > 0], event[t > 0]
     n_events, n_censored = int(event.sum()), int((~event).sum())
     if n_events < 2:
         raise FitError("observed", f"a Weibull fit needs at least 2 failures (got {n_events}, "
-                       f"with {n_censored} censored times)")
+                                   f"with {n_censored} censored times)")
     t_max = float(t.max())
     log_x = np.log(t / t_max)  # <= 0, and 0 at the longest time
     if np.all(log_x[event] == 0.0):
         raise FitError("times", "every failure is at the longest time (identical times?), so the likelihood "
-                       "grows without bound in the shape; there is no finite Weibull fit")
+                                "grows without bound in the shape; there is no finite Weibull fit")
     profile = _WeibullProfile(log_x, event)
     shape = profile.shape_mle()
     scale = t_max * math.exp(profile.log_scale(shape))
@@ -326,7 +328,7 @@ class _WeibullProfile:
             high *= 2
             if high > _MAX_SHAPE:
                 raise FitError("times", "the failures are so close to the longest time that the shape "
-                               f"exceeds {_MAX_SHAPE:g}; no meaningful Weibull fit")
+                                        f"exceeds {_MAX_SHAPE:g}; no meaningful Weibull fit")
         return float(optimize.brentq(self.score, low, high, xtol=1e-300, rtol=_RTOL))
 
     def log_scale(self, shape: float) -> float:
@@ -373,7 +375,7 @@ class _WeibullProfile:
             high *= 2
         if not score(low) > 0 > score(high):
             raise FitError("interval", "the profile likelihood of the scale could not be bracketed; "
-                           "use interval='wald'")
+                                       "use interval='wald'")
         k = float(optimize.brentq(score, low, high, xtol=1e-300, rtol=_RTOL))
         # exp clamped at e^700: only far outside any interval, where the value is hugely negative anyway.
         return (self.d * math.log(k) + k * sum_u_event - self.sum_log_event
@@ -783,7 +785,7 @@ def fit(log, *, min_gpus: int = 128, gpus_per_node: int = 8, taxonomy="meta-2024
     exposure = float(node_days[large].sum())
     if exposure <= 0:
         raise FitError("min_gpus", f"the log has no runtime of jobs with at least {min_gpus} GPUs "
-                       f"({len(log)} jobs read, largest {int(n_gpus.max(initial=0))} GPUs)")
+                                   f"({len(log)} jobs read, largest {int(n_gpus.max(initial=0))} GPUs)")
     count = int(infra[large].sum())
     rate = count / exposure
     ci = poisson_rate_interval(count, exposure, confidence)

@@ -369,9 +369,43 @@ def plan(scenario=None, *, target_ettr: float | None = None, n_jobs: int = 20_00
         sc = as_scenario(scenario)
         current = sc.checkpoint_interval
     n_jobs, seed = check_plan(sc, target_ettr, n_jobs, seed, max_failures)
+    return plan_checked(sc, current is not None, target_ettr, n_jobs, seed, backend, max_failures, progress)
 
+
+def plan_checked(sc: Scenario, has_current: bool, target_ettr, n_jobs: int, seed: int, backend: str, max_failures,
+                 progress) -> Plan:
+    """Return `plan` of arguments already checked: by `check_plan`, which gave `n_jobs` and `seed`.
+
+    For callers that check first and answer before the plan is done (the
+    command line prints the plan's header at once); each value is checked once.
+
+    Parameters
+    ----------
+    sc : Scenario
+        The run, as `check_plan` accepted it.
+    has_current : bool
+        Whether `sc`'s checkpoint_interval is the one used today (shown as
+        "current"), rather than a stand-in.
+    target_ettr : float or None
+        As `plan` takes it.
+    n_jobs : int
+        As `check_plan` returned it.
+    seed : int
+        As `check_plan` returned it.
+    backend : str
+        As `plan` takes it.
+    max_failures : int or None
+        As `plan` takes it.
+    progress : bool or callable
+        As `plan` takes it.
+
+    Returns
+    -------
+    Plan
+        The plan.
+    """
     intervals = {m: optimal_interval(sc, m) for m in ("young", "daly", "exact")}
-    if current is not None:
+    if has_current:
         intervals["current"] = sc.checkpoint_interval
     feasible = {label: feasible_interval(v, sc.work) for label, v in intervals.items()}
     checks = _check_simulations(sc, sorted(set(feasible.values())), n_jobs, seed, backend, max_failures, progress)
@@ -434,7 +468,7 @@ def check_plan(sc: Scenario, target_ettr=None, n_jobs=20_000, seed=0, max_failur
         raise ValueError(f"plan takes one scenario, not a grid over {sc.dims}")
     if not renewal_applies(sc):
         raise ParameterError("weibull_shape", "the planner uses the renewal model, which needs exponential "
-                         "failures (weibull_shape = 1); use relmodel.compare for Weibull failures")
+                                              "failures (weibull_shape = 1); use relmodel.compare for Weibull failures")
     if target_ettr is not None and not (isinstance(target_ettr, (int, float)) and 0 < target_ettr < 1):
         raise ParameterError("target_ettr", f"must be in (0, 1) (got {target_ettr!r})")
     n_jobs, seed, _ = check_run_args(n_jobs, seed, 1 if max_failures is None else max_failures)

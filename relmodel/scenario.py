@@ -172,7 +172,8 @@ class Scenario:
         for name in ("restart_cost", "queue_wait"):
             mean = math.fsum(c.share * getattr(c, name) for c in cats)
             given = getattr(self, name)
-            if given is not None and (is_sequence(given) or not _same(check_number(name, scalar_value(given), kind="duration"), mean)):
+            if given is not None and (is_sequence(given)
+                                      or not _same(check_number(name, scalar_value(given), kind="duration"), mean)):
                 raise ScenarioError(name, f"the taxonomy sets it per category (share-weighted mean "
                                           f"{format_hours(mean)}); leave {name} out")
             object.__setattr__(self, name, mean)

@@ -52,6 +52,8 @@ class StudyError(ParameterError):
         The study file (with its line) or store, or the run parameter at fault.
     reason : str
         What is wrong.
+    where : str, optional
+        The record it belongs to, named first in the message.
     """
 
 
@@ -197,8 +199,8 @@ def parse_study(text: str, name: str = "study", folder: Path | None = None) -> S
         raise StudyError(str(name), "not valid TOML: nested too deeply") from None
     for section in doc:
         if section not in ("fixed", "sweep", "run"):
-            raise StudyError(f"{name} line {_line_of(text, None, section) or '?'}", "unknown section or key "
-                             f"{section!r}; a study has [fixed], [sweep] and [run]")
+            raise StudyError(f"{name} line {_line_of(text, None, section) or '?'}",
+                             f"unknown section or key {section!r}; a study has [fixed], [sweep] and [run]")
     fixed, sweep, run = doc.get("fixed", {}), doc.get("sweep", {}), doc.get("run", {})
     for section, table in (("fixed", fixed), ("sweep", sweep)):
         for key in table:

@@ -176,12 +176,12 @@ def open_or_create(study: Study, store: Path, source: str, label: str = "") -> t
     except Exception as err:  # not a zarr group, or not one of ours
         reason = f"{type(err).__name__}: {err}".splitlines()[0]
         raise StudyError(str(store), f"exists and is not a relmodel study store ({reason}); "
-                         f"choose another --out or delete it") from None
+                                     f"choose another --out or delete it") from None
     if attrs.get("study_fingerprint") != study.fingerprint():
         other = stores.study_name(attrs.get("study_file", ""), attrs.get("study_fingerprint"))
         raise StudyError(str(store), f"holds another study ({other}); this study "
-                         f"({stores.study_name(label, study.fingerprint())}) was not run: "
-                         f"choose another --out, or delete {store} to replace it")
+                                     f"({stores.study_name(label, study.fingerprint())}) was not run: "
+                                     f"choose another --out, or delete {store} to replace it")
     return chunks
 
 

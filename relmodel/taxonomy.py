@@ -42,6 +42,8 @@ class TaxonomyError(ParameterError):
         The taxonomy file, or "taxonomy" for a name that is none.
     reason : str
         What is wrong.
+    where : str, optional
+        The record it belongs to, named first in the message.
     """
 
 
@@ -260,7 +262,7 @@ def load(name_or_path: str | Path | Taxonomy = "meta-2024") -> Taxonomy:
         return name_or_path
     if not isinstance(name_or_path, (str, os.PathLike)) or "\0" in str(name_or_path):
         raise TaxonomyError("taxonomy", f"expected a preset name ({', '.join(presets())}) or the path of a taxonomy "
-                            f"file (got {short_repr(name_or_path)})")
+                                        f"file (got {short_repr(name_or_path)})")
     path = Path(name_or_path)
     if not path.suffix and not path.exists():
         path = PRESETS / f"{name_or_path}.toml"

@@ -31,7 +31,8 @@ CASES = {
     "taxonomy": (TaxonomyError, lambda tmp: lambda: load_taxonomy("no-such-preset"), "taxonomy"),
     "log": (LogError, lambda tmp: lambda: read_log("JobID,State\n1,NODE_FAIL\n", format="csv"), "line 1"),
     "study": (StudyError, lambda tmp: lambda: parse_study("[fixed]\nn_gpus = [", name="s.toml"), "s.toml"),
-    "pipeline": (pl.PipelineError, lambda tmp: lambda: pl.PipelineConfig(stages=0, replicas=1, microbatches=4), "stages"),
+    "pipeline": (pl.PipelineError, lambda tmp: lambda: pl.PipelineConfig(stages=0, replicas=1, microbatches=4),
+                 "stages"),
     "pipeline trace": (pl.TraceError, lambda tmp: _bad_trace(tmp, pl, "0,add,node1\n1000,launch,node2\n"),
                        None),
     "elastic job": (el.JobError, lambda tmp: lambda: el.allocate(

@@ -34,7 +34,7 @@ def check_gpus(n_gpus) -> int:
         raise ParameterError("n_gpus", f"must be a positive integer (got {n_gpus!r})")
     if n_gpus > MAX_GPUS:
         raise ParameterError("n_gpus", f"at most {MAX_GPUS} GPUs (got {n_gpus}); the allocation's dynamic program "
-                         f"holds a jobs x GPUs table")
+                                       f"holds a jobs x GPUs table")
     return int(n_gpus)
 
 
@@ -125,8 +125,9 @@ def solve(options: Sequence[Options], capacity: int, objective: str) -> tuple[np
         return np.zeros(0, dtype=np.int64), 0.0
     entries = float(len(options)) * (int(capacity) + 1)
     if entries > MAX_TABLE_ENTRIES:
-        raise ParameterError("n_gpus", f"{len(options)} jobs x {int(capacity) + 1} GPU counts make a {entries:.2g}-entry "
-                         f"allocation table (limit {MAX_TABLE_ENTRIES:.0e}); use fewer GPUs or jobs")
+        raise ParameterError("n_gpus", f"{len(options)} jobs x {int(capacity) + 1} GPU counts make a "
+                                       f"{entries:.2g}-entry allocation table (limit {MAX_TABLE_ENTRIES:.0e}); "
+                                       "use fewer GPUs or jobs")
     gpus = np.concatenate([o.gpus for o in options])
     value = np.concatenate([o.value(objective) for o in options])
     chosen, total = solve_allocation(offsets, gpus, value, int(capacity))

@@ -143,9 +143,10 @@ def synthetic_workload(arrival_rate, duration, seed: int = 0, *, model_mix: Mapp
     rate = _positive("arrival_rate", arrival_rate)
     window = _positive("duration", duration, duration=True)
     if rate * window > MAX_SYNTHETIC_JOBS:
-        raise ParameterError("arrival_rate", f"{rate:g} jobs/h over {window:g} h is about {rate * window:.3g} jobs "
-                         f"(limit {MAX_SYNTHETIC_JOBS:,}, about two minutes of cluster simulation); lower "
-                         f"the arrival rate (--arrival-rate) or the window (--duration)")
+        raise ParameterError("arrival_rate", f"{rate:g} jobs/h over {window:g} h is about {rate * window:.3g} "
+                                             f"jobs (limit {MAX_SYNTHETIC_JOBS:,}, about two minutes of cluster "
+                                             "simulation); lower the arrival rate (--arrival-rate) or the window "
+                                             "(--duration)")
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**32:
         raise ParameterError("seed", f"must be an integer in [0, 2**32) (got {seed!r})")
     models = dict(MODELS if models is None else models)

@@ -48,6 +48,8 @@ class PipelineError(ParameterError):
         The parameter at fault.
     reason : str
         What is wrong with it.
+    where : str, optional
+        The record it belongs to, named first in the message.
     """
 
 

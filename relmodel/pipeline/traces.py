@@ -23,6 +23,8 @@ class TraceError(ParameterError):
         The trace file with its line, or the trace's name.
     reason : str
         What is wrong.
+    where : str, optional
+        The record it belongs to, named first in the message.
     """
 
 
@@ -61,7 +63,7 @@ class Trace:
         names = tuple(self.node_names)
         if not (time.ndim == add.ndim == node.ndim == 1 and time.size == add.size == node.size):
             raise TraceError(str(label), "time, add and node must be 1-D arrays of one length "
-                             f"(got shapes {time.shape}, {add.shape}, {node.shape})")
+                                         f"(got shapes {time.shape}, {add.shape}, {node.shape})")
         if not np.all(np.isfinite(time)) or np.any(time < 0) or np.any(np.diff(time) < 0):
             raise TraceError(str(label), "times must be finite, >= 0 and in order")
         if add.size and add.dtype != bool and not (add.dtype.kind in "iu" and np.isin(add, (0, 1)).all()):
@@ -138,7 +140,7 @@ def read_trace(path, name: str | None = None) -> Trace:
     if len(first) == 3 and _is_date(first[0]):
         return count_series(path, name, lines)
     raise TraceError(f"{path}:{lines[0][0]}", "expected 'milliseconds,add|remove,node' or 'date, time, count' "
-                     f"(got {lines[0][1]!r})")
+                                              f"(got {lines[0][1]!r})")
 
 
 def _event_trace(path, name, lines) -> Trace:
