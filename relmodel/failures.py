@@ -23,6 +23,8 @@ import numpy as np
 
 from .errors import ScenarioError, check_integer, check_memory, check_number
 from .synthetic_log import synthetic_log  # noqa: F401  re-exported: relmodel.failures.synthetic_log
+from .taxonomy import TaxonomyError
+from .taxonomy import load as load_taxonomy
 from .units import short_repr
 
 # Binomial tails below this mass are dropped: a 53-bit uniform cannot reach them.
@@ -546,10 +548,8 @@ def as_categories(value, parameter: str = "categories") -> tuple[FailureCategory
         If the shares do not sum to 1, names repeat, or a value is invalid.
     """
     if isinstance(value, str):  # a taxonomy preset's name, or the path of a taxonomy file
-        from .taxonomy import TaxonomyError, load
-
         try:
-            value = load(value)
+            value = load_taxonomy(value)
         except TaxonomyError as err:
             raise ScenarioError(parameter, err.reason if err.parameter == "taxonomy" else str(err)) from None
     items = getattr(value, "categories", value)

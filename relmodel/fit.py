@@ -24,7 +24,9 @@ from . import labels
 from ._display import key_value_table
 from .errors import ParameterError
 from .logs import JobLog, read_log
+from .scenario import Scenario
 from .taxonomy import END_STATES
+from .units import format_hours
 
 REPORT_SIZES = (1024, 4096, 16384, 131072)
 
@@ -568,8 +570,6 @@ class FitResult:
         TypeError
             If a field name is not a Scenario field.
         """
-        from .scenario import Scenario
-
         fields.setdefault("checkpoint_interval", 1.0)
         fields.setdefault("work", "7d")
         fields.setdefault("gpus_per_node", self.gpus_per_node)
@@ -955,8 +955,6 @@ def _lemon_nodes(node_lists, n_nodes, runtime_d, infra, rate, alpha: float = 0.0
 
 
 def _hours(h: float) -> str:
-    from .units import format_hours
-
     return format_hours(h)
 
 

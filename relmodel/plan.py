@@ -19,6 +19,7 @@ from .engine import check_run_args, expected_failures
 from .errors import MAX_COUNT, ParameterError
 from .failures import job_rate_table
 from .scenario import Scenario, as_scenario
+from .simulate import simulate
 from .units import format_hours
 
 IMPROVABLE = ("failure_rate", "restart_cost", "checkpoint_cost")
@@ -566,8 +567,6 @@ def _check_simulations(sc: Scenario, intervals, n_jobs: int, seed: int, backend:
 
 def _check_simulation(sc: Scenario, budget: tuple, seed: int, backend: str, max_failures, progress=None) -> dict:
     """Simulate one interval with its `budgeted_jobs`: its summary and Dataset (None if not run)."""
-    from .simulate import simulate
-
     jobs, mean, highest = budget
     summary = {"expected_failures": mean, "simulated_jobs": 0, "simulated": math.nan, "simulated_se": math.nan,
                "simulated_ci95": [math.nan, math.nan]}

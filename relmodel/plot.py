@@ -14,7 +14,9 @@ import numpy as np
 from ._ticks import number_text, plain_log_axis  # noqa: F401  public here too
 from .closed_form import ClosedFormWarning, ettr, feasible_interval, mttf, optimal_interval
 from .errors import ParameterError
+from .plan import Plan, budgeted_jobs, failure_cap
 from .scenario import Scenario, as_scenario
+from .simulate import simulate
 from .units import format_hours
 
 # The simulated points of an interval figure draw at most this many failures in
@@ -83,8 +85,6 @@ def _caption(fig, text: str) -> None:
 
 def _plan_inputs(scenario, target_ettr, current_interval):
     """(scenario, target, current interval, largest job reaching the target) from a Plan or a Scenario."""
-    from .plan import Plan
-
     if isinstance(scenario, Plan):
         plan = scenario
         if target_ettr is None and plan.target is not None:
@@ -101,8 +101,6 @@ def _simulated_points(sc: Scenario, points, n_jobs: int, seed: int, backend: str
 
     Returns (intervals, ettr, se, jobs) of the points simulated.
     """
-    from .plan import budgeted_jobs, failure_cap
-    from .simulate import simulate
 
     per_point = FIGURE_EVENT_BUDGET / max(len(points), 1)
     kept, values, errors, jobs_used = [], [], [], []

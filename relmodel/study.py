@@ -30,6 +30,7 @@ from . import labels
 from .engine import MAX_JOBS
 from .errors import ParameterError, ScenarioError
 from .scenario import FIELDS, Scenario
+from .taxonomy import read_small_text
 from .units import to_hours
 
 if sys.version_info >= (3, 11):
@@ -272,8 +273,6 @@ def load_study(path) -> Study:
     StudyError
         If the file cannot be read or is not a valid study.
     """
-    from .taxonomy import read_small_text
-
     path = Path(path)
     try:
         text = read_small_text(path, STUDY_FILE_BYTES)

@@ -98,3 +98,50 @@ def test_split_work_is_a_partition(work, interval):
 def test_simulate_rejects_bad_run_arguments(kwargs, match):
     with pytest.raises(ValueError, match=match):
         rm.simulate(rm.Scenario(**BASE), **{"n_jobs": 10, **kwargs})
+
+
+@pytest.fixture
+def checks(monkeypatch):
+    """Count the checks of Scenario field values, by field, wherever a module calls the check."""
+    import sys
+    from collections import Counter
+
+    import relmodel.cli  # noqa: F401  (its modules too)
+    from relmodel.errors import check_number as real
+
+    counted = Counter()
+
+    def counting(name, value, *, kind):
+        counted[name] += 1
+        return real(name, value, kind=kind)
+
+    for name, module in list(sys.modules.items()):
+        if name.split(".")[0] == "relmodel" and getattr(module, "check_number", None) is real:
+            monkeypatch.setattr(module, "check_number", counting)
+    return counted
+
+
+def test_each_value_is_checked_once_when_the_scenario_is_built(checks):
+    sc = rm.Scenario(n_gpus=[8, 16, 32], failure_rate=1.0, checkpoint_interval=["30min", "1h"], work="10h")
+    assert checks["n_gpus"] == 3 and checks["checkpoint_interval"] == 2 and checks["work"] == 1, checks
+    built = dict(checks)
+    points = list(sc.points())  # the grid's points are not checked again
+    assert points[3] == sc.point((1, 1)) and (points[3].n_gpus, points[3].checkpoint_interval) == (16, 1.0)
+    assert not points[3].is_grid and points[3].work == 10.0
+    assert dict(checks) == built
+    rm.simulate(sc, n_jobs=64, backend="cython")
+    rm.ettr(sc, "renewal")
+    rm.optimal_interval(sc, "exact")
+    rm.compare(sc, n_jobs=64, backend="cython")
+    assert dict(checks) == built
+
+
+def test_the_command_line_checks_each_value_once(checks):
+    from click.testing import CliRunner
+
+    from relmodel.cli import main
+
+    result = CliRunner().invoke(main, ["simulate", "--gpus", "8,16", "--checkpoint-interval", "30min,1h,2h",
+                                       "--n-jobs", "64", "--backend", "cython", "--quiet"])
+    assert result.exit_code == 0, result.output
+    assert checks["n_gpus"] == 2 and checks["checkpoint_interval"] == 3 and checks["work"] == 1, checks
