@@ -13,7 +13,7 @@ import numpy as np
 
 from . import labels
 from .errors import ParameterError, check_number
-from .failures import job_rate_log_masses
+from .failures import has_lemons, job_rate_log_masses
 from .scenario import Scenario, as_scenario, split_work
 
 ETTR_METHODS = ("linear", "renewal")
@@ -273,7 +273,7 @@ def _renewal_ettr(sc: Scenario, cols: dict, exponential: bool = False) -> np.nda
     interval, work, ckpt = cols["checkpoint_interval"], cols["work"], cols["checkpoint_cost"]
     out = np.full(work.shape, np.nan)
     applies = np.ones(work.shape, bool) if exponential else cols["weibull_shape"] == 1.0
-    lemons = (cols["lemon_fraction"] != 0.0) & (cols["lemon_rate_factor"] != 1.0) & (cols["failure_rate"] != 0.0)
+    lemons = has_lemons(cols["failure_rate"], cols["lemon_fraction"], cols["lemon_rate_factor"])
     plain = np.flatnonzero(applies & ~lemons)
     if plain.size:
         log_walls = log_renewal_expected_wall(cols["job_failure_rate"][plain], interval[plain], work[plain],
@@ -396,10 +396,7 @@ def _columns_at(sc: Scenario, at: str) -> tuple[dict, np.ndarray]:
     if at != "given":
         interval = _optimal_intervals(sc, cols, at)
         undefined = np.isnan(interval)
-        work = cols["work"]
-        with np.errstate(invalid="ignore"):
-            feasible = np.where(np.isinf(interval) | (interval > work), work * (1.0 + 1e-6),
-                                np.maximum(interval, MIN_INTERVAL))
+        feasible = _feasible_intervals(interval, cols["work"])
         cols["checkpoint_interval"] = np.where(undefined, 1.0, feasible)  # 1.0: any valid stand-in
     return cols, undefined
 
@@ -511,9 +508,13 @@ def feasible_interval(interval: float, work: float) -> float:
     float
         A valid checkpoint interval in hours.
     """
-    if math.isinf(interval) or interval > work:
-        return work * (1.0 + 1e-6)
-    return max(interval, MIN_INTERVAL)
+    return float(_feasible_intervals(np.float64(interval), work))
+
+
+def _feasible_intervals(interval, work):
+    """`feasible_interval` over arrays; NaN stays NaN."""
+    with np.errstate(invalid="ignore"):
+        return np.where(np.isinf(interval) | (interval > work), work * (1.0 + 1e-6), np.maximum(interval, MIN_INTERVAL))
 
 
 def long_run_optimal_interval(lam: float, ckpt: float) -> float:

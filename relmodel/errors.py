@@ -40,6 +40,18 @@ class ParameterError(ValueError):
         super().__init__(f"{where}: {parameter}: {reason}" if where else f"{parameter}: {reason}")
         self.parameter, self.reason, self.where = parameter, reason, where
 
+    def __reduce__(self):
+        # Rebuilt from its message and attributes, whatever the subclass's signature:
+        # an error raised on a Dask worker reaches the client whole.
+        return _rebuild_error, (type(self), self.args, self.__dict__)
+
+
+def _rebuild_error(cls, args, attributes):
+    err = cls.__new__(cls)
+    Exception.__init__(err, *args)
+    err.__dict__.update(attributes)
+    return err
+
 
 def parameter_and_reason(err: Exception) -> tuple[str, str]:
     """Return what an error names first and the rest of its message, to name a flag instead.
@@ -65,8 +77,8 @@ def parameter_and_reason(err: Exception) -> tuple[str, str]:
 class ScenarioError(ParameterError):
     """An invalid scenario or run parameter; ``.parameter`` names it.
 
-    Raised by `Scenario` and by the core's functions (`simulate`, `ettr`, ...);
-    the validators here raise it unless told otherwise.
+    Raised by `Scenario`, by the core's functions (`simulate`, `ettr`, ...)
+    and by the validators here.
 
     Parameters
     ----------

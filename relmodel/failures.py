@@ -58,7 +58,7 @@ def job_rate_table(n_nodes: int, failure_rate: float, lemon_fraction: float = 0.
     rate : numpy.ndarray
         The job failure rate per hour for each entry.
     """
-    if not _has_lemons(failure_rate, lemon_fraction, lemon_rate_factor):
+    if not has_lemons(failure_rate, lemon_fraction, lemon_rate_factor):
         return np.array([1.0]), np.array([n_nodes * failure_rate / 24.0])
     from scipy import (
         stats,  # here, not at import: it costs a second and only lemons need it
@@ -109,7 +109,7 @@ def job_rate_log_masses(n_nodes: int, failure_rate: float, lemon_fraction: float
     rate : numpy.ndarray
         The job failure rate per hour at each count.
     """
-    if not _has_lemons(failure_rate, lemon_fraction, lemon_rate_factor):
+    if not has_lemons(failure_rate, lemon_fraction, lemon_rate_factor):
         return np.array([0.0]), np.array([n_nodes * failure_rate / 24.0])
 
     low, high = (0, n_nodes) if n_nodes <= _EVERY_COUNT_NODES else _binomial_support(n_nodes, lemon_fraction)
@@ -177,8 +177,24 @@ def _deviance(x, mean):
     return np.where(np.abs(x - mean) < 0.1 * (x + mean), series, direct)
 
 
-def _has_lemons(failure_rate, lemon_fraction, lemon_rate_factor) -> bool:
-    return not (lemon_fraction == 0.0 or lemon_rate_factor == 1.0 or failure_rate == 0.0)
+def has_lemons(failure_rate, lemon_fraction, lemon_rate_factor):
+    """Tell where a job's failure rate is a mixture over its lemon nodes (arrays broadcast).
+
+    Parameters
+    ----------
+    failure_rate : float or numpy.ndarray
+        Cluster-average failures per node-day.
+    lemon_fraction : float or numpy.ndarray
+        Fraction of nodes that are lemons.
+    lemon_rate_factor : float or numpy.ndarray
+        How many times as often a lemon fails.
+
+    Returns
+    -------
+    bool or numpy.ndarray of bool
+        True where there are lemons that fail more often, and failures at all.
+    """
+    return (lemon_fraction != 0.0) & (lemon_rate_factor != 1.0) & (failure_rate != 0.0)
 
 
 def _lemon_job_rates(n_nodes, failure_rate, lemon_fraction, lemon_rate_factor, lemons) -> np.ndarray:

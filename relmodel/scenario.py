@@ -13,10 +13,10 @@ from collections.abc import Iterator, Mapping
 
 import numpy as np
 
-# Re-exported: the bounds and ScenarioError belong to the Scenario's contract.
-from .errors import ParameterError
+# The bounds and ScenarioError are re-exported: they belong to the Scenario's contract.
 from .errors import (MAX_COUNT, MAX_FAILURE_RATE, MAX_LEMON_RATE_FACTOR, QUEUE_WAIT_DISTRIBUTIONS,  # noqa: F401
-                     SHAPE_RANGE, ScenarioError, check_number, is_sequence, scalar_value, sequence_values)
+                     SHAPE_RANGE, ParameterError, ScenarioError, check_number, is_sequence, scalar_value,
+                     sequence_values)
 from .failures import Exponential, FailureCategory, LemonMixture, TaxonomyMixture, Weibull, as_categories
 from .units import format_hours, short_repr
 

@@ -3,6 +3,8 @@ it cannot use derives from `relmodel.errors.ParameterError`, names what is at
 fault in ``.parameter`` and says why in ``.reason``, and its message starts with
 them. Each case below is real bad input, raised by the code that checks it."""
 
+import pickle
+
 import pytest
 
 import relmodel as rm
@@ -61,6 +63,9 @@ def test_every_input_error_is_a_parameter_error(bad_input):
     # The message names the parameter (after the record it belongs to, if any) and then says why.
     assert str(err).endswith(f"{err.parameter}: {err.reason}") or str(err).startswith(f"{err.parameter}: "), str(err)
     assert err.reason in str(err)
+    # Pickled whole (a Dask worker's error reaches the client as it was raised).
+    back = pickle.loads(pickle.dumps(err))
+    assert type(back) is cls and str(back) == str(err) and vars(back) == vars(err)
 
 
 def test_the_record_comes_first():
