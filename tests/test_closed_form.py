@@ -288,3 +288,49 @@ def test_the_linear_form_is_quiet_where_it_holds():
         warnings.simplefilter("error")
         linear = rm.ettr(sc, "linear")
     assert linear == pytest.approx(rm.ettr(sc, "renewal"), rel=0.02)
+
+
+# -- a grid is its points: the closed forms over a grid (arrays, one table of job
+# rates per lemon mixture, evaluated in chunks) equal each point's own, to the bit.
+
+@st.composite
+def _grids(draw):
+    from relmodel.testing.strategies import durations
+
+    sc = draw(st.one_of(scenarios(extreme=True), scenarios()))
+    intervals = draw(st.lists(durations(min_value=1 / 3600, max_value=sc.work * 4), min_size=1, max_size=3,
+                              unique_by=rm.to_hours))
+    gpus = draw(st.lists(st.sampled_from([1, 7, 8, 64, 1000, 4096, 65536]), min_size=1, max_size=3, unique=True))
+    return sc.sweep(checkpoint_interval=intervals, n_gpus=gpus)
+
+
+def _pointwise(grid, method, at):
+    from relmodel.closed_form import ettr_arrays
+
+    return np.array([ettr_arrays(p, method, at)[0] for p in grid.points()])
+
+
+@settings(max_examples=60)
+@given(grid=_grids(), at=st.sampled_from(["given", "young", "daly"]))
+def test_a_grid_is_its_points(grid, at):
+    from relmodel.closed_form import ettr_arrays, grid_linear_deviation, linear_deviation
+
+    for method in ("renewal", "linear"):
+        np.testing.assert_array_equal(ettr_arrays(grid, method, at), _pointwise(grid, method, at))
+    np.testing.assert_array_equal(grid_linear_deviation(grid), [linear_deviation(p) for p in grid.points()])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", rm.ClosedFormWarning)
+        labelled = rm.ettr(grid, "renewal", at=at)
+    np.testing.assert_array_equal(np.ravel(labelled), _pointwise(grid, "renewal", at))
+
+
+def test_a_lemon_mixture_evaluated_in_chunks_is_the_same(monkeypatch):
+    import relmodel.closed_form as cf
+
+    grid = rm.Scenario(n_gpus=[512, 4096], failure_rate=6.5e-3, lemon_fraction=0.01, lemon_rate_factor=20.0,
+                       checkpoint_interval=list(np.geomspace(0.05, 10, 7)), work=[10.0, 300.0], checkpoint_cost=0.05)
+    whole = cf.ettr_arrays(grid, "renewal")
+    monkeypatch.setattr(cf, "_MIXTURE_ELEMENTS", 1000)  # a few points per chunk, a point per chunk for 4096 GPUs
+    np.testing.assert_array_equal(cf.ettr_arrays(grid, "renewal"), whole)
+    np.testing.assert_array_equal(whole, _pointwise(grid, "renewal", "given"))
+    assert np.all((whole > 0) & (whole < 1))
