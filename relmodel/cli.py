@@ -16,8 +16,8 @@ from ._cli_shared import (FLAGS, DatasetPath, FigurePath, OneLineErrors, build_s
                           scenario_options, to_json, usage_error, write_dataset)
 from .elastic.cli import cluster
 from .engine import DEFAULT_MAX_FAILURES, MAX_JOBS
-from .pipeline.cli import pipeline
 from .errors import ScenarioError
+from .pipeline.cli import pipeline
 from .scenario import Scenario
 from .units import UNIT_REQUIRED_HELP, format_hours
 
