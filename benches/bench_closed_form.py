@@ -20,7 +20,7 @@ import warnings
 import numpy as np
 
 import relmodel as rm
-from relmodel.closed_form import grid_linear_deviation
+from relmodel.closed_form import grid_closed_forms
 
 GRIDS = {
     "exponential, 100 x 100": dict(
@@ -56,7 +56,7 @@ def main(argv=None):
             "optimal_interval young": lambda: rm.optimal_interval(sc, "young"),
             "optimal_interval daly": lambda: rm.optimal_interval(sc, "daly"),
             "optimal_interval exact": lambda: rm.optimal_interval(sc, "exact"),
-            "linear deviation (compare)": lambda: grid_linear_deviation(sc),
+            "compare's closed forms": lambda: grid_closed_forms(sc),
         }
         for quantity, call in quantities.items():
             seconds = best_of(args.repeats, call)

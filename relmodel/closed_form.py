@@ -251,22 +251,6 @@ def _point_restart_args(sc: Scenario, cols: dict, points) -> tuple:
     return _restart_args(sc)
 
 
-def grid_renewal_applies(sc: Scenario) -> np.ndarray:
-    """Return, per grid point, whether the renewal form is exact there (`renewal_applies`).
-
-    Parameters
-    ----------
-    sc : Scenario
-        A scenario or grid.
-
-    Returns
-    -------
-    numpy.ndarray of bool
-        One flag per point, in scenario index order.
-    """
-    return np.asarray(sc.columns()["weibull_shape"]) == 1.0
-
-
 def _renewal_ettr(sc: Scenario, cols: dict, exponential: bool = False) -> np.ndarray:
     """The renewal ETTR at every point; NaN where failures are Weibull (unless `exponential`:
     then every point is read with exponential failures of the same mean)."""
@@ -309,11 +293,36 @@ def _linear_ettr(cols: dict) -> np.ndarray:
     return np.where(numerator > 0, value, np.nan)
 
 
-def _linear_deviation(sc: Scenario, cols: dict) -> np.ndarray:
-    linear = _linear_ettr(cols)
-    exact = _renewal_ettr(sc, cols, exponential=True)
+def _linear_deviation(linear: np.ndarray, exact: np.ndarray) -> np.ndarray:
+    """(linear - exact) / exact, `exact` the renewal form with exponential failures; NaN where `linear` is."""
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(np.isnan(linear), np.nan, np.where(exact == 0.0, np.inf, (linear - exact) / exact))
+
+
+def grid_closed_forms(sc: Scenario) -> dict[str, np.ndarray]:
+    """Return both ETTR forms at every point of a scenario or grid, each evaluated once.
+
+    What `compare` sets beside the simulation: the values of ``ettr(sc,
+    "linear")`` and ``ettr(sc, "renewal")`` (without their warnings), where the
+    renewal form is exact, and `linear_deviation`.
+
+    Parameters
+    ----------
+    sc : Scenario
+        A scenario or grid.
+
+    Returns
+    -------
+    dict of str to numpy.ndarray
+        ``ettr_linear``, ``ettr_renewal``, ``renewal_exact`` (bool) and
+        ``linear_deviation``, one value per point in scenario index order.
+    """
+    cols = _columns(sc)
+    linear = _linear_ettr(cols)
+    exponential = _renewal_ettr(sc, cols, exponential=True)  # the renewal form read with exponential failures
+    exact = cols["weibull_shape"] == 1.0
+    return {"ettr_linear": linear, "ettr_renewal": np.where(exact, exponential, np.nan), "renewal_exact": exact,
+            "linear_deviation": _linear_deviation(linear, exponential)}
 
 
 def grid_linear_deviation(sc: Scenario) -> np.ndarray:
@@ -330,7 +339,8 @@ def grid_linear_deviation(sc: Scenario) -> np.ndarray:
         (linear - exact) / exact per point, in scenario index order; NaN where
         the linear form is.
     """
-    return _linear_deviation(sc, _columns(sc))
+    cols = _columns(sc)
+    return _linear_deviation(_linear_ettr(cols), _renewal_ettr(sc, cols, exponential=True))
 
 
 def linear_deviation(sc: Scenario) -> float:
@@ -480,7 +490,7 @@ def ettr(scenario, method: str = "renewal", *, at: str = "given"):
                   else "it needs exponential failures (weibull_shape = 1)")
         warnings.warn(f"{method} ETTR is NaN where {reason}", ClosedFormWarning, stacklevel=2)
     if method == "linear":
-        deviation = np.abs(np.where(undefined, np.nan, _linear_deviation(sc, cols)))
+        deviation = np.abs(_linear_deviation(values, _renewal_ettr(sc, cols, exponential=True)))
         astray = deviation > LINEAR_TOLERANCE  # NaN (numerator <= 0) was warned about above
         if astray.any():
             where = f" at {int(astray.sum())} of {deviation.size} points" if sc.is_grid else ""

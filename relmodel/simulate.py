@@ -10,7 +10,7 @@ import xarray as xr
 from . import labels
 from ._kernels import BACKENDS
 from ._kernels.layout import BLOCK_SIZE, N_BINS
-from .closed_form import LINEAR_TOLERANCE, ettr_arrays, grid_linear_deviation, grid_renewal_applies
+from .closed_form import LINEAR_TOLERANCE, grid_closed_forms
 from .engine import (COMPONENTS, DEFAULT_MAX_FAILURES, RNG_SCHEME, check_run_args, check_run_memory, check_threads,
                      pack, resolve_backend, run, summarize)
 from .errors import check_choice, check_flag, check_levels
@@ -183,10 +183,10 @@ def compare(grid, n_jobs: int = 100_000, seed: int = 0, backend: str = "numba", 
     else:
         sc = as_scenario(grid)
         sim = simulate(sc, n_jobs=n_jobs, seed=seed, backend=backend, **simulate_kwargs)
-    linear, renewal = ettr_arrays(sc, "linear"), ettr_arrays(sc, "renewal")
-    exact = grid_renewal_applies(sc)
-    valid = np.abs(grid_linear_deviation(sc)) <= LINEAR_TOLERANCE
-    closed = labels.grid_dataset(sc, labels.COMPARED, {"ettr_linear": linear, "ettr_renewal": renewal},
+    forms = grid_closed_forms(sc)
+    exact = forms["renewal_exact"]
+    valid = np.abs(forms["linear_deviation"]) <= LINEAR_TOLERANCE
+    closed = labels.grid_dataset(sc, labels.COMPARED, {name: forms[name] for name in ("ettr_linear", "ettr_renewal")},
                                  attrs={}, categories=False)
     ds = xr.Dataset(coords=sim.coords).drop_vars(["quantile", "component"], errors="ignore")
     ds["ettr_linear"] = closed.ettr_linear

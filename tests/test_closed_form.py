@@ -313,11 +313,16 @@ def _pointwise(grid, method, at):
 @settings(max_examples=60)
 @given(grid=_grids(), at=st.sampled_from(["given", "young", "daly"]))
 def test_a_grid_is_its_points(grid, at):
-    from relmodel.closed_form import ettr_arrays, grid_linear_deviation, linear_deviation
+    from relmodel.closed_form import ettr_arrays, grid_closed_forms, grid_linear_deviation, linear_deviation
 
     for method in ("renewal", "linear"):
         np.testing.assert_array_equal(ettr_arrays(grid, method, at), _pointwise(grid, method, at))
     np.testing.assert_array_equal(grid_linear_deviation(grid), [linear_deviation(p) for p in grid.points()])
+    forms = grid_closed_forms(grid)  # compare's: each form evaluated once
+    for method in ("renewal", "linear"):
+        np.testing.assert_array_equal(forms[f"ettr_{method}"], ettr_arrays(grid, method))
+    np.testing.assert_array_equal(forms["linear_deviation"], grid_linear_deviation(grid))
+    np.testing.assert_array_equal(forms["renewal_exact"], [rm.closed_form.renewal_applies(p) for p in grid.points()])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", rm.ClosedFormWarning)
         labelled = rm.ettr(grid, "renewal", at=at)
