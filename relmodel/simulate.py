@@ -186,11 +186,9 @@ def compare(grid, n_jobs: int = 100_000, seed: int = 0, backend: str = "numba", 
     forms = grid_closed_forms(sc)
     exact = forms["renewal_exact"]
     valid = np.abs(forms["linear_deviation"]) <= LINEAR_TOLERANCE
-    closed = labels.grid_dataset(sc, labels.COMPARED, {name: forms[name] for name in ("ettr_linear", "ettr_renewal")},
-                                 attrs={}, categories=False)
     ds = xr.Dataset(coords=sim.coords).drop_vars(["quantile", "component"], errors="ignore")
-    ds["ettr_linear"] = closed.ettr_linear
-    ds["ettr_renewal"] = closed.ettr_renewal
+    for name in ("ettr_linear", "ettr_renewal"):
+        ds[name] = labels.grid_variable(sc, labels.COMPARED[name], forms[name])
     ds["ettr_sim"] = sim.ettr
     ds["ettr_sim_se"] = sim.ettr_se
     for name in ("ettr_job_mean", "ettr_job_mean_se", "n_capped"):  # a study may not have kept them
