@@ -21,13 +21,18 @@ from .errors import ParameterError, check_flag, check_integer, check_memory
 from .failures import category_cdf, job_rate_table
 from .scenario import Scenario, split_work
 
-# A first uniform this far below the survival probability cannot be a failure
-# once rounding is accounted for (see the kernels' fast path).
-_SURVIVAL_MARGIN = 1.0 - 1e-9
+# A first exponential draw this far above the job's cumulative hazard cannot be
+# a failure once rounding is accounted for (see the kernels' fast path).
+_HAZARD_MARGIN = 1.0 + 1e-9
 CHUNK_ITEMS = 256  # work items (blocks of BLOCK_SIZE jobs) per kernel call
+# The random stream, named in every Dataset and store; a change of stream is a new name
+# (and a new relmodel version): the same seed gives other numbers.
+RNG_STREAM = "relmodel-words-2"
 RNG_SCHEME = (
-    "Philox4x32-10; key = (seed, scenario index); counter = (draw lo, draw hi, job lo, job hi); "
-    "two 53-bit uniforms on (0, 1] per call"
+    f"{RNG_STREAM}: Philox4x32-10, key = (seed, scenario index), counter = (call lo, call hi, job lo, job hi); "
+    "64-bit words 2c = (r0 << 32) | r1 and 2c + 1 = (r2 << 32) | r3 of call c, read in order; "
+    "uniforms (m + 1) / 2**53 from a word's high 53 bits m; exponentials by a 256-layer ziggurat "
+    "(Marsaglia and Tsang 2000) on one word, the next ones on its rare rejections"
 )
 COMPONENTS = ("productive", "checkpoint", "lost", "restart", "queue")
 _NO_CATEGORIES = (np.zeros(0), np.zeros(0), np.zeros(0))
@@ -40,7 +45,7 @@ class Packed:
     params: np.ndarray  # (n, N_PARAMS)
     rate_cdf: np.ndarray  # flat; rows rate_offset[i]:rate_offset[i+1]
     rate_value: np.ndarray  # failures per hour
-    rate_survival: np.ndarray  # fast-path threshold on the first uniform
+    rate_hazard: np.ndarray  # fast-path threshold on the first exponential draw
     rate_offset: np.ndarray  # (n + 1,)
     failure_free_wall: np.ndarray  # (n,)
     # Failure taxonomy: rows cat_offset[i]:cat_offset[i+1]; empty without one.
@@ -55,7 +60,7 @@ class Packed:
         return int(np.max(np.diff(self.cat_offset), initial=0))
 
     def kernel_args(self):
-        return (self.params, self.rate_cdf, self.rate_value, self.rate_survival, self.rate_offset,
+        return (self.params, self.rate_cdf, self.rate_value, self.rate_hazard, self.rate_offset,
                 self.cat_cdf, self.cat_restart, self.cat_queue, self.cat_offset)
 
 
@@ -65,7 +70,7 @@ def pack(sc: Scenario) -> Packed:
 
 def pack_points(points) -> Packed:
     """Kernel inputs for scalar scenarios, one row each, in the order given."""
-    rows, cdfs, values, survivals, cats = [], [], [], [], []
+    rows, cdfs, values, hazards, cats = [], [], [], [], []
     for p in points:
         n_full, remainder = split_work(p.work, p.checkpoint_interval)
         shape = p.weibull_shape
@@ -83,7 +88,7 @@ def pack_points(points) -> Packed:
             hazard = (runtime * lam / scale_factor) ** shape  # cumulative hazard over the job
         cdfs.append(cdf)
         values.append(lam)
-        survivals.append(np.exp(-hazard) * _SURVIVAL_MARGIN)
+        hazards.append(hazard * _HAZARD_MARGIN)
         taxonomy = p.taxonomy
         cats.append(_NO_CATEGORIES if taxonomy is None else (
             category_cdf(taxonomy), np.array([c.restart_cost for c in taxonomy]),
@@ -93,7 +98,7 @@ def pack_points(points) -> Packed:
         params=params,
         rate_cdf=np.concatenate(cdfs),
         rate_value=np.concatenate(values),
-        rate_survival=np.concatenate(survivals),
+        rate_hazard=np.concatenate(hazards),
         rate_offset=np.concatenate([[0], np.cumsum([len(c) for c in cdfs])]).astype(np.int64),
         failure_free_wall=params[:, P_WORK] + params[:, P_N_FULL] * params[:, P_CKPT],
         cat_cdf=np.concatenate([c[0] for c in cats]) if cats else np.zeros(0),
@@ -394,7 +399,6 @@ def run(packed: Packed, n_jobs: int, seed: int, backend: str = "numba", *, scena
     cat_stats = np.zeros((n_rows, n_cat, N_CAT_STATS))
     args = packed.kernel_args() + (np.uint64(seed), keys)
     chunk_stats = np.empty((chunk_items, N_STATS))
-    chunk_hist = np.empty((chunk_items, N_BINS + 1), dtype=np.int64)
     chunk_cat = np.empty((chunk_items, n_cat, N_CAT_STATS))
     hopeless = np.zeros(n_rows, dtype=bool) if keep_jobs else certainly_capped(packed, max_failures)
     stats[hopeless, S_CAPPED] = n_jobs
@@ -415,15 +419,17 @@ def run(packed: Packed, n_jobs: int, seed: int, backend: str = "numba", *, scena
             row_index, block = np.divmod(item, n_blocks)
             row = todo[row_index]
             m = item.size
-            kernel.run_blocks(*args, row, block, n_jobs, max_failures, chunk_stats[:m], chunk_hist[:m],
+            # One histogram per thread and row of the chunk (its rows are consecutive in todo).
+            item_hist = row_index - row_index[0]
+            chunk_hist = np.zeros((kernel_threads(backend), item_hist[-1] + 1, N_BINS + 1), dtype=np.int64)
+            kernel.run_blocks(*args, row, block, n_jobs, max_failures, chunk_stats[:m], item_hist, chunk_hist,
                               chunk_cat[:m])
             # Sums in item order, so each row's blocks are added in block order whatever
             # the chunking; counts are integers, so any order will do.
             np.add.at(stats, row, chunk_stats[:m])
             if n_cat:
                 np.add.at(cat_stats, row, chunk_cat[:m])
-            starts = np.flatnonzero(np.diff(row, prepend=-1))
-            hist[row[starts]] += np.add.reduceat(chunk_hist[:m], starts, axis=0)
+            hist[todo[row_index[0]:row_index[-1] + 1]] += chunk_hist.sum(axis=0)
             if progress is not None:
                 progress(int(np.minimum(n_jobs - block * BLOCK_SIZE, BLOCK_SIZE).sum()))
         jobs = cat_jobs = None
@@ -432,6 +438,15 @@ def run(packed: Packed, n_jobs: int, seed: int, backend: str = "numba", *, scena
             cat_jobs = np.empty((n_rows, n_jobs, n_cat, N_CAT_STATS))
             kernel.run_jobs(*args, np.int64(0), np.int64(max_failures), jobs, cat_jobs)
     return Totals(stats=stats, hist=hist, jobs=jobs, cat_stats=cat_stats, cat_jobs=cat_jobs)
+
+
+def kernel_threads(backend: str) -> int:
+    """Threads a kernel call may run on: Numba's current count, or 1 (the serial Cython twin)."""
+    if backend != "numba":
+        return 1
+    import numba
+
+    return numba.get_num_threads()
 
 
 def _mean_var(total, total_sq, n):

@@ -26,7 +26,7 @@ import xarray as xr
 from . import labels
 from . import store as stores
 from ._extras import require
-from .engine import COMPONENTS, RNG_SCHEME, pack_points, run, summarize
+from .engine import COMPONENTS, RNG_SCHEME, RNG_STREAM, pack_points, run, summarize
 from .scenario import Scenario
 from .simulate import simulate
 from .store import DONE_DIR, ZARR_FORMAT, chunk_id, write_zarr  # noqa: F401  write_zarr: re-exported
@@ -182,6 +182,12 @@ def open_or_create(study: Study, store: Path, source: str, label: str = "") -> t
         raise StudyError(str(store), f"holds another study ({other}); this study "
                                      f"({stores.study_name(label, study.fingerprint())}) was not run: "
                                      f"choose another --out, or delete {store} to replace it")
+    if attrs.get("rng") != RNG_SCHEME:
+        # Chunks drawn from two random streams would not be the bits of any one run.
+        stream = str(attrs.get("rng", "none recorded")).split(":")[0]
+        raise StudyError(str(store), f"was started by relmodel {attrs.get('relmodel_version', '?')} with the random "
+                                     f"stream {stream!r}; this relmodel draws {RNG_STREAM!r}: finish it with that "
+                                     f"version, or delete {store} to run it again")
     return chunks
 
 

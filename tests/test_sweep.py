@@ -122,6 +122,20 @@ def test_another_study_is_refused(tmp_path):
         run_study(parse_study(STUDY), tmp_path / "junk.zarr", progress=False)
 
 
+def test_a_store_from_another_random_stream_is_not_resumed(tmp_path):
+    """A store begun by a relmodel with another stream (an upgrade mid-study) is
+    refused by name: its finished chunks and new ones would not be one run's bits."""
+    import zarr
+
+    out = tmp_path / "s.zarr"
+    study = parse_study(STUDY)
+    run_study(study, out, progress=False)
+    group = zarr.open_group(out, mode="r+", use_consolidated=False)
+    group.attrs.update(rng="relmodel-words-1: an older stream", relmodel_version="0.1.0")
+    with pytest.raises(StudyError, match="relmodel 0.1.0 with the random stream 'relmodel-words-1'"):
+        run_study(study, out, progress=False)
+
+
 def test_compare_and_figures_work_on_a_study(tmp_path, reference):
     cmp = rm.compare(reference)
     assert np.all(np.abs(cmp.z_renewal) < 4)

@@ -1,11 +1,15 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
 """Cython backend of the timeline kernel: the twin of `rng_numba.py` and
 `timeline_numba.py`, written independently line for line, so the two prove each
-other bit for bit. No JIT, so short runs start at once. Serial (no OpenMP).
+other bit for bit. No JIT, so short runs start at once. Serial (no OpenMP), so
+it needs none of the Numba kernel's speed devices (word batches, the settling
+pass): only their effect on the order of draws and sums.
 """
 
-from libc.math cimport floor, log, pow
+from libc.math cimport INFINITY, floor, pow
 from libc.stdint cimport int64_t, uint32_t, uint64_t
+
+from . import ziggurat as _ziggurat
 
 cdef enum:
     P_INTERVAL = 0
@@ -51,6 +55,7 @@ cdef enum:
     N_CAT_STATS = 4
     N_BINS = 2048
     BLOCK_SIZE = 1024
+    SETTLE_MAX_HAZARD_MILLI = 700
 
 LAYOUT = dict(
     P_INTERVAL=P_INTERVAL, P_CKPT=P_CKPT, P_RESTART=P_RESTART, P_QUEUE=P_QUEUE,
@@ -65,6 +70,7 @@ LAYOUT = dict(
     S_FAILURES=S_FAILURES, S_FAILURES_SQ=S_FAILURES_SQ, S_CAPPED=S_CAPPED,
     N_STATS=N_STATS, C_FAILURES=C_FAILURES, C_LOST=C_LOST, C_RESTART=C_RESTART,
     C_QUEUE=C_QUEUE, N_CAT_STATS=N_CAT_STATS, N_BINS=N_BINS, BLOCK_SIZE=BLOCK_SIZE,
+    SETTLE_MAX_HAZARD_MILLI=SETTLE_MAX_HAZARD_MILLI,
 )
 
 
@@ -150,6 +156,112 @@ def uniforms(uint64_t seed, uint64_t scenario, int64_t job, int64_t first, doubl
         out[i] = next_uniform(&st)
 
 
+# ---- a job's 64-bit words: word 2c = (r0 << 32) | r1 and 2c + 1 = (r2 << 32) | r3 of call c
+
+cdef double ZIG_WIDTH[256]
+cdef uint64_t ZIG_ACCEPT[256]
+cdef double ZIG_DENSITY[257]
+cdef double INV_FACTORIAL[13]
+cdef double ZIG_R = _ziggurat.R
+for _i in range(256):
+    ZIG_WIDTH[_i] = _ziggurat.WIDTH[_i]
+    ZIG_ACCEPT[_i] = int(_ziggurat.ACCEPT[_i])
+for _i in range(257):
+    ZIG_DENSITY[_i] = _ziggurat.DENSITY[_i]
+for _i in range(13):
+    INV_FACTORIAL[_i] = _ziggurat.INV_FACTORIAL[_i]
+
+
+cdef struct Words:
+    uint32_t k0
+    uint32_t k1
+    uint32_t job_lo
+    uint32_t job_hi
+    int64_t pos
+
+
+cdef inline void start_words(Words* ws, uint64_t seed, uint64_t scenario, int64_t job) noexcept nogil:
+    ws.k0 = <uint32_t>seed
+    ws.k1 = <uint32_t>scenario
+    ws.job_lo = <uint32_t>(<uint64_t>job)
+    ws.job_hi = <uint32_t>(<uint64_t>job >> 32)
+    ws.pos = 0
+
+
+cdef inline uint64_t word_at(Words* ws, int64_t pos) noexcept nogil:
+    """Word `pos` of the job (one Philox call per word: no batches here)."""
+    cdef uint32_t c[4]
+    cdef uint64_t call = <uint64_t>(pos >> 1)
+    c[0] = <uint32_t>call
+    c[1] = <uint32_t>(call >> 32)
+    c[2] = ws.job_lo
+    c[3] = ws.job_hi
+    philox4x32_10(c, ws.k0, ws.k1)
+    if pos & 1:
+        return (<uint64_t>c[2] << 32) | c[3]
+    return (<uint64_t>c[0] << 32) | c[1]
+
+
+cdef inline uint64_t next_word(Words* ws) noexcept nogil:
+    cdef uint64_t w = word_at(ws, ws.pos)
+    ws.pos += 1
+    return w
+
+
+cdef inline double word_to_uniform(uint64_t w) noexcept nogil:
+    return (<double>(<int64_t>(w >> 11)) + 1.0) * (1.0 / 9007199254740992.0)
+
+
+cdef inline double exp_neg(double x) noexcept nogil:
+    """exp(-x), 0 <= x <= 16: the same operations as `rng_numba.exp_neg`."""
+    cdef double k = floor(x * 1.4426950408889634 + 0.5)
+    cdef double r = (k * 6.93147180369123816490e-01 - x) + k * 1.90821492927058770002e-10
+    cdef double p = INV_FACTORIAL[12]
+    cdef int n
+    for n in range(11, -1, -1):
+        p = p * r + INV_FACTORIAL[n]
+    return p / <double>((<int64_t>1) << (<int64_t>k))
+
+
+cdef inline double next_exponential(Words* ws) noexcept nogil:
+    """The 256-layer ziggurat of `rng_numba.next_exponential`, word for word."""
+    cdef double base = 0.0, x, lower
+    cdef uint64_t w, layer, m
+    while True:
+        w = next_word(ws)
+        layer = w & 0xFF
+        m = w >> 11
+        x = <double>(<int64_t>m) * ZIG_WIDTH[layer]
+        if m < ZIG_ACCEPT[layer]:
+            return base + x
+        if layer == 0:
+            base += ZIG_R
+            continue
+        w = next_word(ws)
+        lower = ZIG_DENSITY[layer]
+        if lower + word_to_uniform(w) * (ZIG_DENSITY[layer + 1] - lower) < exp_neg(x):
+            return base + x
+
+
+def job_draws(uint64_t seed, uint64_t scenario, int64_t job, uint64_t[::1] words, double[::1] xs):
+    """words[:] = the job's first words, xs[:] = its exponentials from word 0 on."""
+    cdef Words ws
+    cdef Py_ssize_t i
+    start_words(&ws, seed, scenario, job)
+    for i in range(words.shape[0]):
+        words[i] = next_word(&ws)
+    start_words(&ws, seed, scenario, job)
+    for i in range(xs.shape[0]):
+        xs[i] = next_exponential(&ws)
+
+
+def exp_neg_values(const double[::1] x, double[::1] out):
+    """out[i] = exp_neg(x[i]) (for the test that both backends agree)."""
+    cdef Py_ssize_t i
+    for i in range(x.shape[0]):
+        out[i] = exp_neg(x[i])
+
+
 # ---- one job
 
 cdef struct JobResult:
@@ -163,10 +275,9 @@ cdef struct JobResult:
     int64_t capped
 
 
-cdef inline double time_to_failure(double u, double mean_ttf, double scale, double shape,
+cdef inline double time_to_failure(double e, double mean_ttf, double scale, double shape,
                                    double inv_shape) noexcept nogil:
-    """Inverse transform: exponential (shape 1) or Weibull with the same mean."""
-    cdef double e = -log(u)
+    """A standard exponential as a time to failure: exponential (shape 1) or Weibull with the same mean."""
     if shape == 1.0:
         return mean_ttf * e
     return scale * pow(e, inv_shape)
@@ -184,15 +295,15 @@ cdef inline Py_ssize_t inverse_cdf(const double* cdf, Py_ssize_t n, double u) no
     return lo
 
 
-cdef inline Py_ssize_t draw_category(const double* cat_cdf, Py_ssize_t n_cats, Stream* st) noexcept nogil:
+cdef inline Py_ssize_t draw_category(const double* cat_cdf, Py_ssize_t n_cats, Words* ws) noexcept nogil:
     """A failure's category; a single category takes no draw."""
     if n_cats == 1:
         return 0
-    return inverse_cdf(cat_cdf, n_cats, next_uniform(st))
+    return inverse_cdf(cat_cdf, n_cats, word_to_uniform(next_word(ws)))
 
 
 cdef JobResult simulate_job(const double* p, const double* rate_cdf, const double* rate_value,
-                            const double* rate_survival, Py_ssize_t n_rates,
+                            const double* rate_hazard, Py_ssize_t n_rates,
                             const double* cat_cdf, const double* cat_restart, const double* cat_queue,
                             Py_ssize_t n_cats, double* cat_acc, uint64_t seed,
                             uint64_t scenario, int64_t job, int64_t max_failures) noexcept nogil:
@@ -210,17 +321,16 @@ cdef JobResult simulate_job(const double* p, const double* rate_cdf, const doubl
     cdef bint by_category = n_cats > 0
     cdef Py_ssize_t category = 0
     cdef double lost_now, wait
-    cdef Stream st
-    cdef double u = 1.0, lam, mean_ttf = 0.0, scale = 0.0, inv_shape = 0.0, t, left, k
+    cdef Words ws
+    cdef double e = INFINITY, lam, mean_ttf = 0.0, scale = 0.0, inv_shape = 0.0, t, left, k
     cdef Py_ssize_t entry = 0
     cdef JobResult r
     cdef bint finished = True
-    start_stream(&st, seed, scenario, job)
+    start_words(&ws, seed, scenario, job)
 
     # The job's failure rate (per hour): one value, or one draw from the table.
     if n_rates > 1:
-        u = next_uniform(&st)
-        entry = inverse_cdf(rate_cdf, n_rates, u)
+        entry = inverse_cdf(rate_cdf, n_rates, word_to_uniform(next_word(&ws)))
     lam = rate_value[entry]
 
     cdef double done = 0.0  # completed (checkpointed) intervals
@@ -230,15 +340,14 @@ cdef JobResult simulate_job(const double* p, const double* rate_cdf, const doubl
     r.failures = 0
     r.capped = 0
     if lam > 0.0:
-        u = next_uniform(&st)
-    # A first uniform below the job's survival probability (less a margin for
-    # rounding) means no failure before the end: the path below would give the
-    # same result, so skip it (and its log).
-    if lam > 0.0 and u >= rate_survival[entry]:
+        e = next_exponential(&ws)
+    # A first exponential at or above the job's cumulative hazard (plus a margin
+    # for rounding) means no failure before the end: skip the path below.
+    if e < rate_hazard[entry]:
         mean_ttf = 1.0 / lam
         scale = mean_ttf * p[P_SCALE_FACTOR]
         inv_shape = 1.0 / shape
-        t = time_to_failure(u, mean_ttf, scale, shape, inv_shape)
+        t = time_to_failure(e, mean_ttf, scale, shape, inv_shape)
         while True:
             # t: runtime left before the next failure, from the last checkpoint.
             left = n_full - done
@@ -255,7 +364,7 @@ cdef JobResult simulate_job(const double* p, const double* rate_cdf, const doubl
             r.lost += lost_now
             r.failures += 1
             if by_category:
-                category = draw_category(cat_cdf, n_cats, &st)
+                category = draw_category(cat_cdf, n_cats, &ws)
                 restart = cat_restart[category]
                 queue = cat_queue[category]
                 cat_acc[category * N_CAT_STATS + C_FAILURES] += 1.0
@@ -266,13 +375,13 @@ cdef JobResult simulate_job(const double* p, const double* rate_cdf, const doubl
                     r.capped = 1
                     break
                 if queue_exp:
-                    wait = queue * -log(next_uniform(&st))
+                    wait = queue * next_exponential(&ws)
                 else:
                     wait = queue
                 r.queue += wait
                 if by_category:
                     cat_acc[category * N_CAT_STATS + C_QUEUE] += wait
-                t = time_to_failure(next_uniform(&st), mean_ttf, scale, shape, inv_shape)
+                t = time_to_failure(next_exponential(&ws), mean_ttf, scale, shape, inv_shape)
                 if t >= restart:
                     r.restart += restart
                     if by_category:
@@ -284,7 +393,7 @@ cdef JobResult simulate_job(const double* p, const double* rate_cdf, const doubl
                     cat_acc[category * N_CAT_STATS + C_RESTART] += t
                 r.failures += 1
                 if by_category:  # the failed restart's failure draws its own category
-                    category = draw_category(cat_cdf, n_cats, &st)
+                    category = draw_category(cat_cdf, n_cats, &ws)
                     restart = cat_restart[category]
                     queue = cat_queue[category]
                     cat_acc[category * N_CAT_STATS + C_FAILURES] += 1.0
@@ -301,34 +410,41 @@ cdef JobResult simulate_job(const double* p, const double* rate_cdf, const doubl
 
 
 def run_blocks(const double[:, ::1] params, const double[::1] rate_cdf,
-               const double[::1] rate_value, const double[::1] rate_survival,
+               const double[::1] rate_value, const double[::1] rate_hazard,
                const int64_t[::1] rate_offset, const double[::1] cat_cdf,
                const double[::1] cat_restart, const double[::1] cat_queue,
                const int64_t[::1] cat_offset, uint64_t seed,
                const uint64_t[::1] scenario_key, const int64_t[::1] item_scenario,
                const int64_t[::1] item_block, int64_t n_jobs, int64_t max_failures,
-               double[:, ::1] out_stats, int64_t[:, ::1] out_hist, double[:, :, ::1] out_cat):
-    """Sums and histogram of each work item (scenario row, block of BLOCK_SIZE jobs);
-    out_cat[item, category] gets the per-category sums (no columns without a taxonomy)."""
-    cdef Py_ssize_t it, s, b, c, n_cats
+               double[:, ::1] out_stats, const int64_t[::1] item_hist, int64_t[:, :, ::1] out_hist,
+               double[:, :, ::1] out_cat):
+    """Sums of each work item (scenario row, block of BLOCK_SIZE jobs) in
+    out_stats[item]; its jobs counted into out_hist[0, item_hist[item]] (zeroed
+    by the caller); out_cat[item, category] gets the per-category sums."""
+    cdef Py_ssize_t it, s, c, n_cats, n_rates
     cdef double* acc
     cdef const double* c_cdf = NULL
     cdef const double* c_restart = NULL
     cdef const double* c_queue = NULL
-    cdef int64_t job, first, last
-    cdef double work, failure_free_wall, failure_free_eff, d_wall, d_prod, d_eff, fail, y
+    cdef int64_t job, first, last, n_settled
+    cdef double work, failure_free_ckpt, failure_free_wall, failure_free_eff, d_wall, d_prod, d_eff, fail, y
     cdef double n, wall_sum, wall_sq, prod_sum, prod_sq, prod_wall, eff_sum, eff_sq
     cdef double ckpt_sum, lost_sum, restart_sum, queue_sum, fail_sum, fail_sq, capped_sum
+    cdef double bound, x
+    cdef bint single_rate, no_failures, settle
+    cdef uint64_t w
+    cdef Words ws
+    cdef int64_t* hist
     cdef JobResult r
     with nogil:
         for it in range(item_scenario.shape[0]):
             s = item_scenario[it]
             # Sums of deviations from the failure-free job: exact zeros when no job fails.
             work = params[s, P_WORK]
-            failure_free_wall = work + params[s, P_N_FULL] * params[s, P_CKPT]
+            failure_free_ckpt = params[s, P_N_FULL] * params[s, P_CKPT]
+            failure_free_wall = work + failure_free_ckpt
             failure_free_eff = work / failure_free_wall
-            for b in range(N_BINS + 1):
-                out_hist[it, b] = 0
+            hist = &out_hist[0, item_hist[it], 0]
             n_cats = cat_offset[s + 1] - cat_offset[s]
             if n_cats > 0:
                 c_cdf = &cat_cdf[cat_offset[s]]
@@ -343,9 +459,24 @@ def run_blocks(const double[:, ::1] params, const double[::1] rate_cdf,
             last = first + BLOCK_SIZE
             if last > n_jobs:
                 last = n_jobs
-            for job in range(first, last):
+            # The Numba kernel's settling pass, job by job: a job whose word 0 is an
+            # exponential accepted at once and at or above the bound is added last.
+            n_rates = rate_offset[s + 1] - rate_offset[s]
+            single_rate = n_rates == 1
+            no_failures = single_rate and rate_value[rate_offset[s]] == 0.0
+            bound = rate_hazard[rate_offset[s]] if single_rate else 0.0
+            settle = single_rate and not no_failures and bound < SETTLE_MAX_HAZARD_MILLI / 1000.0
+            n_settled = last - first if no_failures else 0
+            for job in range(first, first if no_failures else last):
+                if settle:
+                    start_words(&ws, seed, scenario_key[s], job)
+                    w = word_at(&ws, 0)
+                    x = <double>(<int64_t>(w >> 11)) * ZIG_WIDTH[w & 0xFF]
+                    if (w >> 11) < ZIG_ACCEPT[w & 0xFF] and x >= bound:
+                        n_settled += 1
+                        continue
                 r = simulate_job(&params[s, 0], &rate_cdf[rate_offset[s]], &rate_value[rate_offset[s]],
-                                 &rate_survival[rate_offset[s]], rate_offset[s + 1] - rate_offset[s],
+                                 &rate_hazard[rate_offset[s]], n_rates,
                                  c_cdf, c_restart, c_queue, n_cats, acc,
                                  seed, scenario_key[s], job, max_failures)
                 d_wall = r.wall - failure_free_wall
@@ -369,9 +500,13 @@ def run_blocks(const double[:, ::1] params, const double[::1] rate_cdf,
                 capped_sum += r.capped
                 y = failure_free_wall / r.wall
                 if y >= 1.0:
-                    out_hist[it, N_BINS] += 1
+                    hist[N_BINS] += 1
                 else:
-                    out_hist[it, <Py_ssize_t>(y * N_BINS)] += 1
+                    hist[<Py_ssize_t>(y * N_BINS)] += 1
+            # Settled jobs ran failure free: deviations of exactly zero, the full checkpoint time.
+            n += <double>n_settled
+            ckpt_sum += <double>n_settled * failure_free_ckpt
+            hist[N_BINS] += n_settled
             out_stats[it, S_N] = n
             out_stats[it, S_WALL] = wall_sum
             out_stats[it, S_WALL_SQ] = wall_sq
@@ -390,7 +525,7 @@ def run_blocks(const double[:, ::1] params, const double[::1] rate_cdf,
 
 
 def run_jobs(const double[:, ::1] params, const double[::1] rate_cdf,
-             const double[::1] rate_value, const double[::1] rate_survival,
+             const double[::1] rate_value, const double[::1] rate_hazard,
              const int64_t[::1] rate_offset, const double[::1] cat_cdf,
              const double[::1] cat_restart, const double[::1] cat_queue,
              const int64_t[::1] cat_offset, uint64_t seed,
@@ -416,7 +551,7 @@ def run_jobs(const double[:, ::1] params, const double[::1] rate_cdf,
                 for c in range(out_cat.shape[2] * N_CAT_STATS):
                     acc[c] = 0.0
                 r = simulate_job(&params[s, 0], &rate_cdf[rate_offset[s]], &rate_value[rate_offset[s]],
-                                 &rate_survival[rate_offset[s]], rate_offset[s + 1] - rate_offset[s],
+                                 &rate_hazard[rate_offset[s]], rate_offset[s + 1] - rate_offset[s],
                                  c_cdf, c_restart, c_queue, n_cats, acc,
                                  seed, scenario_key[s], first_job + i, max_failures)
                 out[s, i, J_WALL] = r.wall

@@ -1,16 +1,16 @@
 """First-failure times drawn exactly as the timeline kernel draws them.
 
-Job j's stream is Philox keyed by (seed, scenario), counter (draw, j): a draw
-from the rate table when it has more than one entry, then one uniform through
-`time_to_failure`. So `out[j]` is the runtime before job j's first failure in
-`simulate` with the same seed and scenario index.
+Job j's stream is its words (`rng_numba`), Philox keyed by (seed, scenario): a
+draw from the rate table when it has more than one entry, then one exponential
+through `time_to_failure`. So `out[j]` is the runtime before job j's first
+failure in `simulate` with the same seed and scenario index.
 """
 
 import numpy as np
 from numba import njit, prange
 
 from ._jit import JIT_OPTIONS
-from .rng_numba import next_uniform, split_job
+from .rng_numba import BATCH, next_exponential, split_job
 from .timeline_numba import draw_rate_entry, time_to_failure
 
 
@@ -23,12 +23,13 @@ def first_failure_times(rate_cdf, rate_value, shape, scale_factor, seed, scenari
     """out[j] = hours of runtime before job j's first failure (inf at rate 0)."""
     inv_shape = 1.0 / shape
     for job in prange(out.size):
+        words = np.empty(BATCH, np.uint64)
         job_lo, job_hi = split_job(job)
-        entry, n_drawn, spare = draw_rate_entry(rate_cdf, seed, scenario_key, job_lo, job_hi)
+        entry, pos = draw_rate_entry(rate_cdf, words, job_lo, job_hi, seed, scenario_key)
         lam = rate_value[entry]
         if lam > 0.0:
-            u, n_drawn, spare = next_uniform(seed, scenario_key, job_lo, job_hi, n_drawn, spare)
+            e, pos = next_exponential(words, pos, job_lo, job_hi, seed, scenario_key)
             mean_ttf = 1.0 / lam
-            out[job] = time_to_failure(u, mean_ttf, mean_ttf * scale_factor, shape, inv_shape)
+            out[job] = time_to_failure(e, mean_ttf, mean_ttf * scale_factor, shape, inv_shape)
         else:
             out[job] = np.inf

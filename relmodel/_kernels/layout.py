@@ -66,6 +66,13 @@ N_BINS = 2048
 # order: the sums do not depend on threads or on how a run is chunked.
 BLOCK_SIZE = 1024
 
+# A block whose jobs have one failure rate with cumulative hazard below this
+# (in thousandths; survival above 1/2) settles first every job whose first
+# failure falls after its failure-free end, and adds those jobs to its sums
+# last, all at once. That fixes the order of the block's sums, so both backends
+# take the same decision.
+SETTLE_MAX_HAZARD_MILLI = 700
+
 LAYOUT = {
     name: value
     for name, value in dict(globals()).items()

@@ -2,13 +2,28 @@
 can draw job j's k-th number directly, with no shared state between threads.
 
 Key: (seed, scenario). Counter: (call low, call high, job low, job high), where
-`call` counts the Philox calls of one job. Each call yields two 53-bit uniforms
-on (0, 1]. Words are held in uint64 so the 32x32 -> 64 bit products are exact.
+`call` counts the Philox calls of one job. Words are held in uint64 so the
+32x32 -> 64 bit products are exact.
+
+Two views of a job's stream:
+
+* uniforms (`next_uniform`; pipeline, elastic): each call yields two 53-bit
+  uniforms on (0, 1];
+* 64-bit words (the timeline kernel, stream `engine.RNG_STREAM`): call c
+  yields words 2c = (r0 << 32) | r1 and 2c + 1 = (r2 << 32) | r3, read in
+  order. A word is a uniform on (0, 1] (`word_to_uniform`) or feeds the
+  ziggurat (`next_exponential`). Words are made in batches (`fill_words`), a
+  loop over counters that LLVM turns into SIMD code (8 lanes on AVX-512).
 """
 
-import numpy as np
-from numba import njit, prange
+import math
 
+import numpy as np
+from llvmlite import ir
+from numba import njit, prange, types
+from numba.extending import intrinsic
+
+from . import ziggurat
 from ._jit import JIT_OPTIONS
 
 _MASK32 = np.uint64(0xFFFFFFFF)
@@ -23,21 +38,42 @@ _TWO26 = 67108864.0
 _TWO_M53 = 2.0**-53
 
 
+@intrinsic
+def _philox4x32_10_inline(typingctx, c0, c1, c2, c3, k0, k1):
+    """Philox4x32-10 emitted straight into the caller's LLVM IR, rounds written
+    out: LLVM then vectorises a caller's loop over counters or jobs (vpmuludq
+    for the 32 x 32 -> 64 bit products). As a called function, inlined or not
+    at LLVM's discretion, it was left as a scalar call inside big kernels."""
+    sig = types.UniTuple(types.uint64, 4)(types.uint64, types.uint64, types.uint64, types.uint64,
+                                          types.uint64, types.uint64)
+
+    def codegen(context, builder, signature, args):
+        i64 = ir.IntType(64)
+        mask, s32, m0, m1, w0, w1 = (ir.Constant(i64, int(c)) for c in (_MASK32, _S32, _M0, _M1, _W0, _W1))
+        # Masks that change nothing but show LLVM every word fits in 32 bits.
+        x0, x1, x2, x3, key0, key1 = (builder.and_(a, mask) for a in args)
+        for round_ in range(10):
+            if round_:
+                key0 = builder.and_(builder.add(key0, w0), mask)
+                key1 = builder.and_(builder.add(key1, w1), mask)
+            p0 = builder.mul(m0, x0)
+            p1 = builder.mul(m1, x2)
+            x0, x1, x2, x3 = (
+                builder.xor(builder.xor(builder.lshr(p1, s32), x1), key0),
+                builder.and_(p1, mask),
+                builder.xor(builder.xor(builder.lshr(p0, s32), x3), key1),
+                builder.and_(p0, mask),
+            )
+        return context.make_tuple(builder, signature.return_type, (x0, x1, x2, x3))
+
+    return sig, codegen
+
+
 @njit(**JIT_OPTIONS)
 def philox4x32_10(c0, c1, c2, c3, k0, k1):
     """Ten Philox rounds on counter (c0..c3) with key (k0, k1); uint64 words < 2**32."""
-    for _ in range(10):
-        p0 = _M0 * c0
-        p1 = _M1 * c2
-        c0, c1, c2, c3 = (
-            (p1 >> _S32) ^ c1 ^ k0,
-            p1 & _MASK32,
-            (p0 >> _S32) ^ c3 ^ k1,
-            p0 & _MASK32,
-        )
-        k0 = (k0 + _W0) & _MASK32
-        k1 = (k1 + _W1) & _MASK32
-    return c0, c1, c2, c3
+    return _philox4x32_10_inline(np.uint64(c0), np.uint64(c1), np.uint64(c2), np.uint64(c3),
+                                 np.uint64(k0), np.uint64(k1))
 
 
 @njit(**JIT_OPTIONS)
@@ -55,6 +91,126 @@ def next_uniform(k0, k1, job_lo, job_hi, n_drawn, spare):
     call = np.uint64(n_drawn >> 1)
     r0, r1, r2, r3 = philox4x32_10(call & _MASK32, call >> _S32, job_lo, job_hi, k0, k1)
     return words_to_uniform(r0, r1), n_drawn + 1, words_to_uniform(r2, r3)
+
+
+_S11 = np.uint64(11)
+_LAYER = np.uint64(0xFF)
+_ZIG_WIDTH = ziggurat.WIDTH
+_ZIG_ACCEPT = ziggurat.ACCEPT
+_ZIG_DENSITY = ziggurat.DENSITY
+_ZIG_R = ziggurat.R
+_LOG2E = 1.4426950408889634
+_LN2_HI = 6.93147180369123816490e-01  # ln 2 in two parts (Cody and Waite): k * _LN2_HI is exact
+_LN2_LO = 1.90821492927058770002e-10
+_INV_FACTORIAL = ziggurat.INV_FACTORIAL
+BATCH = 16  # words made at once per job: 8 Philox calls, 8 lanes of 64 bits in an AVX-512 register
+_BATCH_MASK = BATCH - 1
+_HALF_BATCH = BATCH // 2
+
+
+@njit(inline="always", **JIT_OPTIONS)
+def philox_words(call, job_lo, job_hi, k0, k1):
+    """The two 64-bit words of one Philox call: (r0 << 32) | r1 and (r2 << 32) | r3."""
+    r0, r1, r2, r3 = _philox4x32_10_inline(call & _MASK32, call >> _S32, job_lo, job_hi, k0, k1)
+    return (r0 << _S32) | r1, (r2 << _S32) | r3
+
+
+@njit(inline="always", **JIT_OPTIONS)
+def word_to_uniform(w):
+    """The high 53 bits of w as (m + 1) / 2**53, on (0, 1]."""
+    return (float(np.int64(w >> _S11)) + 1.0) * _TWO_M53
+
+
+@njit(inline="always", **JIT_OPTIONS)
+def fill_words(words, first_call, job_lo, job_hi, k0, k1):
+    """words[:] = the job's words 2 * first_call onward, the even ones in the
+    first half and the odd ones in the second (two plain store streams, which
+    LLVM vectorises better than one interleaved stream; `next_word` reads them so)."""
+    half = words.size >> 1
+    for i in range(half):
+        w0, w1 = philox_words(first_call + np.uint64(i), job_lo, job_hi, k0, k1)
+        words[i] = w0
+        words[half + i] = w1
+
+
+@njit(inline="always", **JIT_OPTIONS)
+def first_words(out, first_job, k0, k1):
+    """out[i] = word 0 of job first_job + i (SIMD across jobs)."""
+    zero = np.uint64(0)
+    for i in range(out.size):
+        job = np.uint64(first_job + i)
+        w0, _ = philox_words(zero, job & _MASK32, job >> _S32, k0, k1)
+        out[i] = w0
+
+
+@njit(inline="always", **JIT_OPTIONS)
+def next_word(words, pos, job_lo, job_hi, k0, k1):
+    """Word `pos` of a job, from batches of BATCH words (`fill_words`, refilled
+    when pos enters a new batch). Returns (word, pos + 1)."""
+    i = pos & _BATCH_MASK
+    if i == 0:
+        fill_words(words, np.uint64(pos >> 1), job_lo, job_hi, k0, k1)
+    return words[(i >> 1) + (i & 1) * _HALF_BATCH], pos + 1
+
+
+@njit(inline="always", **JIT_OPTIONS)
+def exp_neg(x):
+    """exp(-x) for 0 <= x <= 16 to 4e-16 relative, in plain arithmetic: no libm
+    call (which would cost the hot loop its registers), no loop (which stops LLVM
+    from vectorising around it), the same operations in both backends."""
+    k = math.floor(x * _LOG2E + 0.5)
+    r = (k * _LN2_HI - x) + k * _LN2_LO  # -x = -k ln 2 + r, |r| <= ln(2) / 2
+    # Taylor series of exp(r) to r**12 / 12! (truncation below 2e-16), by Horner.
+    p = _INV_FACTORIAL[12]
+    p = p * r + _INV_FACTORIAL[11]
+    p = p * r + _INV_FACTORIAL[10]
+    p = p * r + _INV_FACTORIAL[9]
+    p = p * r + _INV_FACTORIAL[8]
+    p = p * r + _INV_FACTORIAL[7]
+    p = p * r + _INV_FACTORIAL[6]
+    p = p * r + _INV_FACTORIAL[5]
+    p = p * r + _INV_FACTORIAL[4]
+    p = p * r + _INV_FACTORIAL[3]
+    p = p * r + _INV_FACTORIAL[2]
+    p = p * r + _INV_FACTORIAL[1]
+    p = p * r + _INV_FACTORIAL[0]
+    return p / float(np.int64(1) << np.int64(k))
+
+
+@njit(inline="always", **JIT_OPTIONS)
+def ziggurat_candidate(w):
+    """(x, accepted, layer) of the ziggurat's first step on word w."""
+    layer = w & _LAYER
+    m = w >> _S11
+    return float(np.int64(m)) * _ZIG_WIDTH[layer], m < _ZIG_ACCEPT[layer], layer
+
+
+@njit(inline="always", **JIT_OPTIONS)
+def next_exponential(words, pos, job_lo, job_hi, k0, k1):
+    """The job's next standard exponential from word `pos` on, by the 256-layer
+    ziggurat (`ziggurat`): 98.9% of words are accepted at once; the others take
+    the tail (layer 0: R plus a fresh exponential) or the wedge test, with the
+    next words. Returns (x, pos after the words used)."""
+    base = 0.0
+    while True:
+        w, pos = next_word(words, pos, job_lo, job_hi, k0, k1)
+        x, accepted, layer = ziggurat_candidate(w)
+        if accepted:
+            return base + x, pos
+        if layer == 0:
+            base += _ZIG_R
+            continue
+        w, pos = next_word(words, pos, job_lo, job_hi, k0, k1)
+        lower = _ZIG_DENSITY[layer]
+        if lower + word_to_uniform(w) * (_ZIG_DENSITY[layer + 1] - lower) < exp_neg(x):
+            return base + x, pos
+
+
+@njit(inline="always", **JIT_OPTIONS)
+def next_uniform_draw(words, pos, job_lo, job_hi, k0, k1):
+    """The job's draw `pos` as a uniform on (0, 1]. Returns (u, pos + 1)."""
+    w, pos = next_word(words, pos, job_lo, job_hi, k0, k1)
+    return word_to_uniform(w), pos
 
 
 @njit(**JIT_OPTIONS)
@@ -75,22 +231,39 @@ def uniforms(seed, scenario, job, first, out):
         out[i] = spare if (first + i) & 1 else u
 
 
+
+# Lazily compiled (no signature): tests and benchmarks only.
+@njit(**JIT_OPTIONS)
+def job_draws(seed, scenario, job, words, xs):
+    """words[:] = the first words of (seed, scenario, job), and xs[:] = the
+    exponentials drawn from word 0 on, as the timeline kernel reads them; for tests."""
+    k0 = np.uint64(seed)
+    k1 = np.uint64(scenario)
+    job_lo, job_hi = split_job(np.int64(job))
+    batch = np.empty(BATCH, np.uint64)
+    for n in range(words.size):
+        words[n], _ = next_word(batch, n, job_lo, job_hi, k0, k1)
+    pos = 0
+    for n in range(xs.size):
+        xs[n], pos = next_exponential(batch, pos, job_lo, job_hi, k0, k1)
+
+
 @njit(parallel=True, **JIT_OPTIONS)
-def exponential_draw_limit(seed, scenario, n_jobs, draws_per_job, block_size):
-    """The practical limit of the timeline kernel: the same generator drawing
-    `draws_per_job` exponential variates per job in a bare loop (per-block sums)."""
+def exponential_generator_limit(seed, scenario, n_jobs, draws_per_job, block_size):
+    """The bare generator as the timeline kernel uses it: per job, `draws_per_job`
+    standard exponentials from batched words, summed per block; nothing else."""
     k0 = np.uint64(seed)
     k1 = np.uint64(scenario)
     n_blocks = (n_jobs + block_size - 1) // block_size
     sums = np.zeros(n_blocks)
     for b in prange(n_blocks):
+        words = np.empty(BATCH, np.uint64)
         acc = 0.0
         for job in range(b * block_size, min(n_jobs, (b + 1) * block_size)):
             job_lo, job_hi = split_job(job)
-            n_drawn = 0
-            spare = 0.0
+            pos = 0
             for _ in range(draws_per_job):
-                u, n_drawn, spare = next_uniform(k0, k1, job_lo, job_hi, n_drawn, spare)
-                acc -= np.log(u)
+                x, pos = next_exponential(words, pos, job_lo, job_hi, k0, k1)
+                acc += x
         sums[b] = acc
     return sums
