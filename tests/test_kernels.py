@@ -9,6 +9,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import relmodel as rm
+from relmodel._kernels.layout import (
+    J_CHECKPOINT,
+    J_FAILURES,
+    J_LOST,
+    J_QUEUE,
+    J_RESTART,
+    J_WALL,
+    N_BINS,
+    S_CHECKPOINT,
+    S_FAILURES,
+)
 from relmodel.engine import pack, run
 from relmodel.testing.strategies import scenarios
 
@@ -152,3 +163,23 @@ def test_a_restart_that_can_never_finish_caps_every_job_that_fails():
     assert "not simulated" not in str(caught[0].message)
     capped = ds.job_capped.values.astype(bool)
     assert 0 < (~capped).sum() < 100 and np.all(ds.job_failures.values[capped] == 500)
+
+
+@pytest.mark.parametrize("backend", ["numba", "cython"])
+@pytest.mark.parametrize("n_gpus", [8, 64, 512])
+def test_settled_jobs_are_the_jobs_that_run_failure_free(backend, n_gpus):
+    """A block settles the jobs whose first exponential clears their hazard
+    without simulating them; simulated one by one (keep_jobs, which settles
+    nothing), exactly those jobs run failure free, and the sums agree."""
+    sc = rm.Scenario(n_gpus=n_gpus, failure_rate=6.5e-3, checkpoint_interval="1h", checkpoint_cost="5min",
+                     restart_cost="10min", work="3d")
+    totals = run(pack(sc), 20_000, 4, backend, keep_jobs=True)
+    jobs = totals.jobs[0]
+    failed = jobs[:, J_FAILURES] > 0
+    assert 0 < failed.sum() < jobs.shape[0]
+    assert totals.hist[0, N_BINS] == (~failed).sum()
+    assert totals.stats[0, S_FAILURES] == jobs[:, J_FAILURES].sum()
+    free = jobs[~failed]
+    assert np.all(free[:, J_WALL] == sc.failure_free_wall)
+    assert np.all(free[:, [J_LOST, J_RESTART, J_QUEUE]] == 0.0)
+    assert totals.stats[0, S_CHECKPOINT] == pytest.approx(jobs[:, J_CHECKPOINT].sum(), rel=1e-12)

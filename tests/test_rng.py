@@ -65,3 +65,65 @@ def test_distinct_keys_give_distinct_streams():
     streams = [draw(nb, s, c, j, 0, 64) for s in (0, 1) for c in (0, 1, 2**31) for j in (0, 1, 2**32)]
     values = np.concatenate(streams)
     assert np.unique(values).size == values.size
+
+
+# ---- the timeline kernel's stream: 64-bit words, ziggurat exponentials
+
+def job_draws(module, seed, scenario, job, n_words, n_exponentials):
+    words, xs = np.empty(n_words, dtype=np.uint64), np.empty(n_exponentials)
+    module.job_draws(seed, scenario, job, words, xs)
+    return words, xs
+
+
+def test_words_are_the_documented_philox_words_across_batches():
+    """Word 2c is (r0 << 32) | r1 and word 2c + 1 is (r2 << 32) | r3 of call c,
+    whatever batch (`rng_numba.BATCH`) the kernel makes it in."""
+    seed, scenario, job = 11, 5, 2**33 + 9
+    words, _ = job_draws(nb, seed, scenario, job, 3 * nb.BATCH + 5, 0)
+    for c in range(len(words) // 2):
+        r = [int(x) for x in nb.philox4x32_10(U(c), U(0), U(job & 0xFFFFFFFF), U(job >> 32), U(seed), U(scenario))]
+        assert (int(words[2 * c]), int(words[2 * c + 1])) == ((r[0] << 32) | r[1], (r[2] << 32) | r[3])
+
+
+@pytest.mark.parametrize("seed, scenario, job", [(0, 0, 0), (7, 3, 2**40 + 5), (2**32 - 1, 2**32 - 1, 2**62)])
+def test_words_and_exponentials_are_identical_across_backends(seed, scenario, job):
+    """20,000 exponentials take the ziggurat's rare paths (tail and wedge) some
+    250 times: they too must agree to the bit."""
+    a = job_draws(nb, seed, scenario, job, 1000, 20_000)
+    b = job_draws(cy, seed, scenario, job, 1000, 20_000)
+    assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])
+
+
+def test_ziggurat_layers_have_equal_area():
+    from relmodel._kernels import ziggurat as z
+
+    x, f = z.EDGES, z.DENSITY
+    areas = x[1:z.N_LAYERS] * (f[2:] - f[1:z.N_LAYERS])
+    base = z.R * np.exp(-z.R) + np.exp(-z.R)  # base rectangle and the tail beyond R
+    assert np.allclose(areas, z.V, rtol=2e-12, atol=0) and abs(base - z.V) < 1e-15
+    assert x[z.N_LAYERS] == 0.0 and np.all(np.diff(x[1:]) < 0)
+    assert np.all(z.ACCEPT[1:] < 2**53) and z.ACCEPT[z.N_LAYERS - 1] == 0
+
+
+def test_ziggurat_exponentials_have_the_exponential_law_tail_included():
+    _, xs = job_draws(nb, 123, 0, 0, 0, 400_000)
+    assert xs.min() >= 0.0 and stats.kstest(xs, "expon").pvalue > 1e-3
+    assert abs(xs.mean() - 1.0) < 5 / np.sqrt(xs.size) and abs(xs.var() - 1.0) < 10 / np.sqrt(xs.size)
+    # Beyond R (7.697) every draw comes from the tail path: its count is Poisson(n e^-R) ~ 181.
+    from relmodel._kernels.ziggurat import R
+
+    beyond = int((xs > R).sum())
+    expected = xs.size * np.exp(-R)
+    assert abs(beyond - expected) < 5 * np.sqrt(expected)
+    assert stats.kstest(xs[xs > R] - R, "expon").pvalue > 1e-3  # memoryless past R
+    # The wedges: the uppermost layers' points, near 0, where the density bends most.
+    assert stats.kstest(xs[xs < 0.1], stats.truncexpon(0.1).cdf).pvalue > 1e-3
+
+
+def test_exp_neg_is_exp_to_half_an_ulp_and_the_same_in_both_backends():
+    x = np.concatenate([np.linspace(0.0, 16.0, 20_001), [R_ for R_ in (7.69711747013104972, 1e-300, 5e-324)]])
+    numba_values = np.array([nb.exp_neg(v) for v in x])
+    cython_values = np.empty_like(x)
+    cy.exp_neg_values(x, cython_values)
+    assert np.array_equal(numba_values, cython_values)
+    assert np.max(np.abs(numba_values / np.exp(-x) - 1.0)) < 5e-16
