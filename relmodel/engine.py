@@ -419,9 +419,7 @@ def run(packed: Packed, n_jobs: int, seed: int, backend: str = "numba", *, scena
             row_index, block = np.divmod(item, n_blocks)
             row = todo[row_index]
             m = item.size
-            # One histogram per thread and row of the chunk (its rows are consecutive in todo).
-            item_hist = row_index - row_index[0]
-            chunk_hist = np.zeros((kernel_threads(backend), item_hist[-1] + 1, N_BINS + 1), dtype=np.int64)
+            item_hist, hist_rows, chunk_hist = chunk_histograms(row_index, todo, kernel_threads(backend))
             kernel.run_blocks(*args, row, block, n_jobs, max_failures, chunk_stats[:m], item_hist, chunk_hist,
                               chunk_cat[:m])
             # Sums in item order, so each row's blocks are added in block order whatever
@@ -429,7 +427,7 @@ def run(packed: Packed, n_jobs: int, seed: int, backend: str = "numba", *, scena
             np.add.at(stats, row, chunk_stats[:m])
             if n_cat:
                 np.add.at(cat_stats, row, chunk_cat[:m])
-            hist[todo[row_index[0]:row_index[-1] + 1]] += chunk_hist.sum(axis=0)
+            np.add.at(hist, hist_rows, chunk_hist.sum(axis=0))
             if progress is not None:
                 progress(int(np.minimum(n_jobs - block * BLOCK_SIZE, BLOCK_SIZE).sum()))
         jobs = cat_jobs = None
@@ -438,6 +436,25 @@ def run(packed: Packed, n_jobs: int, seed: int, backend: str = "numba", *, scena
             cat_jobs = np.empty((n_rows, n_jobs, n_cat, N_CAT_STATS))
             kernel.run_jobs(*args, np.int64(0), np.int64(max_failures), jobs, cat_jobs)
     return Totals(stats=stats, hist=hist, jobs=jobs, cat_stats=cat_stats, cat_jobs=cat_jobs)
+
+
+def chunk_histograms(row_index: np.ndarray, todo: np.ndarray, threads: int):
+    """Histograms a kernel call counts its jobs into: (item_hist, hist_rows, zeroed counts).
+
+    Item i counts into counts[thread, item_hist[i]], and slot s of the counts
+    belongs to scenario row hist_rows[s]. One slot per thread and row of the
+    chunk (its rows are consecutive in `todo`) when that is the smaller: a
+    chunk of few rows and many jobs, the common run, then zeroes and hands back
+    a few histograms instead of one per item. Otherwise one slot per item, as
+    many as before, with thread index 0 (items never share a slot, so threads
+    never do). Counts are integers: who adds them, in what order, does not matter.
+    """
+    rows = row_index[-1] - row_index[0] + 1
+    if threads * rows <= row_index.size:
+        item_hist = row_index - row_index[0]
+        return item_hist, todo[row_index[0]:row_index[-1] + 1], np.zeros((threads, rows, N_BINS + 1), np.int64)
+    return (np.arange(row_index.size, dtype=np.int64), todo[row_index],
+            np.zeros((1, row_index.size, N_BINS + 1), np.int64))
 
 
 def kernel_threads(backend: str) -> int:

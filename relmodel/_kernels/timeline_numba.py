@@ -247,10 +247,11 @@ def run_blocks(
 ):
     """Sums of each work item (scenario row, block of BLOCK_SIZE jobs) in
     out_stats[item]; its jobs counted into the histogram
-    out_hist[thread, item_hist[item]] (zeroed by the caller: counts are
-    integers, so which thread adds them does not matter, and no item has to
-    zero or hand back a histogram of its own); out_cat[item, category] gets the
-    per-category sums (no columns without a taxonomy)."""
+    out_hist[thread, item_hist[item]], or out_hist[0, item_hist[item]] when the
+    caller gives one slot per item (`engine.chunk_histograms`; zeroed by the
+    caller: counts are integers, so which thread adds them does not matter);
+    out_cat[item, category] gets the per-category sums (no columns without a
+    taxonomy)."""
     k0 = np.uint64(seed)
     for it in prange(item_scenario.size):
         s = item_scenario[it]
@@ -270,7 +271,7 @@ def run_blocks(
         failure_free_ckpt = p[P_N_FULL] * p[P_CKPT]
         failure_free_wall = work + failure_free_ckpt
         failure_free_eff = work / failure_free_wall
-        hist = out_hist[numba.get_thread_id(), item_hist[it]]
+        hist = out_hist[numba.get_thread_id() % out_hist.shape[0], item_hist[it]]
         n = wall_sum = wall_sq = prod_sum = prod_sq = prod_wall = eff_sum = eff_sq = 0.0
         ckpt_sum = lost_sum = restart_sum = queue_sum = fail_sum = fail_sq = capped_sum = 0.0
         first = item_block[it] * BLOCK_SIZE
