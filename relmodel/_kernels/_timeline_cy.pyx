@@ -76,15 +76,6 @@ LAYOUT = dict(
 
 # ---- Philox4x32-10: key (seed, scenario), counter (call lo, call hi, job lo, job hi)
 
-cdef struct Stream:
-    uint32_t k0
-    uint32_t k1
-    uint32_t job_lo
-    uint32_t job_hi
-    int64_t n_drawn
-    double spare
-
-
 cdef inline void philox4x32_10(uint32_t* c, uint32_t k0, uint32_t k1) noexcept nogil:
     cdef uint64_t p0, p1
     cdef uint32_t c1, c3
@@ -102,37 +93,6 @@ cdef inline void philox4x32_10(uint32_t* c, uint32_t k0, uint32_t k1) noexcept n
         k1 = k1 + 0xBB67AE85u
 
 
-cdef inline double words_to_uniform(uint32_t a, uint32_t b) noexcept nogil:
-    return (<double>(a >> 5) * 67108864.0 + <double>(b >> 6) + 1.0) * (1.0 / 9007199254740992.0)
-
-
-cdef inline double next_uniform(Stream* st) noexcept nogil:
-    cdef uint32_t c[4]
-    cdef uint64_t call
-    cdef double u
-    if st.n_drawn & 1:
-        st.n_drawn += 1
-        return st.spare
-    call = <uint64_t>(st.n_drawn >> 1)
-    c[0] = <uint32_t>call
-    c[1] = <uint32_t>(call >> 32)
-    c[2] = st.job_lo
-    c[3] = st.job_hi
-    philox4x32_10(c, st.k0, st.k1)
-    st.n_drawn += 1
-    st.spare = words_to_uniform(c[2], c[3])
-    return words_to_uniform(c[0], c[1])
-
-
-cdef inline void start_stream(Stream* st, uint64_t seed, uint64_t scenario, int64_t job) noexcept nogil:
-    st.k0 = <uint32_t>seed
-    st.k1 = <uint32_t>scenario
-    st.job_lo = <uint32_t>(<uint64_t>job)
-    st.job_hi = <uint32_t>(<uint64_t>job >> 32)
-    st.n_drawn = 0
-    st.spare = 0.0
-
-
 def philox(uint32_t c0, uint32_t c1, uint32_t c2, uint32_t c3, uint32_t k0, uint32_t k1):
     """The raw Philox4x32-10 block (for the known-answer test)."""
     cdef uint32_t c[4]
@@ -142,18 +102,6 @@ def philox(uint32_t c0, uint32_t c1, uint32_t c2, uint32_t c3, uint32_t k0, uint
     c[3] = c3
     philox4x32_10(c, k0, k1)
     return c[0], c[1], c[2], c[3]
-
-
-def uniforms(uint64_t seed, uint64_t scenario, int64_t job, int64_t first, double[::1] out):
-    """out[i] = uniform number first + i of (seed, scenario, job)."""
-    cdef Stream st
-    cdef Py_ssize_t i
-    start_stream(&st, seed, scenario, job)
-    st.n_drawn = first & ~1
-    if first & 1:
-        next_uniform(&st)
-    for i in range(out.shape[0]):
-        out[i] = next_uniform(&st)
 
 
 # ---- a job's 64-bit words: word 2c = (r0 << 32) | r1 and 2c + 1 = (r2 << 32) | r3 of call c
@@ -210,6 +158,19 @@ cdef inline uint64_t next_word(Words* ws) noexcept nogil:
 
 cdef inline double word_to_uniform(uint64_t w) noexcept nogil:
     return (<double>(<int64_t>(w >> 11)) + 1.0) * (1.0 / 9007199254740992.0)
+
+
+def uniforms(uint64_t seed, uint64_t scenario, int64_t job, int64_t first, double[::1] out):
+    """out[i] = uniform number first + i of (seed, scenario, job) as `rng_numba.next_uniform`
+    draws them (pipeline, elastic): the top 27 bits of a word's high half and
+    the top 26 of its low half, (a * 2**26 + b + 1) / 2**53."""
+    cdef Words ws
+    cdef Py_ssize_t i
+    cdef uint64_t w
+    start_words(&ws, seed, scenario, job)
+    for i in range(out.shape[0]):
+        w = word_at(&ws, first + i)
+        out[i] = (<double>(w >> 37) * 67108864.0 + <double>((w & 0xFFFFFFFF) >> 6) + 1.0) * (1.0 / 9007199254740992.0)
 
 
 cdef inline double exp_neg(double x) noexcept nogil:
