@@ -231,8 +231,6 @@ def uniforms(seed, scenario, job, first, out):
         out[i] = spare if (first + i) & 1 else u
 
 
-
-# Lazily compiled (no signature): tests and benchmarks only.
 @njit(**JIT_OPTIONS)
 def job_draws(seed, scenario, job, words, xs):
     """words[:] = the first words of (seed, scenario, job), and xs[:] = the
