@@ -126,6 +126,8 @@ cdef struct Words:
     uint32_t job_lo
     uint32_t job_hi
     int64_t pos
+    int64_t odd_pos  # the odd word kept from the last call (-1: none)
+    uint64_t odd_word
 
 
 cdef inline void start_words(Words* ws, uint64_t seed, uint64_t scenario, int64_t job) noexcept nogil:
@@ -134,19 +136,25 @@ cdef inline void start_words(Words* ws, uint64_t seed, uint64_t scenario, int64_
     ws.job_lo = <uint32_t>(<uint64_t>job)
     ws.job_hi = <uint32_t>(<uint64_t>job >> 32)
     ws.pos = 0
+    ws.odd_pos = -1
 
 
 cdef inline uint64_t word_at(Words* ws, int64_t pos) noexcept nogil:
-    """Word `pos` of the job (one Philox call per word: no batches here)."""
+    """Word `pos` of the job: one Philox call makes two words, and the odd one
+    is kept for the next read (no batches here)."""
     cdef uint32_t c[4]
     cdef uint64_t call = <uint64_t>(pos >> 1)
+    if pos == ws.odd_pos:
+        return ws.odd_word
     c[0] = <uint32_t>call
     c[1] = <uint32_t>(call >> 32)
     c[2] = ws.job_lo
     c[3] = ws.job_hi
     philox4x32_10(c, ws.k0, ws.k1)
+    ws.odd_pos = pos | 1
+    ws.odd_word = (<uint64_t>c[2] << 32) | c[3]
     if pos & 1:
-        return (<uint64_t>c[2] << 32) | c[3]
+        return ws.odd_word
     return (<uint64_t>c[0] << 32) | c[1]
 
 
