@@ -192,17 +192,22 @@ cdef inline double exp_neg(double x) noexcept nogil:
     return p / <double>((<int64_t>1) << (<int64_t>k))
 
 
+cdef inline bint ziggurat_candidate(uint64_t w, double* x) noexcept nogil:
+    """The ziggurat's first step on word w (`rng_numba.ziggurat_candidate`): sets
+    *x and tells whether it is accepted at once."""
+    x[0] = <double>(<int64_t>(w >> 11)) * ZIG_WIDTH[w & 0xFF]
+    return (w >> 11) < ZIG_ACCEPT[w & 0xFF]
+
+
 cdef inline double next_exponential(Words* ws) noexcept nogil:
     """The 256-layer ziggurat of `rng_numba.next_exponential`, word for word."""
     cdef double base = 0.0, x, lower
-    cdef uint64_t w, layer, m
+    cdef uint64_t w, layer
     while True:
         w = next_word(ws)
-        layer = w & 0xFF
-        m = w >> 11
-        x = <double>(<int64_t>m) * ZIG_WIDTH[layer]
-        if m < ZIG_ACCEPT[layer]:
+        if ziggurat_candidate(w, &x):
             return base + x
+        layer = w & 0xFF
         if layer == 0:
             base += ZIG_R
             continue
@@ -440,8 +445,7 @@ def run_blocks(const double[:, ::1] params, const double[::1] rate_cdf,
                 if settle:
                     start_words(&ws, seed, scenario_key[s], job)
                     w = word_at(&ws, 0)
-                    x = <double>(<int64_t>(w >> 11)) * ZIG_WIDTH[w & 0xFF]
-                    if (w >> 11) < ZIG_ACCEPT[w & 0xFF] and x >= bound:
+                    if ziggurat_candidate(w, &x) and x >= bound:
                         n_settled += 1
                         continue
                 r = simulate_job(&params[s, 0], &rate_cdf[rate_offset[s]], &rate_value[rate_offset[s]],
