@@ -10,7 +10,7 @@ from .failures import Exponential, FailureCategory, LemonMixture, TaxonomyMixtur
 from .fit import FitResult, fit
 from .plan import Plan, plan
 from .errors import ParameterError, ScenarioError
-from .scenario import Scenario
+from .scenario import CheckpointLevel, Scenario
 from .simulate import CappedJobsWarning, compare, simulate
 from .sweep import open_study, verify_study
 from .units import to_hours
@@ -29,6 +29,7 @@ def __getattr__(name):
 
 __all__ = [
     "CappedJobsWarning",
+    "CheckpointLevel",
     "ClosedFormWarning",
     "Exponential",
     "FailureCategory",

@@ -56,6 +56,35 @@ class FieldValues(click.ParamType):
         return parsed if len(parsed) > 1 else parsed[0]
 
 
+class LevelSpec(click.ParamType):
+    """One fast checkpoint level: ``interval=10min,cost=5s,restart=3min,persist=1min,survives=0.85``
+    (``interval`` required; the others default to 0). Checked when the Scenario is built."""
+
+    name = "LEVEL"
+    _KEYS = ("interval", "cost", "restart", "persist", "survives")
+
+    def convert(self, value, param, ctx):
+        if not isinstance(value, str):
+            return value
+        fields = {}
+        for item in filter(None, (part.strip() for part in value.split(","))):
+            key, sep, text = item.partition("=")
+            key = key.strip()
+            if not sep or key not in self._KEYS:
+                self.fail(f"{item!r}: expected key=value with a key in {', '.join(self._KEYS)}", param, ctx)
+            if key in fields:
+                self.fail(f"{key} given twice", param, ctx)
+            fields[key] = text.strip()
+        if "interval" not in fields:
+            self.fail("needs interval=...", param, ctx)
+        if "survives" in fields:
+            try:
+                fields["survives"] = float(fields["survives"])
+            except ValueError:
+                self.fail(f"survives={fields['survives']!r} is not a number", param, ctx)
+        return fields
+
+
 class FigurePath(click.Path):
     """An image file to draw, its suffix one matplotlib can write (checked before any work)."""
 
@@ -120,11 +149,17 @@ def scenario_options(func=None, *, interval_default="1h", interval_help="Product
         ("--lemon-fraction", "lemon_fraction", 0.0, "Fraction of nodes that fail more often."),
         ("--lemon-rate-factor", "lemon_rate_factor", 1.0, "How many times more often they fail."),
         ("--queue-wait-distribution", "queue_wait_distribution", "fixed", "fixed or exponential."),
+        ("--checkpoint-persist", "checkpoint_persist", "0", "Time after a write until the checkpoint is durable "
+                                                            "(asynchronous checkpointing)."),
     ]
     func = click.option("--taxonomy", default=None, metavar="NAME|FILE",
                         help="Failure kinds with their own shares, restart costs and queue waits: a preset "
                              "(meta-2024, slurm-default) or a taxonomy TOML file. Replaces --restart-cost and "
                              "--queue-wait.")(func)
+    func = click.option("--fast-checkpoint", "fast_checkpoints", type=LevelSpec(), multiple=True,
+                        help="A checkpoint level faster than the durable one, fastest first, repeatable: "
+                             "interval=10min,cost=5s,restart=3min,persist=1min,survives=0.85 (survives: the "
+                             "fraction of failures after which it can be restored).")(func)
     for flag, field, default, help_text in reversed(specs):
         extra = {"required": True} if field == "n_gpus" else {"default": default, "show_default": default is not None}
         func = click.option(flag, field, type=FieldValues(field), help=help_text, **extra)(func)
@@ -147,7 +182,8 @@ def taxonomy_fields(fields: dict) -> dict:
 FLAGS = {"n_gpus": "--gpus", "n_threads": "--threads",
          **{f: "--" + f.replace("_", "-") for f in (*FIELDS, "taxonomy", "n_jobs", "seed", "max_failures",
                                                     "target_ettr")
-            if f != "n_gpus"}}
+            if f != "n_gpus"},
+         "fast_checkpoints": "--fast-checkpoint"}
 
 
 def usage_error(err: ValueError) -> click.UsageError:
@@ -157,6 +193,8 @@ def usage_error(err: ValueError) -> click.UsageError:
 
 
 def build_scenario(fields: dict) -> Scenario:
+    fields = dict(fields)
+    fields["fast_checkpoints"] = tuple(fields.get("fast_checkpoints") or ()) or None
     try:
         return Scenario(**taxonomy_fields(fields))
     except ValueError as err:

@@ -12,14 +12,15 @@ import numpy as np
 
 from ._kernels import backend as get_backend
 from ._kernels.layout import (
-    BLOCK_SIZE, C_FAILURES, C_LOST, C_QUEUE, C_RESTART, N_BINS, N_CAT_STATS, N_JOB_FIELDS, N_PARAMS, N_STATS, P_CKPT, P_INTERVAL, P_N_FULL, P_QUEUE,
+    BLOCK_SIZE, C_FAILURES, C_LOST, C_QUEUE, C_RESTART, L_RESTORES, L_WAIT, L_WRITES, N_BINS, N_CAT_STATS,
+    N_JOB_FIELDS, N_LEVEL_PARAMS, N_LEVEL_STATS, N_PARAMS, N_STATS, P_CKPT, P_FF_CKPT, P_FF_WAIT, P_INTERVAL, P_N_FULL, P_QUEUE,
     P_QUEUE_EXP, P_REMAINDER, P_RESTART, P_SCALE_FACTOR, P_SHAPE, P_WORK, S_CAPPED, S_CHECKPOINT,
     S_EFF, S_EFF_SQ, S_FAILURES, S_FAILURES_SQ, S_LOST, S_N, S_PRODUCTIVE, S_PRODUCTIVE_SQ,
-    S_PRODUCTIVE_WALL, S_QUEUE, S_RESTART, S_WALL, S_WALL_SQ,
+    S_PRODUCTIVE_WALL, S_QUEUE, S_RESTART, S_WAIT, S_WALL, S_WALL_SQ, V_COST, V_PERSIST, V_RESTART, V_SURVIVES,
 )
-from .errors import ParameterError, check_flag, check_integer, check_memory
+from .errors import ParameterError, ScenarioError, check_flag, check_integer, check_memory
 from .failures import category_cdf, job_rate_table
-from .scenario import Scenario, split_work
+from .scenario import Scenario, level_multiple, split_work
 
 # A first exponential draw this far above the job's cumulative hazard cannot be
 # a failure once rounding is accounted for (see the kernels' fast path).
@@ -34,8 +35,13 @@ RNG_SCHEME = (
     "uniforms (m + 1) / 2**53 from a word's high 53 bits m; exponentials by a 256-layer ziggurat "
     "(Marsaglia and Tsang 2000) on one word, the next ones on its rare rejections"
 )
-COMPONENTS = ("productive", "checkpoint", "lost", "restart", "queue")
+COMPONENTS = ("productive", "checkpoint", "lost", "restart", "queue", "persist_wait")
 _NO_CATEGORIES = (np.zeros(0), np.zeros(0), np.zeros(0))
+_NO_LEVELS = (np.zeros(0, np.int64), np.zeros((0, N_LEVEL_PARAMS)))
+# Positions of the fastest level that `failure_free_levels` steps through one by one
+# (only when a persisting write can make the next one wait): about a second.
+MAX_WAITING_POSITIONS = 2_000_000
+MAX_LEVEL_CYCLE = 1 << 20  # lcm of the level multiples: the pattern of levels repeats after it
 
 
 @dataclass(frozen=True)
@@ -53,15 +59,32 @@ class Packed:
     cat_restart: np.ndarray  # h
     cat_queue: np.ndarray  # h (mean, when queue waits are exponential)
     cat_offset: np.ndarray  # (n + 1,)
+    # Checkpoint levels: rows lv_offset[i]:lv_offset[i+1], fastest first, the
+    # scenario's own last; empty for a row with one level that does not persist.
+    lv_mult: np.ndarray  # int64: interval / the row's fastest interval
+    lv_table: np.ndarray  # (rows, N_LEVEL_PARAMS)
+    lv_offset: np.ndarray  # (n + 1,)
+    failure_free_levels: np.ndarray  # (n, n_levels, N_LEVEL_STATS): the failure-free job's writes and waits
 
     @property
     def n_categories(self) -> int:
         """Columns of the per-category sums: the most categories of any row."""
         return int(np.max(np.diff(self.cat_offset), initial=0))
 
+    @property
+    def n_levels(self) -> int:
+        """Columns of the per-level sums: the most levels of any row (0: none has levels)."""
+        return int(np.max(np.diff(self.lv_offset), initial=0))
+
+    @property
+    def has_levels(self) -> np.ndarray:
+        """Per row: whether it runs the level path of the kernels."""
+        return np.diff(self.lv_offset) > 0
+
     def kernel_args(self):
         return (self.params, self.rate_cdf, self.rate_value, self.rate_hazard, self.rate_offset,
-                self.cat_cdf, self.cat_restart, self.cat_queue, self.cat_offset)
+                self.cat_cdf, self.cat_restart, self.cat_queue, self.cat_offset,
+                self.lv_mult, self.lv_table, self.lv_offset)
 
 
 def pack(sc: Scenario) -> Packed:
@@ -70,20 +93,33 @@ def pack(sc: Scenario) -> Packed:
 
 def pack_points(points) -> Packed:
     """Kernel inputs for scalar scenarios, one row each, in the order given."""
-    rows, cdfs, values, hazards, cats = [], [], [], [], []
+    rows, cdfs, values, hazards, cats, levels, ff_walls, ff_levels = [], [], [], [], [], [], [], []
     for p in points:
-        n_full, remainder = split_work(p.work, p.checkpoint_interval)
         shape = p.weibull_shape
         scale_factor = 1.0 / math.gamma(1.0 + 1.0 / shape)
         queue_exp = p.queue_wait_distribution == "exponential" and p.queue_wait > 0
+        mult, table = level_table(p)
+        base = p.fast_checkpoints[0].interval if p.fast_checkpoints else p.checkpoint_interval
+        n_full, remainder = split_work(p.work, base)
+        if mult.size:
+            ff_ckpt, ff_level = failure_free_levels(n_full, base, mult, table)
+            ff_wait = ff_level[-1]
+            ckpt = float(table[:, V_COST].max())
+        else:
+            ff_ckpt, ff_level, ff_wait, ckpt = n_full * p.checkpoint_cost, None, 0.0, p.checkpoint_cost
         row = np.zeros(N_PARAMS)
         row[[P_INTERVAL, P_CKPT, P_RESTART, P_QUEUE, P_WORK, P_N_FULL, P_REMAINDER, P_SHAPE,
-             P_SCALE_FACTOR, P_QUEUE_EXP]] = (
-            p.checkpoint_interval, p.checkpoint_cost, p.restart_cost, p.queue_wait, p.work,
-            n_full, remainder, shape, scale_factor, float(queue_exp))
+             P_SCALE_FACTOR, P_QUEUE_EXP, P_FF_CKPT, P_FF_WAIT]] = (
+            base, ckpt, p.restart_cost, p.queue_wait, p.work,
+            n_full, remainder, shape, scale_factor, float(queue_exp), ff_ckpt, ff_wait)
         rows.append(row)
+        # The same operations, in the same order, as the kernels' wall of a job without failures.
+        ff_walls.append(p.work + ff_ckpt + 0.0 + 0.0 + 0.0 + ff_wait)
+        ff_levels.append(ff_level)
+        levels.append((mult, table))
         cdf, lam = job_rate_table(p.n_nodes, p.failure_rate, p.lemon_fraction, p.lemon_rate_factor)
-        runtime = n_full * (p.checkpoint_interval + p.checkpoint_cost) + remainder
+        # The failure-free runtime (compute, writes and waits; no queue without failures).
+        runtime = ff_walls[-1] if mult.size else n_full * (p.checkpoint_interval + p.checkpoint_cost) + remainder
         with np.errstate(divide="ignore"):
             hazard = (runtime * lam / scale_factor) ** shape  # cumulative hazard over the job
         cdfs.append(cdf)
@@ -94,18 +130,96 @@ def pack_points(points) -> Packed:
             category_cdf(taxonomy), np.array([c.restart_cost for c in taxonomy]),
             np.array([c.queue_wait for c in taxonomy])))
     params = np.ascontiguousarray(rows, dtype=np.float64).reshape(-1, N_PARAMS)
+    n_levels = max((m.size for m, _ in levels), default=0)
+    ff_level_stats = np.zeros((len(rows), n_levels, N_LEVEL_STATS))
+    for i, ff in enumerate(ff_levels):
+        if ff is not None:
+            ff_level_stats[i, :ff[0].shape[0]] = ff[0]
     return Packed(
         params=params,
         rate_cdf=np.concatenate(cdfs),
         rate_value=np.concatenate(values),
         rate_hazard=np.concatenate(hazards),
         rate_offset=np.concatenate([[0], np.cumsum([len(c) for c in cdfs])]).astype(np.int64),
-        failure_free_wall=params[:, P_WORK] + params[:, P_N_FULL] * params[:, P_CKPT],
+        failure_free_wall=np.array(ff_walls, dtype=np.float64),
         cat_cdf=np.concatenate([c[0] for c in cats]) if cats else np.zeros(0),
         cat_restart=np.concatenate([c[1] for c in cats]) if cats else np.zeros(0),
         cat_queue=np.concatenate([c[2] for c in cats]) if cats else np.zeros(0),
         cat_offset=np.concatenate([[0], np.cumsum([len(c[0]) for c in cats])]).astype(np.int64),
+        lv_mult=np.concatenate([m for m, _ in levels]).astype(np.int64) if levels else _NO_LEVELS[0],
+        lv_table=np.ascontiguousarray(np.concatenate([t for _, t in levels])) if levels else _NO_LEVELS[1],
+        lv_offset=np.concatenate([[0], np.cumsum([m.size for m, _ in levels])]).astype(np.int64),
+        failure_free_levels=ff_level_stats,
     )
+
+
+def level_table(p: Scenario) -> tuple[np.ndarray, np.ndarray]:
+    """The level table of a scalar scenario: (multiples of the fastest interval,
+    (levels, N_LEVEL_PARAMS) parameters), fastest first, the scenario's own
+    checkpoint last; empty when it has one level that does not persist."""
+    fast = p.fast_checkpoints or ()
+    if not fast and p.checkpoint_persist == 0.0:
+        return _NO_LEVELS
+    base = fast[0].interval if fast else p.checkpoint_interval
+    mult = [level_multiple(f"fast_checkpoints[{i}].interval", lv.interval, base) for i, lv in enumerate(fast)]
+    mult.append(level_multiple("checkpoint_interval", p.checkpoint_interval, base))
+    table = np.zeros((len(mult), N_LEVEL_PARAMS))
+    table[:, V_COST] = [lv.cost for lv in fast] + [p.checkpoint_cost]
+    table[:, V_RESTART] = [lv.restart for lv in fast] + [p.restart_cost]
+    table[:, V_PERSIST] = [lv.persist for lv in fast] + [p.checkpoint_persist]
+    table[:, V_SURVIVES] = [lv.survives for lv in fast] + [1.0]
+    if math.lcm(*mult) > MAX_LEVEL_CYCLE:
+        raise ScenarioError("fast_checkpoints", f"the level intervals repeat their pattern only every "
+                            f"{math.lcm(*mult)} fastest intervals (at most {MAX_LEVEL_CYCLE}); choose intervals "
+                            "that divide one another")
+    return np.array(mult, dtype=np.int64), table
+
+
+def position_levels(mult: np.ndarray, positions: np.ndarray) -> np.ndarray:
+    """The level written at each position: the most durable one due there."""
+    level = np.zeros(positions.shape, dtype=np.int64)
+    for lv in range(1, mult.size):
+        level[positions % mult[lv] == 0] = lv
+    return level
+
+
+def failure_free_levels(n_full: int, base: float, mult: np.ndarray, table: np.ndarray):
+    """The failure-free job of a level row: (checkpoint time, per-level stats
+    (levels, N_LEVEL_STATS) with writes and waits, total wait as the last item).
+
+    Waits, when a persisting write can make the next one of its level wait,
+    are stepped through with the kernels' own clock operations, so a job
+    without failures gives the same bits here as there.
+    """
+    n_levels = mult.size
+    stats = np.zeros((n_levels, N_LEVEL_STATS))
+    cycle = math.lcm(*mult.tolist())
+    full, part = divmod(n_full, cycle)
+    per_cycle = np.bincount(position_levels(mult, np.arange(1, cycle + 1)), minlength=n_levels)
+    writes = full * per_cycle + np.bincount(position_levels(mult, np.arange(1, part + 1)), minlength=n_levels)
+    stats[:, L_WRITES] = writes
+    ckpt = 0.0
+    for lv in range(n_levels):  # in level order: both the packing and a test know this sum
+        ckpt += float(writes[lv]) * table[lv, V_COST]
+    interval = mult * base
+    if np.all(table[:, V_PERSIST] <= interval):  # a level's writes are an interval apart: none waits
+        return ckpt, (stats, 0.0)
+    if n_full > MAX_WAITING_POSITIONS:
+        raise ScenarioError("checkpoint_persist", f"persisting longer than a level's interval makes writes wait; "
+                            f"that is modelled for up to {MAX_WAITING_POSITIONS} positions of the fastest level "
+                            f"(this job has {n_full})")
+    now = wait_total = 0.0
+    durable_at = np.full(n_levels, -1.0)
+    for lv in position_levels(mult, np.arange(1, n_full + 1)).tolist():
+        now = now + base
+        if durable_at[lv] > now:
+            wait = durable_at[lv] - now
+            wait_total += wait
+            stats[lv, L_WAIT] += wait
+            now = durable_at[lv]
+        now = now + table[lv, V_COST]
+        durable_at[lv] = now + table[lv, V_PERSIST]
+    return ckpt, (stats, wait_total)
 
 
 @dataclass
@@ -117,6 +231,8 @@ class Totals:
     jobs: np.ndarray | None  # (n, n_jobs, N_JOB_FIELDS) when kept
     cat_stats: np.ndarray  # (n, n_categories, N_CAT_STATS) sums, folded in block order
     cat_jobs: np.ndarray | None  # (n, n_jobs, n_categories, N_CAT_STATS) when kept
+    level_stats: np.ndarray  # (n, n_levels, N_LEVEL_STATS) sums, folded in block order
+    level_jobs: np.ndarray | None  # (n, n_jobs, n_levels, N_LEVEL_STATS) when kept
 
 
 # Jobs per scenario point: 2**40 (10^12) is days of kernel time per point, so more
@@ -214,7 +330,8 @@ def certainly_capped(packed: Packed, max_failures: int) -> np.ndarray:
     log_cap = math.log(max_failures / CERTAINTY)
     through_compute = lam * longest > log_cap
     through_restarts = (lam * restart > log_cap + math.log(2.0)) & (lam * runtime > math.log(2.0 / CERTAINTY))
-    return (packed.params[:, P_SHAPE] == 1.0) & (through_compute | through_restarts)
+    # Rows with checkpoint levels are always simulated: a restored fast level can make any stretch shorter.
+    return (packed.params[:, P_SHAPE] == 1.0) & (through_compute | through_restarts) & ~packed.has_levels
 
 
 # Backend "auto": the Cython twin (no JIT, serial, bit for bit the Numba kernel) for
@@ -249,6 +366,8 @@ def expected_events(packed: Packed, n_jobs: int, max_failures: int = DEFAULT_MAX
     per_job = expected_failures(lam, p[:, P_N_FULL], p[:, P_INTERVAL], p[:, P_CKPT], p[:, P_REMAINDER],
                                 p[:, P_RESTART])
     per_job = np.minimum(np.nan_to_num(per_job, nan=max_failures, posinf=max_failures), max_failures)
+    # The level path steps through every position of the fastest level.
+    per_job = per_job + np.where(packed.has_levels, p[:, P_N_FULL], 0.0)
     return float(n_jobs * np.sum(1.0 + per_job))
 
 
@@ -400,6 +519,9 @@ def run(packed: Packed, n_jobs: int, seed: int, backend: str = "numba", *, scena
     args = packed.kernel_args() + (np.uint64(seed), keys)
     chunk_stats = np.empty((chunk_items, N_STATS))
     chunk_cat = np.empty((chunk_items, n_cat, N_CAT_STATS))
+    n_lv = packed.n_levels
+    level_stats = np.zeros((n_rows, n_lv, N_LEVEL_STATS))
+    chunk_level = np.empty((chunk_items, n_lv, N_LEVEL_STATS))
     hopeless = np.zeros(n_rows, dtype=bool) if keep_jobs else certainly_capped(packed, max_failures)
     stats[hopeless, S_CAPPED] = n_jobs
     todo = np.flatnonzero(~hopeless)
@@ -421,21 +543,25 @@ def run(packed: Packed, n_jobs: int, seed: int, backend: str = "numba", *, scena
             m = item.size
             item_hist, hist_rows, chunk_hist = chunk_histograms(row_index, todo, kernel_threads(backend))
             kernel.run_blocks(*args, row, block, n_jobs, max_failures, chunk_stats[:m], item_hist, chunk_hist,
-                              chunk_cat[:m])
+                              chunk_cat[:m], chunk_level[:m])
             # Sums in item order, so each row's blocks are added in block order whatever
             # the chunking; counts are integers, so any order will do.
             np.add.at(stats, row, chunk_stats[:m])
             if n_cat:
                 np.add.at(cat_stats, row, chunk_cat[:m])
+            if n_lv:
+                np.add.at(level_stats, row, chunk_level[:m])
             np.add.at(hist, hist_rows, chunk_hist.sum(axis=0))
             if progress is not None:
                 progress(int(np.minimum(n_jobs - block * BLOCK_SIZE, BLOCK_SIZE).sum()))
-        jobs = cat_jobs = None
+        jobs = cat_jobs = level_jobs = None
         if keep_jobs:
             jobs = np.empty((n_rows, n_jobs, N_JOB_FIELDS))
             cat_jobs = np.empty((n_rows, n_jobs, n_cat, N_CAT_STATS))
-            kernel.run_jobs(*args, np.int64(0), np.int64(max_failures), jobs, cat_jobs)
-    return Totals(stats=stats, hist=hist, jobs=jobs, cat_stats=cat_stats, cat_jobs=cat_jobs)
+            level_jobs = np.empty((n_rows, n_jobs, n_lv, N_LEVEL_STATS))
+            kernel.run_jobs(*args, np.int64(0), np.int64(max_failures), jobs, cat_jobs, level_jobs)
+    return Totals(stats=stats, hist=hist, jobs=jobs, cat_stats=cat_stats, cat_jobs=cat_jobs,
+                  level_stats=level_stats, level_jobs=level_jobs)
 
 
 def chunk_histograms(row_index: np.ndarray, todo: np.ndarray, threads: int):
@@ -518,11 +644,14 @@ def summarize(totals: Totals, packed: Packed, quantiles=(0.05, 0.5, 0.95)) -> di
         by_category = {f"{name}_by_category": totals.cat_stats[:, :, col] / n[:, None]
                        for name, col in (("failures", C_FAILURES), ("lost", C_LOST), ("restart", C_RESTART),
                                          ("queue", C_QUEUE))}
-        breakdown = [s[:, k] / n for k in (S_CHECKPOINT, S_LOST, S_RESTART, S_QUEUE)]
+        breakdown = [s[:, k] / n for k in (S_CHECKPOINT, S_LOST, S_RESTART, S_QUEUE, S_WAIT)]
+        by_level = {f"{name}_by_level": totals.level_stats[:, :, col] / n[:, None]
+                    for name, col in (("writes", L_WRITES), ("restores", L_RESTORES), ("persist_wait", L_WAIT))}
     by_category["unproductive_by_category"] = (
         by_category["lost_by_category"] + by_category["restart_by_category"] + by_category["queue_by_category"])
     return {
         **by_category,
+        **by_level,
         "ettr": ratio,
         "ettr_se": ratio_se,
         "ettr_job_mean": np.clip(work / ffw + d_eff, 0.0, 1.0),

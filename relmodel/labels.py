@@ -32,7 +32,7 @@ class Variable:
     units : str
         Its units (the ``units`` attr; "" for flags, which get none).
     extra_dims : tuple of str, default ()
-        Dims after the sweep dims (``quantile``, ``component``, ``category``, ``job``).
+        Dims after the sweep dims (``quantile``, ``component``, ``category``, ``level``, ``job``).
     """
 
     long_name: str
@@ -74,6 +74,15 @@ SIMULATED_BY_CATEGORY = {
     "unproductive_by_category": Variable("lost + restart + queue by category: the mean time per job each kind costs",
                                          "h", ("category",)),
 }
+# Only with fast checkpoint levels (`Scenario(fast_checkpoints=...)`), along a
+# ``level`` dim: fast levels first, the scenario's own checkpoint ("durable") last.
+SIMULATED_BY_LEVEL = {
+    "writes_by_level": Variable("mean completed checkpoint writes per job, by level", "1", ("level",)),
+    "restores_by_level": Variable("mean restores per job, by the level restored (the job's start counts as durable)",
+                                  "1", ("level",)),
+    "persist_wait_by_level": Variable("mean time per job waiting for the level's previous write to persist", "h",
+                                      ("level",)),
+}
 # Per job, with simulate(keep_jobs=True).
 PER_JOB = {
     "job_wall": Variable("wall-clock time of each job", "h", ("job",)),
@@ -84,10 +93,14 @@ PER_JOB = {
     "job_queue": Variable("queue wait of each job", "h", ("job",)),
     "job_failures": Variable("failures of each job", "1", ("job",)),
     "job_capped": Variable("1 where the job was stopped at max_failures", "1", ("job",)),
+    "job_persist_wait": Variable("time each job waited for checkpoint writes to persist", "h", ("job",)),
     "job_failures_by_category": Variable("failures of each job by category", "1", ("job", "category")),
     "job_lost_by_category": Variable("lost work of each job by the category of the failure", "h", ("job", "category")),
     "job_restart_by_category": Variable("restart time of each job by category", "h", ("job", "category")),
     "job_queue_by_category": Variable("queue wait of each job by category", "h", ("job", "category")),
+    "job_writes_by_level": Variable("completed checkpoint writes of each job by level", "1", ("job", "level")),
+    "job_restores_by_level": Variable("restores of each job by level", "1", ("job", "level")),
+    "job_persist_wait_by_level": Variable("persistence wait of each job by level", "h", ("job", "level")),
 }
 # Closed forms (`ettr`, `optimal_interval`), one per method.
 CLOSED_FORMS = {
@@ -147,7 +160,8 @@ def grid_coords(sc: Scenario, *, quantiles=None, components=None, categories: bo
     components : sequence of str, optional
         Names of a ``component`` dim.
     categories : bool, default True
-        Add the taxonomy's ``category`` coordinates (if it has one).
+        Add the taxonomy's ``category`` coordinates (if it has one) and the
+        fast checkpoint levels' ``level`` coordinates (if it has them).
 
     Returns
     -------
@@ -161,6 +175,7 @@ def grid_coords(sc: Scenario, *, quantiles=None, components=None, categories: bo
         coords["component"] = ("component", list(components))
     if categories:
         coords.update(sc.category_coords())
+        coords.update(sc.level_coords())
     return coords
 
 

@@ -35,12 +35,105 @@ FIELDS = {
     "lemon_fraction": ("1", "fraction"),
     "lemon_rate_factor": ("1", "factor"),
     "queue_wait_distribution": ("", "choice"),
+    "checkpoint_persist": ("h", "duration"),
 }
-# Not sweep axes: a failure taxonomy (categories, see `relmodel.failures`), and
-# `failure_model`, which only fills the flat fields and is not kept.
-EXTRA_FIELDS = ("taxonomy", "failure_model")
+# Not sweep axes: a failure taxonomy (categories, see `relmodel.failures`),
+# checkpoint levels below the scenario's own checkpoint, and `failure_model`,
+# which only fills the flat fields and is not kept.
+EXTRA_FIELDS = ("taxonomy", "fast_checkpoints", "failure_model")
 _REQUIRED = ("failure_rate", "checkpoint_interval", "work")
 _MAX_INTERVALS = 2.0**40  # work / checkpoint_interval beyond this is a unit mistake
+_MULTIPLE_TOLERANCE = 1e-9  # relative: "1h" over "10min" is 6 whatever the float rounding
+
+
+@dataclasses.dataclass(frozen=True)
+class CheckpointLevel:
+    """A checkpoint level faster than the scenario's own checkpoint (in host or
+    peer memory, or on local disk).
+
+    Parameters
+    ----------
+    interval : float or str
+        Productive time between this level's checkpoints; a whole multiple of
+        the fastest level's interval.
+    cost : float or str, default 0.0
+        Blocking time of one write.
+    restart : float or str, default 0.0
+        Restart after restoring from this level (instead of the scenario's
+        ``restart_cost``).
+    persist : float or str, default 0.0
+        Time after the write (while the job computes) until the checkpoint can
+        be restored; a failure before then loses it, and the level's next write
+        waits for it.
+    survives : float, default 0.0
+        Fraction of failures after which this level's checkpoints can still be
+        restored (in [0, 1]; a more durable level survives at least as often).
+    """
+
+    interval: float
+    cost: float = 0.0
+    restart: float = 0.0
+    persist: float = 0.0
+    survives: float = 0.0
+
+    def __post_init__(self):
+        self._check("CheckpointLevel")
+
+    def _check(self, label: str):
+        for name in ("interval", "cost", "restart", "persist"):
+            value = getattr(self, name)
+            if is_sequence(value):
+                raise ScenarioError(f"{label}.{name}", "a checkpoint level's fields are not sweep axes")
+            object.__setattr__(self, name, check_number(f"{label}.{name}", value, kind="duration"))
+        if self.interval <= 0.0:
+            raise ScenarioError(f"{label}.interval", f"must be > 0 (got {format_hours(self.interval)})")
+        object.__setattr__(self, "survives", check_number(f"{label}.survives", self.survives, kind="fraction"))
+
+
+def as_checkpoint_levels(value) -> tuple[CheckpointLevel, ...] | None:
+    """Normalise ``fast_checkpoints``: CheckpointLevel items (or mappings of their
+    fields), fastest first; None or empty for none."""
+    if value is None:
+        return None
+    if isinstance(value, (CheckpointLevel, Mapping, str)) or not is_sequence(value):
+        raise ScenarioError("fast_checkpoints", f"expected a sequence of CheckpointLevel (got {short_repr(value)})")
+    levels = []
+    for i, level in enumerate(value):
+        label = f"fast_checkpoints[{i}]"
+        if isinstance(level, Mapping):
+            unknown = set(level) - {f.name for f in dataclasses.fields(CheckpointLevel)}
+            if unknown:
+                raise ScenarioError(f"{label}.{sorted(map(str, unknown))[0]}", "not a CheckpointLevel field")
+            try:
+                level = CheckpointLevel(**level)
+            except ScenarioError as error:
+                raise ScenarioError(f"{label}.{error.parameter.rsplit('.', 1)[-1]}", error.reason) from None
+            except TypeError as error:
+                raise ScenarioError(label, str(error)) from None
+        elif not isinstance(level, CheckpointLevel):
+            raise ScenarioError(label, f"expected a CheckpointLevel (got {short_repr(level)})")
+        levels.append(level)
+    for i, (faster, slower) in enumerate(zip(levels, levels[1:])):
+        label = f"fast_checkpoints[{i + 1}]"
+        if slower.interval <= faster.interval:
+            raise ScenarioError(f"{label}.interval", "levels go fastest first, each interval longer than the one before"
+                                f" (got {format_hours(slower.interval)} after {format_hours(faster.interval)})")
+        if slower.survives < faster.survives:
+            raise ScenarioError(f"{label}.survives", f"a more durable level survives at least as often as a faster "
+                                f"one (got {slower.survives:g} after {faster.survives:g})")
+    for i, level in enumerate(levels):
+        level_multiple(f"fast_checkpoints[{i}].interval", level.interval, levels[0].interval)
+    return tuple(levels) or None
+
+
+def level_multiple(name: str, interval: float, base: float) -> int:
+    """interval / base as a whole number (relative tolerance 1e-9), or a ScenarioError naming `name`."""
+    ratio = interval / base
+    multiple = round(ratio)
+    if multiple < 1 or abs(ratio - multiple) > _MULTIPLE_TOLERANCE * multiple:
+        raise ScenarioError(name, f"must be a whole multiple of the fastest level's interval "
+                                  f"{format_hours(base)} (got {format_hours(interval)}, {ratio:.6g} times it)")
+    return multiple
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,6 +173,19 @@ class Scenario:
         rate stays ``failure_rate``.
     queue_wait_distribution : {"fixed", "exponential"}, default "fixed"
         The law of the queue wait.
+    checkpoint_persist : float or str, default 0.0
+        Time after a checkpoint write (while the job computes) until that
+        checkpoint is durable: asynchronous checkpointing. A failure before then
+        loses it, and the next write waits for it.
+    fast_checkpoints : sequence of CheckpointLevel, optional
+        Checkpoint levels faster than this one (in memory, on peers, on local
+        disk), fastest first; not a sweep axis. The scenario's own checkpoint is
+        the last, most durable level: it survives every failure. Every interval,
+        ``checkpoint_interval`` included, is a whole multiple of the fastest
+        one; where several levels are due, only the most durable is written.
+        Each failure draws which levels survive it (one uniform, so a level that
+        survives means every more durable one does) and restores the latest
+        restorable checkpoint, paying that level's restart.
     taxonomy : sequence of FailureCategory, optional
         Failure categories (`relmodel.failures.FailureCategory` items,
         or a taxonomy object with ``.categories``), not a sweep axis. Each failure
@@ -112,7 +218,9 @@ class Scenario:
     lemon_fraction: float = 0.0
     lemon_rate_factor: float = 1.0
     queue_wait_distribution: str = "fixed"
+    checkpoint_persist: float = 0.0
     taxonomy: tuple | None = None
+    fast_checkpoints: tuple | None = None
     failure_model: object = dataclasses.field(default=None, compare=False, repr=False)
 
     def __post_init__(self):
@@ -124,6 +232,7 @@ class Scenario:
             raise TypeError("Scenario() missing required argument(s): "
                             + ", ".join(f"'{name}'" for name in missing) + hint)
         self._apply_taxonomy()
+        object.__setattr__(self, "fast_checkpoints", as_checkpoint_levels(self.fast_checkpoints))
         for name, (_, kind) in FIELDS.items():
             value = getattr(self, name)
             if is_sequence(value):
@@ -143,6 +252,20 @@ class Scenario:
             raise ScenarioError(
                 "checkpoint_interval", "gives more than 2**40 checkpoints over `work`; check the units"
             )
+        if self.fast_checkpoints:
+            self._check_levels()
+
+    def _check_levels(self):
+        """The scenario's own checkpoint is the slowest level, a whole multiple of the fastest."""
+        fastest, slowest = self.fast_checkpoints[0], self.fast_checkpoints[-1]
+        for interval in np.atleast_1d(self.checkpoint_interval):
+            if interval <= slowest.interval:
+                raise ScenarioError("checkpoint_interval", f"must be longer than the slowest fast level's interval "
+                                    f"{format_hours(slowest.interval)} (got {format_hours(interval)})")
+            level_multiple("checkpoint_interval", float(interval), fastest.interval)
+        if float(np.max(self.work)) / fastest.interval > _MAX_INTERVALS:
+            raise ScenarioError("fast_checkpoints[0].interval",
+                                "gives more than 2**40 checkpoints over `work`; check the units")
 
     def _apply_failure_model(self):
         """Fill the flat fields from `failure_model`; a flat field given too must agree."""
@@ -203,6 +326,35 @@ class Scenario:
                 raise ParameterError("weibull_shape", "no single model object for lemons with Weibull times")
             return LemonMixture(s.failure_rate, s.lemon_fraction, s.lemon_rate_factor)
         return Weibull(s.weibull_shape, s.failure_rate) if s.weibull_shape != 1.0 else Exponential(s.failure_rate)
+
+    @property
+    def has_levels(self) -> bool:
+        """Whether checkpoints come in levels: fast levels, or a write that persists after it blocks."""
+        return bool(self.fast_checkpoints) or bool(np.any(np.asarray(self.checkpoint_persist) > 0))
+
+    def level_coords(self) -> dict[str, tuple]:
+        """Return xarray coordinates along a ``level`` dim (empty without fast levels).
+
+        Levels are named ``fast0``, ``fast1``, ... fastest first, and ``durable``
+        for the scenario's own checkpoint (whose parameters are the scenario's).
+
+        Returns
+        -------
+        dict
+            Coordinate name to ``(dims, values)``.
+        """
+        if not self.fast_checkpoints:
+            return {}
+        levels = self.fast_checkpoints
+        column = lambda name: np.array([getattr(lv, name) for lv in levels] + [np.nan])  # noqa: E731
+        return {
+            "level": ("level", [f"fast{i}" for i in range(len(levels))] + ["durable"]),
+            "level_interval": ("level", column("interval"), {"units": "h"}),
+            "level_cost": ("level", column("cost"), {"units": "h"}),
+            "level_restart": ("level", column("restart"), {"units": "h"}),
+            "level_persist": ("level", column("persist"), {"units": "h"}),
+            "level_survives": ("level", np.array([lv.survives for lv in levels] + [1.0]), {"units": "1"}),
+        }
 
     @property
     def category_names(self) -> tuple[str, ...]:
@@ -335,6 +487,8 @@ class Scenario:
         """
         fields = {}
         for name in FIELDS:
+            if name == "checkpoint_persist" and name not in ds.coords:
+                continue  # a Dataset from before checkpoint levels: none
             if name not in ds.coords:
                 raise ValueError(f"{name}: the Dataset has no coordinate {name!r}; is it from relmodel?")
             value = ds[name].values
@@ -346,6 +500,12 @@ class Scenario:
                     ds["category"].values, ds["category_share"].values, ds["category_restart_cost"].values,
                     ds["category_queue_wait"].values, ds["category_domain"].values)
             )
+        if "level" in ds.coords:
+            fields["fast_checkpoints"] = tuple(
+                CheckpointLevel(float(interval), float(cost), float(restart), float(persist), float(survives))
+                for interval, cost, restart, persist, survives in zip(
+                    *(ds[f"level_{name}"].values[:-1] for name in ("interval", "cost", "restart", "persist",
+                                                                    "survives"))))
         return cls(**fields)
 
     def sweep(self, **axes) -> Scenario:
@@ -434,6 +594,10 @@ class Scenario:
             parts.append(f"{name}=" + (f"[{', '.join(map(fmt, value))}]" if isinstance(value, tuple) else fmt(value)))
         if self.taxonomy is not None:
             parts.append("taxonomy=[" + ", ".join(f"{c.name}:{c.share:g}" for c in self.taxonomy) + "]")
+        if self.fast_checkpoints:
+            parts.append("fast_checkpoints=[" + ", ".join(
+                f"every {format_hours(lv.interval)}: cost {format_hours(lv.cost)}, restart {format_hours(lv.restart)}, "
+                f"persist {format_hours(lv.persist)}, survives {lv.survives:g}" for lv in self.fast_checkpoints) + "]")
         return "Scenario(" + ", ".join(parts) + ")"
 
 

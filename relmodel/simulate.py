@@ -16,7 +16,7 @@ from .engine import (COMPONENTS, DEFAULT_MAX_FAILURES, RNG_SCHEME, check_run_arg
 from .errors import check_choice, check_flag, check_levels
 from .scenario import Scenario, as_scenario
 
-JOB_FIELDS = ("wall", "productive", "checkpoint", "lost", "restart", "queue", "failures", "capped")
+JOB_FIELDS = ("wall", "productive", "checkpoint", "lost", "restart", "queue", "failures", "capped", "persist_wait")
 
 
 class CappedJobsWarning(RuntimeWarning):
@@ -24,7 +24,8 @@ class CappedJobsWarning(RuntimeWarning):
 
 
 CATEGORY_FIELDS = ("failures", "lost", "restart", "queue")  # the C_* columns, in order
-CATALOGUE = {**labels.SIMULATED, **labels.SIMULATED_BY_CATEGORY, **labels.PER_JOB}
+LEVEL_FIELDS = ("writes", "restores", "persist_wait")  # the L_* columns, in order
+CATALOGUE = {**labels.SIMULATED, **labels.SIMULATED_BY_CATEGORY, **labels.SIMULATED_BY_LEVEL, **labels.PER_JOB}
 
 
 def simulate(scenario, n_jobs: int = 100_000, seed: int = 0, backend: str = "numba", *,
@@ -39,6 +40,15 @@ def simulate(scenario, n_jobs: int = 100_000, seed: int = 0, backend: str = "num
     `lost_by_category`, `restart_by_category`, `queue_by_category` (means per
     job; they add up over categories to the totals) and their sum
     `unproductive_by_category`. Without one, none of these.
+
+    With fast checkpoint levels (``Scenario(fast_checkpoints=...)``) it also
+    has a `level` dim (``fast0``, ... and ``durable``), the level table as
+    coordinates (`level_interval`, `level_cost`, `level_restart`,
+    `level_persist`, `level_survives`) and `writes_by_level`,
+    `restores_by_level` and `persist_wait_by_level` (means per job). The
+    component ``persist_wait`` of `time_mean` is the time spent waiting for a
+    write to persist before the next one of its level (0 unless a level
+    persists for longer than its interval).
 
     Parameters
     ----------
@@ -118,6 +128,8 @@ def simulate(scenario, n_jobs: int = 100_000, seed: int = 0, backend: str = "num
     values = {name: est[name] for name in labels.SIMULATED}
     if sc.taxonomy is not None:
         values.update({name: est[name] for name in labels.SIMULATED_BY_CATEGORY})
+    if sc.fast_checkpoints:
+        values.update({name: est[name] for name in labels.SIMULATED_BY_LEVEL})
     if keep_jobs:
         for i, field in enumerate(JOB_FIELDS):
             job_values = totals.jobs[:, :, i]
@@ -125,6 +137,9 @@ def simulate(scenario, n_jobs: int = 100_000, seed: int = 0, backend: str = "num
         if sc.taxonomy is not None:
             for i, field in enumerate(CATEGORY_FIELDS):
                 values[f"job_{field}_by_category"] = totals.cat_jobs[:, :, :, i]
+        if sc.fast_checkpoints:
+            for i, field in enumerate(LEVEL_FIELDS):
+                values[f"job_{field}_by_level"] = totals.level_jobs[:, :, :, i]
     ds = labels.grid_dataset(sc, CATALOGUE, values, quantiles=quantiles, components=COMPONENTS,
                              attrs=labels.provenance("relmodel Monte Carlo job timelines", seed=seed, rng=RNG_SCHEME,
                                                      backend=backend, n_jobs=n_jobs, max_failures=max_failures,

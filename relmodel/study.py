@@ -41,6 +41,10 @@ else:  # pragma: no cover
 OUTPUTS = tuple(labels.SIMULATED)
 # Kept only when the study has a failure taxonomy (along its `category` dim).
 CATEGORY_OUTPUTS = tuple(labels.SIMULATED_BY_CATEGORY)
+# Kept only when the study has fast checkpoint levels (along its `level` dim).
+LEVEL_OUTPUTS = tuple(labels.SIMULATED_BY_LEVEL)
+# [fixed] keys that are not scenario fields: one per study, never a sweep axis.
+FIXED_ONLY = ("taxonomy", "fast_checkpoints")
 RUN_KEYS = {"n_jobs", "seed", "backend", "max_failures", "chunk_points", "outputs"}
 
 
@@ -104,9 +108,15 @@ class Study:
             The fields that identify the study's results.
         """
         sc = self.scenario
-        taxonomy = {"taxonomy": [dataclasses.astuple(c) for c in sc.taxonomy]} if sc.taxonomy else {}
+        extra = {}
+        if sc.taxonomy:
+            extra["taxonomy"] = [dataclasses.astuple(c) for c in sc.taxonomy]
+        if sc.fast_checkpoints:
+            extra["fast_checkpoints"] = [dataclasses.astuple(lv) for lv in sc.fast_checkpoints]
+        # checkpoint_persist only where set: a study from before it keeps its fingerprint.
+        fields = [name for name in FIELDS if name != "checkpoint_persist" or sc.checkpoint_persist != 0.0]
         return {
-            "scenario": {name: getattr(sc, name) for name in FIELDS}, **taxonomy,
+            "scenario": {name: getattr(sc, name) for name in fields}, **extra,
             "n_jobs": self.n_jobs, "seed": self.seed, "backend": self.backend,
             "max_failures": self.max_failures, "outputs": list(self.outputs),
         }
@@ -205,11 +215,11 @@ def parse_study(text: str, name: str = "study", folder: Path | None = None) -> S
     fixed, sweep, run = doc.get("fixed", {}), doc.get("sweep", {}), doc.get("run", {})
     for section, table in (("fixed", fixed), ("sweep", sweep)):
         for key in table:
-            if key == "taxonomy" and section == "fixed":
-                continue  # a preset name or a taxonomy file: one per study, not an axis
+            if key in FIXED_ONLY and section == "fixed":
+                continue  # a taxonomy (preset or file), checkpoint levels: one per study, not an axis
             if key not in FIELDS:
                 fail(section, key, f"not a scenario field; fields are {', '.join(FIELDS)}"
-                     + (" (taxonomy belongs in [fixed])" if key == "taxonomy" else ""))
+                     + (f" ({key} belongs in [fixed])" if key in FIXED_ONLY else ""))
     for key in set(fixed) & set(sweep):
         fail("sweep", key, "given in both [fixed] and [sweep]")
     for key in run:
@@ -227,7 +237,8 @@ def parse_study(text: str, name: str = "study", folder: Path | None = None) -> S
     for key in ("n_jobs", "seed"):
         if key not in run:
             fail("run", None, f"[run] needs {key}")
-    known = OUTPUTS + (CATEGORY_OUTPUTS if fixed.get("taxonomy") is not None else ())
+    known = (OUTPUTS + (CATEGORY_OUTPUTS if fixed.get("taxonomy") is not None else ())
+             + (LEVEL_OUTPUTS if fixed.get("fast_checkpoints") else ()))
     outputs = run.get("outputs", list(known))
     if not isinstance(outputs, list) or not set(outputs) <= set(known) or not outputs:
         fail("run", "outputs", f"a non-empty list of {', '.join(known)}")

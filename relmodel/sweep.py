@@ -81,8 +81,8 @@ def compute_chunk(study: Study, region, n_threads: int | None = None, progress=N
     -------
     dict of str to numpy.ndarray
         One float64 array per output in ``study.outputs``, shaped like the
-        region (then any extra dim of the output: quantile, component or
-        category), in the output's units (hours for times).
+        region (then any extra dim of the output: quantile, component,
+        category or level), in the output's units (hours for times).
     """
     sc = study.scenario
     ranges = [range(a, b) for a, b in region]
@@ -109,8 +109,9 @@ def _template(study: Study, chunks) -> xr.Dataset:
     import dask.array as da
 
     sc = study.scenario
-    catalogue = {**labels.SIMULATED, **labels.SIMULATED_BY_CATEGORY}
-    extent = {"quantile": len(QUANTILES), "component": len(COMPONENTS), "category": len(sc.taxonomy or ())}
+    catalogue = {**labels.SIMULATED, **labels.SIMULATED_BY_CATEGORY, **labels.SIMULATED_BY_LEVEL}
+    extent = {"quantile": len(QUANTILES), "component": len(COMPONENTS), "category": len(sc.taxonomy or ()),
+              "level": len(sc.fast_checkpoints or ()) + 1}
     data_vars = {}
     for name in study.outputs:
         variable = catalogue[name]
@@ -118,6 +119,14 @@ def _template(study: Study, chunks) -> xr.Dataset:
         data_vars[name] = (sc.dims + variable.extra_dims,
                            da.full(sc.shape + extra, np.nan, chunks=tuple(chunks) + extra), variable.attrs)
     return xr.Dataset(data_vars, coords=labels.grid_coords(sc, quantiles=QUANTILES, components=COMPONENTS))
+
+
+def _stored_components(store: Path) -> list | None:
+    """The `component` coordinate of a store, or None if it has none."""
+    import zarr
+
+    group = zarr.open_group(store, mode="r", zarr_format=ZARR_FORMAT, use_consolidated=False)
+    return [str(c) for c in group["component"][:]] if "component" in group else None
 
 
 def _store_attrs(study: Study, source: str, label: str, chunks) -> dict:
@@ -188,6 +197,13 @@ def open_or_create(study: Study, store: Path, source: str, label: str = "") -> t
         raise StudyError(str(store), f"was started by relmodel {attrs.get('relmodel_version', '?')} with the random "
                                      f"stream {stream!r}; this relmodel draws {RNG_STREAM!r}: finish it with that "
                                      f"version, or delete {store} to run it again")
+    if "time_mean" in study.outputs:
+        components = _stored_components(store)
+        if components is not None and components != list(COMPONENTS):
+            # Chunks with another component list would not line up with the ones already written.
+            raise StudyError(str(store), f"was started by relmodel {attrs.get('relmodel_version', '?')}, whose "
+                                         f"time_mean has the components {components}; this relmodel writes "
+                                         f"{list(COMPONENTS)}: finish it with that version, or delete {store}")
     return chunks
 
 

@@ -13,7 +13,8 @@ from relmodel._kernels import layout
 CONSTANT = re.compile(r"[A-Z][A-Z0-9_]*")
 
 # Each table: the prefix of its column indices -> the name of its column count.
-TABLES = {"P_": "N_PARAMS", "J_": "N_JOB_FIELDS", "S_": "N_STATS", "C_": "N_CAT_STATS"}
+TABLES = {"P_": "N_PARAMS", "J_": "N_JOB_FIELDS", "S_": "N_STATS", "C_": "N_CAT_STATS", "V_": "N_LEVEL_PARAMS",
+          "L_": "N_LEVEL_STATS"}
 # Layout constants that are neither a column index nor a column count.
 SCALARS = {"N_BINS", "BLOCK_SIZE", "SETTLE_MAX_HAZARD_MILLI"}
 

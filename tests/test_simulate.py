@@ -20,7 +20,7 @@ def ds():
 
 
 def test_dims_coords_and_units(ds):
-    assert dict(ds.sizes) == {"n_gpus": 2, "checkpoint_interval": 3, "quantile": 3, "component": 5, "job": 4000}
+    assert dict(ds.sizes) == {"n_gpus": 2, "checkpoint_interval": 3, "quantile": 3, "component": 6, "job": 4000}
     for dim in ds.dims:
         assert dim in ds.coords  # every dim has a coordinate
     assert ds.checkpoint_interval.attrs["units"] == "h" and ds.failure_rate.attrs["units"] == "1/(node day)"

@@ -8,6 +8,7 @@ pass): only their effect on the order of draws and sums.
 
 from libc.math cimport INFINITY, floor, pow
 from libc.stdint cimport int64_t, uint32_t, uint64_t
+from libc.stdlib cimport free, malloc
 
 from . import ziggurat as _ziggurat
 
@@ -22,7 +23,14 @@ cdef enum:
     P_SHAPE = 7
     P_SCALE_FACTOR = 8
     P_QUEUE_EXP = 9
-    N_PARAMS = 10
+    P_FF_CKPT = 10
+    P_FF_WAIT = 11
+    N_PARAMS = 12
+    V_COST = 0
+    V_RESTART = 1
+    V_PERSIST = 2
+    V_SURVIVES = 3
+    N_LEVEL_PARAMS = 4
     J_WALL = 0
     J_PRODUCTIVE = 1
     J_CHECKPOINT = 2
@@ -31,7 +39,8 @@ cdef enum:
     J_QUEUE = 5
     J_FAILURES = 6
     J_CAPPED = 7
-    N_JOB_FIELDS = 8
+    J_WAIT = 8
+    N_JOB_FIELDS = 9
     S_N = 0
     S_WALL = 1
     S_WALL_SQ = 2
@@ -47,12 +56,17 @@ cdef enum:
     S_FAILURES = 12
     S_FAILURES_SQ = 13
     S_CAPPED = 14
-    N_STATS = 15
+    S_WAIT = 15
+    N_STATS = 16
     C_FAILURES = 0
     C_LOST = 1
     C_RESTART = 2
     C_QUEUE = 3
     N_CAT_STATS = 4
+    L_WRITES = 0
+    L_RESTORES = 1
+    L_WAIT = 2
+    N_LEVEL_STATS = 3
     N_BINS = 2048
     BLOCK_SIZE = 1024
     SETTLE_MAX_HAZARD_MILLI = 700
@@ -60,16 +74,19 @@ cdef enum:
 LAYOUT = dict(
     P_INTERVAL=P_INTERVAL, P_CKPT=P_CKPT, P_RESTART=P_RESTART, P_QUEUE=P_QUEUE,
     P_WORK=P_WORK, P_N_FULL=P_N_FULL, P_REMAINDER=P_REMAINDER, P_SHAPE=P_SHAPE,
-    P_SCALE_FACTOR=P_SCALE_FACTOR, P_QUEUE_EXP=P_QUEUE_EXP, N_PARAMS=N_PARAMS,
+    P_SCALE_FACTOR=P_SCALE_FACTOR, P_QUEUE_EXP=P_QUEUE_EXP, P_FF_CKPT=P_FF_CKPT, P_FF_WAIT=P_FF_WAIT,
+    N_PARAMS=N_PARAMS, V_COST=V_COST, V_RESTART=V_RESTART, V_PERSIST=V_PERSIST, V_SURVIVES=V_SURVIVES,
+    N_LEVEL_PARAMS=N_LEVEL_PARAMS,
     J_WALL=J_WALL, J_PRODUCTIVE=J_PRODUCTIVE, J_CHECKPOINT=J_CHECKPOINT, J_LOST=J_LOST,
-    J_RESTART=J_RESTART, J_QUEUE=J_QUEUE, J_FAILURES=J_FAILURES, J_CAPPED=J_CAPPED,
+    J_RESTART=J_RESTART, J_QUEUE=J_QUEUE, J_FAILURES=J_FAILURES, J_CAPPED=J_CAPPED, J_WAIT=J_WAIT,
     N_JOB_FIELDS=N_JOB_FIELDS, S_N=S_N, S_WALL=S_WALL, S_WALL_SQ=S_WALL_SQ,
     S_PRODUCTIVE=S_PRODUCTIVE, S_PRODUCTIVE_SQ=S_PRODUCTIVE_SQ,
     S_PRODUCTIVE_WALL=S_PRODUCTIVE_WALL, S_EFF=S_EFF, S_EFF_SQ=S_EFF_SQ,
     S_CHECKPOINT=S_CHECKPOINT, S_LOST=S_LOST, S_RESTART=S_RESTART, S_QUEUE=S_QUEUE,
-    S_FAILURES=S_FAILURES, S_FAILURES_SQ=S_FAILURES_SQ, S_CAPPED=S_CAPPED,
+    S_FAILURES=S_FAILURES, S_FAILURES_SQ=S_FAILURES_SQ, S_CAPPED=S_CAPPED, S_WAIT=S_WAIT,
     N_STATS=N_STATS, C_FAILURES=C_FAILURES, C_LOST=C_LOST, C_RESTART=C_RESTART,
-    C_QUEUE=C_QUEUE, N_CAT_STATS=N_CAT_STATS, N_BINS=N_BINS, BLOCK_SIZE=BLOCK_SIZE,
+    C_QUEUE=C_QUEUE, N_CAT_STATS=N_CAT_STATS, L_WRITES=L_WRITES, L_RESTORES=L_RESTORES,
+    L_WAIT=L_WAIT, N_LEVEL_STATS=N_LEVEL_STATS, N_BINS=N_BINS, BLOCK_SIZE=BLOCK_SIZE,
     SETTLE_MAX_HAZARD_MILLI=SETTLE_MAX_HAZARD_MILLI,
 )
 
@@ -247,6 +264,7 @@ cdef struct JobResult:
     double queue
     int64_t failures
     int64_t capped
+    double wait  # waiting for writes to persist (levels only)
 
 
 cdef inline double time_to_failure(double e, double mean_ttf, double scale, double shape,
@@ -313,6 +331,7 @@ cdef JobResult simulate_job(const double* p, const double* rate_cdf, const doubl
     r.queue = 0.0
     r.failures = 0
     r.capped = 0
+    r.wait = 0.0
     if lam > 0.0:
         e = next_exponential(&ws)
     # A first exponential at or above the job's cumulative hazard (plus a margin
@@ -383,155 +402,432 @@ cdef JobResult simulate_job(const double* p, const double* rate_cdf, const doubl
     return r
 
 
+cdef enum:
+    _COMPUTE = 0
+    _WAIT = 1
+    _WRITE = 2
+
+
+cdef inline Py_ssize_t position_level(int64_t j, const int64_t* lv_mult, Py_ssize_t n_levels) noexcept nogil:
+    """The level written at position j: the most durable one due there."""
+    cdef Py_ssize_t lv
+    for lv in range(n_levels - 1, 0, -1):
+        if j % lv_mult[lv] == 0:
+            return lv
+    return 0
+
+
+cdef JobResult simulate_levels_job(const double* p, const double* rate_cdf, const double* rate_value,
+                                   Py_ssize_t n_rates, const double* cat_cdf, const double* cat_restart,
+                                   const double* cat_queue, Py_ssize_t n_cats, double* cat_acc,
+                                   const int64_t* lv_mult, const double* lv_table, Py_ssize_t n_levels,
+                                   double* lv_acc, double* state, uint64_t seed, uint64_t scenario,
+                                   int64_t job, int64_t max_failures) noexcept nogil:
+    """One job with checkpoint levels (fast levels, or a write that persists):
+    the twin of `timeline_numba.simulate_levels_job`. lv_table[level * N_LEVEL_PARAMS + V_*]
+    are the row's levels; it adds writes, restores and waits into
+    lv_acc[level * N_LEVEL_STATS + L_*]; `state` is scratch of 5 * n_levels."""
+    cdef double d0 = p[P_INTERVAL]
+    cdef int64_t n_full = <int64_t>p[P_N_FULL]
+    cdef double remainder = p[P_REMAINDER]
+    cdef double restart_top = p[P_RESTART]
+    cdef double queue = p[P_QUEUE]
+    cdef double shape = p[P_SHAPE]
+    cdef bint queue_exp = p[P_QUEUE_EXP] != 0.0
+    cdef bint by_category = n_cats > 0
+    cdef Py_ssize_t top = n_levels - 1
+    cdef double* latest_pos = state
+    cdef double* latest_val = state + n_levels
+    cdef double* pend_pos = state + 2 * n_levels
+    cdef double* pend_val = state + 3 * n_levels
+    cdef double* pend_at = state + 4 * n_levels
+    cdef Py_ssize_t lv, k, lowest, best
+    cdef Py_ssize_t category = 0
+    cdef Py_ssize_t entry = 0
+    cdef Words ws
+    cdef double lam, mean_ttf, scale, inv_shape, fail_at, e, u, t, wait, path, lost_now, restart
+    cdef double now, val, end
+    cdef int64_t pos
+    cdef int phase
+    cdef bint finished
+    cdef JobResult r
+    for lv in range(top + 1):
+        latest_pos[lv] = 0.0
+        latest_val[lv] = 0.0
+        pend_pos[lv] = -1.0
+    start_words(&ws, seed, scenario, job)
+    if n_rates > 1:
+        entry = inverse_cdf(rate_cdf, n_rates, word_to_uniform(next_word(&ws)))
+    lam = rate_value[entry]
+    mean_ttf = 1.0 / lam if lam > 0.0 else INFINITY
+    scale = mean_ttf * p[P_SCALE_FACTOR]
+    inv_shape = 1.0 / shape
+    fail_at = INFINITY
+    if lam > 0.0:
+        e = next_exponential(&ws)
+        fail_at = time_to_failure(e, mean_ttf, scale, shape, inv_shape)
+
+    now = 0.0  # runtime clock: compute, writes, waits, restarts
+    pos = 0  # last position written on the current path
+    val = 0.0  # path value: compute and writes since the start up to here
+    lv = 0
+    end = 0.0
+    r.lost = 0.0
+    r.restart = 0.0
+    r.queue = 0.0
+    r.wait = 0.0
+    r.failures = 0
+    r.capped = 0
+    finished = False
+    phase = _COMPUTE
+    while True:
+        if phase == _COMPUTE:
+            end = now + (remainder if pos >= n_full else d0)
+        elif phase == _WAIT:
+            end = pend_at[lv]
+        else:
+            end = now + lv_table[lv * N_LEVEL_PARAMS + V_COST]
+        if fail_at >= end:  # the phase completes (a failure exactly at its end does not stop it)
+            if phase == _COMPUTE:
+                now = end
+                if pos >= n_full:
+                    finished = True
+                    break
+                val += d0
+                lv = position_level(pos + 1, lv_mult, n_levels)
+                phase = _WRITE
+                if pend_pos[lv] >= 0.0:
+                    if pend_at[lv] > now:
+                        phase = _WAIT
+                    else:
+                        latest_pos[lv] = pend_pos[lv]
+                        latest_val[lv] = pend_val[lv]
+                        pend_pos[lv] = -1.0
+            elif phase == _WAIT:
+                wait = end - now
+                r.wait += wait
+                lv_acc[lv * N_LEVEL_STATS + L_WAIT] += wait
+                now = end
+                latest_pos[lv] = pend_pos[lv]
+                latest_val[lv] = pend_val[lv]
+                pend_pos[lv] = -1.0
+                phase = _WRITE
+            else:
+                now = end
+                val += lv_table[lv * N_LEVEL_PARAMS + V_COST]
+                pos += 1
+                lv_acc[lv * N_LEVEL_STATS + L_WRITES] += 1.0
+                if lv_table[lv * N_LEVEL_PARAMS + V_PERSIST] == 0.0:
+                    latest_pos[lv] = <double>pos
+                    latest_val[lv] = val
+                else:
+                    pend_pos[lv] = <double>pos
+                    pend_val[lv] = val
+                    pend_at[lv] = now + lv_table[lv * N_LEVEL_PARAMS + V_PERSIST]
+                phase = _COMPUTE
+            continue
+
+        # A failure at fail_at, in this phase.
+        if phase == _WAIT:
+            wait = fail_at - now
+            r.wait += wait
+            lv_acc[lv * N_LEVEL_STATS + L_WAIT] += wait
+            path = val
+        else:
+            path = val + (fail_at - now)
+        now = fail_at
+        for k in range(top + 1):  # writes durable by now are kept, the others dropped
+            if pend_pos[k] >= 0.0 and pend_at[k] <= now:
+                latest_pos[k] = pend_pos[k]
+                latest_val[k] = pend_val[k]
+            pend_pos[k] = -1.0
+        r.failures += 1
+        if by_category:
+            category = draw_category(cat_cdf, n_cats, &ws)
+            cat_acc[category * N_CAT_STATS + C_FAILURES] += 1.0
+        # Restore, queue, then restart attempts until one runs without failing;
+        # a failed restart is a failure that draws and restores again.
+        while True:
+            lowest = 0
+            if top > 0:
+                u = word_to_uniform(next_word(&ws))
+                while u > lv_table[lowest * N_LEVEL_PARAMS + V_SURVIVES]:
+                    lowest += 1
+            best = top
+            for k in range(top - 1, lowest - 1, -1):
+                if latest_pos[k] > latest_pos[best]:
+                    best = k
+            for k in range(lowest):
+                latest_pos[k] = 0.0
+                latest_val[k] = 0.0
+            lost_now = path - latest_val[best]
+            r.lost += lost_now
+            pos = <int64_t>latest_pos[best]
+            val = latest_val[best]
+            path = val
+            lv_acc[best * N_LEVEL_STATS + L_RESTORES] += 1.0
+            if by_category:
+                cat_acc[category * N_CAT_STATS + C_LOST] += lost_now
+                queue = cat_queue[category]
+                restart_top = cat_restart[category]
+            restart = restart_top if best == top else lv_table[best * N_LEVEL_PARAMS + V_RESTART]
+            if r.failures >= max_failures:
+                r.capped = 1
+                break
+            if queue_exp:
+                wait = queue * next_exponential(&ws)
+            else:
+                wait = queue
+            r.queue += wait
+            if by_category:
+                cat_acc[category * N_CAT_STATS + C_QUEUE] += wait
+            t = time_to_failure(next_exponential(&ws), mean_ttf, scale, shape, inv_shape)
+            if t >= restart:
+                r.restart += restart
+                if by_category:
+                    cat_acc[category * N_CAT_STATS + C_RESTART] += restart
+                now += restart
+                fail_at = now + (t - restart)
+                break
+            r.restart += t
+            if by_category:
+                cat_acc[category * N_CAT_STATS + C_RESTART] += t
+            now += t
+            r.failures += 1
+            if by_category:
+                category = draw_category(cat_cdf, n_cats, &ws)
+                cat_acc[category * N_CAT_STATS + C_FAILURES] += 1.0
+        if r.capped:
+            break
+        phase = _COMPUTE
+
+    if finished:
+        r.productive = p[P_WORK]
+        r.checkpoint = p[P_FF_CKPT]
+    else:
+        r.productive = <double>pos * d0
+        r.checkpoint = val - r.productive
+    r.wall = r.productive + r.checkpoint + r.lost + r.restart + r.queue + r.wait
+    return r
+
+
+cdef double* level_scratch(const int64_t[::1] lv_offset) except? NULL:
+    """Scratch of 5 rows by the most levels of any row (`simulate_levels_job`'s
+    `state`); NULL when no row has levels. The caller frees it."""
+    cdef Py_ssize_t s, most = 0
+    cdef double* state
+    for s in range(lv_offset.shape[0] - 1):
+        if lv_offset[s + 1] - lv_offset[s] > most:
+            most = lv_offset[s + 1] - lv_offset[s]
+    if most == 0:
+        return NULL
+    state = <double*>malloc(5 * most * sizeof(double))
+    if state == NULL:
+        raise MemoryError()
+    return state
+
+
 def run_blocks(const double[:, ::1] params, const double[::1] rate_cdf,
                const double[::1] rate_value, const double[::1] rate_hazard,
                const int64_t[::1] rate_offset, const double[::1] cat_cdf,
                const double[::1] cat_restart, const double[::1] cat_queue,
-               const int64_t[::1] cat_offset, uint64_t seed,
+               const int64_t[::1] cat_offset, const int64_t[::1] lv_mult,
+               const double[:, ::1] lv_table, const int64_t[::1] lv_offset, uint64_t seed,
                const uint64_t[::1] scenario_key, const int64_t[::1] item_scenario,
                const int64_t[::1] item_block, int64_t n_jobs, int64_t max_failures,
                double[:, ::1] out_stats, const int64_t[::1] item_hist, int64_t[:, :, ::1] out_hist,
-               double[:, :, ::1] out_cat):
+               double[:, :, ::1] out_cat, double[:, :, ::1] out_level):
     """Sums of each work item (scenario row, block of BLOCK_SIZE jobs) in
     out_stats[item]; its jobs counted into out_hist[0, item_hist[item]] (zeroed
-    by the caller); out_cat[item, category] gets the per-category sums."""
-    cdef Py_ssize_t it, s, c, n_cats, n_rates
+    by the caller); out_cat[item, category] gets the per-category sums,
+    out_level[item, level] the per-level ones (none without levels)."""
+    cdef Py_ssize_t it, s, c, n_cats, n_rates, n_levels
     cdef double* acc
+    cdef double* lv_acc
     cdef const double* c_cdf = NULL
     cdef const double* c_restart = NULL
     cdef const double* c_queue = NULL
+    cdef const int64_t* mult = NULL
+    cdef const double* levels = NULL
     cdef int64_t job, first, last, n_settled
     cdef double work, failure_free_ckpt, failure_free_wall, failure_free_eff, d_wall, d_prod, d_eff, fail, y
     cdef double n, wall_sum, wall_sq, prod_sum, prod_sq, prod_wall, eff_sum, eff_sq
-    cdef double ckpt_sum, lost_sum, restart_sum, queue_sum, fail_sum, fail_sq, capped_sum
+    cdef double ckpt_sum, lost_sum, restart_sum, queue_sum, fail_sum, fail_sq, capped_sum, wait_sum
     cdef double bound, x
-    cdef bint single_rate, no_failures, settle
+    cdef bint single_rate, no_failures, settle, settle_all, with_levels
     cdef uint64_t w
     cdef Words ws
     cdef int64_t* hist
     cdef JobResult r
-    with nogil:
-        for it in range(item_scenario.shape[0]):
-            s = item_scenario[it]
-            # Sums of deviations from the failure-free job: exact zeros when no job fails.
-            work = params[s, P_WORK]
-            failure_free_ckpt = params[s, P_N_FULL] * params[s, P_CKPT]
-            failure_free_wall = work + failure_free_ckpt
-            failure_free_eff = work / failure_free_wall
-            hist = &out_hist[0, item_hist[it], 0]
-            n_cats = cat_offset[s + 1] - cat_offset[s]
-            if n_cats > 0:
-                c_cdf = &cat_cdf[cat_offset[s]]
-                c_restart = &cat_restart[cat_offset[s]]
-                c_queue = &cat_queue[cat_offset[s]]
-            acc = &out_cat[it, 0, 0] if out_cat.shape[1] > 0 else NULL
-            for c in range(out_cat.shape[1] * N_CAT_STATS):
-                acc[c] = 0.0
-            n = wall_sum = wall_sq = prod_sum = prod_sq = prod_wall = eff_sum = eff_sq = 0.0
-            ckpt_sum = lost_sum = restart_sum = queue_sum = fail_sum = fail_sq = capped_sum = 0.0
-            first = item_block[it] * BLOCK_SIZE
-            last = first + BLOCK_SIZE
-            if last > n_jobs:
-                last = n_jobs
-            # The Numba kernel's settling pass, job by job: a job whose word 0 is an
-            # exponential accepted at once and at or above the bound is added last.
-            n_rates = rate_offset[s + 1] - rate_offset[s]
-            single_rate = n_rates == 1
-            no_failures = single_rate and rate_value[rate_offset[s]] == 0.0
-            bound = rate_hazard[rate_offset[s]] if single_rate else 0.0
-            settle = single_rate and not no_failures and bound < SETTLE_MAX_HAZARD_MILLI / 1000.0
-            n_settled = last - first if no_failures else 0
-            for job in range(first, first if no_failures else last):
-                if settle:
-                    start_words(&ws, seed, scenario_key[s], job)
-                    w = word_at(&ws, 0)
-                    if ziggurat_candidate(w, &x) and x >= bound:
-                        n_settled += 1
-                        continue
-                r = simulate_job(&params[s, 0], &rate_cdf[rate_offset[s]], &rate_value[rate_offset[s]],
-                                 &rate_hazard[rate_offset[s]], n_rates,
-                                 c_cdf, c_restart, c_queue, n_cats, acc,
-                                 seed, scenario_key[s], job, max_failures)
-                d_wall = r.wall - failure_free_wall
-                d_prod = r.productive - work
-                d_eff = r.productive / r.wall - failure_free_eff
-                fail = <double>r.failures
-                n += 1.0
-                wall_sum += d_wall
-                wall_sq += d_wall * d_wall
-                prod_sum += d_prod
-                prod_sq += d_prod * d_prod
-                prod_wall += d_prod * d_wall
-                eff_sum += d_eff
-                eff_sq += d_eff * d_eff
-                ckpt_sum += r.checkpoint
-                lost_sum += r.lost
-                restart_sum += r.restart
-                queue_sum += r.queue
-                fail_sum += fail
-                fail_sq += fail * fail
-                capped_sum += r.capped
-                y = failure_free_wall / r.wall
-                if y >= 1.0:
-                    hist[N_BINS] += 1
-                else:
-                    hist[<Py_ssize_t>(y * N_BINS)] += 1
-            # Settled jobs ran failure free: deviations of exactly zero, the full checkpoint time.
-            n += <double>n_settled
-            ckpt_sum += <double>n_settled * failure_free_ckpt
-            hist[N_BINS] += n_settled
-            out_stats[it, S_N] = n
-            out_stats[it, S_WALL] = wall_sum
-            out_stats[it, S_WALL_SQ] = wall_sq
-            out_stats[it, S_PRODUCTIVE] = prod_sum
-            out_stats[it, S_PRODUCTIVE_SQ] = prod_sq
-            out_stats[it, S_PRODUCTIVE_WALL] = prod_wall
-            out_stats[it, S_EFF] = eff_sum
-            out_stats[it, S_EFF_SQ] = eff_sq
-            out_stats[it, S_CHECKPOINT] = ckpt_sum
-            out_stats[it, S_LOST] = lost_sum
-            out_stats[it, S_RESTART] = restart_sum
-            out_stats[it, S_QUEUE] = queue_sum
-            out_stats[it, S_FAILURES] = fail_sum
-            out_stats[it, S_FAILURES_SQ] = fail_sq
-            out_stats[it, S_CAPPED] = capped_sum
+    cdef double* state = level_scratch(lv_offset)
+    try:
+        with nogil:
+            for it in range(item_scenario.shape[0]):
+                s = item_scenario[it]
+                n_cats = cat_offset[s + 1] - cat_offset[s]
+                if n_cats > 0:
+                    c_cdf = &cat_cdf[cat_offset[s]]
+                    c_restart = &cat_restart[cat_offset[s]]
+                    c_queue = &cat_queue[cat_offset[s]]
+                acc = &out_cat[it, 0, 0] if out_cat.shape[1] > 0 else NULL
+                for c in range(out_cat.shape[1] * N_CAT_STATS):
+                    acc[c] = 0.0
+                n_levels = lv_offset[s + 1] - lv_offset[s]
+                if n_levels > 0:
+                    mult = &lv_mult[lv_offset[s]]
+                    levels = &lv_table[lv_offset[s], 0]
+                lv_acc = &out_level[it, 0, 0] if out_level.shape[1] > 0 else NULL
+                for c in range(out_level.shape[1] * N_LEVEL_STATS):
+                    lv_acc[c] = 0.0
+                with_levels = n_levels > 0
+                # Sums of deviations from the failure-free job: exact zeros when no job fails.
+                work = params[s, P_WORK]
+                failure_free_ckpt = params[s, P_FF_CKPT]
+                failure_free_wall = work + failure_free_ckpt + params[s, P_FF_WAIT]
+                failure_free_eff = work / failure_free_wall
+                hist = &out_hist[0, item_hist[it], 0]
+                n = wall_sum = wall_sq = prod_sum = prod_sq = prod_wall = eff_sum = eff_sq = 0.0
+                ckpt_sum = lost_sum = restart_sum = queue_sum = fail_sum = fail_sq = capped_sum = wait_sum = 0.0
+                first = item_block[it] * BLOCK_SIZE
+                last = first + BLOCK_SIZE
+                if last > n_jobs:
+                    last = n_jobs
+                # The Numba kernel's settling pass, job by job: a job whose word 0 is an
+                # exponential accepted at once and at or above the bound is added last.
+                # Rows with levels are never settled.
+                n_rates = rate_offset[s + 1] - rate_offset[s]
+                single_rate = n_rates == 1
+                no_failures = single_rate and rate_value[rate_offset[s]] == 0.0
+                bound = rate_hazard[rate_offset[s]] if single_rate else 0.0
+                settle = (single_rate and not no_failures and bound < SETTLE_MAX_HAZARD_MILLI / 1000.0
+                          and not with_levels)
+                settle_all = no_failures and not with_levels
+                n_settled = last - first if settle_all else 0
+                for job in range(first, first if settle_all else last):
+                    if settle:
+                        start_words(&ws, seed, scenario_key[s], job)
+                        w = word_at(&ws, 0)
+                        if ziggurat_candidate(w, &x) and x >= bound:
+                            n_settled += 1
+                            continue
+                    if with_levels:
+                        r = simulate_levels_job(&params[s, 0], &rate_cdf[rate_offset[s]],
+                                                &rate_value[rate_offset[s]], n_rates,
+                                                c_cdf, c_restart, c_queue, n_cats, acc,
+                                                mult, levels, n_levels, lv_acc, state,
+                                                seed, scenario_key[s], job, max_failures)
+                        wait_sum += r.wait
+                    else:
+                        r = simulate_job(&params[s, 0], &rate_cdf[rate_offset[s]], &rate_value[rate_offset[s]],
+                                         &rate_hazard[rate_offset[s]], n_rates,
+                                         c_cdf, c_restart, c_queue, n_cats, acc,
+                                         seed, scenario_key[s], job, max_failures)
+                    d_wall = r.wall - failure_free_wall
+                    d_prod = r.productive - work
+                    d_eff = r.productive / r.wall - failure_free_eff
+                    fail = <double>r.failures
+                    n += 1.0
+                    wall_sum += d_wall
+                    wall_sq += d_wall * d_wall
+                    prod_sum += d_prod
+                    prod_sq += d_prod * d_prod
+                    prod_wall += d_prod * d_wall
+                    eff_sum += d_eff
+                    eff_sq += d_eff * d_eff
+                    ckpt_sum += r.checkpoint
+                    lost_sum += r.lost
+                    restart_sum += r.restart
+                    queue_sum += r.queue
+                    fail_sum += fail
+                    fail_sq += fail * fail
+                    capped_sum += r.capped
+                    y = failure_free_wall / r.wall
+                    if y >= 1.0:
+                        hist[N_BINS] += 1
+                    else:
+                        hist[<Py_ssize_t>(y * N_BINS)] += 1
+                # Settled jobs ran failure free: deviations of exactly zero, the full checkpoint time.
+                n += <double>n_settled
+                ckpt_sum += <double>n_settled * failure_free_ckpt
+                hist[N_BINS] += n_settled
+                out_stats[it, S_N] = n
+                out_stats[it, S_WALL] = wall_sum
+                out_stats[it, S_WALL_SQ] = wall_sq
+                out_stats[it, S_PRODUCTIVE] = prod_sum
+                out_stats[it, S_PRODUCTIVE_SQ] = prod_sq
+                out_stats[it, S_PRODUCTIVE_WALL] = prod_wall
+                out_stats[it, S_EFF] = eff_sum
+                out_stats[it, S_EFF_SQ] = eff_sq
+                out_stats[it, S_CHECKPOINT] = ckpt_sum
+                out_stats[it, S_LOST] = lost_sum
+                out_stats[it, S_RESTART] = restart_sum
+                out_stats[it, S_QUEUE] = queue_sum
+                out_stats[it, S_FAILURES] = fail_sum
+                out_stats[it, S_FAILURES_SQ] = fail_sq
+                out_stats[it, S_CAPPED] = capped_sum
+                out_stats[it, S_WAIT] = wait_sum
+    finally:
+        free(state)
 
 
 def run_jobs(const double[:, ::1] params, const double[::1] rate_cdf,
              const double[::1] rate_value, const double[::1] rate_hazard,
              const int64_t[::1] rate_offset, const double[::1] cat_cdf,
              const double[::1] cat_restart, const double[::1] cat_queue,
-             const int64_t[::1] cat_offset, uint64_t seed,
+             const int64_t[::1] cat_offset, const int64_t[::1] lv_mult,
+             const double[:, ::1] lv_table, const int64_t[::1] lv_offset, uint64_t seed,
              const uint64_t[::1] scenario_key, int64_t first_job, int64_t max_failures,
-             double[:, :, ::1] out, double[:, :, :, ::1] out_cat):
+             double[:, :, ::1] out, double[:, :, :, ::1] out_cat, double[:, :, :, ::1] out_level):
     """Per-job outputs: out[s, i] for job first_job + i of scenario row s, and its
-    per-category sums in out_cat[s, i]."""
-    cdef Py_ssize_t s, i, c, n_cats
+    per-category and per-level sums in out_cat[s, i] and out_level[s, i]."""
+    cdef Py_ssize_t s, i, c, n_cats, n_levels
     cdef double* acc
+    cdef double* lv_acc
     cdef const double* c_cdf = NULL
     cdef const double* c_restart = NULL
     cdef const double* c_queue = NULL
+    cdef const int64_t* mult = NULL
+    cdef const double* levels = NULL
     cdef JobResult r
-    with nogil:
-        for s in range(out.shape[0]):
-            n_cats = cat_offset[s + 1] - cat_offset[s]
-            if n_cats > 0:
-                c_cdf = &cat_cdf[cat_offset[s]]
-                c_restart = &cat_restart[cat_offset[s]]
-                c_queue = &cat_queue[cat_offset[s]]
-            for i in range(out.shape[1]):
-                acc = &out_cat[s, i, 0, 0] if out_cat.shape[2] > 0 else NULL
-                for c in range(out_cat.shape[2] * N_CAT_STATS):
-                    acc[c] = 0.0
-                r = simulate_job(&params[s, 0], &rate_cdf[rate_offset[s]], &rate_value[rate_offset[s]],
-                                 &rate_hazard[rate_offset[s]], rate_offset[s + 1] - rate_offset[s],
-                                 c_cdf, c_restart, c_queue, n_cats, acc,
-                                 seed, scenario_key[s], first_job + i, max_failures)
-                out[s, i, J_WALL] = r.wall
-                out[s, i, J_PRODUCTIVE] = r.productive
-                out[s, i, J_CHECKPOINT] = r.checkpoint
-                out[s, i, J_LOST] = r.lost
-                out[s, i, J_RESTART] = r.restart
-                out[s, i, J_QUEUE] = r.queue
-                out[s, i, J_FAILURES] = r.failures
-                out[s, i, J_CAPPED] = r.capped
+    cdef double* state = level_scratch(lv_offset)
+    try:
+        with nogil:
+            for s in range(out.shape[0]):
+                n_cats = cat_offset[s + 1] - cat_offset[s]
+                if n_cats > 0:
+                    c_cdf = &cat_cdf[cat_offset[s]]
+                    c_restart = &cat_restart[cat_offset[s]]
+                    c_queue = &cat_queue[cat_offset[s]]
+                n_levels = lv_offset[s + 1] - lv_offset[s]
+                if n_levels > 0:
+                    mult = &lv_mult[lv_offset[s]]
+                    levels = &lv_table[lv_offset[s], 0]
+                for i in range(out.shape[1]):
+                    acc = &out_cat[s, i, 0, 0] if out_cat.shape[2] > 0 else NULL
+                    for c in range(out_cat.shape[2] * N_CAT_STATS):
+                        acc[c] = 0.0
+                    lv_acc = &out_level[s, i, 0, 0] if out_level.shape[2] > 0 else NULL
+                    for c in range(out_level.shape[2] * N_LEVEL_STATS):
+                        lv_acc[c] = 0.0
+                    if n_levels > 0:
+                        r = simulate_levels_job(&params[s, 0], &rate_cdf[rate_offset[s]],
+                                                &rate_value[rate_offset[s]], rate_offset[s + 1] - rate_offset[s],
+                                                c_cdf, c_restart, c_queue, n_cats, acc,
+                                                mult, levels, n_levels, lv_acc, state,
+                                                seed, scenario_key[s], first_job + i, max_failures)
+                    else:
+                        r = simulate_job(&params[s, 0], &rate_cdf[rate_offset[s]], &rate_value[rate_offset[s]],
+                                         &rate_hazard[rate_offset[s]], rate_offset[s + 1] - rate_offset[s],
+                                         c_cdf, c_restart, c_queue, n_cats, acc,
+                                         seed, scenario_key[s], first_job + i, max_failures)
+                    out[s, i, J_WALL] = r.wall
+                    out[s, i, J_PRODUCTIVE] = r.productive
+                    out[s, i, J_CHECKPOINT] = r.checkpoint
+                    out[s, i, J_LOST] = r.lost
+                    out[s, i, J_RESTART] = r.restart
+                    out[s, i, J_QUEUE] = r.queue
+                    out[s, i, J_FAILURES] = r.failures
+                    out[s, i, J_CAPPED] = r.capped
+                    out[s, i, J_WAIT] = r.wait
+    finally:
+        free(state)

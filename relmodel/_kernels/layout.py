@@ -15,7 +15,19 @@ P_REMAINDER = 6  # final partial interval, no checkpoint after it (h)
 P_SHAPE = 7  # Weibull shape of inter-failure times (1 = exponential)
 P_SCALE_FACTOR = 8  # 1 / Gamma(1 + 1/shape): Weibull scale per unit mean
 P_QUEUE_EXP = 9  # 1.0: queue wait ~ exponential(mean); 0.0: fixed
-N_PARAMS = 10
+P_FF_CKPT = 10  # checkpoint time of the failure-free job (h)
+P_FF_WAIT = 11  # time the failure-free job waits for writes to persist (h)
+N_PARAMS = 12
+
+# With checkpoint levels (fast levels, or a persisting checkpoint), a row has a
+# level table: one line per level, fastest first, the scenario's own checkpoint
+# last; P_INTERVAL is then the fastest interval, P_N_FULL and P_REMAINDER count
+# positions of it, and P_CKPT the largest write cost (for bounds only).
+V_COST = 0  # blocking write (h)
+V_RESTART = 1  # restart after restoring this level (h); the scenario's own level uses P_RESTART
+V_PERSIST = 2  # time until a write is durable (h)
+V_SURVIVES = 3  # fraction of failures after which this level can be restored
+N_LEVEL_PARAMS = 4
 
 # Columns of the per-job output (keep_jobs) and the per-block sums.
 J_WALL = 0
@@ -26,7 +38,8 @@ J_RESTART = 4
 J_QUEUE = 5
 J_FAILURES = 6
 J_CAPPED = 7
-N_JOB_FIELDS = 8
+J_WAIT = 8  # waiting for a previous write of the same level to persist
+N_JOB_FIELDS = 9
 
 # Wall, productive and eff (productive / wall) are summed as deviations from
 # the failure-free job (wall - D, productive - work, eff - work / D, with
@@ -47,7 +60,8 @@ S_QUEUE = 11
 S_FAILURES = 12
 S_FAILURES_SQ = 13
 S_CAPPED = 14
-N_STATS = 15
+S_WAIT = 15
+N_STATS = 16
 
 # Columns of the per-category sums (only with a failure taxonomy): per block of
 # jobs, or per job with keep_jobs. A failure is counted in the category it
@@ -57,6 +71,13 @@ C_LOST = 1
 C_RESTART = 2
 C_QUEUE = 3
 N_CAT_STATS = 4
+
+# Columns of the per-level sums (only with checkpoint levels): per block of
+# jobs, or per job with keep_jobs.
+L_WRITES = 0  # completed writes
+L_RESTORES = 1  # restores from this level (the job's start counts as the last level)
+L_WAIT = 2  # time waiting for this level's previous write to persist
+N_LEVEL_STATS = 3
 
 # Histogram of y = (failure-free wall) / wall in (0, 1]: N_BINS equal bins plus
 # one atom bin (index N_BINS) for jobs that saw no loss at all (y == 1 exactly).

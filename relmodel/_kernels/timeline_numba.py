@@ -40,9 +40,15 @@ from .layout import (
     J_PRODUCTIVE,
     J_QUEUE,
     J_RESTART,
+    J_WAIT,
     J_WALL,
+    L_RESTORES,
+    L_WAIT,
+    L_WRITES,
     N_BINS,
     P_CKPT,
+    P_FF_CKPT,
+    P_FF_WAIT,
     P_INTERVAL,
     P_N_FULL,
     P_QUEUE,
@@ -65,9 +71,14 @@ from .layout import (
     S_PRODUCTIVE_WALL,
     S_QUEUE,
     S_RESTART,
+    S_WAIT,
     S_WALL,
     S_WALL_SQ,
     SETTLE_MAX_HAZARD_MILLI,
+    V_COST,
+    V_PERSIST,
+    V_RESTART,
+    V_SURVIVES,
 )
 from .rng_numba import (
     BATCH,
@@ -229,21 +240,224 @@ def simulate_job(p, rate_cdf, rate_value, rate_hazard, cat_cdf, cat_restart, cat
     return wall, productive, checkpoint, lost, restart_time, queue_time, failures, capped
 
 
+_COMPUTE = 0
+_WAIT = 1
+_WRITE = 2
+
+
+@njit(inline="always", **JIT_OPTIONS)
+def position_level(j, lv_mult):
+    """The level written at position j: the most durable one due there."""
+    for lv in range(lv_mult.size - 1, 0, -1):
+        if j % lv_mult[lv] == 0:
+            return lv
+    return 0
+
+
+@njit(**JIT_OPTIONS)
+def simulate_levels_job(p, rate_cdf, rate_value, cat_cdf, cat_restart, cat_queue, cat_acc, lv_mult, lv_table,
+                        lv_acc, state, words, k0, k1, job, max_failures):
+    """One job with checkpoint levels (fast levels, or a write that persists);
+    returns (wall, productive, checkpoint, lost, restart, queue, failures, capped, wait).
+
+    It steps through positions of the fastest level: compute, wait for the
+    level's previous write to persist, write. A failure keeps the pending
+    writes durable by then, drops the rest, draws which levels survive (one
+    uniform, with fast levels) and restores the latest checkpoint of a
+    surviving level. lv_acc[level, L_*] gets writes, restores and waits;
+    `state` is scratch of 5 rows by levels.
+    """
+    d0 = p[P_INTERVAL]
+    n_full = np.int64(p[P_N_FULL])
+    remainder = p[P_REMAINDER]
+    restart_top = p[P_RESTART]
+    queue = p[P_QUEUE]
+    shape = p[P_SHAPE]
+    queue_exp = p[P_QUEUE_EXP] != 0.0
+    by_category = cat_cdf.size > 0
+    top = lv_mult.size - 1
+    latest_pos = state[0]
+    latest_val = state[1]
+    pend_pos = state[2]
+    pend_val = state[3]
+    pend_at = state[4]
+    for lv in range(top + 1):
+        latest_pos[lv] = 0.0
+        latest_val[lv] = 0.0
+        pend_pos[lv] = -1.0
+    category = 0
+    job_lo, job_hi = split_job(job)
+    entry, pos_w = draw_rate_entry(rate_cdf, words, job_lo, job_hi, k0, k1)
+    lam = rate_value[entry]
+    mean_ttf = 1.0 / lam if lam > 0.0 else np.inf
+    scale = mean_ttf * p[P_SCALE_FACTOR]
+    inv_shape = 1.0 / shape
+    fail_at = np.inf
+    if lam > 0.0:
+        e, pos_w = next_exponential(words, pos_w, job_lo, job_hi, k0, k1)
+        fail_at = time_to_failure(e, mean_ttf, scale, shape, inv_shape)
+
+    now = 0.0  # runtime clock: compute, writes, waits, restarts
+    pos = np.int64(0)  # last position written on the current path
+    val = 0.0  # path value: compute and writes since the start up to here
+    lv = 0
+    end = 0.0
+    lost = 0.0
+    restart_time = 0.0
+    queue_time = 0.0
+    wait_time = 0.0
+    failures = 0
+    capped = 0
+    finished = False
+    phase = _COMPUTE
+    while True:
+        if phase == _COMPUTE:
+            end = now + (remainder if pos >= n_full else d0)
+        elif phase == _WAIT:
+            end = pend_at[lv]
+        else:
+            end = now + lv_table[lv, V_COST]
+        if fail_at >= end:  # the phase completes (a failure exactly at its end does not stop it)
+            if phase == _COMPUTE:
+                now = end
+                if pos >= n_full:
+                    finished = True
+                    break
+                val += d0
+                lv = position_level(pos + 1, lv_mult)
+                phase = _WRITE
+                if pend_pos[lv] >= 0.0:
+                    if pend_at[lv] > now:
+                        phase = _WAIT
+                    else:
+                        latest_pos[lv] = pend_pos[lv]
+                        latest_val[lv] = pend_val[lv]
+                        pend_pos[lv] = -1.0
+            elif phase == _WAIT:
+                wait = end - now
+                wait_time += wait
+                lv_acc[lv, L_WAIT] += wait
+                now = end
+                latest_pos[lv] = pend_pos[lv]
+                latest_val[lv] = pend_val[lv]
+                pend_pos[lv] = -1.0
+                phase = _WRITE
+            else:
+                now = end
+                val += lv_table[lv, V_COST]
+                pos += 1
+                lv_acc[lv, L_WRITES] += 1.0
+                if lv_table[lv, V_PERSIST] == 0.0:
+                    latest_pos[lv] = float(pos)
+                    latest_val[lv] = val
+                else:
+                    pend_pos[lv] = float(pos)
+                    pend_val[lv] = val
+                    pend_at[lv] = now + lv_table[lv, V_PERSIST]
+                phase = _COMPUTE
+            continue
+
+        # A failure at fail_at, in this phase.
+        if phase == _WAIT:
+            wait = fail_at - now
+            wait_time += wait
+            lv_acc[lv, L_WAIT] += wait
+            path = val
+        else:
+            path = val + (fail_at - now)
+        now = fail_at
+        for k in range(top + 1):  # writes durable by now are kept, the others dropped
+            if pend_pos[k] >= 0.0 and pend_at[k] <= now:
+                latest_pos[k] = pend_pos[k]
+                latest_val[k] = pend_val[k]
+            pend_pos[k] = -1.0
+        failures += 1
+        if by_category:
+            category, pos_w = draw_category(cat_cdf, words, pos_w, job_lo, job_hi, k0, k1)
+            cat_acc[category, C_FAILURES] += 1.0
+        # Restore, queue, then restart attempts until one runs without failing;
+        # a failed restart is a failure that draws and restores again.
+        while True:
+            lowest = 0
+            if top > 0:
+                u, pos_w = next_uniform_draw(words, pos_w, job_lo, job_hi, k0, k1)
+                while u > lv_table[lowest, V_SURVIVES]:
+                    lowest += 1
+            best = top
+            for k in range(top - 1, lowest - 1, -1):
+                if latest_pos[k] > latest_pos[best]:
+                    best = k
+            for k in range(lowest):
+                latest_pos[k] = 0.0
+                latest_val[k] = 0.0
+            lost_now = path - latest_val[best]
+            lost += lost_now
+            pos = np.int64(latest_pos[best])
+            val = latest_val[best]
+            path = val
+            lv_acc[best, L_RESTORES] += 1.0
+            if by_category:
+                cat_acc[category, C_LOST] += lost_now
+                queue = cat_queue[category]
+                restart_top = cat_restart[category]
+            restart = restart_top if best == top else lv_table[best, V_RESTART]
+            if failures >= max_failures:
+                capped = 1
+                break
+            if queue_exp:
+                e, pos_w = next_exponential(words, pos_w, job_lo, job_hi, k0, k1)
+                wait = queue * e
+            else:
+                wait = queue
+            queue_time += wait
+            if by_category:
+                cat_acc[category, C_QUEUE] += wait
+            e, pos_w = next_exponential(words, pos_w, job_lo, job_hi, k0, k1)
+            t = time_to_failure(e, mean_ttf, scale, shape, inv_shape)
+            if t >= restart:
+                restart_time += restart
+                if by_category:
+                    cat_acc[category, C_RESTART] += restart
+                now += restart
+                fail_at = now + (t - restart)
+                break
+            restart_time += t
+            if by_category:
+                cat_acc[category, C_RESTART] += t
+            now += t
+            failures += 1
+            if by_category:
+                category, pos_w = draw_category(cat_cdf, words, pos_w, job_lo, job_hi, k0, k1)
+                cat_acc[category, C_FAILURES] += 1.0
+        if capped:
+            break
+        phase = _COMPUTE
+
+    if finished:
+        productive = p[P_WORK]
+        checkpoint = p[P_FF_CKPT]
+    else:
+        productive = float(pos) * d0
+        checkpoint = val - productive
+    wall = productive + checkpoint + lost + restart_time + queue_time + wait_time
+    return wall, productive, checkpoint, lost, restart_time, queue_time, failures, capped, wait_time
+
+
 _SETTLE_MAX_HAZARD = SETTLE_MAX_HAZARD_MILLI / 1000.0
 
 
 @njit(
     "void(float64[:, ::1], float64[::1], float64[::1], float64[::1], int64[::1],"
-    " float64[::1], float64[::1], float64[::1], int64[::1], uint64,"
+    " float64[::1], float64[::1], float64[::1], int64[::1], int64[::1], float64[:, ::1], int64[::1], uint64,"
     " uint64[::1], int64[::1], int64[::1], int64, int64, float64[:, ::1], int64[::1],"
-    " int64[:, :, ::1], float64[:, :, ::1])",
+    " int64[:, :, ::1], float64[:, :, ::1], float64[:, :, ::1])",
     parallel=True,
     **JIT_OPTIONS,
 )
 def run_blocks(
     params, rate_cdf, rate_value, rate_hazard, rate_offset, cat_cdf, cat_restart, cat_queue,
-    cat_offset, seed, scenario_key, item_scenario, item_block, n_jobs, max_failures, out_stats,
-    item_hist, out_hist, out_cat,
+    cat_offset, lv_mult, lv_table, lv_offset, seed, scenario_key, item_scenario, item_block, n_jobs, max_failures,
+    out_stats, item_hist, out_hist, out_cat, out_level,
 ):
     """Sums of each work item (scenario row, block of BLOCK_SIZE jobs) in
     out_stats[item]; its jobs counted into the histogram
@@ -251,7 +465,7 @@ def run_blocks(
     caller gives one slot per item (`engine.chunk_histograms`; zeroed by the
     caller: counts are integers, so which thread adds them does not matter);
     out_cat[item, category] gets the per-category sums (no columns without a
-    taxonomy)."""
+    taxonomy), out_level[item, level] the per-level ones (none without levels)."""
     k0 = np.uint64(seed)
     for it in prange(item_scenario.size):
         s = item_scenario[it]
@@ -264,16 +478,22 @@ def run_blocks(
         c_queue = cat_queue[cat_offset[s]:cat_offset[s + 1]]
         acc = out_cat[it]
         acc[:, :] = 0.0
+        mult = lv_mult[lv_offset[s]:lv_offset[s + 1]]
+        levels = lv_table[lv_offset[s]:lv_offset[s + 1]]
+        lv_acc = out_level[it]
+        lv_acc[:, :] = 0.0
+        with_levels = mult.size > 0
+        state = np.empty((5, mult.size))
         k1 = scenario_key[s]
         words = np.empty(BATCH, np.uint64)
         # Sums of deviations from the failure-free job: exact zeros when no job fails.
         work = p[P_WORK]
-        failure_free_ckpt = p[P_N_FULL] * p[P_CKPT]
-        failure_free_wall = work + failure_free_ckpt
+        failure_free_ckpt = p[P_FF_CKPT]
+        failure_free_wall = work + failure_free_ckpt + p[P_FF_WAIT]
         failure_free_eff = work / failure_free_wall
         hist = out_hist[numba.get_thread_id() % out_hist.shape[0], item_hist[it]]
         n = wall_sum = wall_sq = prod_sum = prod_sq = prod_wall = eff_sum = eff_sq = 0.0
-        ckpt_sum = lost_sum = restart_sum = queue_sum = fail_sum = fail_sq = capped_sum = 0.0
+        ckpt_sum = lost_sum = restart_sum = queue_sum = fail_sum = fail_sq = capped_sum = wait_sum = 0.0
         first = item_block[it] * BLOCK_SIZE
         n_block = min(first + BLOCK_SIZE, n_jobs) - first
         # With one rate and no failure before the end for most jobs, word 0 of
@@ -283,19 +503,27 @@ def run_blocks(
         single_rate = cdf.size == 1
         no_failures = single_rate and value[0] == 0.0
         bound = hazard[0] if single_rate else 0.0
-        settle = single_rate and not no_failures and bound < _SETTLE_MAX_HAZARD
+        settle = single_rate and not no_failures and bound < _SETTLE_MAX_HAZARD and not with_levels
         first_word = np.empty(n_block if settle else 0, np.uint64)
         first_words(first_word, first, k0, k1)
-        n_settled = n_block if no_failures else 0
-        for i in range(0 if no_failures else n_block):
+        settle_all = no_failures and not with_levels
+        n_settled = n_block if settle_all else 0
+        for i in range(0 if settle_all else n_block):
             if settle:
                 x, accepted, _ = ziggurat_candidate(first_word[i])
                 if accepted and x >= bound:
                     n_settled += 1
                     continue
-            wall, prod, ckpt, lost, restart, queue, failures, capped = simulate_job(
-                p, cdf, value, hazard, c_cdf, c_restart, c_queue, acc, words, k0, k1, first + i, max_failures
-            )
+            if with_levels:
+                wall, prod, ckpt, lost, restart, queue, failures, capped, wait = simulate_levels_job(
+                    p, cdf, value, c_cdf, c_restart, c_queue, acc, mult, levels, lv_acc, state, words, k0, k1,
+                    first + i, max_failures
+                )
+                wait_sum += wait
+            else:
+                wall, prod, ckpt, lost, restart, queue, failures, capped = simulate_job(
+                    p, cdf, value, hazard, c_cdf, c_restart, c_queue, acc, words, k0, k1, first + i, max_failures
+                )
             d_wall = wall - failure_free_wall
             d_prod = prod - work
             d_eff = prod / wall - failure_free_eff
@@ -340,16 +568,17 @@ def run_blocks(
         st[S_FAILURES] = fail_sum
         st[S_FAILURES_SQ] = fail_sq
         st[S_CAPPED] = capped_sum
+        st[S_WAIT] = wait_sum
 
 
 # Lazily compiled (no signature): only keep_jobs needs it, so simulate does not load it at start-up.
 @njit(parallel=True, **JIT_OPTIONS)
 def run_jobs(
     params, rate_cdf, rate_value, rate_hazard, rate_offset, cat_cdf, cat_restart, cat_queue,
-    cat_offset, seed, scenario_key, first_job, max_failures, out, out_cat,
+    cat_offset, lv_mult, lv_table, lv_offset, seed, scenario_key, first_job, max_failures, out, out_cat, out_level,
 ):
     """Per-job outputs: out[s, i] for job first_job + i of scenario row s, and its
-    per-category sums in out_cat[s, i]."""
+    per-category and per-level sums in out_cat[s, i] and out_level[s, i]."""
     k0 = np.uint64(seed)
     n_jobs = out.shape[1]
     n_chunks = (n_jobs + BLOCK_SIZE - 1) // BLOCK_SIZE
@@ -359,15 +588,29 @@ def run_jobs(
         cdf = rate_cdf[rate_offset[s]:rate_offset[s + 1]]
         value = rate_value[rate_offset[s]:rate_offset[s + 1]]
         hazard = rate_hazard[rate_offset[s]:rate_offset[s + 1]]
+        c_cdf = cat_cdf[cat_offset[s]:cat_offset[s + 1]]
+        c_restart = cat_restart[cat_offset[s]:cat_offset[s + 1]]
+        c_queue = cat_queue[cat_offset[s]:cat_offset[s + 1]]
+        mult = lv_mult[lv_offset[s]:lv_offset[s + 1]]
+        levels = lv_table[lv_offset[s]:lv_offset[s + 1]]
+        state = np.empty((5, mult.size))
         words = np.empty(BATCH, np.uint64)
         for i in range(start, min(start + BLOCK_SIZE, n_jobs)):
             acc = out_cat[s, i]
             acc[:, :] = 0.0
-            wall, prod, ckpt, lost, restart, queue, failures, capped = simulate_job(
-                params[s], cdf, value, hazard, cat_cdf[cat_offset[s]:cat_offset[s + 1]],
-                cat_restart[cat_offset[s]:cat_offset[s + 1]], cat_queue[cat_offset[s]:cat_offset[s + 1]],
-                acc, words, k0, scenario_key[s], first_job + i, max_failures
-            )
+            lv_acc = out_level[s, i]
+            lv_acc[:, :] = 0.0
+            wait = 0.0
+            if mult.size > 0:
+                wall, prod, ckpt, lost, restart, queue, failures, capped, wait = simulate_levels_job(
+                    params[s], cdf, value, c_cdf, c_restart, c_queue, acc, mult, levels, lv_acc, state, words, k0,
+                    scenario_key[s], first_job + i, max_failures
+                )
+            else:
+                wall, prod, ckpt, lost, restart, queue, failures, capped = simulate_job(
+                    params[s], cdf, value, hazard, c_cdf, c_restart, c_queue, acc, words, k0, scenario_key[s],
+                    first_job + i, max_failures
+                )
             row = out[s, i]
             row[J_WALL] = wall
             row[J_PRODUCTIVE] = prod
@@ -377,3 +620,4 @@ def run_jobs(
             row[J_QUEUE] = queue
             row[J_FAILURES] = failures
             row[J_CAPPED] = capped
+            row[J_WAIT] = wait
