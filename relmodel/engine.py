@@ -42,6 +42,8 @@ _NO_LEVELS = (np.zeros(0, np.int64), np.zeros((0, N_LEVEL_PARAMS)))
 # (only when a persisting write can make the next one wait): about a second.
 MAX_WAITING_POSITIONS = 2_000_000
 MAX_LEVEL_CYCLE = 1 << 20  # lcm of the level multiples: the pattern of levels repeats after it
+MAX_JUMP_CYCLE = 1 << 12  # longer cycles step (their tables would outgrow the cache)
+_NO_CYCLE = (np.zeros(0), np.zeros(0, np.int64))
 
 
 @dataclass(frozen=True)
@@ -65,6 +67,12 @@ class Packed:
     lv_table: np.ndarray  # (rows, N_LEVEL_PARAMS)
     lv_offset: np.ndarray  # (n + 1,)
     failure_free_levels: np.ndarray  # (n, n_levels, N_LEVEL_STATS): the failure-free job's writes and waits
+    # Cycle tables (`level_cycle`) of level rows whose writes never wait: rows
+    # cyc_value_offset[i]:cyc_value_offset[i+1] and likewise for cyc_index; empty rows step.
+    cyc_value: np.ndarray
+    cyc_value_offset: np.ndarray
+    cyc_index: np.ndarray
+    cyc_index_offset: np.ndarray
 
     @property
     def n_categories(self) -> int:
@@ -84,7 +92,8 @@ class Packed:
     def kernel_args(self):
         return (self.params, self.rate_cdf, self.rate_value, self.rate_hazard, self.rate_offset,
                 self.cat_cdf, self.cat_restart, self.cat_queue, self.cat_offset,
-                self.lv_mult, self.lv_table, self.lv_offset)
+                self.lv_mult, self.lv_table, self.lv_offset, self.cyc_value, self.cyc_value_offset, self.cyc_index,
+                self.cyc_index_offset)
 
 
 def pack(sc: Scenario) -> Packed:
@@ -93,7 +102,7 @@ def pack(sc: Scenario) -> Packed:
 
 def pack_points(points) -> Packed:
     """Kernel inputs for scalar scenarios, one row each, in the order given."""
-    rows, cdfs, values, hazards, cats, levels, ff_walls, ff_levels = [], [], [], [], [], [], [], []
+    rows, cdfs, values, hazards, cats, levels, ff_walls, ff_levels, cycles = [], [], [], [], [], [], [], [], []
     for p in points:
         shape = p.weibull_shape
         scale_factor = 1.0 / math.gamma(1.0 + 1.0 / shape)
@@ -117,6 +126,7 @@ def pack_points(points) -> Packed:
         ff_walls.append(p.work + ff_ckpt + 0.0 + 0.0 + 0.0 + ff_wait)
         ff_levels.append(ff_level)
         levels.append((mult, table))
+        cycles.append(level_cycle(base, mult, table) if mult.size else _NO_CYCLE)
         cdf, lam = job_rate_table(p.n_nodes, p.failure_rate, p.lemon_fraction, p.lemon_rate_factor)
         # The failure-free runtime (compute, writes and waits; no queue without failures).
         runtime = ff_walls[-1] if mult.size else n_full * (p.checkpoint_interval + p.checkpoint_cost) + remainder
@@ -150,6 +160,10 @@ def pack_points(points) -> Packed:
         lv_table=np.ascontiguousarray(np.concatenate([t for _, t in levels])) if levels else _NO_LEVELS[1],
         lv_offset=np.concatenate([[0], np.cumsum([m.size for m, _ in levels])]).astype(np.int64),
         failure_free_levels=ff_level_stats,
+        cyc_value=np.concatenate([c[0] for c in cycles]) if cycles else _NO_CYCLE[0],
+        cyc_value_offset=np.concatenate([[0], np.cumsum([c[0].size for c in cycles])]).astype(np.int64),
+        cyc_index=np.concatenate([c[1] for c in cycles]).astype(np.int64) if cycles else _NO_CYCLE[1],
+        cyc_index_offset=np.concatenate([[0], np.cumsum([c[1].size for c in cycles])]).astype(np.int64),
     )
 
 
@@ -173,6 +187,34 @@ def level_table(p: Scenario) -> tuple[np.ndarray, np.ndarray]:
                             f"{math.lcm(*mult)} fastest intervals (at most {MAX_LEVEL_CYCLE}); choose intervals "
                             "that divide one another")
     return np.array(mult, dtype=np.int64), table
+
+
+def level_cycle(base: float, mult: np.ndarray, table: np.ndarray):
+    """The cycle tables the kernels jump with from one failure to the next, or
+    empty ones (then they step position by position) where a write can wait
+    for the previous one of its level to persist, or the cycle is long.
+
+    Over one cycle of M positions (M = lcm of the multiples; the pattern of
+    levels repeats after it): value[r] = the path value, compute and writes,
+    at offset r = 0..M, summed in position order; index = for each level the
+    last offset <= r of it (0: none), then for each level the count of its
+    offsets 1..r, each (levels, M + 1), flattened.
+    """
+    cycle = math.lcm(*mult.tolist())
+    if cycle > MAX_JUMP_CYCLE or np.any(table[:, V_PERSIST] > mult * base):
+        return _NO_CYCLE
+    offsets = np.arange(cycle + 1)
+    level = position_levels(mult, offsets)
+    value = np.zeros(cycle + 1)
+    for r in range(1, cycle + 1):  # sequential, so the sums are the ones the tables promise
+        value[r] = value[r - 1] + base + table[level[r], V_COST]
+    last = np.zeros((mult.size, cycle + 1), np.int64)
+    count = np.zeros((mult.size, cycle + 1), np.int64)
+    for lv in range(mult.size):
+        mine = (level == lv) & (offsets > 0)
+        last[lv] = np.maximum.accumulate(np.where(mine, offsets, 0))
+        count[lv] = np.cumsum(mine)
+    return value, np.concatenate([last.ravel(), count.ravel()])
 
 
 def position_levels(mult: np.ndarray, positions: np.ndarray) -> np.ndarray:
@@ -201,8 +243,8 @@ def failure_free_levels(n_full: int, base: float, mult: np.ndarray, table: np.nd
     ckpt = 0.0
     for lv in range(n_levels):  # in level order: both the packing and a test know this sum
         ckpt += float(writes[lv]) * table[lv, V_COST]
-    interval = mult * base
-    if np.all(table[:, V_PERSIST] <= interval):  # a level's writes are an interval apart: none waits
+    can_wait = table[:, V_PERSIST] > mult * base  # the kernels' test: else writes of a level are an interval apart
+    if not can_wait.any():
         return ckpt, (stats, 0.0)
     if n_full > MAX_WAITING_POSITIONS:
         raise ScenarioError("checkpoint_persist", f"persisting longer than a level's interval makes writes wait; "
@@ -212,7 +254,7 @@ def failure_free_levels(n_full: int, base: float, mult: np.ndarray, table: np.nd
     durable_at = np.full(n_levels, -1.0)
     for lv in position_levels(mult, np.arange(1, n_full + 1)).tolist():
         now = now + base
-        if durable_at[lv] > now:
+        if durable_at[lv] > now and can_wait[lv]:
             wait = durable_at[lv] - now
             wait_total += wait
             stats[lv, L_WAIT] += wait

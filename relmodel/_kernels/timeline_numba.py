@@ -254,18 +254,80 @@ def position_level(j, lv_mult):
     return 0
 
 
+# The cycle tables of a row whose writes never wait (`engine.level_cycle`): over
+# one cycle of M positions (the lcm of the level multiples), value[r] is the
+# path value (compute and writes) at offset r, and index holds, per level, the
+# last offset <= r of that level (0: none) and the count of them up to r.
+
+@njit(inline="always", **JIT_OPTIONS)
+def cycle_quotient(j, m, inv_m):
+    """j // m for 0 <= j < 2**53 by a multiplication (an integer division costs far more), made exact."""
+    q = np.int64(float(j) * inv_m)
+    if q * m > j:
+        q -= 1
+    elif (q + 1) * m <= j:
+        q += 1
+    return q
+
+
+@njit(inline="always", **JIT_OPTIONS)
+def cycle_value(j, value, inv_m):
+    """The path value at position j: compute and writes from the job's start."""
+    m = value.size - 1
+    q = cycle_quotient(j, m, inv_m)
+    return float(q) * value[m] + value[j - q * m]
+
+
+@njit(inline="always", **JIT_OPTIONS)
+def cycle_position_at(x, value, inv_per_cycle, n_full):
+    """The last position (<= n_full) whose write has ended by path value x (0 if none)."""
+    if x < 0.0:
+        return np.int64(0)
+    m = value.size - 1
+    per_cycle = value[m]
+    q = np.int64(x * inv_per_cycle)
+    while q > 0 and float(q) * per_cycle > x:  # rounding of the division either way
+        q -= 1
+    while float(q + 1) * per_cycle <= x:
+        q += 1
+    lo = 0
+    hi = m - 1
+    base = float(q) * per_cycle
+    while lo < hi:
+        mid = (lo + hi + 1) >> 1
+        if base + value[mid] <= x:
+            lo = mid
+        else:
+            hi = mid - 1
+    return min(q * m + lo, n_full)
+
+
+@njit(inline="always", **JIT_OPTIONS)
+def cycle_last(lv, q, r, index, m):
+    """The last position <= j = q m + r of level lv (0: none)."""
+    row = lv * (m + 1)
+    offset = index[row + r]
+    if offset > 0:
+        return q * m + offset
+    if q > 0 and index[row + m] > 0:
+        return (q - 1) * m + index[row + m]
+    return np.int64(0)
+
+
 @njit(**JIT_OPTIONS)
 def simulate_levels_job(p, rate_cdf, rate_value, cat_cdf, cat_restart, cat_queue, cat_acc, lv_mult, lv_table,
-                        lv_acc, state, words, k0, k1, job, max_failures):
+                        cyc_value, cyc_index, lv_acc, state, words, k0, k1, job, max_failures):
     """One job with checkpoint levels (fast levels, or a write that persists);
     returns (wall, productive, checkpoint, lost, restart, queue, failures, capped, wait).
 
-    It steps through positions of the fastest level: compute, wait for the
-    level's previous write to persist, write. A failure keeps the pending
-    writes durable by then, drops the rest, draws which levels survive (one
-    uniform, with fast levels) and restores the latest checkpoint of a
-    surviving level. lv_acc[level, L_*] gets writes, restores and waits;
-    `state` is scratch of 5 rows by levels.
+    Where a write may wait for the previous one of its level to persist, it
+    steps through positions of the fastest level: compute, wait, write.
+    Otherwise (cycle tables given) it goes from one failure to the next in one
+    step: the positions written and the checkpoints durable by then come from
+    the tables. A failure keeps the pending writes durable by then, drops the
+    rest, draws which levels survive (one uniform, with fast levels) and
+    restores the latest checkpoint of a surviving level. lv_acc[level, L_*]
+    gets writes, restores and waits; `state` is scratch of 5 rows by levels.
     """
     d0 = p[P_INTERVAL]
     n_full = np.int64(p[P_N_FULL])
@@ -310,61 +372,97 @@ def simulate_levels_job(p, rate_cdf, rate_value, cat_cdf, cat_restart, cat_queue
     capped = 0
     finished = False
     phase = _COMPUTE
+    jump = cyc_value.size > 0
+    m = cyc_value.size - 1
+    inv_m = 1.0 / m if jump else 0.0
+    inv_per_cycle = 1.0 / cyc_value[m] if jump else 0.0
+    end_value = cycle_value(n_full, cyc_value, inv_m) + remainder if jump else 0.0
     while True:
-        if phase == _COMPUTE:
-            end = now + (remainder if pos >= n_full else d0)
-        elif phase == _WAIT:
-            end = pend_at[lv]
+        if jump:  # from here to the next failure (or the end) in one step
+            span = fail_at - now
+            finish = span >= end_value - val
+            last = n_full if finish else cycle_position_at(val + span, cyc_value, inv_per_cycle, n_full)
+            q_last = cycle_quotient(last, m, inv_m)
+            r_last = last - q_last * m
+            q_pos = cycle_quotient(pos, m, inv_m)
+            r_pos = pos - q_pos * m
+            for k in range(top + 1):  # writes of positions pos + 1 .. last, from the per-cycle counts
+                row = (top + 1 + k) * (m + 1)
+                lv_acc[k, L_WRITES] += float((q_last - q_pos) * cyc_index[row + m] + cyc_index[row + r_last]
+                                             - cyc_index[row + r_pos])
+            if finish:
+                now += end_value - val
+                finished = True
+                break
+            path = val + span
+            for k in range(top + 1):  # the latest write of each level durable by the failure
+                persist = lv_table[k, V_PERSIST]
+                if persist == 0.0:
+                    durable = cycle_last(k, q_last, r_last, cyc_index, m)
+                else:
+                    reached = cycle_position_at(path - persist, cyc_value, inv_per_cycle, last)
+                    q = cycle_quotient(reached, m, inv_m)
+                    durable = cycle_last(k, q, reached - q * m, cyc_index, m)
+                if durable > pos:
+                    latest_pos[k] = float(durable)
+                    latest_val[k] = cycle_value(durable, cyc_value, inv_m)
         else:
-            end = now + lv_table[lv, V_COST]
-        if fail_at >= end:  # the phase completes (a failure exactly at its end does not stop it)
             if phase == _COMPUTE:
-                now = end
-                if pos >= n_full:
-                    finished = True
-                    break
-                val += d0
-                lv = position_level(pos + 1, lv_mult)
-                phase = _WRITE
-                if pend_pos[lv] >= 0.0:
-                    if pend_at[lv] > now:
-                        phase = _WAIT
-                    else:
-                        latest_pos[lv] = pend_pos[lv]
-                        latest_val[lv] = pend_val[lv]
-                        pend_pos[lv] = -1.0
+                end = now + (remainder if pos >= n_full else d0)
             elif phase == _WAIT:
-                wait = end - now
+                end = pend_at[lv]
+            else:
+                end = now + lv_table[lv, V_COST]
+            if fail_at >= end:  # the phase completes (a failure exactly at its end does not stop it)
+                if phase == _COMPUTE:
+                    now = end
+                    if pos >= n_full:
+                        finished = True
+                        break
+                    val += d0
+                    lv = position_level(pos + 1, lv_mult)
+                    phase = _WRITE
+                    if pend_pos[lv] >= 0.0:
+                        # Only a level that persists longer than its interval waits (else
+                        # the write is durable by now, up to rounding of the clock).
+                        if pend_at[lv] > now and lv_table[lv, V_PERSIST] > float(lv_mult[lv]) * d0:
+                            phase = _WAIT
+                        else:
+                            latest_pos[lv] = pend_pos[lv]
+                            latest_val[lv] = pend_val[lv]
+                            pend_pos[lv] = -1.0
+                elif phase == _WAIT:
+                    wait = end - now
+                    wait_time += wait
+                    lv_acc[lv, L_WAIT] += wait
+                    now = end
+                    latest_pos[lv] = pend_pos[lv]
+                    latest_val[lv] = pend_val[lv]
+                    pend_pos[lv] = -1.0
+                    phase = _WRITE
+                else:
+                    now = end
+                    val += lv_table[lv, V_COST]
+                    pos += 1
+                    lv_acc[lv, L_WRITES] += 1.0
+                    if lv_table[lv, V_PERSIST] == 0.0:
+                        latest_pos[lv] = float(pos)
+                        latest_val[lv] = val
+                    else:
+                        pend_pos[lv] = float(pos)
+                        pend_val[lv] = val
+                        pend_at[lv] = now + lv_table[lv, V_PERSIST]
+                    phase = _COMPUTE
+                continue
+
+            # A failure at fail_at, in this phase.
+            if phase == _WAIT:
+                wait = fail_at - now
                 wait_time += wait
                 lv_acc[lv, L_WAIT] += wait
-                now = end
-                latest_pos[lv] = pend_pos[lv]
-                latest_val[lv] = pend_val[lv]
-                pend_pos[lv] = -1.0
-                phase = _WRITE
+                path = val
             else:
-                now = end
-                val += lv_table[lv, V_COST]
-                pos += 1
-                lv_acc[lv, L_WRITES] += 1.0
-                if lv_table[lv, V_PERSIST] == 0.0:
-                    latest_pos[lv] = float(pos)
-                    latest_val[lv] = val
-                else:
-                    pend_pos[lv] = float(pos)
-                    pend_val[lv] = val
-                    pend_at[lv] = now + lv_table[lv, V_PERSIST]
-                phase = _COMPUTE
-            continue
-
-        # A failure at fail_at, in this phase.
-        if phase == _WAIT:
-            wait = fail_at - now
-            wait_time += wait
-            lv_acc[lv, L_WAIT] += wait
-            path = val
-        else:
-            path = val + (fail_at - now)
+                path = val + (fail_at - now)
         now = fail_at
         for k in range(top + 1):  # writes durable by now are kept, the others dropped
             if pend_pos[k] >= 0.0 and pend_at[k] <= now:
@@ -448,7 +546,8 @@ _SETTLE_MAX_HAZARD = SETTLE_MAX_HAZARD_MILLI / 1000.0
 
 @njit(
     "void(float64[:, ::1], float64[::1], float64[::1], float64[::1], int64[::1],"
-    " float64[::1], float64[::1], float64[::1], int64[::1], int64[::1], float64[:, ::1], int64[::1], uint64,"
+    " float64[::1], float64[::1], float64[::1], int64[::1], int64[::1], float64[:, ::1], int64[::1], float64[::1],"
+    " int64[::1], int64[::1], int64[::1], uint64,"
     " uint64[::1], int64[::1], int64[::1], int64, int64, float64[:, ::1], int64[::1],"
     " int64[:, :, ::1], float64[:, :, ::1], float64[:, :, ::1])",
     parallel=True,
@@ -456,8 +555,8 @@ _SETTLE_MAX_HAZARD = SETTLE_MAX_HAZARD_MILLI / 1000.0
 )
 def run_blocks(
     params, rate_cdf, rate_value, rate_hazard, rate_offset, cat_cdf, cat_restart, cat_queue,
-    cat_offset, lv_mult, lv_table, lv_offset, seed, scenario_key, item_scenario, item_block, n_jobs, max_failures,
-    out_stats, item_hist, out_hist, out_cat, out_level,
+    cat_offset, lv_mult, lv_table, lv_offset, cyc_value, cyc_value_offset, cyc_index, cyc_index_offset, seed,
+    scenario_key, item_scenario, item_block, n_jobs, max_failures, out_stats, item_hist, out_hist, out_cat, out_level,
 ):
     """Sums of each work item (scenario row, block of BLOCK_SIZE jobs) in
     out_stats[item]; its jobs counted into the histogram
@@ -480,6 +579,8 @@ def run_blocks(
         acc[:, :] = 0.0
         mult = lv_mult[lv_offset[s]:lv_offset[s + 1]]
         levels = lv_table[lv_offset[s]:lv_offset[s + 1]]
+        c_value = cyc_value[cyc_value_offset[s]:cyc_value_offset[s + 1]]
+        c_index = cyc_index[cyc_index_offset[s]:cyc_index_offset[s + 1]]
         lv_acc = out_level[it]
         lv_acc[:, :] = 0.0
         with_levels = mult.size > 0
@@ -516,8 +617,8 @@ def run_blocks(
                     continue
             if with_levels:
                 wall, prod, ckpt, lost, restart, queue, failures, capped, wait = simulate_levels_job(
-                    p, cdf, value, c_cdf, c_restart, c_queue, acc, mult, levels, lv_acc, state, words, k0, k1,
-                    first + i, max_failures
+                    p, cdf, value, c_cdf, c_restart, c_queue, acc, mult, levels, c_value, c_index, lv_acc, state,
+                    words, k0, k1, first + i, max_failures
                 )
                 wait_sum += wait
             else:
@@ -575,7 +676,8 @@ def run_blocks(
 @njit(parallel=True, **JIT_OPTIONS)
 def run_jobs(
     params, rate_cdf, rate_value, rate_hazard, rate_offset, cat_cdf, cat_restart, cat_queue,
-    cat_offset, lv_mult, lv_table, lv_offset, seed, scenario_key, first_job, max_failures, out, out_cat, out_level,
+    cat_offset, lv_mult, lv_table, lv_offset, cyc_value, cyc_value_offset, cyc_index, cyc_index_offset, seed,
+    scenario_key, first_job, max_failures, out, out_cat, out_level,
 ):
     """Per-job outputs: out[s, i] for job first_job + i of scenario row s, and its
     per-category and per-level sums in out_cat[s, i] and out_level[s, i]."""
@@ -593,6 +695,8 @@ def run_jobs(
         c_queue = cat_queue[cat_offset[s]:cat_offset[s + 1]]
         mult = lv_mult[lv_offset[s]:lv_offset[s + 1]]
         levels = lv_table[lv_offset[s]:lv_offset[s + 1]]
+        c_value = cyc_value[cyc_value_offset[s]:cyc_value_offset[s + 1]]
+        c_index = cyc_index[cyc_index_offset[s]:cyc_index_offset[s + 1]]
         state = np.empty((5, mult.size))
         words = np.empty(BATCH, np.uint64)
         for i in range(start, min(start + BLOCK_SIZE, n_jobs)):
@@ -603,8 +707,8 @@ def run_jobs(
             wait = 0.0
             if mult.size > 0:
                 wall, prod, ckpt, lost, restart, queue, failures, capped, wait = simulate_levels_job(
-                    params[s], cdf, value, c_cdf, c_restart, c_queue, acc, mult, levels, lv_acc, state, words, k0,
-                    scenario_key[s], first_job + i, max_failures
+                    params[s], cdf, value, c_cdf, c_restart, c_queue, acc, mult, levels, c_value, c_index, lv_acc,
+                    state, words, k0, scenario_key[s], first_job + i, max_failures
                 )
             else:
                 wall, prod, ckpt, lost, restart, queue, failures, capped = simulate_job(

@@ -33,6 +33,7 @@ __all__ = [
     "failure_laws",
     "failure_models",
     "job_logs",
+    "level_scenarios",
     "pipeline_configs",
     "scenarios",
 ]
@@ -250,6 +251,76 @@ def scenarios(*, n_gpus=None, failure_rate=None, checkpoint_interval=None, work=
     fields["gpus_per_node"] = st.sampled_from([1, 4, 8]) if gpus_per_node is None else _as_strategy(gpus_per_node)
     near_mttf = tuple(name for name in _COSTS if given[name] is None) if extreme else ()
     return _scenario(fields, laws_strategy, qwd, near_mttf)
+
+
+# ---- checkpoint levels -----------------------------------------------------------
+
+@st.composite
+def _level_scenario(draw, base, max_fast_levels, max_multiple, waits):
+    from ..scenario import CheckpointLevel
+
+    sc = draw(base)
+    durable = sc.checkpoint_interval
+    n_fast = draw(st.integers(0, max_fast_levels))
+    top = draw(st.integers(n_fast + 1, max(n_fast + 1, max_multiple)))  # the durable multiple
+    inner = sorted(draw(st.lists(st.integers(2, top - 1), min_size=n_fast - 1, max_size=n_fast - 1, unique=True))
+                   if n_fast > 1 else [])
+    multiples = [1, *inner][:n_fast]
+    base_interval = durable / top
+    survives = sorted(draw(st.lists(st.sampled_from([0.0, 0.3, 0.5, 0.85, 0.99, 1.0]) | st.floats(0.0, 1.0),
+                                    min_size=n_fast, max_size=n_fast)))
+
+    def persist(interval):
+        limit = 3.0 * interval if waits else interval  # beyond the interval the next write waits
+        return draw(st.one_of(st.just(0.0), st.just(interval), st.floats(0.0, limit)))
+
+    levels = []
+    for m, survive in zip(multiples, survives):
+        interval = m * base_interval
+        levels.append(CheckpointLevel(
+            interval=interval,
+            cost=draw(st.one_of(st.just(0.0), st.floats(0.0, 1.0).map(lambda f: f * sc.checkpoint_cost))),
+            restart=draw(st.one_of(st.just(0.0), st.floats(0.0, 1.0).map(lambda f: f * sc.restart_cost))),
+            persist=persist(interval), survives=survive))
+    return sc.sweep(checkpoint_persist=persist(durable), fast_checkpoints=tuple(levels) or None)
+
+
+def level_scenarios(*, base=None, max_fast_levels: int = 2, max_multiple: int = 12,
+                    waits: bool = True) -> SearchStrategy[Scenario]:
+    """Draw scalar `Scenario` objects with checkpoint levels.
+
+    Each draws a base scenario, then up to `max_fast_levels` fast levels whose
+    intervals are whole multiples of the fastest (the durable interval is 2 to
+    `max_multiple` times it), costs and restarts up to the durable level's,
+    `survives` non-decreasing from fast to durable (0 and 1 included), and a
+    persistence time for each level: 0, its interval, or anything up to 3 times
+    its interval (`waits=False`: up to the interval, so no write ever waits).
+
+    Parameters
+    ----------
+    base : SearchStrategy of Scenario, optional
+        The scenarios to add levels to (default: ``scenarios()``, exponential
+        failures).
+    max_fast_levels : int, default 2
+        At most this many fast levels (0 gives plain or persisting checkpoints).
+    max_multiple : int, default 12
+        The durable interval is at most this many fastest intervals.
+    waits : bool, default True
+        Allow persistence longer than an interval (the next write then waits).
+
+    Returns
+    -------
+    hypothesis.strategies.SearchStrategy
+        A strategy of `Scenario`.
+    """
+    _check_bounds("fast_levels", 0, max_fast_levels, minimum=0, maximum=8)
+    _check_bounds("multiple", 2, max_multiple, minimum=2, maximum=4096)
+    if max_multiple <= max_fast_levels:
+        raise InvalidArgument(f"max_multiple={max_multiple} must exceed max_fast_levels={max_fast_levels}")
+    if waits not in (True, False):
+        raise InvalidArgument(f"waits={waits!r} must be True or False")
+    base = scenarios(laws=("exponential",)) if base is None else base
+    return _level_scenario(base, max_fast_levels, max_multiple, waits)
 
 
 # ---- failure models -------------------------------------------------------------
