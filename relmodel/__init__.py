@@ -5,6 +5,7 @@ as labelled xarray Datasets.
 """
 
 from ._version import __version__
+from .checkpoint_plan import CheckpointPlan, plan_checkpoints
 from .closed_form import ClosedFormWarning, ettr, mttf, optimal_interval
 from .failures import Exponential, FailureCategory, LemonMixture, TaxonomyMixture, Weibull
 from .fit import FitResult, fit
@@ -30,6 +31,7 @@ def __getattr__(name):
 __all__ = [
     "CappedJobsWarning",
     "CheckpointLevel",
+    "CheckpointPlan",
     "ClosedFormWarning",
     "Exponential",
     "FailureCategory",
@@ -50,6 +52,7 @@ __all__ = [
     "optimal_interval",
     "pipeline",
     "plan",
+    "plan_checkpoints",
     "simulate",
     "to_hours",
     "verify_study",

@@ -140,6 +140,7 @@ def simulate(n_jobs, seed, backend, threads, max_failures, out, progress, quiet,
 def plan(target_ettr, n_jobs, seed, backend, plot, as_json, from_log, quiet, **fields):
     """Capacity plan: checkpoint interval, ETTR, MTTF, time lost, sensitivities, targets."""
     from .closed_form import MIN_INTERVAL
+    from .checkpoint_plan import strategy_scenarios
     from .plan import check_plan, plan_checked
     from .plan import header as plan_header
 
@@ -159,8 +160,10 @@ def plan(target_ettr, n_jobs, seed, backend, plot, as_json, from_log, quiet, **f
     # A job that can finish at no checkpoint interval is hopeless at the shortest one the
     # planner tries and with none at all (shorter intervals shorten the stretches of work,
     # fewer checkpoints the runtime over which restarts recur): check those two.
+    # (With checkpoint levels, for the blocking strategy: a fast level only helps.)
     extremes = {max(MIN_INTERVAL, sc.work / 2**40), 2 * sc.work}  # one value when the work is under a second
-    refuse_if_no_job_can_finish(sc.sweep(checkpoint_interval=sorted(extremes)), DEFAULT_MAX_FAILURES,
+    blocking = strategy_scenarios(sc)["blocking"] if sc.has_levels else sc
+    refuse_if_no_job_can_finish(blocking.sweep(checkpoint_interval=sorted(extremes)), DEFAULT_MAX_FAILURES,
                                 where=" at any checkpoint interval")
     try:
         n_jobs, seed = check_plan(sc, target_ettr, n_jobs, seed)  # every refusal before the first line

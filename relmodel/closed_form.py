@@ -14,6 +14,7 @@ import numpy as np
 from . import labels
 from .errors import ParameterError, check_number
 from .failures import has_lemons, job_rate_log_masses
+from .levels_closed_form import levels_expected_wall, levels_first_order
 from .scenario import Scenario, as_scenario, split_work
 
 ETTR_METHODS = ("linear", "renewal")
@@ -284,6 +285,73 @@ def _renewal_ettr(sc: Scenario, cols: dict, exponential: bool = False) -> np.nda
     return np.minimum(out, 1.0)
 
 
+# -- checkpoint levels (fast levels, persisting writes) -----------------------------
+_LEVEL_MIXTURE_RATES = 64  # lemon mixtures with levels: at most this many job rates, each one exact solve
+
+
+def level_points(sc: Scenario) -> np.ndarray:
+    """Indices (scenario index order) of the points whose checkpoints come in levels."""
+    if sc.fast_checkpoints:
+        return np.arange(sc.size)
+    return np.flatnonzero(np.asarray(sc.columns()["checkpoint_persist"]) > 0)
+
+
+def _level_args(p: Scenario) -> tuple:
+    """(n_full, rem, d0, mult, cost, restart, persist, survives, categories) of a scalar point."""
+    table = p.level_table()
+    n_full, rem = split_work(p.work, table["base"])
+    categories = ([(c.share, c.restart_cost, c.queue_wait) for c in p.taxonomy] if p.taxonomy
+                  else [(1.0, p.restart_cost, p.queue_wait)])
+    return (n_full, rem, table["base"], table["mult"], table["cost"], table["restart"], table["persist"],
+            table["survives"], categories)
+
+
+def levels_point_ettr(p: Scenario, method: str) -> tuple[float, str | None]:
+    """ETTR of one scalar point with checkpoint levels, and why it is NaN (None: it is not).
+
+    "renewal": the exact E[wall] of `levels_closed_form.levels_expected_wall`
+    (exponential failures, lemon mixtures of up to 64 job rates; exact where no
+    write waits for persistence). "linear": its first-order form; a reason is
+    given where it leaves its valid range (`levels_first_order`).
+    """
+    args = _level_args(p)
+    n_full, rem, *rest = args
+    if method == "linear":
+        value, valid = levels_first_order(p.job_failure_rate, *rest)
+        return value, None if valid else "the first-order form with checkpoint levels leaves its range"
+    if p.weibull_shape != 1.0:
+        return math.nan, "it needs exponential failures (weibull_shape = 1)"
+    if has_lemons(p.failure_rate, p.lemon_fraction, p.lemon_rate_factor):
+        log_mass, rates = job_rate_log_masses(p.n_nodes, p.failure_rate, p.lemon_fraction, p.lemon_rate_factor)
+        if rates.size > _LEVEL_MIXTURE_RATES:
+            return math.nan, (f"a lemon mixture of {rates.size} job rates with checkpoint levels "
+                              f"(at most {_LEVEL_MIXTURE_RATES}); simulate it")
+        mass = np.exp(log_mass - log_mass.max())
+        walls = []
+        for rate in rates:
+            wall, reason = levels_expected_wall(rate, *args)
+            if reason is not None:
+                return math.nan, reason
+            walls.append(wall)
+        wall = float(np.dot(mass, walls) / mass.sum())
+    else:
+        wall, reason = levels_expected_wall(p.job_failure_rate, *args)
+        if reason is not None:
+            return math.nan, reason
+    return min(p.work / wall, 1.0), None
+
+
+def _levels_values(sc: Scenario, points: np.ndarray, method: str) -> tuple[np.ndarray, list]:
+    """The closed form at the level points of a grid, and the reasons where it is NaN."""
+    values, reasons = np.full(points.size, np.nan), []
+    for k, i in enumerate(points):
+        point = sc.point(np.unravel_index(i, sc.shape)) if sc.is_grid else sc
+        values[k], reason = levels_point_ettr(point, method)
+        if reason is not None:
+            reasons.append(reason)
+    return values, reasons
+
+
 def _linear_ettr(cols: dict) -> np.ndarray:
     """The first-order (linear) ETTR at every point; NaN where its numerator is <= 0."""
     lam, interval = cols["job_failure_rate"], cols["checkpoint_interval"]
@@ -321,6 +389,12 @@ def grid_closed_forms(sc: Scenario) -> dict[str, np.ndarray]:
     linear = _linear_ettr(cols)
     exponential = _renewal_ettr(sc, cols, exponential=True)  # the renewal form read with exponential failures
     exact = cols["weibull_shape"] == 1.0
+    leveled = level_points(sc)
+    if leveled.size:
+        linear[leveled] = _levels_values(sc, leveled, "linear")[0]
+        exponential[leveled] = _levels_values(sc, leveled, "renewal")[0]
+        exact = exact.copy()
+        exact[leveled] &= ~np.isnan(exponential[leveled])
     return {"ettr_linear": linear, "ettr_renewal": np.where(exact, exponential, np.nan), "renewal_exact": exact,
             "linear_deviation": _linear_deviation(linear, exponential)}
 
@@ -437,6 +511,9 @@ def ettr_arrays(sc: Scenario, method: str = "renewal", at: str = "given") -> np.
 
 def _ettr_values(sc: Scenario, cols: dict, undefined: np.ndarray, method: str) -> np.ndarray:
     values = _linear_ettr(cols) if method == "linear" else _renewal_ettr(sc, cols)
+    leveled = level_points(sc)
+    if leveled.size:
+        values[leveled] = _levels_values(sc, leveled, method)[0]
     return np.where(undefined, np.nan, values)
 
 
@@ -484,13 +561,27 @@ def ettr(scenario, method: str = "renewal", *, at: str = "given"):
     if at != "given" and at not in INTERVAL_METHODS:
         raise ParameterError("at", f"use 'given' or one of {INTERVAL_METHODS} (got {at!r})")
     cols, undefined = _columns_at(sc, at)
+    leveled = level_points(sc)
+    if leveled.size and at != "given":
+        raise ParameterError("at", "the optimal intervals of young, daly and exact ignore checkpoint levels; "
+                                   "rm.plan_checkpoints finds the best intervals per level")
     values = _ettr_values(sc, cols, undefined, method)
-    if np.isnan(values).any():
+    plain = np.ones(values.size, bool)
+    plain[leveled] = False
+    if np.isnan(values[plain]).any():
         reason = ("its numerator 1 - lam (u0 + dt/2) is <= 0" if method == "linear"
                   else "it needs exponential failures (weibull_shape = 1)")
         warnings.warn(f"{method} ETTR is NaN where {reason}", ClosedFormWarning, stacklevel=2)
+    if leveled.size:
+        _, reasons = _levels_values(sc, leveled, method)
+        for reason in sorted(set(reasons)):
+            warnings.warn(f"{method} ETTR with checkpoint levels is NaN or not trusted where {reason}",
+                          ClosedFormWarning, stacklevel=2)
     if method == "linear":
-        deviation = np.abs(_linear_deviation(values, _renewal_ettr(sc, cols, exponential=True)))
+        exact = _renewal_ettr(sc, cols, exponential=True)
+        if leveled.size:
+            exact[leveled] = _levels_values(sc, leveled, "renewal")[0]
+        deviation = np.abs(_linear_deviation(values, exact))
         astray = deviation > LINEAR_TOLERANCE  # NaN (numerator <= 0) was warned about above
         if astray.any():
             where = f" at {int(astray.sum())} of {deviation.size} points" if sc.is_grid else ""
@@ -694,6 +785,9 @@ def optimal_interval(scenario, method: str = "exact"):
     sc = as_scenario(scenario)
     if method not in INTERVAL_METHODS:
         raise ParameterError("method", f"unknown interval method {method!r}; use one of {INTERVAL_METHODS}")
+    if level_points(sc).size:
+        raise ParameterError("scenario", "young, daly and exact optimal intervals are for one blocking checkpoint; "
+                                         "with checkpoint levels use rm.plan_checkpoints")
     out = labels.over_grid(sc, _optimal_intervals(sc, _columns(sc), method), f"optimal_interval_{method}")
     if np.isnan(out).any():
         warnings.warn("the exact optimal interval is NaN where failures are Weibull (renewal form needed)",

@@ -20,7 +20,7 @@ from ._kernels.layout import (
 )
 from .errors import ParameterError, ScenarioError, check_flag, check_integer, check_memory
 from .failures import category_cdf, job_rate_table
-from .scenario import Scenario, level_multiple, split_work
+from .scenario import Scenario, split_work
 
 # A first exponential draw this far above the job's cumulative hazard cannot be
 # a failure once rounding is accounted for (see the kernels' fast path).
@@ -168,25 +168,21 @@ def pack_points(points) -> Packed:
 
 
 def level_table(p: Scenario) -> tuple[np.ndarray, np.ndarray]:
-    """The level table of a scalar scenario: (multiples of the fastest interval,
-    (levels, N_LEVEL_PARAMS) parameters), fastest first, the scenario's own
-    checkpoint last; empty when it has one level that does not persist."""
-    fast = p.fast_checkpoints or ()
-    if not fast and p.checkpoint_persist == 0.0:
+    """The kernels' level table of a scalar scenario: (multiples of the fastest
+    interval, (levels, N_LEVEL_PARAMS) parameters), fastest first, the scenario's
+    own checkpoint last; empty when it has one level that does not persist."""
+    levels = p.level_table()
+    if levels is None:
         return _NO_LEVELS
-    base = fast[0].interval if fast else p.checkpoint_interval
-    mult = [level_multiple(f"fast_checkpoints[{i}].interval", lv.interval, base) for i, lv in enumerate(fast)]
-    mult.append(level_multiple("checkpoint_interval", p.checkpoint_interval, base))
-    table = np.zeros((len(mult), N_LEVEL_PARAMS))
-    table[:, V_COST] = [lv.cost for lv in fast] + [p.checkpoint_cost]
-    table[:, V_RESTART] = [lv.restart for lv in fast] + [p.restart_cost]
-    table[:, V_PERSIST] = [lv.persist for lv in fast] + [p.checkpoint_persist]
-    table[:, V_SURVIVES] = [lv.survives for lv in fast] + [1.0]
-    if math.lcm(*mult) > MAX_LEVEL_CYCLE:
+    mult = levels["mult"]
+    if math.lcm(*mult.tolist()) > MAX_LEVEL_CYCLE:
         raise ScenarioError("fast_checkpoints", f"the level intervals repeat their pattern only every "
-                            f"{math.lcm(*mult)} fastest intervals (at most {MAX_LEVEL_CYCLE}); choose intervals "
-                            "that divide one another")
-    return np.array(mult, dtype=np.int64), table
+                            f"{math.lcm(*mult.tolist())} fastest intervals (at most {MAX_LEVEL_CYCLE}); choose "
+                            "intervals that divide one another")
+    table = np.zeros((mult.size, N_LEVEL_PARAMS))
+    for column, name in ((V_COST, "cost"), (V_RESTART, "restart"), (V_PERSIST, "persist"), (V_SURVIVES, "survives")):
+        table[:, column] = levels[name]
+    return mult, table
 
 
 def level_cycle(base: float, mult: np.ndarray, table: np.ndarray):

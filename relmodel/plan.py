@@ -13,6 +13,7 @@ import warnings
 
 import numpy as np
 
+from .checkpoint_plan import plan_checkpoints, strategy_scenarios
 from .closed_form import (ClosedFormWarning, LINEAR_TOLERANCE, ettr, feasible_interval, linear_valid,
                           optimal_interval, renewal_applies)
 from .engine import check_run_args, expected_failures
@@ -85,6 +86,12 @@ class Plan:
     by_category : dict, optional
         With a taxonomy, by kind of failure: ``share``, ``failures`` (per job),
         ``lost_h``, ``restart_h`` and ``queue_h`` (hours per job).
+    checkpoints : CheckpointPlan, optional
+        With checkpoint levels (``checkpoint_persist`` or ``fast_checkpoints``):
+        the blocking, asynchronous and multilevel strategies, each at its best
+        intervals (`relmodel.checkpoint_plan.plan_checkpoints`). The rest of
+        the plan is then that of the blocking strategy (the whole write
+        blocking), the one the classic intervals and sensitivities describe.
     """
 
     scenario: Scenario  # at the recommended interval
@@ -97,6 +104,7 @@ class Plan:
     n_jobs: int
     recommended: str = "exact"
     by_category: dict | None = None  # with a taxonomy: kind -> {share, failures, lost_h, restart_h, queue_h}
+    checkpoints: object = None  # with checkpoint levels: the strategies side by side (a CheckpointPlan)
     # time_per_job_h is None where the recommended interval was not simulated (its simulated_jobs is 0)
 
     @property
@@ -132,6 +140,7 @@ class Plan:
             "target": self.target,
             "simulation_jobs": self.n_jobs,
             "by_category": self.by_category,
+            **({} if self.checkpoints is None else {"checkpoint_strategies": self.checkpoints.to_dict()}),
             "scenario": {f.name: _plain(getattr(self.scenario, f.name)) for f in dataclasses.fields(Scenario)
                          if f.name != "failure_model"},
             "units": dict(PLAN_UNITS),
@@ -241,6 +250,12 @@ class Plan:
             g = self.target["max_gpus"]
             out.append(f"  largest job reaching it today: {g} GPUs" if g else
                        "  no job size reaches it with today's parameters")
+        if self.checkpoints is not None:
+            best = self.checkpoints.recommended
+            out += ["", "Checkpoint strategies, each at its best intervals (exact ETTR; blocking: the whole write "
+                        "blocks; the rest of this plan is the blocking one):", str(self.checkpoints),
+                    f"  recommended: {best.name}, intervals "
+                    + ", ".join(f"{k} {_interval_text(v)}" for k, v in best.intervals_h.items())]
         return "\n".join(out)
 
 
@@ -263,12 +278,16 @@ def header(sc: Scenario, mttf_h: float | None = None) -> str:
         hours) and its MTTF.
     """
     mttf_h = sc.mttf if mttf_h is None else mttf_h
-    return "\n".join([
+    persist = f" + {format_hours(sc.checkpoint_persist)} to persist" if sc.checkpoint_persist else ""
+    lines = [
         f"{sc.n_gpus} GPUs ({sc.n_nodes} nodes), work {format_hours(sc.work)}, "
-        f"failure rate {sc.failure_rate:g} per node-day, checkpoint {format_hours(sc.checkpoint_cost)}, "
+        f"failure rate {sc.failure_rate:g} per node-day, checkpoint {format_hours(sc.checkpoint_cost)}{persist}, "
         f"restart {format_hours(sc.restart_cost)}, queue {format_hours(sc.queue_wait)}",
-        f"MTTF of the job: {format_hours(mttf_h)}",
-    ])
+    ]
+    for i, lv in enumerate(sc.fast_checkpoints or ()):
+        lines.append(f"fast level {i}: write {format_hours(lv.cost)} + {format_hours(lv.persist)} to persist, "
+                     f"restart {format_hours(lv.restart)}, survives {lv.survives:.0%} of failures")
+    return "\n".join([*lines, f"MTTF of the job: {format_hours(mttf_h)}"])
 
 
 # Units of the numbers in Plan.to_dict(), by dotted key path; "*" is any interval
@@ -277,6 +296,7 @@ SCENARIO_UNITS = {
     "n_gpus": "GPUs", "failure_rate": "failures per node-day", "checkpoint_interval": "h", "work": "h",
     "checkpoint_cost": "h", "restart_cost": "h", "queue_wait": "h", "gpus_per_node": "GPUs per node",
     "weibull_shape": "1", "lemon_fraction": "1 (fraction of nodes)", "lemon_rate_factor": "1 (rate multiple)",
+    "checkpoint_persist": "h",
 }
 PLAN_UNITS = {
     "mttf_h": "h", "optimal_interval_h": "h", "ettr": "1", "intervals_h.*": "h",
@@ -292,6 +312,12 @@ PLAN_UNITS = {
     **{f"scenario.{k}": u for k, u in SCENARIO_UNITS.items()},
     "scenario.taxonomy.*.share": "1", "scenario.taxonomy.*.restart_cost": "h",
     "scenario.taxonomy.*.queue_wait": "h",
+    **{f"scenario.fast_checkpoints.*.{k}": "h" for k in ("interval", "cost", "restart", "persist")},
+    "scenario.fast_checkpoints.*.survives": "1",
+    "checkpoint_strategies.*.intervals_h.*": "h", "checkpoint_strategies.*.checkpoint_cost_h": "h",
+    "checkpoint_strategies.*.checkpoint_persist_h": "h",
+    **{f"checkpoint_strategies.*.{k}": "1" for k in ("ettr", "ettr_first_order", "simulated", "simulated_se")},
+    "checkpoint_strategies.*.simulated_jobs": "jobs",
 }
 
 
@@ -405,6 +431,10 @@ def plan_checked(sc: Scenario, has_current: bool, target_ettr, n_jobs: int, seed
     Plan
         The plan.
     """
+    checkpoints = None
+    if sc.has_levels:  # the strategies side by side; the classic plan below is the blocking one's
+        checkpoints = plan_checkpoints(sc, n_jobs=n_jobs, seed=seed, backend=backend)
+        sc = strategy_scenarios(sc)["blocking"]
     intervals = {m: optimal_interval(sc, m) for m in ("young", "daly", "exact")}
     if has_current:
         intervals["current"] = sc.checkpoint_interval
@@ -434,7 +464,7 @@ def plan_checked(sc: Scenario, has_current: bool, target_ettr, n_jobs: int, seed
         scenario=best, mttf_h=sc.mttf, intervals_h=intervals, ettr_by_interval=ettr_by,
         time_per_job_h=time_per_job, sensitivity=_sensitivity(best),
         target=None if target_ettr is None else _targets(best, float(target_ettr)), n_jobs=n_jobs,
-        by_category=by_category,
+        by_category=by_category, checkpoints=checkpoints,
     )
 
 

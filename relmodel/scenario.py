@@ -332,6 +332,29 @@ class Scenario:
         """Whether checkpoints come in levels: fast levels, or a write that persists after it blocks."""
         return bool(self.fast_checkpoints) or bool(np.any(np.asarray(self.checkpoint_persist) > 0))
 
+    def level_table(self) -> dict[str, np.ndarray] | None:
+        """Return the checkpoint levels of a scalar scenario as arrays, fastest first,
+        the scenario's own checkpoint last; None with one level that does not persist.
+
+        Returns
+        -------
+        dict or None
+            ``base`` (the fastest interval, h), ``mult`` (each interval over it,
+            int), ``cost``, ``restart`` (the scenario's ``restart_cost`` for its
+            own level), ``persist`` (h) and ``survives`` (1 for its own level).
+        """
+        s = self._scalar()
+        fast = s.fast_checkpoints or ()
+        if not fast and s.checkpoint_persist == 0.0:
+            return None
+        base = fast[0].interval if fast else s.checkpoint_interval
+        mult = [level_multiple(f"fast_checkpoints[{i}].interval", lv.interval, base) for i, lv in enumerate(fast)]
+        mult.append(level_multiple("checkpoint_interval", s.checkpoint_interval, base))
+        column = lambda name, own: np.array([getattr(lv, name) for lv in fast] + [own], dtype=float)  # noqa: E731
+        return {"base": base, "mult": np.array(mult, dtype=np.int64), "cost": column("cost", s.checkpoint_cost),
+                "restart": column("restart", s.restart_cost), "persist": column("persist", s.checkpoint_persist),
+                "survives": column("survives", 1.0)}
+
     def level_coords(self) -> dict[str, tuple]:
         """Return xarray coordinates along a ``level`` dim (empty without fast levels).
 
