@@ -23,6 +23,7 @@ SLOW_SAMPLE = (
     "tests/test_fit.py::test_weibull_intervals_cover_the_truth_at_the_nominal_rate[2.0-10000.0-100-1.0]",
     "tests/test_pipeline_runs.py::test_outage_share_and_failure_count_agree_with_the_rates",
     "tests/test_pipeline_runs.py::test_restart_loses_what_a_first_order_model_says",
+    "tests/test_checkpoint_plan.py::test_multilevel_search_finds_the_brute_force_optimum[fields1]",
 )
 
 

@@ -1,0 +1,705 @@
+"""Closed forms for checkpoint levels (issue 18): the exact E[wall] and a first-order ETTR.
+
+Plain functions on floats, ints and sequences over the levels 0..L (fastest
+first; level L is the scenario's own checkpoint), for exponential failures at
+`lam` per hour of runtime. The semantics are those of the level semantics
+document: positions j = 1..n_full every `d0` of compute, position j writes only
+level lev(j) = max{l : j % mult[l] == 0}, a write of level l blocks for
+cost[l] and becomes restorable persist[l] later, a failure draws one uniform
+for which levels survive (nested), restores the latest restorable checkpoint
+and restarts from it.
+
+`levels_expected_wall` is exact (to float rounding) where no write ever waits
+for the persistence of the one before it; `levels_first_order` is the
+first-order form for long jobs. Nothing here depends on a Scenario: the caller
+splits the work (`relmodel.scenario.split_work` on the base interval) and
+passes the levels as plain sequences.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+MAX_STATES = 10**6  # runs and restore states one exact evaluation may solve
+# A wait for persistence shorter than this (relative to d0) is float noise, as in the
+# simulation: a persist that long past the gap before the next write is clamped to it.
+WAIT_TOLERANCE = 1e-9
+# levels_first_order is flagged invalid where lam times the longest stretch a failure
+# can lose (the oldest checkpoint's age plus the longest restart) exceeds this: the
+# terms it drops are of order (lam * stretch)^2.
+FIRST_ORDER_LIMIT = 0.1
+_PERIOD_RTOL = 4 * np.finfo(float).eps  # "periodic": equal to this, relative (rounding noise)
+_PATTERN_MAX = 10**6  # longest level pattern (lcm of the multiples) scanned position by position
+
+
+def _lcm(values) -> int:
+    out = 1
+    for v in values:
+        out = out * int(v) // math.gcd(out, int(v))
+    return out
+
+
+class _Levels:
+    """The levels, checked, with the constants both forms share."""
+
+    def __init__(self, d0, mult, cost, restart, persist, survives, categories):
+        self.L = L = len(mult) - 1
+        if L < 0 or not all(len(x) == L + 1 for x in (cost, restart, persist, survives)):
+            raise ValueError("mult, cost, restart, persist and survives need one entry per level 0..L")
+        self.d0 = float(d0)
+        if not self.d0 > 0:
+            raise ValueError(f"the base interval d0 must be > 0 (got {d0!r})")
+        self.m = [int(x) for x in mult]
+        if self.m[0] != 1 or any(b <= a for a, b in zip(self.m, self.m[1:])) or any(x != y for x, y in
+                                                                                   zip(self.m, mult)):
+            raise ValueError(f"mult must be whole, start at 1 and increase strictly (got {list(mult)!r})")
+        self.cost = [float(x) for x in cost]
+        self.fast_restart = [float(x) for x in restart[:L]]
+        self.persist = [float(x) for x in persist]
+        # Level L always survives, whatever the caller passed for it.
+        self.survives = [float(x) for x in survives[:L]] + [1.0]
+        if any(x < 0 for x in self.cost + self.fast_restart + self.persist):
+            raise ValueError("costs, restarts and persists must be >= 0")
+        if any(not 0.0 <= s <= 1.0 for s in self.survives) or any(
+                b < a for a, b in zip(self.survives, self.survives[1:])):
+            raise ValueError(f"survives must lie in [0, 1] and not decrease with the level (got {list(survives)!r})")
+        # P(first surviving level = l) for the one uniform u <= survives[l]; none drawn without fast levels.
+        self.p_first = [self.survives[0]] + [b - a for a, b in zip(self.survives, self.survives[1:])]
+        self.p_above = [1.0 - s for s in self.survives]  # P(first surviving level > l), without a subtraction chain
+        cats = [(float(s), float(r), float(q)) for s, r, q in categories]
+        total = sum(s for s, _, _ in cats)
+        if not cats or not total > 0 or any(s < 0 or r < 0 or q < 0 for s, r, q in cats):
+            raise ValueError(f"categories must be (share >= 0, restart >= 0, queue >= 0) with a positive share "
+                             f"(got {categories!r})")
+        self.categories = [(s / total, r, q) for s, r, q in cats]
+        self.mean_queue = sum(s * q for s, _, q in self.categories)
+        self.period = _lcm(self.m)
+        self._pattern = None
+        if self.period <= _PATTERN_MAX:
+            j = np.arange(self.period)
+            pattern = np.zeros(self.period, dtype=np.int64)
+            for l in range(1, L + 1):
+                pattern[j % self.m[l] == 0] = l
+            self._pattern = pattern.tolist()  # pattern[j % period] = lev(j); lev(0) = L (the job start)
+        self.piece = [self.d0 + c for c in self.cost]  # compute then the blocking write of that level
+
+    def lev(self, j: int) -> int:
+        """The level written at position j (L at 0, the job start)."""
+        if self._pattern is not None:
+            return self._pattern[j % self.period]
+        for l in range(self.L, 0, -1):
+            if j % self.m[l] == 0:
+                return l
+        return 0
+
+    def gaps(self):
+        """Per level, the least runtime from the end of one of its writes to the start of its next.
+
+        No write waits iff every persist is at most its level's gap. persist <=
+        interval is enough (the gap holds mult * d0 of compute); only a longer
+        persist needs the pattern scanned (None where it is too long to scan).
+        """
+        out = []
+        for l in range(self.L + 1):
+            if self.persist[l] <= self.m[l] * self.d0:
+                out.append(math.inf)
+                continue
+            if self._pattern is None:
+                out.append(None)
+                continue
+            gap, since = math.inf, None
+            for j in range(1, 2 * self.period + 1):  # two periods: every gap, the wrap-around included
+                k = self.lev(j)
+                if since is not None:
+                    since += self.d0
+                if k == l:
+                    if since is not None:
+                        gap = min(gap, since)
+                    since = 0.0
+                elif since is not None:
+                    since += self.cost[k]
+            out.append(gap)
+        return out
+
+
+def _phase(lam, length):
+    """(P(T >= length), P(T < length), E[min(T, length)]) for T ~ Exp(lam), lam > 0, no digits lost."""
+    return math.exp(-lam * length), -math.expm1(-lam * length), -math.expm1(-lam * length) / lam
+
+
+class _Mode:
+    """One evaluation pass: result vectors per position and memos, for a given B dimension.
+
+    A result vector is [B (dim_b entries), C, F_0..F_L]: B the expected time until
+    a fallback or the job's end (with dim_b > 1, the coefficients of an affine
+    function of basis values, the constant first), C the probability of never
+    falling back, F_k that of falling back at collapse level k.
+    """
+
+    def __init__(self, dim_b, n_levels):
+        self.dim_b = dim_b
+        self.size = dim_b + 1 + n_levels
+        self.res = {}  # position -> result of the run from it (compute start, clock 0)
+        self.res_off = {}  # level-L position -> result from its renewal moment (clock persist[L])
+        self.memo_x = {}
+        self.memo_y = {}
+        self.v_ren = {}
+        self.run = None  # the last run solved, which the next (one position down) slides from
+        self.reach = 0  # how far above p a run refers (the window of the periodic shortcut)
+
+
+class _Run:
+    """The stretches of one run between durable times, and what a failure in each leads to.
+
+    bounds: the stretches' ends on the run's clock (0 = its compute start; the
+    last is its end: the next level-L checkpoint's durable time, or the job's
+    end); stairs[i], etas[i]: the new checkpoints durable in stretch i (top[k],
+    the latest of level >= k, for k < eta); rows[i]: the exit vector of a
+    failure there (`_Exact.first_draw`).
+    """
+
+    __slots__ = ("p", "J", "renew", "bounds", "rows", "stairs", "etas")
+
+    def __init__(self, p, J, renew, bounds, rows, stairs, etas):
+        self.p, self.J, self.renew = p, J, renew
+        self.bounds, self.rows, self.stairs, self.etas = bounds, rows, stairs, etas
+
+
+class _Exact:
+    """The exact expected wall by a backward pass over positions (see `levels_expected_wall`)."""
+
+    def __init__(self, lam, n_full, rem, lv: _Levels, persist, periodic=True, sliding=True):
+        self.lam, self.n, self.rem, self.lv = lam, n_full, rem, lv
+        # The tests' checks of the shortcuts: periodic=False solves every position,
+        # sliding=False builds every run from the path.
+        self.periodic, self.sliding = periodic, sliding
+        self.L = lv.L
+        self.persist = persist
+        self.mL = lv.m[-1]
+        self.window_len = 2 * self.mL  # a run from p reaches positions below p + 2 mult[L]
+        cats = lv.categories
+        # The restart phase after restoring a level-L checkpoint (category restarts), as today.
+        spent = sum(s * (q + _phase(lam, r)[2]) for s, r, q in cats)
+        completes = sum(s * math.exp(-lam * r) for s, r, q in cats)
+        self.r_star = spent / completes if completes > 0 else math.inf
+        # One restart attempt from a fast level: (P(runs through), P(cut short), mean time incl. the queue).
+        self.fast = []
+        for r in lv.fast_restart:
+            through, cut, mean = _phase(lam, r)
+            self.fast.append((through, cut, lv.mean_queue + mean))
+        self.states = 0
+
+    # ---- one run -------------------------------------------------------------------------
+
+    def build(self, p, md: _Mode) -> _Run:
+        """The run from position p, built from the path (see `_Run`)."""
+        lv, L, n = self.lv, self.L, self.n
+        J = (p // self.mL + 1) * self.mL  # the next level-L position
+        last = min(n, J + self.mL)  # no write past J + mult[L] ends before J is durable
+        taus, t = [], 0.0
+        for j in range(p + 1, last + 1):
+            t += lv.piece[lv.lev(j)]
+            taus.append(t)
+        end = (taus[-1] if taus else 0.0) + self.rem if last == n else math.inf
+        renew, t_cut = False, end
+        if J <= n:
+            durable_at = taus[J - p - 1] + self.persist[L]
+            if durable_at < end:
+                renew, t_cut = True, durable_at
+        events = []
+        for i, tau in enumerate(taus):
+            l = lv.lev(p + 1 + i)
+            if l < L and tau + self.persist[l] < t_cut:
+                events.append((tau + self.persist[l], p + 1 + i, l))
+        events.sort()
+        bounds, stairs, etas = [0.0], [()], [0]  # nothing new is durable at the start (pieces take time)
+        top = [0] * L  # top[k]: the latest durable new position of level >= k
+        eta = 0  # levels 0..eta-1 have one
+        k = 0
+        while k < len(events):
+            at = events[k][0]
+            while k < len(events) and events[k][0] <= at:
+                _, j, l = events[k]
+                for i in range(l + 1):
+                    top[i] = max(top[i], j)
+                eta = max(eta, l + 1)
+                k += 1
+            bounds.append(at)
+            stairs.append(tuple(top[:eta]))
+            etas.append(eta)
+        bounds.append(t_cut)
+        rows = np.array([self.first_draw(stair, md) for stair in stairs])
+        self.states += 1
+        return _Run(p, J, renew, np.array(bounds), rows, stairs, etas)
+
+    def slide(self, run: _Run, p, md: _Mode) -> _Run:
+        """The run from p out of the run from p + 1 (the same next level-L position, so the same end).
+
+        The run from p first computes and writes p + 1 (time a), then follows
+        the run from p + 1: its stretches a later, the first one reaching back to
+        0 (nothing is durable before a). Position p + 1 (level l) joins the
+        staircase from its durable time until a newer checkpoint of level >= l is
+        durable; only the stretches in between get new staircases.
+        """
+        l = self.lv.lev(p + 1)
+        a = self.lv.piece[l]
+        bounds = run.bounds + a
+        bounds[0] = 0.0
+        rows, stairs, etas = run.rows, run.stairs, run.etas
+        at = a + self.persist[l]
+        if at < bounds[-1]:
+            stairs, etas = list(stairs), list(etas)
+            i = int(np.searchsorted(bounds, at, side="right")) - 1
+            if bounds[i] < at:  # split the stretch it falls in
+                bounds = np.insert(bounds, i + 1, at)
+                rows = np.insert(rows, i + 1, rows[i], axis=0)
+                stairs.insert(i + 1, stairs[i])
+                etas.insert(i + 1, etas[i])
+                i += 1
+            else:
+                rows = rows.copy()
+            while i < len(stairs) and etas[i] <= l:
+                stairs[i] = stairs[i] + (p + 1,) * (l + 1 - etas[i])
+                etas[i] = l + 1
+                rows[i] = self.first_draw(stairs[i], md)
+                i += 1
+        self.states += 1
+        return _Run(p, run.J, run.renew, bounds, rows, stairs, etas)
+
+    def evaluate(self, run: _Run, t0, md: _Mode):
+        """Result vector of `run` with its clock starting at t0 (0, or persist[L] from a renewal).
+
+        A failure in a stretch [lo, hi) (probability e^(-lam (lo - t0)) (1 -
+        e^(-lam (hi - lo)))) exits by that stretch's row; surviving to the end
+        adds the renewal's value (or ends the job).
+        """
+        lam, c_at = self.lam, md.dim_b
+        t_cut = run.bounds[-1]
+        out = np.zeros(md.size)
+        if t_cut <= t0:  # (the job ends before this renewal moment: never used)
+            out[c_at] = 1.0
+            return out
+        lo = np.maximum(run.bounds[:-1], t0)
+        span = np.maximum(run.bounds[1:] - lo, 0.0)
+        out += (np.exp(-lam * (lo - t0)) * -np.expm1(-lam * span)) @ run.rows
+        survive, _, mean = _phase(lam, t_cut - t0)
+        out[0] += mean
+        out[c_at] += survive
+        if run.renew:
+            out[:c_at] += survive * self.renewal_value(run.J, md)
+        return out
+
+    def first_draw(self, stair, md: _Mode):
+        """Exit vector of a failure with new durable checkpoints `stair` (stair[k]: latest of level >= k)."""
+        y = md.memo_y.get(stair)
+        if y is None:
+            p_first = self.lv.p_first
+            eta = len(stair)
+            y = np.zeros(md.size)
+            y[md.dim_b + 1 + eta:] = p_first[eta:]  # no new checkpoint survives: fall back
+            for l in range(eta):
+                if p_first[l] > 0:
+                    lev = self.lv.lev(stair[l])
+                    y += p_first[l] * self.restore(lev, stair[lev:], md)
+            md.memo_y[stair] = y
+            self.states += 1
+        return y
+
+    def restore(self, lev, tail, md: _Mode):
+        """Exit vector after restoring tail[0] (of level `lev`), the surviving new checkpoints above
+        being tail[k - lev] for levels k < lev + len(tail); a later collapse past them falls back.
+
+        X = const + sum_k T_k X_k over the collapse levels k > lev the restart
+        phase or the run from tail[0] can lead to, the self-loop (a collapse that
+        restores tail[0] again) solved: D = 1 - T_self summed from its parts.
+        """
+        key = (lev, tail)
+        x = md.memo_x.get(key)
+        if x is not None:
+            return x
+        L, dim_b = self.L, md.dim_b
+        c_at, f_at = dim_b, dim_b + 1
+        eta = lev + len(tail)
+        r = md.res[tail[0]]
+        through, cut, attempt = self.fast[lev]
+        x = np.zeros(md.size)
+        x[0] = attempt
+        x[:dim_b] += through * r[:dim_b]
+        x[c_at] = through * r[c_at]
+        denominator = cut * self.lv.p_above[lev] + through * (r[c_at] + r[f_at + lev + 1:].sum())
+        for k in range(lev + 1, L + 1):
+            w = cut * self.lv.p_first[k] + through * r[f_at + k]
+            if w == 0:
+                continue
+            if k >= eta:
+                x[f_at + k] += w
+            else:
+                above = self.lv.lev(tail[k - lev])
+                x += w * self.restore(above, tail[above - lev:], md)
+        x /= denominator
+        md.memo_x[key] = x
+        self.states += 1
+        return x
+
+    def renewal_value(self, J, md: _Mode):
+        """Expected time from the moment J's level-L checkpoint becomes durable to the job's end."""
+        v = md.v_ren.get(J)
+        if v is None:
+            c_at = md.dim_b
+            unit = np.zeros(md.dim_b)
+            unit[0] = 1.0
+            start = md.res[J]
+            # From a compute start at J (flat: nothing newer), each fallback restores J itself.
+            flat = (start[:c_at] + start[c_at + 1:].sum() * self.r_star * unit) / start[c_at]
+            ren = md.res_off.get(J, start)
+            v = ren[:c_at] + ren[c_at + 1:].sum() * (self.r_star * unit + flat)
+            md.v_ren[J] = v
+        return v
+
+    # ---- the pass ------------------------------------------------------------------------
+
+    def far(self, x):
+        """Whether the run from x and every run it refers to end before the job's last positions."""
+        return (x // self.mL + 2) * self.mL < self.n
+
+    def step(self, p, md: _Mode):
+        """Solve the run from p (and from p's renewal moment at a level-L position)."""
+        run = md.run
+        if self.sliding and run is not None and run.p == p + 1 and (p + 1) % self.mL != 0:
+            run = self.slide(run, p, md)
+        else:
+            run = self.build(p, md)
+        md.run = run
+        if md.reach is not None and self.far(p):
+            md.reach = max(md.reach, max(run.J, max(run.stairs[-1], default=0)) - p)
+        md.res[p] = self.evaluate(run, 0.0, md)
+        if self.persist[self.L] > 0 and p % self.mL == 0:
+            md.res_off[p] = self.evaluate(run, self.persist[self.L], md)
+
+    def periodic_match(self, p, md: _Mode):
+        q = p + self.lv.period
+        pairs = [(md.res.get(p), md.res.get(q))]
+        if p in md.res_off:
+            pairs.append((md.res_off.get(p), md.res_off.get(q)))
+        for a, b in pairs:
+            if a is None or b is None:
+                return False
+            a, b = a[md.dim_b:], b[md.dim_b:]
+            if not np.all(np.abs(a - b) <= _PERIOD_RTOL * np.maximum(np.abs(a), np.abs(b))):
+                return False
+        return True
+
+    def jump(self, p_d, md: _Mode):
+        """From periodic C and F at [p_d, p_d + reach]: the B values N periods down (see `iterate`).
+
+        B is affine in the B values of the positions a run refers to (up to
+        reach above it); its coefficients repeat with the pattern, so one period
+        evaluated with basis vectors for those B gives the map from one window
+        to the window a period lower.
+        """
+        period = self.lv.period
+        n_periods = p_d // period
+        window = range(p_d, p_d + md.reach + 1)
+        basis = [(md.res, q) for q in window] + [(md.res_off, q) for q in window if q in md.res_off]
+        dim = len(basis)
+        aff = _Mode(1 + dim, self.L + 1)
+        aff.reach = None
+        for i, (table, q) in enumerate(basis):
+            vec = np.zeros(aff.size)
+            vec[1 + i] = 1.0
+            vec[aff.dim_b:] = table[q][md.dim_b:]
+            (aff.res if table is md.res else aff.res_off)[q] = vec
+        for x in range(p_d - 1, p_d - period - 1, -1):
+            self.step(x, aff)
+        M = np.empty((dim, dim))
+        c = np.empty(dim)
+        for i, (table, q) in enumerate(basis):
+            row = (aff.res if table is md.res else aff.res_off)[q - period][:aff.dim_b]
+            c[i], M[i] = row[0], row[1:]
+        z = self.iterate(M, c, np.array([table[q][0] for table, q in basis]), n_periods)
+        shift = n_periods * period
+        new = _Mode(1, self.L + 1)
+        for i, (table, q) in enumerate(basis):
+            vec = table[q].copy()
+            vec[0] = z[i]
+            (new.res if table is md.res else new.res_off)[q - shift] = vec
+        return p_d - shift, new
+
+    @staticmethod
+    def iterate(M, c, x, n):
+        """x_n of x_(k+1) = c + M x_k: step until the increments d_k = x_(k+1) - x_k settle, then add them.
+
+        The increments converge (the job's time grows linearly with its length)
+        to the time of one period; stepping them, d_(k+1) = M d_k, and adding
+        n - k of them keeps the relative error at a few ulps times the steps
+        taken, where a matrix power would raise M's rounding (its eigenvalue 1
+        off by an ulp) to the n-th power, an error of n ulps.
+        """
+        step = c + M @ x
+        d = step - x
+        x = step
+        k = 1
+        limit = max(64, 10**7 // max(len(c), 1) ** 2)
+        while k < n:
+            if k >= limit:  # (never settled: the rest by a matrix power)
+                A = np.block([[np.ones((1, 1)), np.zeros((1, len(c)))], [c[:, None], M]])
+                return (np.linalg.matrix_power(A, n - k) @ np.concatenate([[1.0], x]))[1:]
+            d_next = M @ d
+            x = x + d_next
+            k += 1
+            if np.all(np.abs(d_next - d) <= _PERIOD_RTOL * np.abs(d)):
+                return x + (n - k) * d_next
+            d = d_next
+        return x
+
+    def expected_wall(self):
+        md = _Mode(1, self.L + 1)
+        period, W = self.lv.period, self.window_len
+        streak = far_runs = 0
+        p = self.n
+        jumped = False
+        while p >= 0:
+            self.step(p, md)
+            if self.states > MAX_STATES:
+                return math.nan, f"more than {MAX_STATES} restore states"
+            if self.periodic and not jumped and self.far(p - 1 + period):
+                # Below p every run repeats the one a period up; once C and F do too over
+                # all a run refers to (its reach, known after a period of runs), so do all below.
+                far_runs += 1
+                streak = streak + 1 if self.periodic_match(p, md) else 0
+                if far_runs >= period and streak > md.reach and p >= period:
+                    p, md = self.jump(p, md)
+                    jumped = True
+            # Results above the window are never read again (after the periodic check's period).
+            md.res.pop(p + W + period + 1, None)
+            md.res_off.pop(p + W + period + 1, None)
+            if p % 4096 == 0:
+                self.prune(p, md)
+            p -= 1
+        start = md.res[0]
+        c_at = md.dim_b
+        return (start[0] + start[c_at + 1:].sum() * self.r_star) / start[c_at], None
+
+    def prune(self, p, md: _Mode):
+        """Drop memo entries of positions no later run can restore."""
+        horizon = p + 2 * self.window_len
+        md.memo_x = {k: v for k, v in md.memo_x.items() if k[1][-1] <= horizon}
+        md.memo_y = {k: v for k, v in md.memo_y.items() if not k or k[-1] <= horizon}
+        md.v_ren = {k: v for k, v in md.v_ren.items() if k <= horizon}
+
+
+def _failure_free_wall(n_full, rem, lv: _Levels) -> float:
+    """n_full d0 + rem + the write costs of positions 1..n_full (counted by inclusion-exclusion)."""
+    total = n_full * lv.d0 + rem
+    for l in range(lv.L + 1):
+        higher = lv.m[l + 1:]
+        count = 0
+        for mask in range(1 << len(higher)):
+            chosen = [higher[i] for i in range(len(higher)) if mask >> i & 1]
+            count += (-1) ** len(chosen) * (n_full // _lcm([lv.m[l], *chosen]))
+        total += count * lv.cost[l]
+    return total
+
+
+def levels_expected_wall(lam, n_full, rem, d0, mult, cost, restart, persist, survives, categories):
+    """Return (E[wall], reason): the exact expected wall time of a job with checkpoint levels.
+
+    Exponential failures at `lam` per hour of runtime. Exact to float rounding
+    wherever no write waits for the persistence of its level's previous write
+    (persist[l] <= mult[l] * d0 is enough); the expectation is the same for
+    fixed and exponential queue waits of the same mean.
+
+    Method (exponential failures make every compute start a renewal point).
+    After a restore of position q the future depends on q and on the older
+    checkpoints still restorable, and those are only reached by a failure that
+    leaves no newer one. So the job is solved backwards from its end, one
+    compute start p at a time, as a *run*: from p the path is known (pieces of
+    d0 + cost[lev(j)], each write durable persist[lev(j)] after it ends) up to
+    the next level-L position's durable time (a renewal point: nothing older
+    can be restored again, and the rest of the job is a value already known)
+    or the job's end. A failure at t sees the new checkpoints durable by t,
+    piecewise constant between durable times (fewer than 2 mult[L] stretches),
+    as a staircase top[k] = latest new position of level >= k for k < eta;
+    the survival draw gives a collapse level k; for k < eta top[k] is
+    restored, else the run exits, falling back at k to the checkpoints it
+    started with. A restore of q = top[lev] is followed by the restart phase
+    (queue + restart[lev]; a failure in it draws again) and the run from q,
+    which itself exits at some collapse k'; both only raise the collapse
+    level, max(lev, .), so the exit vectors of (staircase, level) follow by
+    back substitution over the levels, each self-loop (a collapse that
+    restores q again) divided out with its divisor summed from positive
+    parts, which keeps every digit for any lam. A run thus gives B (expected
+    time until it falls back or the job ends), C (the probability it never
+    falls back) and F_k (that it falls back at k). At a level-L position J
+    the checkpoints below are all older than J, so a fallback restores J:
+    V_flat(J) = (B + (1 - C) R*) / C, with R* today's restart phase (the
+    category restarts), and from J's durable moment (the run from J, its clock
+    starting at persist[L]) V_ren(J) = B' + (1 - C') (R* + V_flat(J)).
+    E[wall] = V_flat(0). Without persistence or fast levels every run is one
+    interval and this is today's renewal form.
+
+    Two shortcuts change only rounding: the run from p is the run from p + 1
+    a piece later, with p + 1 added to the staircases only until a newer
+    checkpoint of its level is durable, so only those stretches are redone;
+    and far from the end the runs repeat with the level pattern (period
+    lcm(mult)): C and F settle to periodic values (at once where no
+    checkpoint after a level-L one is durable before it, geometrically where
+    one is) and B is then affine in the B values a run refers to with
+    periodic coefficients, so one period evaluated on basis vectors gives the
+    map from one period to the next; its steps are iterated until their
+    increments settle (the time of one period) and then added up to the start.
+
+    Parameters
+    ----------
+    lam : float
+        Job failure rate per hour of runtime, >= 0.
+    n_full : int
+        Base positions (floor(work / d0), the caller's exact-multiple rule).
+    rem : float
+        The final remainder of compute (hours), with no checkpoint after it.
+    d0 : float
+        Base interval in hours (level 0's; the scenario's own without fast levels).
+    mult : sequence of int
+        Each level's interval over d0: 1 first, strictly increasing.
+    cost, restart, persist, survives : sequence of float
+        Per level 0..L: blocking write (h), restart after restoring it (h; the
+        entry of level L is ignored, the category's restart is used), time from
+        the write's end until it can be restored (h), and the probability that
+        its checkpoints survive a failure (non-decreasing; level L's is taken
+        as 1).
+    categories : sequence of (share, restart, queue)
+        The failure taxonomy: shares (normalised here), the restart after
+        restoring a level-L checkpoint (or the job start) and the mean queue
+        wait after a failure of that category. ``[(1, restart_cost,
+        queue_wait)]`` without a taxonomy.
+
+    Returns
+    -------
+    value : float
+        E[wall] in hours; inf where it exceeds float64's range; NaN where the
+        form does not apply (then `reason` says why).
+    reason : str or None
+        None where `value` is exact; otherwise why it is NaN: a write that
+        waits for persistence, or more than MAX_STATES restore states (a
+        pattern that does not settle into periods).
+
+    Raises
+    ------
+    ValueError
+        If the levels are malformed (lengths, mult, negative durations,
+        survives outside [0, 1] or decreasing, no positive share).
+    """
+    return _expected_wall(lam, n_full, rem, d0, mult, cost, restart, persist, survives, categories)
+
+
+def _expected_wall(lam, n_full, rem, d0, mult, cost, restart, persist, survives, categories, periodic=True,
+                   sliding=True):
+    """`levels_expected_wall`; periodic=False and sliding=False turn its shortcuts off (for the tests)."""
+    lv = _Levels(d0, mult, cost, restart, persist, survives, categories)
+    lam, n_full, rem = float(lam), int(n_full), float(rem)
+    if not 0 <= lam < math.inf or n_full < 0 or not 0 <= rem < math.inf:
+        raise ValueError(f"need a finite lam >= 0, n_full >= 0 and a finite rem >= 0 (got {lam!r}, {n_full!r}, {rem!r})")
+    persist = list(lv.persist)
+    for l, gap in enumerate(lv.gaps()):
+        if gap is None or persist[l] > gap + WAIT_TOLERANCE * lv.d0:
+            return math.nan, (f"level {l}'s writes wait for persistence (persist {persist[l]:g} h is longer "
+                              f"than the gap before its next write)")
+        persist[l] = min(persist[l], gap)
+    if lam == 0:
+        return _failure_free_wall(n_full, rem, lv), None
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
+        value, reason = _Exact(lam, n_full, rem, lv, persist, periodic, sliding).expected_wall()
+    if reason is None and not value < math.inf:
+        value = math.inf  # an overflow (inf, or inf * 0 on the way): past float64 either way
+    return float(value), reason
+
+
+def levels_first_order(lam, d0, mult, cost, restart, persist, survives, categories):
+    """Return (ettr, valid): the first-order (in lam) ETTR of a long job with checkpoint levels.
+
+    The analogue of the linear form::
+
+        ettr = (1 - lam (E[lost] + E[restart])) / (1 + omega) / (1 + lam E[queue])
+
+    * omega = sum_j cost[lev(j)] / (period d0) over one period of the level
+      pattern (period = lcm(mult) positions): the writes per unit of compute.
+    * E[lost], E[restart]: per failure, with the failure at a uniform time t of
+      the failure-free path (its runtime, writes included) and the survival
+      draw: lost = t - (the end of the restored checkpoint's write), the age of
+      the latest checkpoint durable by t among the surviving levels, so a
+      level's persistence window counts in it; the restart is that level's
+      (the share-weighted category restart for level L).
+    * E[queue]: the share-weighted mean queue wait (queue time runs no
+      failures, hence the separate factor).
+
+    Failures during restarts, the job's start and end, and every product of two
+    failure terms are dropped: the error is of order (lam * stretch)^2, with
+    stretch the oldest checkpoint's age (level L's spacing plus its persist)
+    plus the longest restart.
+
+    Parameters
+    ----------
+    lam : float
+        Job failure rate per hour of runtime, >= 0.
+    d0 : float
+        Base interval in hours.
+    mult : sequence of int
+        Each level's interval over d0: 1 first, strictly increasing.
+    cost, restart, persist, survives : sequence of float
+        Per level 0..L, as for `levels_expected_wall` (level L's restart and
+        survives are ignored).
+    categories : sequence of (share, restart, queue)
+        The failure taxonomy, as for `levels_expected_wall`.
+
+    Returns
+    -------
+    ettr : float
+        The first-order ETTR; NaN where its numerator is <= 0.
+    valid : bool
+        False where the numerator is <= 0, lam * stretch exceeds
+        FIRST_ORDER_LIMIT, a write waits for persistence, or the pattern is
+        too long to scan (lcm(mult) > 10**6 positions).
+    """
+    lv = _Levels(d0, mult, cost, restart, persist, survives, categories)
+    lam = float(lam)
+    if not lam >= 0:
+        raise ValueError(f"lam must be >= 0 (got {lam!r})")
+    if lv._pattern is None:
+        return math.nan, False
+    waits = any(g is None or p > g + WAIT_TOLERANCE * lv.d0 for p, g in zip(lv.persist, lv.gaps()))
+    period, L = lv.period, lv.L
+    levs = np.array(lv._pattern[1:] + [L])  # positions 1..period
+    pieces = lv.d0 + np.array(lv.cost)[levs]
+    tau = np.cumsum(pieces)
+    T = float(tau[-1])
+    omega = (T - period * lv.d0) / (period * lv.d0)
+    # Checkpoints at positions -period..period (the one at -period is durable by time 0).
+    pos = np.arange(-period, period + 1)
+    all_levs = np.concatenate([[L], levs[:-1], [L], levs])
+    all_tau = np.concatenate([[-T], tau[:-1] - T, [0.0], tau])
+    durable = all_tau + np.array(lv.persist)[all_levs]
+    level_restart = np.array(lv.fast_restart + [sum(s * r for s, r, _ in lv.categories)])
+    lost = restart_mean = 0.0
+    oldest = 0.0
+    for l_min in range(L + 1):
+        keep = all_levs >= l_min
+        order = np.argsort(durable[keep], kind="stable")
+        d = durable[keep][order]
+        latest = np.maximum.accumulate(pos[keep][order])  # restored position once each is durable
+        restored_tau = all_tau[latest + period]
+        restored_lev = all_levs[latest + period]
+        lo = np.clip(d, 0.0, T)
+        hi = np.clip(np.append(d[1:], np.inf), 0.0, T)
+        span = hi - lo
+        age = span * ((lo + hi) / 2 - restored_tau)  # integral of t - tau over the stretch
+        lost += lv.p_first[l_min] * float(age.sum()) / T
+        restart_mean += lv.p_first[l_min] * float((span * level_restart[restored_lev]).sum()) / T
+        oldest = max(oldest, float((hi - restored_tau)[span > 0].max()))
+    numerator = 1.0 - lam * (lost + restart_mean)
+    stretch = oldest + max([r for _, r, _ in lv.categories] + lv.fast_restart)
+    valid = bool(numerator > 0 and lam * stretch <= FIRST_ORDER_LIMIT and not waits)
+    if not numerator > 0:
+        return math.nan, False
+    return float(numerator / (1.0 + omega) / (1.0 + lam * lv.mean_queue)), valid

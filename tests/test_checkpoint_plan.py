@@ -1,0 +1,175 @@
+"""The checkpoint-strategy planner: its search against brute force, its
+strategies, its refusals, and its surfaces (rm.plan, the command line, study files)."""
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+import relmodel as rm
+from relmodel.checkpoint_plan import best_intervals, plan_checkpoints, strategy_scenarios
+from relmodel.cli import main
+from relmodel.closed_form import levels_point_ettr
+from relmodel.scenario import CheckpointLevel
+from relmodel.study import parse_study
+
+FAST = CheckpointLevel(interval="10min", cost="5s", restart="3min", persist="30s", survives=0.85)
+
+
+def level_run(**fields):
+    base = dict(n_gpus=4096, failure_rate=6.5e-3, work="7d", checkpoint_interval="1h", checkpoint_cost="30s",
+                checkpoint_persist="5min", restart_cost="10min", fast_checkpoints=(FAST,))
+    return rm.Scenario(**{**base, **fields})
+
+
+def exact(sc):
+    return levels_point_ettr(sc, "renewal")[0] if sc.has_levels else rm.ettr(sc, "renewal")
+
+
+def test_strategies_derived_from_one_scenario():
+    sc = level_run()
+    s = strategy_scenarios(sc)
+    assert list(s) == ["blocking", "asynchronous", "multilevel"]
+    assert s["blocking"].checkpoint_cost == pytest.approx(sc.checkpoint_cost + sc.checkpoint_persist)
+    assert not s["blocking"].has_levels
+    assert s["asynchronous"].checkpoint_persist == sc.checkpoint_persist and not s["asynchronous"].fast_checkpoints
+    assert s["multilevel"] == sc
+    assert list(strategy_scenarios(sc.sweep(fast_checkpoints=None, checkpoint_persist=0))) == ["blocking"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("fields", [
+    dict(),  # the typical run
+    dict(n_gpus=131072, failure_rate=2e-2, restart_cost="30min"),  # MTTF of minutes: short intervals
+    dict(n_gpus=64, failure_rate=1e-3, work="2d"),  # rare failures: intervals of hours
+])
+def test_multilevel_search_finds_the_brute_force_optimum(fields):
+    """Against every durable multiple 2..24 and 48 fastest intervals over the whole range."""
+    sc = level_run(**fields)
+    found = best_intervals(sc)
+    best_found = exact(found)
+    brute = -1.0
+    for multiple in range(2, 25):
+        for fastest in np.geomspace(max(5 / 60 / multiple, 0.5 / 60), sc.work / multiple, 48):
+            candidate = sc.sweep(fast_checkpoints=(dataclasses.replace(FAST, interval=fastest),),
+                                 checkpoint_interval=multiple * fastest)
+            value = exact(candidate)
+            if value == value:
+                brute = max(brute, value)
+    assert best_found >= brute - 1e-6 * brute, (found, best_found, brute)
+
+
+def test_asynchronous_search_finds_the_brute_force_optimum():
+    sc = strategy_scenarios(level_run(n_gpus=16384, work="54d"))["asynchronous"]
+    found = exact(best_intervals(sc))
+    brute = max(exact(sc.sweep(checkpoint_interval=x)) for x in np.geomspace(5 / 60, 24.0, 400))
+    assert found >= brute - 1e-7
+
+
+def test_blocking_strategy_is_the_classic_exact_optimum():
+    sc = strategy_scenarios(level_run())["blocking"]
+    assert best_intervals(sc).checkpoint_interval == pytest.approx(rm.optimal_interval(sc, "exact"))
+
+
+def test_plan_compares_strategies_and_checks_them_by_simulation():
+    p = plan_checkpoints(level_run(), n_jobs=3000, seed=1, backend="numba")
+    names = [s.name for s in p.strategies]
+    assert sorted(names) == ["asynchronous", "blocking", "multilevel"]
+    values = [s.ettr for s in p.strategies]
+    assert values == sorted(values, reverse=True) and p.recommended.name == names[0]
+    for s in p.strategies:
+        assert abs(s.simulated - s.ettr) < 4 * s.simulated_se, s
+    # Taking on a fast level that survives most failures beats blocking writes here.
+    assert p.recommended.name == "multilevel"
+    assert set(p.to_dict()) == {"recommended", *names}
+    assert "multilevel" in str(p)
+
+
+@pytest.mark.parametrize("kwargs, parameter", [
+    (dict(strategies=("asynchronous",)), "strategies"),
+    (dict(strategies=("fastest",)), "strategies"),
+])
+def test_plan_refuses_strategies_the_scenario_does_not_allow(kwargs, parameter):
+    with pytest.raises(rm.ParameterError) as err:
+        plan_checkpoints(level_run(checkpoint_persist=0, fast_checkpoints=None), n_jobs=0, **kwargs)
+    assert err.value.parameter == parameter
+
+
+def test_plan_refuses_weibull_failures_and_grids():
+    with pytest.raises(rm.ParameterError, match="weibull_shape"):
+        plan_checkpoints(level_run(weibull_shape=0.7), n_jobs=0)
+    with pytest.raises(rm.ParameterError, match="grid"):
+        plan_checkpoints(level_run(n_gpus=[8, 16]), n_jobs=0)
+
+
+def test_rm_plan_adds_the_strategies_and_plans_the_blocking_one():
+    p = rm.plan(level_run(), n_jobs=1000)
+    assert p.checkpoints is not None and p.checkpoints.recommended.name == "multilevel"
+    assert not p.scenario.has_levels
+    d = p.to_dict()
+    assert d["checkpoint_strategies"]["recommended"] == "multilevel"
+    assert d["units"]["checkpoint_strategies.*.intervals_h.*"] == "h"
+    assert "Checkpoint strategies" in str(p)
+
+
+def test_cli_plan_takes_levels_and_prints_strategies():
+    args = ["plan", "--gpus", "2048", "--work", "3d", "--checkpoint-cost", "30s", "--checkpoint-persist", "5min",
+            "--fast-checkpoint", "interval=10min,cost=5s,restart=3min,persist=30s,survives=0.85",
+            "--n-jobs", "500", "--json"]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.output)
+    assert set(out["checkpoint_strategies"]) == {"recommended", "blocking", "asynchronous", "multilevel"}
+    assert out["scenario"]["checkpoint_persist"] == 0.0  # the classic plan is the blocking strategy's
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("cost=5s", "needs interval"),
+    ("interval=10min,speed=2", "speed"),
+    ("interval=10min,survives=lots", "survives"),
+    ("interval=10min,survives=1.5", "survives"),
+    ("interval=7min", "whole multiple"),
+])
+def test_cli_bad_fast_checkpoint_is_a_usage_error(spec, message):
+    result = CliRunner().invoke(main, ["plan", "--gpus", "64", "--checkpoint-interval", "1h",
+                                       "--fast-checkpoint", spec])
+    assert result.exit_code == 2 and message in result.output
+
+
+def test_study_file_takes_levels():
+    study = parse_study('''
+[fixed]
+failure_rate = 6.5e-3
+checkpoint_interval = "1h"
+checkpoint_cost = "30s"
+work = "2d"
+fast_checkpoints = [{interval = "10min", cost = "5s", restart = "3min", survives = 0.85}]
+[sweep]
+n_gpus = [512, 2048]
+checkpoint_persist = ["0s", "5min"]
+[run]
+n_jobs = 1000
+seed = 1
+''')
+    sc = study.scenario
+    assert sc.fast_checkpoints[0].survives == 0.85 and sc.dims == ("n_gpus", "checkpoint_persist")
+    assert "writes_by_level" in study.outputs
+    assert "fast_checkpoints" in study.identity()
+
+
+def test_study_file_refuses_levels_as_a_sweep_axis():
+    with pytest.raises(ValueError, match="belongs in \\[fixed\\]"):
+        parse_study('''
+[fixed]
+failure_rate = 6.5e-3
+checkpoint_interval = "1h"
+work = "2d"
+n_gpus = 8
+[sweep]
+fast_checkpoints = [{interval = "10min"}]
+[run]
+n_jobs = 1000
+seed = 1
+''')
