@@ -113,7 +113,8 @@ def pack_points(points) -> Packed:
         if mult.size:
             ff_ckpt, ff_level = failure_free_levels(n_full, base, mult, table)
             ff_wait = ff_level[-1]
-            ckpt = float(table[:, V_COST].max())
+            written = ff_level[0][:, L_WRITES] > 0
+            ckpt = float(table[written, V_COST].max(initial=0.0))  # the longest write a job must get through
         else:
             ff_ckpt, ff_level, ff_wait, ckpt = n_full * p.checkpoint_cost, None, 0.0, p.checkpoint_cost
         row = np.zeros(N_PARAMS)
@@ -346,6 +347,12 @@ def failure_free_stretches(packed: Packed) -> tuple[np.ndarray, np.ndarray, np.n
     restart = p[:, P_RESTART].copy()
     for row in np.flatnonzero(np.diff(packed.cat_offset)):
         restart[row] = packed.cat_restart[packed.cat_offset[row]:packed.cat_offset[row + 1]].min()
+    # With levels: the pieces are the fastest interval and a write (P_CKPT holds the largest
+    # written), a restore may restart from a fast level, and the runtime includes waits.
+    for row in np.flatnonzero(packed.has_levels):
+        fast = packed.lv_table[packed.lv_offset[row]:packed.lv_offset[row + 1] - 1, V_RESTART]
+        restart[row] = min(restart[row], fast.min(initial=np.inf))
+    runtime = np.where(packed.has_levels, packed.failure_free_wall, runtime)
     lam = np.minimum.reduceat(packed.rate_value, packed.rate_offset[:-1])
     return lam, longest, restart, runtime
 
@@ -368,8 +375,7 @@ def certainly_capped(packed: Packed, max_failures: int) -> np.ndarray:
     log_cap = math.log(max_failures / CERTAINTY)
     through_compute = lam * longest > log_cap
     through_restarts = (lam * restart > log_cap + math.log(2.0)) & (lam * runtime > math.log(2.0 / CERTAINTY))
-    # Rows with checkpoint levels are always simulated: a restored fast level can make any stretch shorter.
-    return (packed.params[:, P_SHAPE] == 1.0) & (through_compute | through_restarts) & ~packed.has_levels
+    return (packed.params[:, P_SHAPE] == 1.0) & (through_compute | through_restarts)
 
 
 # Backend "auto": the Cython twin (no JIT, serial, bit for bit the Numba kernel) for

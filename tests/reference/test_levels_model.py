@@ -6,7 +6,7 @@ import dataclasses
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import relmodel as rm
@@ -61,6 +61,19 @@ _BASE = scenarios(
 @given(level_scenarios(base=_BASE, max_fast_levels=2, max_multiple=6))
 def test_kernel_agrees_with_the_plain_reference_over_drawn_level_sets(sc):
     assert_agrees_with_reference(sc, n_jobs=3000)
+
+
+@settings(max_examples=15)
+@given(level_scenarios(base=scenarios(n_gpus=st.sampled_from([256, 2048, 16384]), failure_rate=st.floats(1e-3, 3e-2),
+                                      checkpoint_interval=st.floats(0.25, 4.0), work=st.floats(12.0, 24 * 14.0),
+                                      laws=("exponential", "lemon")),
+                       max_fast_levels=2, max_multiple=12, waits=False))
+def test_kernel_agrees_with_the_exact_form_over_drawn_level_sets(sc):
+    """Exponential failures (lemon mixtures too), no write waiting: the exact form holds."""
+    exact = rm.ettr(sc, method="renewal")
+    assume(exact == exact)  # a lemon mixture of too many rates: NaN, with a warning
+    ds = rm.simulate(sc, n_jobs=4000, seed=7)
+    assert abs(float(ds.ettr) - exact) < 4 * float(ds.ettr_se) + 1e-12, (float(ds.ettr), exact, sc)
 
 
 @pytest.mark.parametrize("sc", [
