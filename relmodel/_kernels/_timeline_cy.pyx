@@ -417,16 +417,77 @@ cdef inline Py_ssize_t position_level(int64_t j, const int64_t* lv_mult, Py_ssiz
     return 0
 
 
+# The cycle tables of a row whose writes never wait (`engine.level_cycle`): over
+# one cycle of M positions (the lcm of the level multiples), value[r] is the
+# path value (compute and writes) at offset r, and index holds, per level, the
+# last offset <= r of that level (0: none) and the count of them up to r.
+
+cdef inline int64_t cycle_quotient(int64_t j, int64_t m, double inv_m) noexcept nogil:
+    """j // m for 0 <= j < 2**53 by a multiplication, made exact (`timeline_numba.cycle_quotient`)."""
+    cdef int64_t q = <int64_t>(<double>j * inv_m)
+    if q * m > j:
+        q -= 1
+    elif (q + 1) * m <= j:
+        q += 1
+    return q
+
+
+cdef inline double cycle_value(int64_t j, const double* value, int64_t m, double inv_m) noexcept nogil:
+    """The path value at position j: compute and writes from the job's start (value has m + 1 entries)."""
+    cdef int64_t q = cycle_quotient(j, m, inv_m)
+    return <double>q * value[m] + value[j - q * m]
+
+
+cdef inline int64_t cycle_position_at(double x, const double* value, int64_t m, double inv_per_cycle,
+                                      int64_t n_full) noexcept nogil:
+    """The last position (<= n_full) whose write has ended by path value x (0 if none)."""
+    cdef double per_cycle, base
+    cdef int64_t q, lo, hi, mid, j
+    if x < 0.0:
+        return 0
+    per_cycle = value[m]
+    q = <int64_t>(x * inv_per_cycle)
+    while q > 0 and <double>q * per_cycle > x:  # rounding of the division either way
+        q -= 1
+    while <double>(q + 1) * per_cycle <= x:
+        q += 1
+    lo = 0
+    hi = m - 1
+    base = <double>q * per_cycle
+    while lo < hi:
+        mid = (lo + hi + 1) >> 1
+        if base + value[mid] <= x:
+            lo = mid
+        else:
+            hi = mid - 1
+    j = q * m + lo
+    return j if j < n_full else n_full
+
+
+cdef inline int64_t cycle_last(Py_ssize_t lv, int64_t q, int64_t r, const int64_t* index, int64_t m) noexcept nogil:
+    """The last position <= j = q m + r of level lv (0: none)."""
+    cdef int64_t row = lv * (m + 1)
+    cdef int64_t offset = index[row + r]
+    if offset > 0:
+        return q * m + offset
+    if q > 0 and index[row + m] > 0:
+        return (q - 1) * m + index[row + m]
+    return 0
+
+
 cdef JobResult simulate_levels_job(const double* p, const double* rate_cdf, const double* rate_value,
                                    Py_ssize_t n_rates, const double* cat_cdf, const double* cat_restart,
                                    const double* cat_queue, Py_ssize_t n_cats, double* cat_acc,
                                    const int64_t* lv_mult, const double* lv_table, Py_ssize_t n_levels,
+                                   const double* cyc_value, Py_ssize_t n_cyc_value, const int64_t* cyc_index,
                                    double* lv_acc, double* state, uint64_t seed, uint64_t scenario,
                                    int64_t job, int64_t max_failures) noexcept nogil:
     """One job with checkpoint levels (fast levels, or a write that persists):
     the twin of `timeline_numba.simulate_levels_job`. lv_table[level * N_LEVEL_PARAMS + V_*]
     are the row's levels; it adds writes, restores and waits into
-    lv_acc[level * N_LEVEL_STATS + L_*]; `state` is scratch of 5 * n_levels."""
+    lv_acc[level * N_LEVEL_STATS + L_*]; `state` is scratch of 5 * n_levels.
+    With cycle tables (n_cyc_value > 0) it jumps from one failure to the next;
+    else it steps through positions of the fastest level."""
     cdef double d0 = p[P_INTERVAL]
     cdef int64_t n_full = <int64_t>p[P_N_FULL]
     cdef double remainder = p[P_REMAINDER]
@@ -451,6 +512,9 @@ cdef JobResult simulate_levels_job(const double* p, const double* rate_cdf, cons
     cdef int phase
     cdef bint finished
     cdef JobResult r
+    cdef bint jump, finish
+    cdef int64_t m, last, q_last, r_last, q_pos, r_pos, row, durable, reached, q
+    cdef double inv_m, inv_per_cycle, end_value, span, persist
     for lv in range(top + 1):
         latest_pos[lv] = 0.0
         latest_val[lv] = 0.0
@@ -480,61 +544,97 @@ cdef JobResult simulate_levels_job(const double* p, const double* rate_cdf, cons
     r.capped = 0
     finished = False
     phase = _COMPUTE
+    jump = n_cyc_value > 0
+    m = n_cyc_value - 1
+    inv_m = 1.0 / <double>m if jump else 0.0
+    inv_per_cycle = 1.0 / cyc_value[m] if jump else 0.0
+    end_value = cycle_value(n_full, cyc_value, m, inv_m) + remainder if jump else 0.0
     while True:
-        if phase == _COMPUTE:
-            end = now + (remainder if pos >= n_full else d0)
-        elif phase == _WAIT:
-            end = pend_at[lv]
+        if jump:  # from here to the next failure (or the end) in one step
+            span = fail_at - now
+            finish = span >= end_value - val
+            last = n_full if finish else cycle_position_at(val + span, cyc_value, m, inv_per_cycle, n_full)
+            q_last = cycle_quotient(last, m, inv_m)
+            r_last = last - q_last * m
+            q_pos = cycle_quotient(pos, m, inv_m)
+            r_pos = pos - q_pos * m
+            for k in range(top + 1):  # writes of positions pos + 1 .. last, from the per-cycle counts
+                row = (top + 1 + k) * (m + 1)
+                lv_acc[k * N_LEVEL_STATS + L_WRITES] += <double>((q_last - q_pos) * cyc_index[row + m]
+                                                                 + cyc_index[row + r_last] - cyc_index[row + r_pos])
+            if finish:
+                now += end_value - val
+                finished = True
+                break
+            path = val + span
+            for k in range(top + 1):  # the latest write of each level durable by the failure
+                persist = lv_table[k * N_LEVEL_PARAMS + V_PERSIST]
+                if persist == 0.0:
+                    durable = cycle_last(k, q_last, r_last, cyc_index, m)
+                else:
+                    reached = cycle_position_at(path - persist, cyc_value, m, inv_per_cycle, last)
+                    q = cycle_quotient(reached, m, inv_m)
+                    durable = cycle_last(k, q, reached - q * m, cyc_index, m)
+                if durable > pos:
+                    latest_pos[k] = <double>durable
+                    latest_val[k] = cycle_value(durable, cyc_value, m, inv_m)
         else:
-            end = now + lv_table[lv * N_LEVEL_PARAMS + V_COST]
-        if fail_at >= end:  # the phase completes (a failure exactly at its end does not stop it)
             if phase == _COMPUTE:
-                now = end
-                if pos >= n_full:
-                    finished = True
-                    break
-                val += d0
-                lv = position_level(pos + 1, lv_mult, n_levels)
-                phase = _WRITE
-                if pend_pos[lv] >= 0.0:
-                    if pend_at[lv] > now:
-                        phase = _WAIT
-                    else:
-                        latest_pos[lv] = pend_pos[lv]
-                        latest_val[lv] = pend_val[lv]
-                        pend_pos[lv] = -1.0
+                end = now + (remainder if pos >= n_full else d0)
             elif phase == _WAIT:
-                wait = end - now
+                end = pend_at[lv]
+            else:
+                end = now + lv_table[lv * N_LEVEL_PARAMS + V_COST]
+            if fail_at >= end:  # the phase completes (a failure exactly at its end does not stop it)
+                if phase == _COMPUTE:
+                    now = end
+                    if pos >= n_full:
+                        finished = True
+                        break
+                    val += d0
+                    lv = position_level(pos + 1, lv_mult, n_levels)
+                    phase = _WRITE
+                    if pend_pos[lv] >= 0.0:
+                        # Only a level that persists longer than its interval waits (else
+                        # the write is durable by now, up to rounding of the clock).
+                        if pend_at[lv] > now and lv_table[lv * N_LEVEL_PARAMS + V_PERSIST] > <double>lv_mult[lv] * d0:
+                            phase = _WAIT
+                        else:
+                            latest_pos[lv] = pend_pos[lv]
+                            latest_val[lv] = pend_val[lv]
+                            pend_pos[lv] = -1.0
+                elif phase == _WAIT:
+                    wait = end - now
+                    r.wait += wait
+                    lv_acc[lv * N_LEVEL_STATS + L_WAIT] += wait
+                    now = end
+                    latest_pos[lv] = pend_pos[lv]
+                    latest_val[lv] = pend_val[lv]
+                    pend_pos[lv] = -1.0
+                    phase = _WRITE
+                else:
+                    now = end
+                    val += lv_table[lv * N_LEVEL_PARAMS + V_COST]
+                    pos += 1
+                    lv_acc[lv * N_LEVEL_STATS + L_WRITES] += 1.0
+                    if lv_table[lv * N_LEVEL_PARAMS + V_PERSIST] == 0.0:
+                        latest_pos[lv] = <double>pos
+                        latest_val[lv] = val
+                    else:
+                        pend_pos[lv] = <double>pos
+                        pend_val[lv] = val
+                        pend_at[lv] = now + lv_table[lv * N_LEVEL_PARAMS + V_PERSIST]
+                    phase = _COMPUTE
+                continue
+
+            # A failure at fail_at, in this phase.
+            if phase == _WAIT:
+                wait = fail_at - now
                 r.wait += wait
                 lv_acc[lv * N_LEVEL_STATS + L_WAIT] += wait
-                now = end
-                latest_pos[lv] = pend_pos[lv]
-                latest_val[lv] = pend_val[lv]
-                pend_pos[lv] = -1.0
-                phase = _WRITE
+                path = val
             else:
-                now = end
-                val += lv_table[lv * N_LEVEL_PARAMS + V_COST]
-                pos += 1
-                lv_acc[lv * N_LEVEL_STATS + L_WRITES] += 1.0
-                if lv_table[lv * N_LEVEL_PARAMS + V_PERSIST] == 0.0:
-                    latest_pos[lv] = <double>pos
-                    latest_val[lv] = val
-                else:
-                    pend_pos[lv] = <double>pos
-                    pend_val[lv] = val
-                    pend_at[lv] = now + lv_table[lv * N_LEVEL_PARAMS + V_PERSIST]
-                phase = _COMPUTE
-            continue
-
-        # A failure at fail_at, in this phase.
-        if phase == _WAIT:
-            wait = fail_at - now
-            r.wait += wait
-            lv_acc[lv * N_LEVEL_STATS + L_WAIT] += wait
-            path = val
-        else:
-            path = val + (fail_at - now)
+                path = val + (fail_at - now)
         now = fail_at
         for k in range(top + 1):  # writes durable by now are kept, the others dropped
             if pend_pos[k] >= 0.0 and pend_at[k] <= now:
@@ -632,7 +732,9 @@ def run_blocks(const double[:, ::1] params, const double[::1] rate_cdf,
                const int64_t[::1] rate_offset, const double[::1] cat_cdf,
                const double[::1] cat_restart, const double[::1] cat_queue,
                const int64_t[::1] cat_offset, const int64_t[::1] lv_mult,
-               const double[:, ::1] lv_table, const int64_t[::1] lv_offset, uint64_t seed,
+               const double[:, ::1] lv_table, const int64_t[::1] lv_offset, const double[::1] cyc_value,
+               const int64_t[::1] cyc_value_offset, const int64_t[::1] cyc_index,
+               const int64_t[::1] cyc_index_offset, uint64_t seed,
                const uint64_t[::1] scenario_key, const int64_t[::1] item_scenario,
                const int64_t[::1] item_block, int64_t n_jobs, int64_t max_failures,
                double[:, ::1] out_stats, const int64_t[::1] item_hist, int64_t[:, :, ::1] out_hist,
@@ -649,6 +751,9 @@ def run_blocks(const double[:, ::1] params, const double[::1] rate_cdf,
     cdef const double* c_queue = NULL
     cdef const int64_t* mult = NULL
     cdef const double* levels = NULL
+    cdef const double* c_value = NULL
+    cdef const int64_t* c_index = NULL
+    cdef Py_ssize_t n_value
     cdef int64_t job, first, last, n_settled
     cdef double work, failure_free_ckpt, failure_free_wall, failure_free_eff, d_wall, d_prod, d_eff, fail, y
     cdef double n, wall_sum, wall_sq, prod_sum, prod_sq, prod_wall, eff_sum, eff_sq
@@ -676,6 +781,10 @@ def run_blocks(const double[:, ::1] params, const double[::1] rate_cdf,
                 if n_levels > 0:
                     mult = &lv_mult[lv_offset[s]]
                     levels = &lv_table[lv_offset[s], 0]
+                n_value = cyc_value_offset[s + 1] - cyc_value_offset[s]
+                if n_value > 0:
+                    c_value = &cyc_value[cyc_value_offset[s]]
+                    c_index = &cyc_index[cyc_index_offset[s]]
                 lv_acc = &out_level[it, 0, 0] if out_level.shape[1] > 0 else NULL
                 for c in range(out_level.shape[1] * N_LEVEL_STATS):
                     lv_acc[c] = 0.0
@@ -714,7 +823,7 @@ def run_blocks(const double[:, ::1] params, const double[::1] rate_cdf,
                         r = simulate_levels_job(&params[s, 0], &rate_cdf[rate_offset[s]],
                                                 &rate_value[rate_offset[s]], n_rates,
                                                 c_cdf, c_restart, c_queue, n_cats, acc,
-                                                mult, levels, n_levels, lv_acc, state,
+                                                mult, levels, n_levels, c_value, n_value, c_index, lv_acc, state,
                                                 seed, scenario_key[s], job, max_failures)
                         wait_sum += r.wait
                     else:
@@ -775,7 +884,9 @@ def run_jobs(const double[:, ::1] params, const double[::1] rate_cdf,
              const int64_t[::1] rate_offset, const double[::1] cat_cdf,
              const double[::1] cat_restart, const double[::1] cat_queue,
              const int64_t[::1] cat_offset, const int64_t[::1] lv_mult,
-             const double[:, ::1] lv_table, const int64_t[::1] lv_offset, uint64_t seed,
+             const double[:, ::1] lv_table, const int64_t[::1] lv_offset, const double[::1] cyc_value,
+             const int64_t[::1] cyc_value_offset, const int64_t[::1] cyc_index,
+             const int64_t[::1] cyc_index_offset, uint64_t seed,
              const uint64_t[::1] scenario_key, int64_t first_job, int64_t max_failures,
              double[:, :, ::1] out, double[:, :, :, ::1] out_cat, double[:, :, :, ::1] out_level):
     """Per-job outputs: out[s, i] for job first_job + i of scenario row s, and its
@@ -788,6 +899,9 @@ def run_jobs(const double[:, ::1] params, const double[::1] rate_cdf,
     cdef const double* c_queue = NULL
     cdef const int64_t* mult = NULL
     cdef const double* levels = NULL
+    cdef const double* c_value = NULL
+    cdef const int64_t* c_index = NULL
+    cdef Py_ssize_t n_value
     cdef JobResult r
     cdef double* state = level_scratch(lv_offset)
     try:
@@ -802,6 +916,10 @@ def run_jobs(const double[:, ::1] params, const double[::1] rate_cdf,
                 if n_levels > 0:
                     mult = &lv_mult[lv_offset[s]]
                     levels = &lv_table[lv_offset[s], 0]
+                n_value = cyc_value_offset[s + 1] - cyc_value_offset[s]
+                if n_value > 0:
+                    c_value = &cyc_value[cyc_value_offset[s]]
+                    c_index = &cyc_index[cyc_index_offset[s]]
                 for i in range(out.shape[1]):
                     acc = &out_cat[s, i, 0, 0] if out_cat.shape[2] > 0 else NULL
                     for c in range(out_cat.shape[2] * N_CAT_STATS):
@@ -813,7 +931,7 @@ def run_jobs(const double[:, ::1] params, const double[::1] rate_cdf,
                         r = simulate_levels_job(&params[s, 0], &rate_cdf[rate_offset[s]],
                                                 &rate_value[rate_offset[s]], rate_offset[s + 1] - rate_offset[s],
                                                 c_cdf, c_restart, c_queue, n_cats, acc,
-                                                mult, levels, n_levels, lv_acc, state,
+                                                mult, levels, n_levels, c_value, n_value, c_index, lv_acc, state,
                                                 seed, scenario_key[s], first_job + i, max_failures)
                     else:
                         r = simulate_job(&params[s, 0], &rate_cdf[rate_offset[s]], &rate_value[rate_offset[s]],
