@@ -58,7 +58,8 @@ class FieldValues(click.ParamType):
 
 class LevelSpec(click.ParamType):
     """One fast checkpoint level: ``interval=10min,cost=5s,restart=3min,persist=1min,survives=0.85``
-    (``interval`` required; the others default to 0). Checked when the Scenario is built."""
+    (``interval``, ``restart`` and ``survives`` required; ``cost`` and ``persist`` default to 0).
+    Checked when the Scenario is built."""
 
     name = "LEVEL"
     _KEYS = ("interval", "cost", "restart", "persist", "survives")

@@ -23,7 +23,6 @@ import math
 import warnings
 
 import numpy as np
-from scipy.optimize import minimize_scalar
 
 from .closed_form import MIN_INTERVAL, ClosedFormWarning, ettr, levels_point_ettr, optimal_interval
 from .engine import check_run_args
@@ -117,7 +116,7 @@ class CheckpointPlan:
         for s in self.strategies:
             intervals = " / ".join(_short(v) for v in s.intervals_h.values())
             first = f"{s.ettr_first_order:.4f}" + (" " if s.first_order_valid else "!")
-            simulated = (f"{s.simulated:.4f} +- {1.96 * s.simulated_se:.4f}" if s.simulated_jobs
+            simulated = (f"{s.simulated:.4f} +- {1.96 * s.simulated_se:.5f}" if s.simulated_jobs
                          else "not simulated")
             lines.append(f"{s.name:<13} {intervals:<28} {s.ettr:7.4f} {first:>12} {simulated:>22} "
                          f"{s.ettr - best:+8.4f}")
@@ -187,6 +186,8 @@ def _best_fastest(sc: Scenario, multiple: int, low: float, high: float, method: 
     scores = [_score(sc, x, multiple, method) for x in grid]
     k = int(np.argmax(scores))
     best = (scores[k], float(grid[k]))
+    from scipy.optimize import minimize_scalar  # here: scipy.optimize costs `import relmodel` a tenth of a second
+
     lo, hi = np.log(grid[max(k - 1, 0)]), np.log(grid[min(k + 1, grid.size - 1)])
     found = minimize_scalar(lambda y: -_score(sc, math.exp(y), multiple, method), bounds=(lo, hi),
                             method="bounded", options={"xatol": 1e-4})

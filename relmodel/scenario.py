@@ -58,28 +58,33 @@ class CheckpointLevel:
         the fastest level's interval.
     cost : float or str, default 0.0
         Blocking time of one write.
-    restart : float or str, default 0.0
+    restart : float or str
         Restart after restoring from this level (instead of the scenario's
-        ``restart_cost``).
+        ``restart_cost``); required.
     persist : float or str, default 0.0
         Time after the write (while the job computes) until the checkpoint can
         be restored; a failure before then loses it, and the level's next write
         waits for it.
-    survives : float, default 0.0
+    survives : float
         Fraction of failures after which this level's checkpoints can still be
-        restored (in [0, 1]; a more durable level survives at least as often).
+        restored (in [0, 1]; a more durable level survives at least as often);
+        required: it is the level's main assumption.
     """
 
     interval: float
     cost: float = 0.0
-    restart: float = 0.0
+    restart: float = None
     persist: float = 0.0
-    survives: float = 0.0
+    survives: float = None
 
     def __post_init__(self):
         self._check("CheckpointLevel")
 
     def _check(self, label: str):
+        for name, why in (("restart", "the restart after restoring this level"),
+                          ("survives", "the fraction of failures after which this level can be restored")):
+            if getattr(self, name) is None:
+                raise ScenarioError(f"{label}.{name}", f"required: {why}")
         for name in ("interval", "cost", "restart", "persist"):
             value = getattr(self, name)
             if is_sequence(value):

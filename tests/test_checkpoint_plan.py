@@ -127,10 +127,11 @@ def test_cli_plan_takes_levels_and_prints_strategies():
 
 @pytest.mark.parametrize("spec, message", [
     ("cost=5s", "needs interval"),
+    ("interval=10min,restart=1min", "survives"),
     ("interval=10min,speed=2", "speed"),
-    ("interval=10min,survives=lots", "survives"),
-    ("interval=10min,survives=1.5", "survives"),
-    ("interval=7min", "whole multiple"),
+    ("interval=10min,restart=1min,survives=lots", "survives"),
+    ("interval=10min,restart=1min,survives=1.5", "survives"),
+    ("interval=7min,restart=1min,survives=0.5", "whole multiple"),
 ])
 def test_cli_bad_fast_checkpoint_is_a_usage_error(spec, message):
     result = CliRunner().invoke(main, ["plan", "--gpus", "64", "--checkpoint-interval", "1h",
@@ -168,7 +169,7 @@ checkpoint_interval = "1h"
 work = "2d"
 n_gpus = 8
 [sweep]
-fast_checkpoints = [{interval = "10min"}]
+fast_checkpoints = [{interval = "10min", restart = "1min", survives = 0.5}]
 [run]
 n_jobs = 1000
 seed = 1

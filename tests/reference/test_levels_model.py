@@ -175,16 +175,22 @@ def test_dataset_labels_levels_and_rebuilds_the_scenario():
     assert rm.Scenario.from_dataset(ds) == sc
 
 
+def level(interval, survives=0.5):
+    return CheckpointLevel(interval, restart="1min", survives=survives)
+
+
 @pytest.mark.parametrize("fields, parameter", [
-    (dict(fast_checkpoints=(CheckpointLevel("7min"),)), "checkpoint_interval"),
-    (dict(fast_checkpoints=(CheckpointLevel("10min"), CheckpointLevel("10min"))), "fast_checkpoints[1].interval"),
-    (dict(fast_checkpoints=(CheckpointLevel("10min"), CheckpointLevel("25min"))), "fast_checkpoints[1].interval"),
-    (dict(fast_checkpoints=(CheckpointLevel("10min", survives=0.9), CheckpointLevel("20min", survives=0.5))),
+    (dict(fast_checkpoints=(level("7min"),)), "checkpoint_interval"),
+    (dict(fast_checkpoints=(level("10min"), level("10min"))), "fast_checkpoints[1].interval"),
+    (dict(fast_checkpoints=(level("10min"), level("25min"))), "fast_checkpoints[1].interval"),
+    (dict(fast_checkpoints=(level("10min", survives=0.9), level("20min", survives=0.5))),
      "fast_checkpoints[1].survives"),
-    (dict(fast_checkpoints=(CheckpointLevel("2h"),)), "checkpoint_interval"),
+    (dict(fast_checkpoints=(level("2h"),)), "checkpoint_interval"),
     (dict(fast_checkpoints=[{"interval": "10min", "survive": 0.5}]), "fast_checkpoints[0].survive"),
-    (dict(fast_checkpoints=[{"interval": "10min", "cost": -1}]), "fast_checkpoints[0].cost"),
-    (dict(fast_checkpoints=CheckpointLevel("10min")), "fast_checkpoints"),
+    (dict(fast_checkpoints=[{"interval": "10min", "restart": 0, "survives": 0.5, "cost": -1}]),
+     "fast_checkpoints[0].cost"),
+    (dict(fast_checkpoints=[{"interval": "10min", "restart": "1min"}]), "fast_checkpoints[0].survives"),
+    (dict(fast_checkpoints=level("10min")), "fast_checkpoints"),
     (dict(checkpoint_persist=float("nan")), "checkpoint_persist"),
     (dict(checkpoint_persist="-5min"), "checkpoint_persist"),
 ])
@@ -195,10 +201,12 @@ def test_bad_levels_are_refused_by_name(fields, parameter):
 
 
 @pytest.mark.parametrize("fields, parameter", [
-    (dict(interval=0), "CheckpointLevel.interval"),
-    (dict(interval="10min", survives=1.5), "CheckpointLevel.survives"),
-    (dict(interval="10min", persist="soon"), "CheckpointLevel.persist"),
-    (dict(interval=["10min", "20min"]), "CheckpointLevel.interval"),
+    (dict(interval=0, restart=0, survives=0.5), "CheckpointLevel.interval"),
+    (dict(interval="10min", restart=0, survives=1.5), "CheckpointLevel.survives"),
+    (dict(interval="10min", restart=0, survives=0.5, persist="soon"), "CheckpointLevel.persist"),
+    (dict(interval=["10min", "20min"], restart=0, survives=0.5), "CheckpointLevel.interval"),
+    (dict(interval="10min", survives=0.5), "CheckpointLevel.restart"),
+    (dict(interval="10min", restart="1min"), "CheckpointLevel.survives"),
 ])
 def test_bad_checkpoint_level_is_refused_by_name(fields, parameter):
     with pytest.raises(rm.ScenarioError) as err:
