@@ -1,5 +1,5 @@
 """Blocking, asynchronous or two-level checkpoints for a 54-day run on 16,384 GPUs.
-===============================================================================
+================================================================================
 
 The 54-day, 16,384-GPU run of the published large-run report (419 unexpected
 interruptions), planned three ways with the same storage:

@@ -79,7 +79,14 @@ class StrategyPlan:
         return {**{f"fast{i}": lv.interval for i, lv in enumerate(fast)}, "durable": self.scenario.checkpoint_interval}
 
     def to_dict(self) -> dict:
-        """The strategy's numbers, JSON-ready (hours, ratios, jobs)."""
+        """Return the strategy's numbers, JSON-ready.
+
+        Returns
+        -------
+        dict
+            Intervals, costs (hours), ETTR by each form, the simulation's
+            estimate and its jobs.
+        """
         sc = self.scenario
         return {"intervals_h": self.intervals_h, "checkpoint_cost_h": sc.checkpoint_cost,
                 "checkpoint_persist_h": sc.checkpoint_persist, "ettr": self.ettr,
@@ -106,7 +113,14 @@ class CheckpointPlan:
         return self.strategies[0]
 
     def to_dict(self) -> dict:
-        """By strategy name, its numbers; and ``recommended``."""
+        """Return the plan, JSON-ready.
+
+        Returns
+        -------
+        dict
+            ``recommended`` (a strategy's name), then each strategy's
+            `StrategyPlan.to_dict` by name.
+        """
         return {"recommended": self.recommended.name, **{s.name: s.to_dict() for s in self.strategies}}
 
     def __str__(self) -> str:

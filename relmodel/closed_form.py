@@ -290,7 +290,18 @@ _LEVEL_MIXTURE_RATES = 64  # lemon mixtures with levels: at most this many job r
 
 
 def level_points(sc: Scenario) -> np.ndarray:
-    """Indices (scenario index order) of the points whose checkpoints come in levels."""
+    """Return the points whose checkpoints come in levels (fast levels, or a write that persists).
+
+    Parameters
+    ----------
+    sc : Scenario
+        A scenario or grid.
+
+    Returns
+    -------
+    numpy.ndarray
+        Their indices, in scenario index order.
+    """
     if sc.fast_checkpoints:
         return np.arange(sc.size)
     return np.flatnonzero(np.asarray(sc.columns()["checkpoint_persist"]) > 0)
@@ -307,12 +318,26 @@ def _level_args(p: Scenario) -> tuple:
 
 
 def levels_point_ettr(p: Scenario, method: str) -> tuple[float, str | None]:
-    """ETTR of one scalar point with checkpoint levels, and why it is NaN (None: it is not).
+    """Return the ETTR of one scalar point with checkpoint levels, and why it is not to be trusted.
 
-    "renewal": the exact E[wall] of `levels_closed_form.levels_expected_wall`
-    (exponential failures, lemon mixtures of up to 64 job rates; exact where no
-    write waits for persistence). "linear": its first-order form; a reason is
-    given where it leaves its valid range (`levels_first_order`).
+    Parameters
+    ----------
+    p : Scenario
+        A scalar scenario with checkpoint levels.
+    method : {"renewal", "linear"}
+        "renewal": work / the exact E[wall] of
+        `levels_closed_form.levels_expected_wall` (exponential failures, lemon
+        mixtures of up to 64 job rates; exact where no write waits for
+        persistence). "linear": the first-order form
+        (`levels_closed_form.levels_first_order`).
+
+    Returns
+    -------
+    value : float
+        The ETTR; NaN where the form does not apply.
+    reason : str or None
+        None where `value` holds; else why it is NaN (renewal) or outside its
+        valid range (linear).
     """
     args = _level_args(p)
     n_full, rem, *rest = args

@@ -96,8 +96,24 @@ class CheckpointLevel:
 
 
 def as_checkpoint_levels(value) -> tuple[CheckpointLevel, ...] | None:
-    """Normalise ``fast_checkpoints``: CheckpointLevel items (or mappings of their
-    fields), fastest first; None or empty for none."""
+    """Normalise ``fast_checkpoints``.
+
+    Parameters
+    ----------
+    value : sequence of CheckpointLevel or of mappings of its fields, or None
+        The fast levels, fastest first.
+
+    Returns
+    -------
+    tuple of CheckpointLevel or None
+        The levels, checked (each interval longer than the one before and a
+        whole multiple of the fastest, `survives` non-decreasing); None for none.
+
+    Raises
+    ------
+    ScenarioError
+        Naming the level and field at fault.
+    """
     if value is None:
         return None
     if isinstance(value, (CheckpointLevel, Mapping, str)) or not is_sequence(value):
@@ -132,7 +148,27 @@ def as_checkpoint_levels(value) -> tuple[CheckpointLevel, ...] | None:
 
 
 def level_multiple(name: str, interval: float, base: float) -> int:
-    """interval / base as a whole number (relative tolerance 1e-9), or a ScenarioError naming `name`."""
+    """Return interval / base as a whole number (relative tolerance 1e-9).
+
+    Parameters
+    ----------
+    name : str
+        The parameter named in the error.
+    interval : float
+        A level's interval (h).
+    base : float
+        The fastest level's interval (h).
+
+    Returns
+    -------
+    int
+        The multiple, >= 1.
+
+    Raises
+    ------
+    ScenarioError
+        If `interval` is not a whole multiple of `base`.
+    """
     ratio = interval / base
     multiple = round(ratio)
     if multiple < 1 or abs(ratio - multiple) > _MULTIPLE_TOLERANCE * multiple:
@@ -182,6 +218,12 @@ class Scenario:
         Time after a checkpoint write (while the job computes) until that
         checkpoint is durable: asynchronous checkpointing. A failure before then
         loses it, and the next write waits for it.
+    taxonomy : sequence of FailureCategory, optional
+        Failure categories (`relmodel.failures.FailureCategory` items,
+        or a taxonomy object with ``.categories``), not a sweep axis. Each failure
+        draws its category by share, and the queue wait and restart after it
+        are that category's; `restart_cost` and `queue_wait` then hold the
+        share-weighted means (filled in; giving other values is an error).
     fast_checkpoints : sequence of CheckpointLevel, optional
         Checkpoint levels faster than this one (in memory, on peers, on local
         disk), fastest first; not a sweep axis. The scenario's own checkpoint is
@@ -191,12 +233,6 @@ class Scenario:
         Each failure draws which levels survive it (one uniform, so a level that
         survives means every more durable one does) and restores the latest
         restorable checkpoint, paying that level's restart.
-    taxonomy : sequence of FailureCategory, optional
-        Failure categories (`relmodel.failures.FailureCategory` items,
-        or a taxonomy object with ``.categories``), not a sweep axis. Each failure
-        draws its category by share, and the queue wait and restart after it
-        are that category's; `restart_cost` and `queue_wait` then hold the
-        share-weighted means (filled in; giving other values is an error).
     failure_model : object, optional
         A model from `relmodel.failures` (`Exponential`, `Weibull`,
         `LemonMixture`, `TaxonomyMixture`) instead of the flat fields: it fills
