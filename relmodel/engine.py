@@ -42,7 +42,7 @@ _NO_LEVELS = (np.zeros(0, np.int64), np.zeros((0, N_LEVEL_PARAMS)))
 # (only when a persisting write can make the next one wait): about a second.
 MAX_WAITING_POSITIONS = 2_000_000
 MAX_LEVEL_CYCLE = 1 << 20  # lcm of the level multiples: the pattern of levels repeats after it
-MAX_JUMP_CYCLE = 1 << 12  # longer cycles step (their tables would outgrow the cache)
+MAX_JUMP_CYCLE = 1 << 10  # longer cycles step (the kernels scan a cycle's table per failure)
 _NO_CYCLE = (np.zeros(0), np.zeros(0, np.int64))
 
 

@@ -442,7 +442,7 @@ cdef inline int64_t cycle_position_at(double x, const double* value, int64_t m, 
                                       int64_t n_full) noexcept nogil:
     """The last position (<= n_full) whose write has ended by path value x (0 if none)."""
     cdef double per_cycle, base
-    cdef int64_t q, lo, hi, mid, j
+    cdef int64_t q, lo, j, r
     if x < 0.0:
         return 0
     per_cycle = value[m]
@@ -451,15 +451,10 @@ cdef inline int64_t cycle_position_at(double x, const double* value, int64_t m, 
         q -= 1
     while <double>(q + 1) * per_cycle <= x:
         q += 1
-    lo = 0
-    hi = m - 1
     base = <double>q * per_cycle
-    while lo < hi:
-        mid = (lo + hi + 1) >> 1
-        if base + value[mid] <= x:
-            lo = mid
-        else:
-            hi = mid - 1
+    lo = 0
+    for r in range(1, m):  # a count of the offsets reached, as in timeline_numba
+        lo += base + value[r] <= x
     j = q * m + lo
     return j if j < n_full else n_full
 
@@ -636,7 +631,7 @@ cdef JobResult simulate_levels_job(const double* p, const double* rate_cdf, cons
             else:
                 path = val + (fail_at - now)
         now = fail_at
-        for k in range(top + 1):  # writes durable by now are kept, the others dropped
+        for k in range(0 if jump else top + 1):  # writes durable by now are kept (none pend when jumping)
             if pend_pos[k] >= 0.0 and pend_at[k] <= now:
                 latest_pos[k] = pend_pos[k]
                 latest_val[k] = pend_val[k]
