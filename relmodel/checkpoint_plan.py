@@ -24,10 +24,10 @@ import warnings
 
 import numpy as np
 
-from .closed_form import MIN_INTERVAL, ClosedFormWarning, ettr, levels_point_ettr, optimal_interval
+from .closed_form import MIN_INTERVAL, ClosedFormWarning, ettr, levels_point_ettr, linear_valid, optimal_interval
 from .engine import check_run_args
 from .errors import ParameterError
-from .scenario import CheckpointLevel, Scenario, as_scenario
+from .scenario import Scenario, as_scenario
 from .simulate import simulate
 from .units import format_hours
 
@@ -128,7 +128,7 @@ class CheckpointPlan:
         lines = [f"{'strategy':<13} {'intervals (fast..durable)':<28} {'ETTR':>7} {'first order':>12} "
                  f"{'simulated (95% CI)':>22} {'vs best':>8}"]
         for s in self.strategies:
-            intervals = " / ".join(_short(v) for v in s.intervals_h.values())
+            intervals = " / ".join(format_hours(v) for v in s.intervals_h.values())
             first = f"{s.ettr_first_order:.4f}" + (" " if s.first_order_valid else "!")
             simulated = (f"{s.simulated:.4f} +- {1.96 * s.simulated_se:.5f}" if s.simulated_jobs
                          else "not simulated")
@@ -137,10 +137,6 @@ class CheckpointPlan:
         if not all(s.first_order_valid for s in self.strategies):
             lines.append("  ! the first-order form is outside its range there: use the exact ETTR")
         return "\n".join(lines)
-
-
-def _short(hours: float) -> str:
-    return format_hours(hours)
 
 
 def strategy_scenarios(sc: Scenario) -> dict[str, Scenario]:
@@ -323,8 +319,6 @@ def plan_checkpoints(scenario, *, strategies=None, n_jobs: int = 20_000, seed: i
                 first, reason = levels_point_ettr(best, "linear")
                 valid = reason is None
             else:
-                from .closed_form import linear_valid
-
                 first, valid = ettr(best, "linear"), linear_valid(best)
         simulated = se = math.nan
         if n_jobs:
@@ -334,5 +328,4 @@ def plan_checkpoints(scenario, *, strategies=None, n_jobs: int = 20_000, seed: i
     return CheckpointPlan(tuple(sorted(out, key=lambda s: -s.ettr)))
 
 
-__all__ = ["CheckpointLevel", "CheckpointPlan", "StrategyPlan", "STRATEGIES", "best_intervals", "plan_checkpoints",
-           "strategy_scenarios"]
+__all__ = ["CheckpointPlan", "StrategyPlan", "STRATEGIES", "best_intervals", "plan_checkpoints", "strategy_scenarios"]

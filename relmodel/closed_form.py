@@ -531,15 +531,16 @@ def ettr_arrays(sc: Scenario, method: str = "renewal", at: str = "given") -> np.
         One value per point, in scenario index order.
     """
     cols, undefined = _columns_at(sc, at)
-    return _ettr_values(sc, cols, undefined, method)
+    return _ettr_values(sc, cols, undefined, method)[0]
 
 
-def _ettr_values(sc: Scenario, cols: dict, undefined: np.ndarray, method: str) -> np.ndarray:
+def _ettr_values(sc: Scenario, cols: dict, undefined: np.ndarray, method: str) -> tuple[np.ndarray, list]:
+    """The form at every point, and the reasons it is NaN or not trusted at points with levels."""
     values = _linear_ettr(cols) if method == "linear" else _renewal_ettr(sc, cols)
-    leveled = level_points(sc)
+    leveled, reasons = level_points(sc), []
     if leveled.size:
-        values[leveled] = _levels_values(sc, leveled, method)[0]
-    return np.where(undefined, np.nan, values)
+        values[leveled], reasons = _levels_values(sc, leveled, method)
+    return np.where(undefined, np.nan, values), reasons
 
 
 def ettr(scenario, method: str = "renewal", *, at: str = "given"):
@@ -553,6 +554,14 @@ def ettr(scenario, method: str = "renewal", *, at: str = "given"):
     q; NaN, with a ClosedFormWarning, where its numerator is <= 0, and a
     ClosedFormWarning wherever it strays from the exact renewal form by more
     than LINEAR_TOLERANCE (2 %, relative; `linear_deviation` gives the gap).
+
+    At points with checkpoint levels (``checkpoint_persist`` > 0 or
+    ``fast_checkpoints``), "renewal" is the exact form of
+    `levels_closed_form.levels_expected_wall` and "linear" its first-order
+    form (`levels_point_ettr`); where either does not hold (a write that waits
+    for persistence, Weibull failures, a large lemon mixture; the first-order
+    form out of its range) a ClosedFormWarning says why. `at` must then be
+    "given" (`plan_checkpoints` finds the best intervals per level).
 
     Parameters
     ----------
@@ -585,23 +594,21 @@ def ettr(scenario, method: str = "renewal", *, at: str = "given"):
         raise ParameterError("method", f"unknown ETTR method {method!r}; use one of {ETTR_METHODS}")
     if at != "given" and at not in INTERVAL_METHODS:
         raise ParameterError("at", f"use 'given' or one of {INTERVAL_METHODS} (got {at!r})")
-    cols, undefined = _columns_at(sc, at)
     leveled = level_points(sc)
     if leveled.size and at != "given":
         raise ParameterError("at", "the optimal intervals of young, daly and exact ignore checkpoint levels; "
                                    "rm.plan_checkpoints finds the best intervals per level")
-    values = _ettr_values(sc, cols, undefined, method)
+    cols, undefined = _columns_at(sc, at)
+    values, reasons = _ettr_values(sc, cols, undefined, method)
     plain = np.ones(values.size, bool)
     plain[leveled] = False
     if np.isnan(values[plain]).any():
         reason = ("its numerator 1 - lam (u0 + dt/2) is <= 0" if method == "linear"
                   else "it needs exponential failures (weibull_shape = 1)")
         warnings.warn(f"{method} ETTR is NaN where {reason}", ClosedFormWarning, stacklevel=2)
-    if leveled.size:
-        _, reasons = _levels_values(sc, leveled, method)
-        for reason in sorted(set(reasons)):
-            warnings.warn(f"{method} ETTR with checkpoint levels is NaN or not trusted where {reason}",
-                          ClosedFormWarning, stacklevel=2)
+    for reason in sorted(set(reasons)):
+        warnings.warn(f"{method} ETTR with checkpoint levels is NaN or not trusted where {reason}",
+                      ClosedFormWarning, stacklevel=2)
     if method == "linear":
         exact = _renewal_ettr(sc, cols, exponential=True)
         if leveled.size:

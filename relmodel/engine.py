@@ -111,9 +111,8 @@ def pack_points(points) -> Packed:
         base = p.fast_checkpoints[0].interval if p.fast_checkpoints else p.checkpoint_interval
         n_full, remainder = split_work(p.work, base)
         if mult.size:
-            ff_ckpt, ff_level = failure_free_levels(n_full, base, mult, table)
-            ff_wait = ff_level[-1]
-            written = ff_level[0][:, L_WRITES] > 0
+            ff_ckpt, ff_level, ff_wait = failure_free_levels(n_full, base, mult, table)
+            written = ff_level[:, L_WRITES] > 0
             ckpt = float(table[written, V_COST].max(initial=0.0))  # the longest write a job must get through
         else:
             ff_ckpt, ff_level, ff_wait, ckpt = n_full * p.checkpoint_cost, None, 0.0, p.checkpoint_cost
@@ -145,7 +144,7 @@ def pack_points(points) -> Packed:
     ff_level_stats = np.zeros((len(rows), n_levels, N_LEVEL_STATS))
     for i, ff in enumerate(ff_levels):
         if ff is not None:
-            ff_level_stats[i, :ff[0].shape[0]] = ff[0]
+            ff_level_stats[i, :ff.shape[0]] = ff
     return Packed(
         params=params,
         rate_cdf=np.concatenate(cdfs),
@@ -223,8 +222,8 @@ def position_levels(mult: np.ndarray, positions: np.ndarray) -> np.ndarray:
 
 
 def failure_free_levels(n_full: int, base: float, mult: np.ndarray, table: np.ndarray):
-    """The failure-free job of a level row: (checkpoint time, per-level stats
-    (levels, N_LEVEL_STATS) with writes and waits, total wait as the last item).
+    """The failure-free job of a level row: (its checkpoint time, per-level stats
+    (levels, N_LEVEL_STATS) with writes and waits, its total wait).
 
     Waits, when a persisting write can make the next one of its level wait,
     are stepped through with the kernels' own clock operations, so a job
@@ -238,11 +237,11 @@ def failure_free_levels(n_full: int, base: float, mult: np.ndarray, table: np.nd
     writes = full * per_cycle + np.bincount(position_levels(mult, np.arange(1, part + 1)), minlength=n_levels)
     stats[:, L_WRITES] = writes
     ckpt = 0.0
-    for lv in range(n_levels):  # in level order: both the packing and a test know this sum
+    for lv in range(n_levels):  # the checkpoint time the kernels give every finished job
         ckpt += float(writes[lv]) * table[lv, V_COST]
     can_wait = table[:, V_PERSIST] > mult * base  # the kernels' test: else writes of a level are an interval apart
     if not can_wait.any():
-        return ckpt, (stats, 0.0)
+        return ckpt, stats, 0.0
     if n_full > MAX_WAITING_POSITIONS:
         raise ScenarioError("checkpoint_persist", f"persisting longer than a level's interval makes writes wait; "
                             f"that is modelled for up to {MAX_WAITING_POSITIONS} positions of the fastest level "
@@ -258,7 +257,7 @@ def failure_free_levels(n_full: int, base: float, mult: np.ndarray, table: np.nd
             now = durable_at[lv]
         now = now + table[lv, V_COST]
         durable_at[lv] = now + table[lv, V_PERSIST]
-    return ckpt, (stats, wait_total)
+    return ckpt, stats, wait_total
 
 
 @dataclass
@@ -292,13 +291,13 @@ _ROW_VALUES = N_PARAMS + N_STATS + (N_BINS + 1) + 64
 _JOB_VALUES = N_JOB_FIELDS + 2
 
 
-def check_run_memory(n_rows: int, n_jobs: int, n_categories: int, keep_jobs: bool):
+def check_run_memory(n_rows: int, n_jobs: int, n_categories: int, keep_jobs: bool, n_levels: int = 0):
     """Refuse up front a run whose arrays would not fit in memory, naming what to change."""
-    per_row = 8 * (_ROW_VALUES + n_categories * N_CAT_STATS)
+    per_row = 8 * (_ROW_VALUES + n_categories * N_CAT_STATS + n_levels * N_LEVEL_STATS)
     check_memory("scenario", n_rows * per_row,
                  f"the sums of {n_rows} scenario points (a study, `relmodel sweep`, writes them chunk by chunk)")
     if keep_jobs:
-        per_job = 8 * (_JOB_VALUES + n_categories * N_CAT_STATS)
+        per_job = 8 * (_JOB_VALUES + n_categories * N_CAT_STATS + n_levels * N_LEVEL_STATS)
         check_memory("keep_jobs", n_rows * (per_row + n_jobs * per_job),
                      f"{n_jobs} jobs x {n_rows} scenario point(s) kept job by job")
 
@@ -410,8 +409,9 @@ def expected_events(packed: Packed, n_jobs: int, max_failures: int = DEFAULT_MAX
     per_job = expected_failures(lam, p[:, P_N_FULL], p[:, P_INTERVAL], p[:, P_CKPT], p[:, P_REMAINDER],
                                 p[:, P_RESTART])
     per_job = np.minimum(np.nan_to_num(per_job, nan=max_failures, posinf=max_failures), max_failures)
-    # The level path steps through every position of the fastest level.
-    per_job = per_job + np.where(packed.has_levels, p[:, P_N_FULL], 0.0)
+    # Level rows without cycle tables step through every position of the fastest level.
+    stepping = packed.has_levels & (np.diff(packed.cyc_value_offset) == 0)
+    per_job = per_job + np.where(stepping, p[:, P_N_FULL], 0.0)
     return float(n_jobs * np.sum(1.0 + per_job))
 
 
@@ -550,7 +550,7 @@ def run(packed: Packed, n_jobs: int, seed: int, backend: str = "numba", *, scena
                          "simulation kernels")
     kernel = get_backend(backend)  # after the note: the Numba kernel compiles (or loads) at import
     n_rows = packed.params.shape[0]
-    check_run_memory(n_rows, n_jobs, packed.n_categories, keep_jobs)
+    check_run_memory(n_rows, n_jobs, packed.n_categories, keep_jobs, packed.n_levels)
     keys = np.arange(n_rows, dtype=np.uint64) if scenario_keys is None else np.asarray(scenario_keys)
     if keys.shape != (n_rows,) or keys.dtype.kind not in "iu" or keys.min() < 0 or keys.max() >= 2**32:
         raise ParameterError("scenario_keys", f"need {n_rows} integers in [0, 2**32) (got {scenario_keys!r})")

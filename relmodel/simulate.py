@@ -108,7 +108,8 @@ def simulate(scenario, n_jobs: int = 100_000, seed: int = 0, backend: str = "num
     callback = progress if callable(progress) else None
     progress = callback is None and check_flag("progress", progress)
     quantiles = check_levels("quantiles", quantiles)
-    check_run_memory(sc.size, n_jobs, len(sc.taxonomy or ()), keep_jobs)
+    check_run_memory(sc.size, n_jobs, len(sc.taxonomy or ()), keep_jobs,
+                     len(sc.fast_checkpoints) + 1 if sc.fast_checkpoints else int(sc.has_levels))
     packed = pack(sc)
     backend = resolve_backend(backend, packed, n_jobs, max_failures, keep_jobs)
     bar = None

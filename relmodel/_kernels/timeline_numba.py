@@ -13,6 +13,12 @@ two or more categories), and the queue wait and restart after it are that
 category's; a failure during a restart draws again. An exponential queue wait
 is one more exponential.
 
+With checkpoint levels (a row with a level table) a job runs
+`simulate_levels_job` instead: fast levels and writes that persist after they
+block, each failure drawing which levels survive it (one uniform) after its
+category. It jumps from one failure to the next with per-cycle tables where no
+write can wait, and steps position by position where one can.
+
 Speed: a block first makes word 0 of all its jobs at once (SIMD across jobs)
 and settles every job whose first failure falls after its failure-free end
 without simulating it; the other jobs draw their words in batches of
