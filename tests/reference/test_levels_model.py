@@ -41,37 +41,42 @@ def assert_agrees_with_reference(sc: rm.Scenario, n_jobs: int, seed: int = 0):
     ds = rm.simulate(sc, n_jobs=n_jobs, seed=seed, backend="numba")
     ref = simulate_levels(reference_fields(sc), n_jobs, seed + 1)
     ettr, se = ratio_and_se(sc.work, ref["wall"])
-    z = (float(ds.ettr) - ettr) / np.hypot(float(ds.ettr_se), se)
-    assert abs(z) < 4, f"kernel {float(ds.ettr)} vs reference {ettr} ({z:.1f} SE) for {sc}"
+    gap, se_both = abs(float(ds.ettr) - ettr), np.hypot(float(ds.ettr_se), se)
+    # (+1e-12: every job alike, e.g. free writes and restarts, gives no spread at all)
+    assert gap < 4 * se_both + 1e-12, f"kernel {float(ds.ettr)} vs reference {ettr} ({gap / se_both:.1f} SE) for {sc}"
     if sc.fast_checkpoints:  # per level: writes and restores per job
         for name, key in (("writes_by_level", "writes"), ("restores_by_level", "restores")):
             ref_mean = ref[key].mean(axis=0)
             ref_se = ref[key].std(axis=0, ddof=1) / np.sqrt(n_jobs)
-            assert np.all(np.abs(ds[name].values - ref_mean) <= 5 * np.sqrt(2) * ref_se + 1e-9), (name, sc)
+            # Beside 5 SE of the difference, 10 events over all jobs: a rare level's count can be 0 in one sample.
+            assert np.all(np.abs(ds[name].values - ref_mean) <= 5 * np.sqrt(2) * ref_se + 10 / n_jobs), (name, sc)
 
 
 # Failure rates that give a few failures per job: every path of the model is taken.
+# (At most 64 nodes: a job failure rate of at most 0.14 an hour, so no drawn job is
+# hopeless and the plain reference, which has no cap but an error, stays quick.)
 _BASE = scenarios(
-    n_gpus=st.sampled_from([64, 512, 2048]), failure_rate=st.floats(5e-3, 5e-2), checkpoint_interval=st.floats(1.0, 3.0),
-    work=st.floats(4.0, 24.0), laws=("exponential", "weibull"),
+    n_gpus=st.sampled_from([64, 256, 512]), gpus_per_node=8, failure_rate=st.floats(5e-3, 5e-2),
+    checkpoint_interval=st.floats(1.0, 3.0), work=st.floats(2.0, 12.0), laws=("exponential", "weibull"),
 )
 
 
 @settings(max_examples=10)
 @given(level_scenarios(base=_BASE, max_fast_levels=2, max_multiple=6))
 def test_kernel_agrees_with_the_plain_reference_over_drawn_level_sets(sc):
-    assert_agrees_with_reference(sc, n_jobs=3000)
+    assert_agrees_with_reference(sc, n_jobs=2000)
 
 
 @settings(max_examples=15)
-@given(level_scenarios(base=scenarios(n_gpus=st.sampled_from([256, 2048, 16384]), failure_rate=st.floats(1e-3, 3e-2),
-                                      checkpoint_interval=st.floats(0.25, 4.0), work=st.floats(12.0, 24 * 14.0),
-                                      laws=("exponential", "lemon")),
+@given(level_scenarios(base=scenarios(n_gpus=st.sampled_from([256, 2048, 16384]), gpus_per_node=8,
+                                      failure_rate=st.floats(1e-3, 3e-2), checkpoint_interval=st.floats(0.25, 4.0),
+                                      work=st.floats(12.0, 24 * 14.0), laws=("exponential", "lemon")),
                        max_fast_levels=2, max_multiple=12, waits=False))
 def test_kernel_agrees_with_the_exact_form_over_drawn_level_sets(sc):
     """Exponential failures (lemon mixtures too), no write waiting: the exact form holds."""
     exact = rm.ettr(sc, method="renewal")
     assume(exact == exact)  # a lemon mixture of too many rates: NaN, with a warning
+    assume(exact > 0.05)  # not a run whose jobs mostly hit the failure cap (there a capped estimate)
     ds = rm.simulate(sc, n_jobs=4000, seed=7)
     assert abs(float(ds.ettr) - exact) < 4 * float(ds.ettr_se) + 1e-12, (float(ds.ettr), exact, sc)
 
