@@ -208,3 +208,22 @@ def test_simulation_agrees_with_the_plain_event_simulation(law):
     if sc.weibull_shape == 1.0:  # the renewal form is exact here: the reference simulation agrees with it too
         wall = reference["wall"]
         assert abs(sc.work / rm.ettr(sc, "renewal") - wall.mean()) < 5 * wall.std() / math.sqrt(wall.size)
+
+
+@given(sc=scenarios(extreme=True, laws=("exponential",)), multiple=st.integers(2, 6),
+       fast_restart=st.sampled_from([0.0, 1 / 60, 1.0]))
+def test_levels_that_never_survive_give_the_high_precision_renewal_reference(sc, multiple, fast_restart):
+    """Over the edges of the valid space, through `rm.ettr`: a fast level of no cost whose
+    checkpoints never survive a failure, and a durable write that persists at once, is the
+    plain model at the durable interval (the levels' exact form against the 40-digit reference)."""
+    fast = rm.CheckpointLevel(sc.checkpoint_interval / multiple, cost=0.0, restart=fast_restart, survives=0.0)
+    leveled = sc.sweep(fast_checkpoints=(fast,))
+    n_fast, rest_fast = rm.scenario.split_work(sc.work, fast.interval)
+    n_plain, rest_plain = rm.scenario.split_work(sc.work, sc.checkpoint_interval)
+    # (The exact-multiple rounding rule works on each interval: keep draws where both read the work alike.)
+    assume(n_fast // multiple == n_plain and n_fast < 2**36)
+    assume(rest_plain == pytest.approx((n_fast % multiple) * fast.interval + rest_fast, rel=1e-12, abs=1e-300))
+    got = quiet(rm.ettr, leveled, "renewal")
+    want = ref.renewal_ettr(fields(sc))
+    assert 0.0 <= got <= 1.0
+    assert got == pytest.approx(want, rel=1e-9, abs=1e-300)
