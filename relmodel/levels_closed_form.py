@@ -34,13 +34,6 @@ _PERIOD_RTOL = 4 * np.finfo(float).eps  # "periodic": equal to this, relative (r
 _PATTERN_MAX = 10**6  # longest level pattern (lcm of the multiples) scanned position by position
 
 
-def _lcm(values) -> int:
-    out = 1
-    for v in values:
-        out = out * int(v) // math.gcd(out, int(v))
-    return out
-
-
 class _Levels:
     """The levels, checked, with the constants both forms share."""
 
@@ -75,7 +68,7 @@ class _Levels:
                              f"(got {categories!r})")
         self.categories = [(s / total, r, q) for s, r, q in cats]
         self.mean_queue = sum(s * q for s, _, q in self.categories)
-        self.period = _lcm(self.m)
+        self.period = math.lcm(*self.m)
         self._pattern = None
         if self.period <= _PATTERN_MAX:
             j = np.arange(self.period)
@@ -498,7 +491,7 @@ def _failure_free_wall(n_full, rem, lv: _Levels) -> float:
         count = 0
         for mask in range(1 << len(higher)):
             chosen = [higher[i] for i in range(len(higher)) if mask >> i & 1]
-            count += (-1) ** len(chosen) * (n_full // _lcm([lv.m[l], *chosen]))
+            count += (-1) ** len(chosen) * (n_full // math.lcm(lv.m[l], *chosen))
         total += count * lv.cost[l]
     return total
 

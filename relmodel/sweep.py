@@ -121,14 +121,6 @@ def _template(study: Study, chunks) -> xr.Dataset:
     return xr.Dataset(data_vars, coords=labels.grid_coords(sc, quantiles=QUANTILES, components=COMPONENTS))
 
 
-def _stored_components(store: Path) -> list | None:
-    """The `component` coordinate of a store, or None if it has none."""
-    import zarr
-
-    group = zarr.open_group(store, mode="r", zarr_format=ZARR_FORMAT, use_consolidated=False)
-    return [str(c) for c in group["component"][:]] if "component" in group else None
-
-
 def _store_attrs(study: Study, source: str, label: str, chunks) -> dict:
     return labels.provenance(
         "relmodel study", study_fingerprint=study.fingerprint(), study_file=label, study_source=source,
@@ -180,7 +172,8 @@ def open_or_create(study: Study, store: Path, source: str, label: str = "") -> t
         stores.create_atomically(store, build)
         return chunks
     try:
-        attrs = dict(zarr.open_group(store, mode="r", zarr_format=ZARR_FORMAT, use_consolidated=False).attrs)
+        group = zarr.open_group(store, mode="r", zarr_format=ZARR_FORMAT, use_consolidated=False)
+        attrs = dict(group.attrs)
         chunks = tuple(int(c) for c in attrs["chunks"])
     except Exception as err:  # not a zarr group, or not one of ours
         reason = f"{type(err).__name__}: {err}".splitlines()[0]
@@ -197,9 +190,9 @@ def open_or_create(study: Study, store: Path, source: str, label: str = "") -> t
         raise StudyError(str(store), f"was started by relmodel {attrs.get('relmodel_version', '?')} with the random "
                                      f"stream {stream!r}; this relmodel draws {RNG_STREAM!r}: finish it with that "
                                      f"version, or delete {store} to run it again")
-    if "time_mean" in study.outputs:
-        components = _stored_components(store)
-        if components is not None and components != list(COMPONENTS):
+    if "time_mean" in study.outputs and "component" in group:
+        components = [str(c) for c in group["component"][:]]
+        if components != list(COMPONENTS):
             # Chunks with another component list would not line up with the ones already written.
             raise StudyError(str(store), f"was started by relmodel {attrs.get('relmodel_version', '?')}, whose "
                                          f"time_mean has the components {components}; this relmodel writes "

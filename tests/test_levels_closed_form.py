@@ -389,7 +389,7 @@ FIRST_ORDER_LEVELS = {
 @pytest.mark.parametrize("levels", FIRST_ORDER_LEVELS.values(), ids=FIRST_ORDER_LEVELS.keys())
 def test_first_order_is_close_to_exact_when_failures_are_rare(levels):
     d0 = 0.5
-    n_full = lcf._lcm(levels[0]) * 10**6  # whole periods: no partial one at the end
+    n_full = math.lcm(*levels[0]) * 10**6  # whole periods: no partial one at the end
     gaps = []
     for lam in (1e-4, 1e-3, 1e-2):
         assert lam * d0 * levels[0][-1] <= 0.03

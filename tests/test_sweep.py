@@ -136,6 +136,20 @@ def test_a_store_from_another_random_stream_is_not_resumed(tmp_path):
         run_study(study, out, progress=False)
 
 
+def test_a_store_with_other_time_components_is_not_resumed(tmp_path, monkeypatch):
+    """A store begun before `persist_wait` joined time_mean (5 components) is refused by
+    name: new chunks would not line up with the ones written."""
+    from relmodel import sweep
+
+    out = tmp_path / "s.zarr"
+    study = parse_study(STUDY)
+    with monkeypatch.context() as patch:
+        patch.setattr(sweep, "COMPONENTS", sweep.COMPONENTS[:5])
+        sweep.open_or_create(study, out, STUDY)  # the template of a relmodel before checkpoint levels
+    with pytest.raises(StudyError, match="whose time_mean has the components"):
+        run_study(study, out, progress=False)
+
+
 def test_compare_and_figures_work_on_a_study(tmp_path, reference):
     cmp = rm.compare(reference)
     assert np.all(np.abs(cmp.z_renewal) < 4)
