@@ -170,9 +170,24 @@ def _ettr(sc: Scenario, method: str) -> float:
         return ettr(sc, method)
 
 
-def _with_intervals(sc: Scenario, fastest: float, multiple: int) -> Scenario:
-    """`sc` with its fastest interval `fastest`, the other fast levels keeping their multiples of it,
-    and the durable interval `multiple` times it."""
+def with_intervals(sc: Scenario, fastest: float, multiple: int) -> Scenario:
+    """Return `sc` with its fastest interval moved, the other fast levels keeping their multiples of it.
+
+    Parameters
+    ----------
+    sc : Scenario
+        A scalar scenario.
+    fastest : float
+        The new fastest interval (h): the first fast level's, or without fast
+        levels the scenario's own `checkpoint_interval`.
+    multiple : int
+        The durable interval over the fastest (ignored without fast levels).
+
+    Returns
+    -------
+    Scenario
+        The scenario at those intervals.
+    """
     fast = sc.fast_checkpoints
     if not fast:
         return sc.sweep(checkpoint_interval=fastest)
@@ -182,7 +197,7 @@ def _with_intervals(sc: Scenario, fastest: float, multiple: int) -> Scenario:
 
 
 def _score(sc: Scenario, fastest: float, multiple: int, method: str) -> float:
-    value = _ettr(_with_intervals(sc, fastest, multiple), method)
+    value = _ettr(with_intervals(sc, fastest, multiple), method)
     return -math.inf if math.isnan(value) else float(value)
 
 
@@ -246,7 +261,7 @@ def best_intervals(sc: Scenario) -> Scenario:
 
     if not sc.fast_checkpoints:
         _, fastest = _best_fastest(sc, 1, *bounds(1), "renewal")
-        return _with_intervals(sc, fastest, 1)
+        return with_intervals(sc, fastest, 1)
     first = int(own[-1]) + 1
     ladder = sorted({first, *(m for m in _MULTIPLE_LADDER if m > first)})
     ranked = sorted(ladder, key=lambda m: -_best_fastest(sc, m, *bounds(m), "linear")[0])
@@ -262,7 +277,7 @@ def best_intervals(sc: Scenario) -> Scenario:
                 break
             m += step
     best_m = max(exact, key=lambda m: exact[m][0])
-    return _with_intervals(sc, exact[best_m][1], best_m)
+    return with_intervals(sc, exact[best_m][1], best_m)
 
 
 def plan_checkpoints(scenario, *, strategies=None, n_jobs: int = 20_000, seed: int = 0,
@@ -328,4 +343,5 @@ def plan_checkpoints(scenario, *, strategies=None, n_jobs: int = 20_000, seed: i
     return CheckpointPlan(tuple(sorted(out, key=lambda s: -s.ettr)))
 
 
-__all__ = ["CheckpointPlan", "StrategyPlan", "STRATEGIES", "best_intervals", "plan_checkpoints", "strategy_scenarios"]
+__all__ = ["CheckpointPlan", "StrategyPlan", "STRATEGIES", "best_intervals", "plan_checkpoints", "strategy_scenarios",
+           "with_intervals"]
