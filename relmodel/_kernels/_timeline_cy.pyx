@@ -558,7 +558,6 @@ cdef JobResult simulate_levels_job(const double* p, const double* rate_cdf, cons
                 lv_acc[k * N_LEVEL_STATS + L_WRITES] += <double>((q_last - q_pos) * cyc_index[row + m]
                                                                  + cyc_index[row + r_last] - cyc_index[row + r_pos])
             if finish:
-                now += end_value - val
                 finished = True
                 break
             path = val + span

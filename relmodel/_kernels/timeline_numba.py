@@ -395,7 +395,6 @@ def simulate_levels_job(p, rate_cdf, rate_value, cat_cdf, cat_restart, cat_queue
                 lv_acc[k, L_WRITES] += float((q_last - q_pos) * cyc_index[row + m] + cyc_index[row + r_last]
                                              - cyc_index[row + r_pos])
             if finish:
-                now += end_value - val
                 finished = True
                 break
             path = val + span
