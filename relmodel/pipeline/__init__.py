@@ -5,11 +5,15 @@ For example::
 
     import relmodel as rm
     rm.pipeline.iteration_time(stages=4, replicas=4, microbatches=8, fwd=1.0, bwd_input=1.0,
-                               bwd_weight=1.0, strategy="recycle", failed={0: 1})   # 33.0
+                               bwd_weight=1.0, strategy="recycle", failed={1: 1})   # 33.0
+    profile = rm.pipeline.stage_profile("gpt3-175b", "a100-80gb", stages=8, tensor_parallel=8)
+    cfg = profile.config(replicas=8, microbatches=16)      # task times (s) and memory from model sizes
 
 Layers: `graph` builds task arrays, `schedule` runs them (the kernels in
-`relmodel.pipeline._schedule_kernel`), `recycle` and `strategies` give each strategy's
-steady state, `runs` integrates them along failure paths, `datasets` labels.
+`relmodel.pipeline._schedule_kernel`), `planner` plans ReCycle's adapted iteration
+(`plan_exact` its exact search, `_plan_kernel` its list scheduler), `recycle` and
+`strategies` give each strategy's steady state, `sizing` turns model sizes into task
+times and memory, `runs` integrates them along failure paths, `datasets` labels.
 """
 
 from .config import (
@@ -18,6 +22,7 @@ from .config import (
                      ORDERS,
                      PipelineConfig,
                      PipelineError,
+                     StageMemory,
                      failed_workers,
                      spread_failures,
 )
@@ -32,7 +37,9 @@ from .datasets import (
                      throughput_table,
 )
 from .plot import throughput_figure
-from .recycle import recycle_schedule
+from .planner import PLAN_METHODS, AdaptedPlan, PlannerWarning, lower_bound
+from .recycle import recycle_plan, recycle_schedule
+from .sizing import GPUS, MODELS, GPUSpec, ModelSpec, StageProfile, gpu_preset, model_preset, stage_profile
 from .runs import RunModel
 from .schedule import DeadlockError, Schedule, fault_free
 from .strategies import (
@@ -47,7 +54,21 @@ from .strategies import (
 from .traces import Trace, TraceError, read_trace
 
 __all__ = [
+    "AdaptedPlan",
     "BACKWARDS",
+    "GPUS",
+    "GPUSpec",
+    "MODELS",
+    "ModelSpec",
+    "PLAN_METHODS",
+    "PlannerWarning",
+    "StageMemory",
+    "StageProfile",
+    "gpu_preset",
+    "lower_bound",
+    "model_preset",
+    "recycle_plan",
+    "stage_profile",
     "DeadlockError",
     "OPTIMIZERS",
     "ORDERS",

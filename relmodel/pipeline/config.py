@@ -144,6 +144,9 @@ class PipelineConfig:
         `p2p_delay` when None.
     optimizer_time : float, default 0.0
         All-reduce plus optimizer step per iteration.
+    memory : StageMemory, optional
+        Each worker's memory budget and what a stage keeps in it; None for
+        no limit. Schedules that need more are not offered.
 
     Raises
     ------
@@ -163,6 +166,7 @@ class PipelineConfig:
     p2p_delay: float = 0.0
     reroute_delay: float | None = None
     optimizer_time: float = 0.0
+    memory: "StageMemory | None" = None
 
     def __post_init__(self):
         put = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731 (frozen)
@@ -186,6 +190,11 @@ class PipelineConfig:
         put("reroute_delay", self.p2p_delay if self.reroute_delay is None
             else check_time("reroute_delay", self.reroute_delay))
         put("optimizer_time", check_time("optimizer_time", self.optimizer_time))
+        if self.memory is not None:
+            if not isinstance(self.memory, StageMemory):
+                raise PipelineError("memory", f"must be a StageMemory or None (got {type(self.memory).__name__})")
+            if len(self.memory.static) != p:
+                raise PipelineError("memory", f"needs one entry per stage ({p}), got {len(self.memory.static)}")
         check_clock(self, SIMULATED_ITERATIONS)
 
     @property
@@ -222,6 +231,69 @@ class PipelineConfig:
             The new configuration (validated).
         """
         return dataclasses.replace(self, **changes)
+
+
+def _stage_bytes(name: str, value) -> tuple[float, ...]:
+    if isinstance(value, np.ndarray):
+        value = value.tolist()
+    values = value if isinstance(value, (list, tuple)) else (value,)
+    if not values:
+        raise PipelineError(name, "needs one value per stage (got none)")
+    return tuple(check_time(name, v) for v in values)
+
+
+@dataclasses.dataclass(frozen=True)
+class StageMemory:
+    """What each worker of a stage keeps in memory, against a budget per worker (bytes).
+
+    A worker holds its stage's `static` bytes (parameters, gradients,
+    optimizer state) all the time, and `activation` bytes for every
+    micro-batch from the start of its forward until its backward ends (the W
+    pass with a decoupled backward): the micro-batches "in flight". So stage s
+    holds at most `capacity()[s]` micro-batches at once.
+
+    Parameters
+    ----------
+    budget : float
+        Memory of one worker (GPU), bytes.
+    static : sequence of float
+        Per stage, bytes held all the time.
+    activation : sequence of float
+        Per stage, bytes held per micro-batch in flight (one number or one
+        per stage).
+
+    Raises
+    ------
+    PipelineError
+        If a value is negative or not finite, or the lengths differ.
+    """
+
+    budget: float
+    static: tuple
+    activation: tuple
+
+    def __post_init__(self):
+        put = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731 (frozen)
+        put("budget", check_time("memory.budget", self.budget))
+        put("static", _stage_bytes("memory.static", self.static))
+        activation = _stage_bytes("memory.activation", self.activation)
+        if len(activation) == 1:
+            activation = activation * len(self.static)
+        if len(activation) != len(self.static):
+            raise PipelineError("memory.activation", f"needs one value per stage ({len(self.static)}), "
+                                                     f"got {len(activation)}")
+        put("activation", activation)
+
+    def capacity(self, extra_static=0.0) -> np.ndarray:
+        """Micro-batches in flight each stage can hold (int64 per stage; 0 where
+        even the static part does not fit), with `extra_static` more bytes held
+        per stage (Bamboo's redundant layers)."""
+        free = self.budget - np.asarray(self.static) - np.asarray(extra_static, dtype=float)
+        act = np.asarray(self.activation)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            held = np.where(act > 0, np.floor(free / np.where(act > 0, act, 1.0)), np.inf)
+        held = np.where(free < 0, 0, held)
+        return np.minimum(held, 2**62).astype(np.int64)
 
 
 def check_tasks(stages: int, replicas: int, microbatches: int, n_iterations: int) -> None:

@@ -427,14 +427,18 @@ def failure_set(placement: str, n: int, replicas: int, stages: int, stage: int =
 def recycle_check(stages=(2, 4, 8), replicas=(2, 4, 8), microbatches=(4, 8, 16), n_failures=(1, 2, 3, 4), *,
                   placements=PLACEMENTS, tolerance: float = 0.02, options: StrategyOptions | None = None,
                   **config) -> xr.Dataset:
-    """Compare ReCycle's period against its aim max(T0, max_s L_s t_s) over a grid.
+    """Compare ReCycle's period against its aim max(T0, max_s L_s t_s) and its planner's lower bound over a grid.
 
     T0 is the fault-free period of the configuration (`config`: stage times and
     schedule options of `PipelineConfig`). `fits` marks failure sets whose extra
     load fits the bubble (L_s <= m + p - 1 at every stage); `within` marks
-    periods no more than `tolerance` above the aim. Points where a placement
-    cannot hold n failures, or a stage loses every replica, are NaN.
-    Dims (stages, replicas, microbatches, n_failures, placement).
+    periods no more than `tolerance` above the aim (a plan may beat the aim: its
+    decoupled backward shrinks the bubble T0 has). `lower_bound` is the
+    planner's proven bound, `optimal` whether the period is proven least, and
+    `planning_time` what the planner took (`options.method` says how it
+    plans). Points where a placement cannot hold n failures, or a stage loses
+    every replica, are NaN. Dims (stages, replicas, microbatches, n_failures,
+    placement).
 
     Parameters
     ----------
@@ -458,8 +462,10 @@ def recycle_check(stages=(2, 4, 8), replicas=(2, 4, 8), microbatches=(4, 8, 16),
     Returns
     -------
     xarray.Dataset
-        `period` and `aim` (time units per iteration), `ratio`, `max_load`
-        (micro-batches), `fits` and `within`, with provenance attrs.
+        `period`, `aim` and `lower_bound` (time units per iteration), `ratio`
+        (period / aim), `gap` (period / lower_bound - 1), `optimal`,
+        `planning_time` (s), `max_load` (micro-batches), `fits` and `within`,
+        with provenance attrs.
 
     Raises
     ------
@@ -469,6 +475,7 @@ def recycle_check(stages=(2, 4, 8), replicas=(2, 4, 8), microbatches=(4, 8, 16),
     options = options or StrategyOptions()
     shape = (len(stages), len(replicas), len(microbatches), len(n_failures), len(placements))
     period, aim, fits = np.full(shape, np.nan), np.full(shape, np.nan), np.zeros(shape, dtype=bool)
+    bound, seconds, optimal = np.full(shape, np.nan), np.full(shape, np.nan), np.zeros(shape, dtype=bool)
     max_load = np.zeros(shape, dtype=np.int64)
     for index in np.ndindex(*shape[:3]):
         p, d, m = stages[index[0]], replicas[index[1]], microbatches[index[2]]
@@ -480,12 +487,14 @@ def recycle_check(stages=(2, 4, 8), replicas=(2, 4, 8), microbatches=(4, 8, 16),
                 if mask is None or np.any(mask.all(axis=0)):
                     continue
                 at = index + (i, k)
-                period[at] = evaluate(cfg, "recycle", mask, options).period
+                result = evaluate(cfg, "recycle", mask, options)
+                period[at], bound[at] = result.period, result.load_bound
+                seconds[at], optimal[at] = result.planning_time, bool(result.optimal)
                 aim[at] = max(t0, load_bound(cfg, mask))
                 max_load[at] = int(np.max(-(-(m * d) // (d - mask.sum(axis=0)))))
                 fits[at] = max_load[at] <= m + p - 1
     with np.errstate(invalid="ignore"):
-        ratio = period / aim
+        ratio, gap = period / aim, period / bound - 1.0
     dims = ("stages", "replicas", "microbatches", "n_failures", "placement")
     cfg = PipelineConfig(stages[0], replicas[0], microbatches[0], **config)
     return xr.Dataset(
@@ -493,6 +502,11 @@ def recycle_check(stages=(2, 4, 8), replicas=(2, 4, 8), microbatches=(4, 8, 16),
             "period": (dims, period, {"long_name": "ReCycle steady-state period", "units": "time unit"}),
             "aim": (dims, aim, {"long_name": "max(T0, max_s ceil(m d / (d - f_s)) t_s)", "units": "time unit"}),
             "ratio": (dims, ratio, {"long_name": "period / aim", "units": "1"}),
+            "lower_bound": (dims, bound, {"long_name": "the planner's proven lower bound on the period",
+                                          "units": "time unit"}),
+            "gap": (dims, gap, {"long_name": "period / lower_bound - 1", "units": "1"}),
+            "optimal": (dims, optimal, {"long_name": "period proven least"}),
+            "planning_time": (dims, seconds, {"long_name": "planner's wall time", "units": "s"}),
             "max_load": (dims, max_load, {"long_name": "max_s L_s = ceil(m d / (d - f_s)) (0: not run)",
                                           "units": "micro-batches"}),
             "fits": (dims, fits, {"long_name": "extra load fits the bubble: L_s <= m + p - 1 at every stage"}),

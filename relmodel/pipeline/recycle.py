@@ -1,20 +1,19 @@
 """ReCycle's adaptive pipelining (Gandhi et al., SOSP 2024).
 
 A failed worker's micro-batches are re-routed to its surviving peers at the
-same stage (they hold the same parameters), spread evenly. The survivors keep
-the fault-free schedule: their own tasks are released no earlier than in it,
-and the re-routed tasks, as extra chains in the failed worker's order, go into
-the idle time around them. A greedy list scheduler chooses the merge.
+same stage (they hold the same parameters). The adapted schedule runs with
+ReCycle's two optimisations:
 
-- Decoupled backward: B and W are separate tasks and every W is deferred (a
-  chain of the lowest priority), so weight gradients move into bubbles and
-  make room on the critical path.
+- Decoupled backward: B and W are separate tasks, so weight gradients move
+  into bubbles and make room on the critical path.
 - Staggered optimizer: each stage steps once its own gradients are reduced, so
   the stages drift apart by what their extra load needs.
 
-The planner tries a few plans (which peer takes which micro-batch; re-routed
-tasks at their fault-free priority or ahead of the peer's own) and keeps the
-fastest, as ReCycle's planner picks among schedules.
+Which peer takes each re-routed micro-batch and every worker's order come
+from the planner (`planner`: a proven lower bound, list-scheduling
+heuristics, an exact search), seeded with the simulator's greedy merge
+(`greedy_seeds`: the survivors keep their fault-free order and the re-routed
+tasks go into the idle time around them).
 """
 
 from __future__ import annotations
@@ -25,40 +24,12 @@ import functools
 import numpy as np
 
 from .config import PipelineConfig
-from .graph import build_graph, default_executor, stage_order, task_index
+from .graph import build_graph, stage_order, task_index
+from .planner import ASSIGNMENTS, AdaptedPlan, check_method, plan, reroute
 from .schedule import (N_ITERATIONS, N_MEASURED, Schedule, after_all, check_iterations, fault_free, greedy, measure,
-                       resweep)
+                       resweep, sweep)
 
-ASSIGNMENTS = ("round-robin", "blocks")
 PLANS = tuple((a, first) for a in ASSIGNMENTS for first in (False, True))
-
-
-def reroute(mask: np.ndarray, m: int, assignment: str = "round-robin") -> np.ndarray | None:
-    """executor[r, j, s] with each failed worker's micro-batches spread evenly
-    over its stage's survivors (each runs at most ceil(m d / (d - f_s)));
-    None when a stage has no survivor.
-
-    round-robin: the re-routed (micro-batch, replica) pairs in micro-batch
-    order, dealt to the survivors in turn; blocks: each survivor takes a
-    contiguous run of them.
-    """
-    d, p = mask.shape
-    executor = default_executor(d, m, p)
-    for s in range(p):
-        lost = np.flatnonzero(mask[:, s])
-        if lost.size == 0:
-            continue
-        alive = np.flatnonzero(~mask[:, s])
-        if alive.size == 0:
-            return None
-        if assignment == "round-robin":
-            r, j = np.meshgrid(lost, np.arange(m), indexing="xy")  # micro-batch major
-            peer = np.arange(r.size) % alive.size
-        else:
-            j, r = np.meshgrid(np.arange(m), lost, indexing="xy")  # replica major
-            peer = (np.arange(r.size) * alive.size) // r.size
-        executor[r.ravel(), j.ravel(), s] = alive[peer] * p + s
-    return executor
 
 
 def recycle_kind(cfg: PipelineConfig, decoupled: bool = True, staggered: bool = True) -> PipelineConfig:
@@ -84,18 +55,44 @@ def frozen(schedule: Schedule) -> Schedule:
     return schedule
 
 
+def recycle_plan(cfg: PipelineConfig, mask: np.ndarray, *, decoupled: bool = True, staggered: bool = True,
+                 method: str = "auto", time_limit: float | None = None) -> AdaptedPlan | None:
+    """Return ReCycle's adapted plan for the failed workers in `mask` (see `planner.plan`).
+
+    Parameters
+    ----------
+    cfg : PipelineConfig
+        The pipeline (the plan runs in ReCycle's kind of it, `recycle_kind`).
+    mask : numpy.ndarray
+        (d, p) boolean mask of failed workers; at least one.
+    decoupled : bool, default True
+        Use ReCycle's decoupled backward.
+    staggered : bool, default True
+        Use ReCycle's staggered optimizer step.
+    method : {"auto", "exact", "heuristic"}, default "auto"
+        How to plan.
+    time_limit : float, optional
+        Seconds the exact search may run.
+
+    Returns
+    -------
+    AdaptedPlan or None
+        None when some stage has no survivor, or no room for a micro-batch.
+    """
+    method = check_method(method)
+    kind = recycle_kind(cfg, decoupled, staggered)
+    seeds = () if method == "exact" else greedy_seeds(kind, mask)
+    return plan(kind, mask, method=method, time_limit=time_limit, seed_orders=seeds)
+
+
 def recycle_schedule(cfg: PipelineConfig, mask: np.ndarray, *, decoupled: bool = True, staggered: bool = True,
-                     plans=PLANS, fallback: bool = True, n_iterations: int = N_ITERATIONS,
+                     method: str = "auto", n_iterations: int = N_ITERATIONS,
                      n_measured: int = N_MEASURED) -> Schedule | None:
     """Return ReCycle's schedule for the failed workers in `mask`.
 
     With no failure ReCycle runs the fault-free schedule of `cfg`. Otherwise
-    the planner keeps the fastest of the re-routing `plans` and, with
-    `fallback`, of leaving the broken replicas out (their micro-batches spread
-    over the whole ones, as dropping the pipeline would, in ReCycle's schedule
-    kind). The period is never below the fault-free period (the survivors'
-    tasks keep their slots) nor the busiest survivor's work: a shorter measured
-    period is a transient that the simulated iterations did not outlast.
+    the plan of `recycle_plan` repeated over `n_iterations` iterations; its
+    period is the plan's (the steady state the iterations approach).
 
     Parameters
     ----------
@@ -107,14 +104,12 @@ def recycle_schedule(cfg: PipelineConfig, mask: np.ndarray, *, decoupled: bool =
         Use ReCycle's decoupled backward.
     staggered : bool, default True
         Use ReCycle's staggered optimizer step.
-    plans : tuple of str, default PLANS
-        The re-routing plans tried.
-    fallback : bool, default True
-        Also try leaving the broken replicas out.
+    method : {"auto", "exact", "heuristic"}, default "auto"
+        How to plan.
     n_iterations : int, default N_ITERATIONS
         Iterations simulated.
     n_measured : int, default N_MEASURED
-        Trailing iterations over which the period is measured.
+        Trailing iterations over which the fault-free period is measured.
 
     Returns
     -------
@@ -123,30 +118,44 @@ def recycle_schedule(cfg: PipelineConfig, mask: np.ndarray, *, decoupled: bool =
         stage failed.
     """
     n_iterations, n_measured = check_iterations(cfg, n_iterations, n_measured)
-    reference = _reference(cfg, n_iterations, n_measured)
     if not mask.any():
-        return reference
-    floor = max(reference.period, load_bound(cfg, mask))
-    if not np.isfinite(floor):
+        return _reference(cfg, n_iterations, n_measured)
+    adapted = recycle_plan(cfg, mask, decoupled=decoupled, staggered=staggered, method=method)
+    if adapted is None:
         return None
-    best = None
-    for assignment, reroute_first in plans:
-        executor = reroute(mask, cfg.microbatches, assignment)
-        schedule = _adapted(cfg, mask, executor, reference, decoupled, staggered, reroute_first, n_iterations,
-                            n_measured)
-        if best is None or schedule.period < best.period:
-            best = dataclasses.replace(schedule, plan=f"re-routed ({assignment}"
-                                                      f"{', re-routed first' if reroute_first else ''})")
-        if best.period <= floor * (1.0 + 1e-12):
-            break  # a plan reaches the bound: none can do better
-    whole = int(np.sum(~mask.any(axis=1)))
-    if fallback and whole > 0 and best.period > floor * (1.0 + 1e-12):
-        m_each = -(-(cfg.microbatches * cfg.replicas) // whole)
-        kind = recycle_kind(cfg, decoupled, staggered).replace(replicas=whole, microbatches=m_each)
-        dropped = fault_free(kind, n_iterations, n_measured)
-        if dropped.period < best.period:
-            best = dataclasses.replace(dropped, plan=f"broken replicas left out ({whole} x {m_each} micro-batches)")
-    return dataclasses.replace(best, period=max(best.period, floor))
+    return plan_schedule(recycle_kind(cfg, decoupled, staggered), adapted, n_iterations, n_measured)
+
+
+def plan_schedule(kind: PipelineConfig, adapted: AdaptedPlan, n_iterations: int = N_ITERATIONS,
+                  n_measured: int = N_MEASURED) -> Schedule:
+    """The plan's orders repeated over `n_iterations` iterations of `kind`, swept;
+    the period is the plan's."""
+    graph = build_graph(kind, n_iterations, executor=adapted.executor)
+    d, m, p = graph.shape
+    per_iteration = d * m * p * 3
+    chains = [np.concatenate([order + k * per_iteration for k in range(n_iterations)]) for order in adapted.orders]
+    start, end = sweep(graph, chains)
+    schedule = measure(graph, start, end, n_measured)
+    return dataclasses.replace(schedule, period=adapted.period, plan=f"{adapted.method}: {adapted.detail}")
+
+
+def greedy_seeds(kind: PipelineConfig, mask: np.ndarray):
+    """(executor, orders) of the simulator's greedy merge, one per re-routing
+    plan: the survivors keep their fault-free order and slots, and the
+    re-routed tasks go into the idle time around them. The orders are those of
+    the last simulated iteration (the first ones are a transient). A generator:
+    each is simulated when asked for."""
+    reference = _reference(kind, N_ITERATIONS, N_MEASURED)
+    for assignment, reroute_first in PLANS:
+        executor = reroute(mask, kind.microbatches, assignment)
+        if executor is None:
+            return
+        schedule = _adapted(kind, mask, executor, reference, kind.backward == "decoupled", reroute_first)
+        d, m, p = schedule.graph.shape
+        per_iteration = d * m * p * 3
+        last = (N_ITERATIONS - 1) * per_iteration
+        orders = tuple(o[(o >= last) & (o < last + per_iteration)] - last for o in schedule.orders())
+        yield executor, orders
 
 
 def load_bound(cfg: PipelineConfig, mask: np.ndarray) -> float:
@@ -158,14 +167,13 @@ def load_bound(cfg: PipelineConfig, mask: np.ndarray) -> float:
     return float(np.max(-(-(m * d) // alive) * cfg.stage_time))
 
 
-def _adapted(cfg, mask, executor, reference, decoupled, staggered, reroute_first, n_iterations, n_measured):
-    kind = recycle_kind(cfg, decoupled, staggered)
-    graph = build_graph(kind, n_iterations, executor=executor)
-    chains, priority, release = _chains(graph, cfg.order, mask, reference.start, defer=decoupled,
+def _adapted(kind, mask, executor, reference, decoupled, reroute_first):
+    graph = build_graph(kind, N_ITERATIONS, executor=executor)
+    chains, priority, release = _chains(graph, kind.order, mask, reference.start, defer=decoupled,
                                         reroute_first=reroute_first)
     _, _, sequence = greedy(graph, chains, priority, release)
     start, end = resweep(graph, sequence, release)
-    return measure(graph, start, end, n_measured)
+    return measure(graph, start, end, N_MEASURED)
 
 
 def _chains(graph, order, mask, reference_start, *, defer, reroute_first):

@@ -4,8 +4,8 @@ the set of failed workers.
 Every strategy keeps the global batch (m d micro-batches per iteration), so
 throughput is m d / period. "Ideal" is the fault-free schedule of `cfg`.
 
-- recycle: re-route to same-stage peers (see `recycle`); zero when every
-  replica of a stage is lost.
+- recycle: re-route to same-stage peers (see `recycle`), planned by
+  `options.method`; zero when every replica of a stage is lost.
 - restart: checkpoint-restart onto replacement nodes; the steady state is the
   fault-free schedule (the downtime is a cost of the run, see `runs`).
 - spare: hot spares take the failed workers' places; fault-free while
@@ -20,6 +20,14 @@ throughput is m d / period. "Ideal" is the fault-free schedule of `cfg`.
   computation, in its bubbles where it fits: a steady overhead); a failed
   worker's predecessor takes over at `bamboo_slowdown`; two adjacent failed
   workers of one pipeline force a restart without that pipeline.
+
+With a memory budget (`PipelineConfig.memory`) a strategy whose schedule
+needs more memory than a worker has is not offered (period inf, `detail` and
+`memory_limited` say so): the fault-free schedule's micro-batches in flight
+(restart, spare, drop-pipeline), ReCycle's plan (planned within the budget),
+Oobleck's templates (a k-stage template holds p / k stages' parameters and
+activations per worker; smaller ones are left out), Bamboo's redundant copy of
+the next stage's parameters.
 """
 
 from __future__ import annotations
@@ -32,7 +40,8 @@ import numpy as np
 
 from .config import PipelineConfig, PipelineError, check_count, check_real, failed_workers, show
 from .graph import R_KIND, build_graph, stage_order, task_index
-from .recycle import frozen, load_bound, recycle_schedule
+from .planner import PLAN_METHODS, check_method, holds
+from .recycle import frozen, load_bound, plan_schedule, recycle_kind, recycle_plan
 from .schedule import (N_ITERATIONS, N_MEASURED, Schedule, after_all, check_iterations, fault_free, greedy, measure,
                        resweep)
 
@@ -58,6 +67,8 @@ class StrategyOptions:
         ReCycle's decoupled backward.
     recycle_staggered : bool, default True
         ReCycle's staggered optimizer step.
+    method : {"auto", "exact", "heuristic"}, default "auto"
+        How ReCycle plans its adapted schedule (`relmodel.pipeline.planner`).
     """
 
     spares: int = 2
@@ -66,8 +77,10 @@ class StrategyOptions:
     oobleck_min_stages: int | None = None
     recycle_decoupled: bool = True
     recycle_staggered: bool = True
+    method: str = "auto"
 
     def __post_init__(self):
+        check_method(self.method)
         object.__setattr__(self, "spares", check_count("spares", self.spares, low=0))
         _check_at_least("bamboo_slowdown", self.bamboo_slowdown, 1, "a number >= 1")
         if self.bamboo_overhead is not None:
@@ -109,7 +122,15 @@ class StrategyResult:
     schedule : Schedule, optional
         The schedule, where one was simulated.
     load_bound : float, default nan
-        A lower bound from the load per worker, where known.
+        A proven lower bound on the period of what the strategy runs: the
+        busiest worker's load, or ReCycle's planner's bound.
+    optimal : bool, optional
+        For ReCycle: whether its period is proven least.
+    planning_time : float, default 0.0
+        For ReCycle: seconds its planner took.
+    memory_limited : bool, default False
+        Whether the memory budget ruled the strategy out (period inf) or
+        limited its choices (Oobleck's templates).
     """
 
     strategy: str
@@ -120,7 +141,10 @@ class StrategyResult:
     n_failed: int
     detail: str = ""
     schedule: Schedule | None = None
-    load_bound: float = math.nan  # the busiest worker's work per iteration in what the strategy runs
+    load_bound: float = math.nan  # a proven lower bound on the period of what the strategy runs
+    optimal: bool | None = None
+    planning_time: float = 0.0
+    memory_limited: bool = False
 
     def __post_init__(self):
         if math.isnan(self.load_bound):
@@ -146,6 +170,30 @@ def check_strategy(strategy: str) -> str:
     if strategy not in STRATEGIES:
         raise PipelineError("strategy", f"unknown strategy {strategy!r}; use one of {', '.join(STRATEGIES)}")
     return strategy
+
+
+def in_flight(order: str, stages: int, microbatches: int, backward: str) -> np.ndarray:
+    """Most micro-batches each stage holds at once in the fault-free `order` (1F1B: min(p - s, m))."""
+    peak = np.zeros(stages, dtype=np.int64)
+    final = 2 if backward == "decoupled" else 1
+    for s in range(stages):
+        types, _ = stage_order(order, stages, microbatches, s)
+        if final == 1:
+            types = types[types != 2]
+        peak[s] = np.max(np.cumsum(np.where(types == 0, 1, np.where(types == final, -1, 0))))
+    return peak
+
+
+def memory_fits(cfg: PipelineConfig, microbatches: int | None = None, extra_static=0.0) -> bool:
+    """Whether cfg's fault-free schedule (with `microbatches` per pipeline) fits each worker's memory."""
+    if cfg.memory is None:
+        return True
+    m = cfg.microbatches if microbatches is None else microbatches
+    return bool(np.all(in_flight(cfg.order, cfg.stages, m, cfg.backward) <= cfg.memory.capacity(extra_static)))
+
+
+def _no_memory(result, what: str):
+    return result(period=math.inf, detail=f"limited by memory: {what}", memory_limited=True)
 
 
 def work_bound(cfg: PipelineConfig, mask: np.ndarray) -> float:
@@ -219,19 +267,34 @@ def evaluate(cfg: PipelineConfig, strategy: str, failed=None, options: StrategyO
 
 
 def _recycle(cfg, mask, options, base, result):
-    schedule = recycle_schedule(cfg, mask, decoupled=options.recycle_decoupled, staggered=options.recycle_staggered)
-    if schedule is None:
+    if not mask.any():
+        if not memory_fits(cfg):
+            return _no_memory(result, "the fault-free schedule does not fit")
+        return result(period=base.period, schedule=base, detail="fault-free schedule")
+    if np.any(mask.all(axis=0)):
         return result(period=math.inf, detail="every replica of a stage lost")
+    adapted = recycle_plan(cfg, mask, decoupled=options.recycle_decoupled, staggered=options.recycle_staggered,
+                           method=options.method)
+    if adapted is None:
+        return result(period=math.inf, detail="limited by memory: a stage holds no micro-batch", memory_limited=True)
+    kind = recycle_kind(cfg, options.recycle_decoupled, options.recycle_staggered)
     load = -(-(cfg.microbatches * cfg.replicas) // (cfg.replicas - mask.sum(axis=0)))
-    return result(period=schedule.period, schedule=schedule, detail=f"up to {int(load.max())} micro-batches a worker")
+    return result(period=adapted.period, schedule=plan_schedule(kind, adapted), load_bound=adapted.lower_bound,
+                  optimal=adapted.optimal, planning_time=adapted.planning_time,
+                  detail=f"up to {int(load.max())} micro-batches a worker; {adapted.method}, "
+                         f"{'optimal' if adapted.optimal else f'within {adapted.gap:.1%} of the bound'}")
 
 
 def _restart(cfg, mask, options, base, result):
+    if not memory_fits(cfg):
+        return _no_memory(result, "the fault-free schedule does not fit")
     full = cfg.microbatches * float(cfg.stage_time.max())
     return result(period=base.period, schedule=base, detail="restarted on replacements", load_bound=full)
 
 
 def _spare(cfg, mask, options, base, result):
+    if not memory_fits(cfg):
+        return _no_memory(result, "the fault-free schedule does not fit")
     n = int(mask.sum())
     if n > options.spares:
         return result(period=math.inf, detail=f"{n} failed > {options.spares} spares: stalled")
@@ -244,6 +307,8 @@ def _drop(cfg, mask, options, base, result):
     if whole == 0:
         return result(period=math.inf, detail="no replica left whole")
     m_each = -(-(cfg.microbatches * cfg.replicas) // whole)
+    if not memory_fits(cfg, m_each):
+        return _no_memory(result, f"{m_each} micro-batches a pipeline do not fit")
     schedule = fault_free(cfg.replace(replicas=1, microbatches=m_each))
     return result(period=schedule.period, schedule=schedule, detail=f"{whole} replicas x {m_each} micro-batches",
                   load_bound=m_each * float(cfg.stage_time.max()))
@@ -252,13 +317,19 @@ def _drop(cfg, mask, options, base, result):
 def _oobleck(cfg, mask, options, base, result):
     if np.any(mask.all(axis=0)):
         return result(period=math.inf, detail="every copy of a stage lost")
-    plan = oobleck_plan(cfg, int(mask.size - mask.sum()), options.oobleck_min_stages or cfg.stages)
+    min_stages = options.oobleck_min_stages or cfg.stages
+    fitting = smallest_fitting_template(cfg, min_stages)
+    if fitting is None:
+        return _no_memory(result, "no pipeline template fits")
+    plan = oobleck_plan(cfg, int(mask.size - mask.sum()), fitting)
     if plan is None:
-        return result(period=math.inf, detail="too few nodes for one pipeline")
+        what = f"too few nodes for one pipeline of {fitting} stages (fewer do not fit in memory)" \
+            if fitting > min(min_stages, cfg.stages) else "too few nodes for one pipeline"
+        return result(period=math.inf, detail=what, memory_limited=fitting > min(min_stages, cfg.stages))
     period, sizes, batches = plan
     busiest = max(mb * float(group_stages(cfg.times, k).sum(axis=0).max()) for k, mb in zip(sizes, batches))
     return result(period=period, detail=" + ".join(f"{k}-stage x {mb}" for k, mb in zip(sizes, batches)),
-                  load_bound=busiest)
+                  load_bound=busiest, memory_limited=fitting > min(min_stages, cfg.stages))
 
 
 def _bamboo(cfg, mask, options, base, result):
@@ -269,6 +340,8 @@ def _bamboo(cfg, mask, options, base, result):
     if kept == 0:
         return result(period=math.inf, detail="every pipeline lost two adjacent workers")
     m_each = -(-(cfg.microbatches * d) // kept)
+    if cfg.memory is not None and not memory_fits(cfg, m_each, extra_static=np.roll(cfg.memory.static, -1)):
+        return _no_memory(result, "the redundant copy of the next stage does not fit")
     period = bamboo_period(cfg, m_each, options.bamboo_overhead)
     # A worker whose successor is down runs both stages (it holds the copy).
     t = cfg.stage_time
@@ -293,9 +366,9 @@ _RULES = {"recycle": _recycle, "restart": _restart, "spare": _spare, "drop-pipel
 # -- Oobleck: templates on the surviving nodes ---------------------------------
 
 
-def group_stages(times: np.ndarray, k: int) -> np.ndarray:
-    """Contiguous groups of the p stages into k, minimising the slowest group's
-    F + B + W (DP); returns the (3, k) grouped times."""
+def stage_groups(times: np.ndarray, k: int) -> list[tuple[int, int]]:
+    """Contiguous groups [a, b) of the p stages into k, minimising the slowest
+    group's F + B + W (DP)."""
     p = times.shape[1]
     total = times.sum(axis=0)
     prefix = np.concatenate([[0.0], np.cumsum(total)])
@@ -312,7 +385,28 @@ def group_stages(times: np.ndarray, k: int) -> np.ndarray:
     for g in range(k, 0, -1):
         bounds.append(cut[g, bounds[-1]])
     bounds = bounds[::-1]
-    return np.stack([times[:, a:b].sum(axis=1) for a, b in zip(bounds[:-1], bounds[1:])], axis=1)
+    return list(zip(bounds[:-1], bounds[1:]))
+
+
+def group_stages(times: np.ndarray, k: int) -> np.ndarray:
+    """The (3, k) F, B and W times of `stage_groups`' k groups."""
+    return np.stack([times[:, a:b].sum(axis=1) for a, b in stage_groups(times, k)], axis=1)
+
+
+def smallest_fitting_template(cfg: PipelineConfig, min_stages: int) -> int | None:
+    """The fewest stages (>= min_stages) an Oobleck template may have so that each
+    worker holds its group's parameters and 1F1B's micro-batches in flight; None
+    when not even p stages fit."""
+    if cfg.memory is None:
+        return min(min_stages, cfg.stages)
+    static, act = np.asarray(cfg.memory.static), np.asarray(cfg.memory.activation)
+    for k in range(min(min_stages, cfg.stages), cfg.stages + 1):
+        groups = stage_groups(cfg.times, k)
+        held = in_flight("1f1b", k, cfg.microbatches, cfg.backward)
+        need = np.array([static[a:b].sum() + h * act[a:b].sum() for (a, b), h in zip(groups, held)])
+        if np.all(need <= cfg.memory.budget):
+            return k
+    return None
 
 
 def oobleck_plan(cfg: PipelineConfig, nodes: int, min_stages: int):
@@ -433,8 +527,8 @@ def iteration_time(stages: int, replicas: int, microbatches: int, fwd=1.0, bwd_i
         {stage: count} or (replica, stage) pairs.
     **options
         PipelineConfig's (order, backward, optimizer, p2p_delay,
-        reroute_delay, optimizer_time) and StrategyOptions' (spares,
-        bamboo_slowdown, ...).
+        reroute_delay, optimizer_time, memory) and StrategyOptions' (spares,
+        bamboo_slowdown, ..., method: how ReCycle plans, "auto" by default).
 
     Returns
     -------

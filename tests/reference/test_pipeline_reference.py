@@ -208,11 +208,11 @@ def test_no_strategy_beats_the_work_bound(case, data):
         if replaced:
             assert same(result.period, t0, mode), strategy
     recycle, aim = pl.evaluate(cfg, "recycle", mask).period, ref.recycle_aim(t0, bound)
-    assert at_least(recycle, aim, mode)
+    assert at_least(recycle, bound, mode)  # its plans may beat the aim (a decoupled backward), never the bound
     fits = max(ref.survivor_load(m, d, f) for f in mask.sum(axis=0).tolist()) <= m + p - 1  # SPEC 2.2's "fits"
     event("recycle: no failure" if not mask.any() else
-          f"recycle: {'at' if same(recycle, aim, mode) else 'above'} its aim, extra load "
-          f"{'fits the bubble' if fits else 'beyond the bubble'}")
+          f"recycle: {'at' if same(recycle, aim, mode) else 'above' if recycle > aim else 'below'} its aim, "
+          f"extra load {'fits the bubble' if fits else 'beyond the bubble'}")
     whole = int((~mask.any(axis=1)).sum())
     if whole:
         dropped = reference_schedule(cfg, replicas=1, microbatches=-(-(m * d) // whole))
@@ -224,30 +224,25 @@ def test_recycle_schedule_keeps_the_reference_rules(case, data):
     """ReCycle's adapted schedule is a valid schedule under the reference's rules:
     each re-routed micro-batch on a surviving same-stage peer, every dependency
     and delay, one task at a time per worker, at most L_s micro-batches per
-    survivor, the staggered optimizer's order between iterations. When the
-    planner leaves the broken replicas out instead, it is a fault-free schedule
-    of the whole replicas with at least the global batch.
+    survivor, the staggered optimizer's order between iterations.
 
-    Only validity, not equality: which valid schedule the greedy planner picks
-    is the package's choice, not a semantics the reference can restate."""
+    Only validity, not equality: which valid schedule the planner picks is the
+    package's choice, not a semantics the reference can restate (its period is
+    checked against exhaustive search in test_pipeline_planner)."""
     cfg, mode = case
     d, p, m = cfg.replicas, cfg.stages, cfg.microbatches
     mask = data.draw(masks(d, p, some=True))
     schedule = recycle_schedule(cfg, mask)
     whole, m_each, _ = schedule.graph.shape
+    assert (whole, m_each) == (d, m)
     failed = [tuple(x) for x in np.argwhere(mask).tolist()]
-    if whole != d:  # the fallback: broken replicas left out
-        assert whole == int((~mask.any(axis=1)).sum()) and whole * m_each >= m * d
-        failed = []
-    event("plan: broken replicas left out" if whole != d else "plan: re-routed")
     problems = ref.check_schedule(p, whole, m_each, schedule.graph.n_iterations, list(cfg.fwd), list(cfg.bwd_input),
                                   list(cfg.bwd_weight), package_tasks(schedule), backward="decoupled",
                                   optimizer="staggered", p2p_delay=cfg.p2p_delay, reroute_delay=cfg.reroute_delay,
                                   optimizer_time=cfg.optimizer_time, failed=failed)
     assert not problems, problems[:5]
     t = [Fraction(a) + Fraction(b) + Fraction(c) for a, b, c in zip(cfg.fwd, cfg.bwd_input, cfg.bwd_weight)]
-    aim = ref.recycle_aim(reference_schedule(cfg)["period"], ref.work_bound(m, d, mask.sum(axis=0).tolist(), t))
-    assert at_least(schedule.period, aim, mode)
+    assert at_least(schedule.period, ref.work_bound(m, d, mask.sum(axis=0).tolist(), t), mode)
 
 
 # -- the unit of time --------------------------------------------------------------------

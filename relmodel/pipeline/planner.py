@@ -1,0 +1,413 @@
+"""ReCycle's planner: the adapted schedule with the least period.
+
+A plan fixes, for one iteration, which surviving peer runs each re-routed
+micro-batch (ReCycle re-routes a failed worker's micro-batches to the workers
+of its stage in other replicas) and the order of every worker's tasks. Every
+iteration repeats it, so its period is the least T such that the tasks of
+iteration k can start at x + k T: with a staggered optimizer, stage s's next
+iteration starts once its own step ends, so
+
+    T = max over cycles of the stage graph of (path lengths) / (cycle length),
+
+where the edge s -> s' weighs the longest path from any task of stage s to
+the end of stage s''s optimizer step (Karp's maximum cycle mean; with a
+barrier every path ends at the barrier and T is the iteration's makespan). It
+is what the schedule simulator measures once the iterations settle.
+
+- **Lower bound** (`lower_bound`): each surviving worker's work per
+  iteration, and its idle time that no order avoids: before its first B it can
+  only run forwards (at most its memory's worth) while the first micro-batch
+  goes down the pipeline and back; after its last forward the same trip
+  leaves only the backward passes of the micro-batches it holds to run.
+- **Heuristic**: list schedules (Giffler-Thompson, `_plan_kernel`) under
+  several assignments and priority rules, randomised restarts, and the
+  simulator's own greedy merge as a seed; the best one, with its gap to the
+  bound.
+- **Exact**: a mixed-integer program (HiGHS through `scipy.optimize.milp`):
+  task start times, an order variable per pair of tasks that may share a
+  worker, an assignment variable per re-routed micro-batch and peer, the
+  memory budget as a count of micro-batches in flight at each forward. A plan
+  that reaches the lower bound is optimal without it.
+- **Auto** (the default): the heuristic, then the exact program where the
+  heuristic leaves a gap and the program is small enough (`EXACT_PAIRS`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+import warnings
+
+import numpy as np
+
+from .config import PipelineConfig, PipelineError, check_choice
+from .graph import B, F, W, build_graph, default_executor, stage_order, task_index, with_orders
+from .schedule import DeadlockError, kernels
+
+PLAN_METHODS = ("auto", "exact", "heuristic")
+ASSIGNMENTS = ("round-robin", "blocks")
+EXACT_TASKS = 256
+"""Most micro-batch stages (d m p) for which "auto" runs the exact search after
+the heuristic leaves a gap (4 x 4 x 16 and below); "exact" runs it at any size."""
+EXACT_TIME_LIMIT = 300.0
+"""How long "exact" may search before it gives up (the result then says it is
+not proven), in CP-SAT's deterministic time: about seconds on a typical core,
+but counted the same on every machine, so a plan never depends on the load."""
+AUTO_TIME_LIMIT = 5.0
+"""The same for "auto"."""
+RESTARTS = 12
+"""Randomised list schedules the heuristic tries after its fixed rules."""
+TOLERANCE = 1e-9  # relative: a period this close to the bound has reached it
+
+
+class PlannerWarning(UserWarning):
+    """The exact program stopped before it proved its plan optimal."""
+
+
+@dataclasses.dataclass(frozen=True)
+class AdaptedPlan:
+    """One iteration of an adapted schedule, repeated every period.
+
+    Parameters
+    ----------
+    period : float
+        Time per iteration of the plan repeated (see the module docstring).
+    lower_bound : float
+        A proven lower bound on the period of any plan.
+    method : str
+        What made it: "exact" (the mixed-integer program), "heuristic", or
+        "fault-free" (no failure).
+    optimal : bool
+        Whether the period is proven least: the program solved it, or it
+        reaches `lower_bound`.
+    executor : numpy.ndarray
+        (d, m, p) worker (r * p + s) running each micro-batch at each stage.
+    orders : tuple of numpy.ndarray
+        Each worker's tasks in order (indices of the one-iteration task graph).
+    start : numpy.ndarray
+        Start time of every task of one iteration, earliest possible.
+    planning_time : float
+        Seconds spent planning.
+    detail : str, default ""
+        How it was found.
+    """
+
+    period: float
+    lower_bound: float
+    method: str
+    optimal: bool
+    executor: np.ndarray
+    orders: tuple
+    start: np.ndarray
+    planning_time: float
+    detail: str = ""
+
+    @property
+    def gap(self) -> float:
+        """period / lower_bound - 1 (0: optimal for certain)."""
+        return self.period / self.lower_bound - 1.0 if self.lower_bound > 0 else 0.0
+
+
+def check_method(method: str) -> str:
+    return check_choice("method", method, PLAN_METHODS)
+
+
+# -- the period of fixed orders ---------------------------------------------
+
+
+def max_cycle_mean(weight: np.ndarray) -> float:
+    """Karp's maximum cycle mean of a graph given as weight[u, v] (-inf: no edge); -inf without a cycle."""
+    n = weight.shape[0]
+    walk = np.full((n + 1, n), -np.inf)
+    walk[0] = 0.0  # a source with a free edge to every node
+    for k in range(1, n + 1):
+        walk[k] = np.max(walk[k - 1][:, None] + weight, axis=0)
+    best = -np.inf
+    for v in range(n):
+        if walk[n, v] == -np.inf:
+            continue
+        ks = [k for k in range(n) if walk[k, v] > -np.inf]
+        best = max(best, min((walk[n, v] - walk[k, v]) / (n - k) for k in ks))
+    return float(best)
+
+
+def orders_period(graph, orders) -> tuple[float, np.ndarray]:
+    """(period, start): the period of one-iteration `graph` with each worker
+    running `orders` every iteration, and the earliest start of every task."""
+    ptr, idx, delay = with_orders(graph, orders)
+    kernel = kernels()
+    order, placed = kernel.topological_order(ptr, idx)
+    if placed < graph.size:
+        raise DeadlockError(f"the worker orders deadlock: {graph.size - placed} of {graph.size} tasks wait on a cycle")
+    p = graph.shape[2]
+    stage = np.where(graph.worker >= 0, graph.worker % p, -1)
+    steps = graph.step_index[0]
+    start, end = np.empty(graph.size), np.empty(graph.size)
+    weight = np.full((p, p), -np.inf)
+    for s in range(p):
+        release = np.where(stage == s, 0.0, -np.inf)
+        kernel.longest_path(order, graph.duration, release, ptr, idx, delay, start, end)
+        weight[s] = end[steps]
+    kernel.longest_path(order, graph.duration, np.zeros(graph.size), ptr, idx, delay, start, end)
+    return max_cycle_mean(weight), start.copy()
+
+
+# -- the lower bound ----------------------------------------------------------
+
+
+def capacity(cfg: PipelineConfig) -> np.ndarray:
+    """Micro-batches in flight each stage's workers can hold (int64 per stage; huge without a budget)."""
+    if cfg.memory is None:
+        return np.full(cfg.stages, 2**62, dtype=np.int64)
+    return cfg.memory.capacity()
+
+
+def lower_bound(cfg: PipelineConfig, mask: np.ndarray) -> float:
+    """A lower bound on the period of any plan of ReCycle's kind of `cfg` with the failed workers `mask`.
+
+    Per surviving worker w of stage s with n micro-batches (the most any peer
+    must take, ceil(m d / (d - f_s))) and room for c in flight: its work
+    n (F + B + W), plus the larger of the idle time before its first B
+    (F + R - min(n, c) F) and after its last F (R - (min(n, c) - 1)(B + W)),
+    where R is the round trip below stage s (the forwards and input gradients
+    of the later stages, with the fastest transfer between them); plus the
+    optimizer step. inf when a stage has no survivor or no room.
+    """
+    d, m, p = cfg.replicas, cfg.microbatches, cfg.stages
+    fwd, bwd, wgt = (np.asarray(x, dtype=float) for x in (cfg.fwd, cfg.bwd_input, cfg.bwd_weight))
+    alive = d - mask.sum(axis=0)
+    cap = capacity(cfg)
+    if np.any(alive == 0) or np.any(cap < 1):
+        return math.inf
+    load = -(-(m * d) // alive)
+    hop = min(cfg.p2p_delay, cfg.reroute_delay)
+    back = bwd + wgt if cfg.backward == "fused" else bwd  # the task a later stage runs on the way back
+    trip = np.array([float(np.sum(fwd[s + 1:] + back[s + 1:])) + 2 * (p - 1 - s) * hop for s in range(p)])
+    held = np.minimum(load, cap)
+    work = load * (fwd + bwd + wgt)
+    head = fwd + trip - held * fwd
+    tail = trip - (held - 1) * (bwd + wgt)
+    span = work + np.maximum(0.0, np.maximum(head, tail))
+    # Stage s's span also covers the busiest peer of every later stage s': from
+    # the first forward's way down to s' to the last backward's way back up to s,
+    # that peer runs all its forwards and backwards; or its first forward, the
+    # round trip below s' and all its backwards; or all its forwards, the trip
+    # and one backward.
+    for s in range(p):
+        for later in range(s + 1, p):
+            down = float(np.sum(fwd[s:later])) + (later - s) * hop
+            up = float(np.sum(back[s + 1:later])) + (later - s) * hop + bwd[s] + wgt[s]
+            n = load[later]
+            f, b = fwd[later], back[later]
+            span[s] = max(span[s], down + up + max(n * (f + b), f + trip[later] + n * b, n * f + trip[later] + b))
+    return float(span.max()) + cfg.optimizer_time
+
+
+# -- plans --------------------------------------------------------------------
+
+
+def reroute(mask: np.ndarray, m: int, assignment: str = "round-robin") -> np.ndarray | None:
+    """executor[r, j, s] with each failed worker's micro-batches spread evenly
+    over its stage's survivors (each runs at most ceil(m d / (d - f_s)));
+    None when a stage has no survivor.
+
+    round-robin: the re-routed (micro-batch, replica) pairs in micro-batch
+    order, dealt to the survivors in turn; blocks: each survivor takes a
+    contiguous run of them.
+    """
+    d, p = mask.shape
+    executor = default_executor(d, m, p)
+    for s in range(p):
+        lost = np.flatnonzero(mask[:, s])
+        if lost.size == 0:
+            continue
+        alive = np.flatnonzero(~mask[:, s])
+        if alive.size == 0:
+            return None
+        if assignment == "round-robin":
+            r, j = np.meshgrid(lost, np.arange(m), indexing="xy")  # micro-batch major
+            peer = np.arange(r.size) % alive.size
+        else:
+            j, r = np.meshgrid(np.arange(m), lost, indexing="xy")  # replica major
+            peer = (np.arange(r.size) * alive.size) // r.size
+        executor[r.ravel(), j.ravel(), s] = alive[peer] * p + s
+    return executor
+
+
+def holds(graph) -> np.ndarray:
+    """+1 on the task that brings a micro-batch's activations (its F), -1 on the
+    one that frees them (W, or B when the backward is fused), 0 elsewhere."""
+    out = np.zeros(graph.size, dtype=np.int64)
+    on = graph.worker >= 0
+    out[(graph.kind == F) & on] = 1
+    final = (graph.kind == W) & on
+    fused_b = (graph.kind == B) & on
+    fused_b[fused_b] = graph.worker[np.flatnonzero(fused_b) + 1] < 0  # its W is a placeholder
+    out[final | fused_b] = -1
+    return out
+
+
+def peak_inflight(graph, orders) -> np.ndarray:
+    """Most micro-batches in flight on each worker under `orders`."""
+    h = holds(graph)
+    return np.array([int(np.max(np.cumsum(h[o]), initial=0)) for o in orders], dtype=np.int64)
+
+
+def _orders_from(graph, sequence) -> tuple:
+    d, m, p = graph.shape
+    on = np.flatnonzero(graph.worker >= 0)
+    by = np.lexsort((sequence[on], graph.worker[on]))
+    tasks = on[by]
+    bounds = np.searchsorted(graph.worker[tasks], np.arange(d * p + 1))
+    return tuple(tasks[bounds[w]:bounds[w + 1]] for w in range(d * p))
+
+
+def _list_plan(graph, priority, cap_per_worker):
+    n = graph.size
+    start, end, sequence = np.empty(n), np.empty(n), np.empty(n, dtype=np.int64)
+    from . import _plan_kernel
+
+    d, m, p = graph.shape
+    placed = _plan_kernel.plan_list_schedule(graph.duration, graph.worker, graph.pred_ptr, graph.pred_idx,
+                                             graph.pred_delay, np.asarray(priority, dtype=float), holds(graph),
+                                             cap_per_worker, d * p, start, end, sequence)
+    if placed < n:
+        return None
+    return _orders_from(graph, sequence)
+
+
+def _tail_priority(graph) -> np.ndarray:
+    """-(longest path from each task to the end of the iteration): the most urgent first."""
+    kernel = kernels()
+    order, _ = kernel.topological_order(graph.pred_ptr, graph.pred_idx)
+    succ_ptr, succ_idx, succ_edge = kernel.successors(graph.pred_ptr, graph.pred_idx)
+    tail = graph.duration.copy()
+    for i in order[::-1]:
+        after = succ_idx[succ_ptr[i]:succ_ptr[i + 1]]
+        if after.size:
+            tail[i] = graph.duration[i] + np.max(tail[after] + graph.pred_delay[succ_edge[succ_ptr[i]:succ_ptr[i + 1]]])
+    return -tail
+
+
+def _order_priority(graph, order: str) -> np.ndarray:
+    """Each task's position in its own (fault-free) worker's order, by micro-batch slot."""
+    d, m, p = graph.shape
+    priority = np.zeros(graph.size)
+    for s in range(p):
+        types, micro = stage_order(order, p, m, s)
+        for r in range(d):
+            priority[task_index(graph.shape, 0, r, micro, s, types)] = np.arange(types.size)
+    return priority
+
+
+def _plan_candidates(kind, mask, cap_per_worker, seed_orders, restarts):
+    """(executor, graph, orders) of the heuristic's plans, cheapest first (the
+    caller stops at the lower bound): list schedules under fixed priority
+    rules, then the seeds, then randomised restarts."""
+    m = kind.microbatches
+    graphs = []
+    for assignment in ASSIGNMENTS:
+        executor = reroute(mask, m, assignment)
+        graph = build_graph(kind, 1, executor=executor)
+        tail = _tail_priority(graph)
+        graphs.append((executor, graph, tail))
+        for priority in (tail, _order_priority(graph, "1f1b"), _order_priority(graph, "zb-h1")):
+            orders = _list_plan(graph, priority, cap_per_worker)
+            if orders is not None:
+                yield executor, graph, orders
+    for executor, orders in seed_orders or ():
+        graph = build_graph(kind, 1, executor=executor)
+        if np.all(peak_inflight(graph, orders) <= cap_per_worker):
+            yield executor, graph, orders
+    rng = np.random.default_rng(0)  # fixed: the same plan every time
+    for k in range(restarts):
+        executor, graph, tail = graphs[k % len(graphs)]
+        scale = float(np.ptp(tail)) or 1.0
+        orders = _list_plan(graph, tail + rng.uniform(0.0, 0.25 * scale, graph.size), cap_per_worker)
+        if orders is not None:
+            yield executor, graph, orders
+
+
+def plan(cfg: PipelineConfig, mask: np.ndarray, *, method: str = "auto", time_limit: float | None = None,
+         seed_orders=None) -> AdaptedPlan | None:
+    """Return the adapted plan of `cfg` (already in ReCycle's kind) with the failed workers `mask`.
+
+    Parameters
+    ----------
+    cfg : PipelineConfig
+        The pipeline, with the schedule options the adapted plan runs with
+        (ReCycle's: a decoupled backward and a staggered optimizer).
+    mask : numpy.ndarray
+        (d, p) boolean mask of failed workers.
+    method : {"auto", "exact", "heuristic"}, default "auto"
+        See the module docstring.
+    time_limit : float, optional
+        How long the exact search may run, in deterministic seconds (default
+        `EXACT_TIME_LIMIT`, or `AUTO_TIME_LIMIT` for "auto").
+    seed_orders : iterable of (executor, orders), optional
+        Further plans to start from (the simulator's greedy merge); read
+        only if the first list schedules leave a gap.
+
+    Returns
+    -------
+    AdaptedPlan or None
+        None when no plan runs: a stage has no survivor, or its memory holds
+        no micro-batch.
+    """
+    method = check_method(method)
+    began = time.perf_counter()
+    bound = lower_bound(cfg, mask)
+    if not math.isfinite(bound):
+        return None
+    cap_per_worker = np.tile(capacity(cfg), cfg.replicas)
+    best = None
+    tries = 0
+    for executor, graph, orders in _plan_candidates(cfg, mask, cap_per_worker, seed_orders, RESTARTS):
+        tries += 1
+        period, start = orders_period(graph, orders)
+        if best is None or period < best[0] * (1 - TOLERANCE):
+            best = (period, executor, orders, start)
+        if best[0] <= bound * (1 + TOLERANCE):
+            break
+    reached = best is not None and best[0] <= bound * (1 + TOLERANCE)
+    heuristic = None
+    if best is not None:
+        heuristic = AdaptedPlan(period=best[0], lower_bound=bound, method="heuristic", optimal=reached,
+                                executor=best[1], orders=best[2], start=best[3],
+                                planning_time=time.perf_counter() - began,
+                                detail=f"best of {tries} list schedules" + (", reaches the bound" if reached else ""))
+    if method == "heuristic" or reached:
+        return heuristic
+    from . import plan_exact
+
+    if method == "auto" and cfg.n_workers * cfg.microbatches * cfg.stages > EXACT_TASKS:
+        return heuristic
+    hint = None
+    if best is not None:
+        hint = (best[1], build_graph(cfg, 1, executor=best[1]), best[2], best[3])
+    limit = (EXACT_TIME_LIMIT if method == "exact" else AUTO_TIME_LIMIT) if time_limit is None else time_limit
+    exact = plan_exact.solve(cfg, mask, hint=hint, time_limit=limit, bound=bound)
+    elapsed = time.perf_counter() - began
+    if exact is None:
+        if heuristic is None:
+            raise PipelineError("memory", "no plan found within the time limit, and no list schedule fits")
+        if method == "exact":
+            warnings.warn(PlannerWarning(f"the exact search found no plan in {limit:g} s; the heuristic's period "
+                                         f"{heuristic.period:.6g} is not proven least (lower bound {bound:.6g})"),
+                          stacklevel=2)
+        return dataclasses.replace(heuristic, planning_time=elapsed, detail=heuristic.detail + "; the exact search "
+                                   f"found no plan in {limit:g} s")
+    executor, orders, proven, on_grid = exact
+    graph = build_graph(cfg, 1, executor=executor)
+    period, start = orders_period(graph, orders)
+    proven = proven and on_grid
+    if heuristic is not None and heuristic.period <= period:
+        period, executor, orders, start = heuristic.period, heuristic.executor, heuristic.orders, heuristic.start
+    detail = "exact search" + ("" if proven else (", stopped at the time limit before a proof" if on_grid else
+                                                  ", optimal for the times rounded to 1e-6 of the largest"))
+    if method == "exact" and not proven:
+        warnings.warn(PlannerWarning(f"the plan's period {period:.6g} is not proven least: {detail} "
+                                     f"(lower bound {bound:.6g})"), stacklevel=2)
+    return AdaptedPlan(period=period, lower_bound=bound, method="exact", optimal=proven, executor=executor,
+                       orders=orders, start=start, planning_time=elapsed, detail=detail)
