@@ -1,16 +1,18 @@
 """Throughput of a GPT-3-like pipeline-parallel run with workers down, per fault-tolerance strategy.
 =================================================================================================
 
-The configuration: GPT-3 175B (96 layers, hidden size 12288, sequences of 2048
-tokens) on 1024 A100 GPUs as 16 data-parallel replicas of an 8-stage pipeline
-(12 layers a stage), each stage on one 8-GPU node with tensor parallelism, so
-a worker is a node. A micro-batch is one sequence; each replica takes 32 per
-iteration (global batch 512 sequences, 1M tokens), so the 1F1B bubble is
-(p-1)/(m+p-1) = 18%. One stage's forward is about 7.4e12 FLOPs per layer, 12
-layers, on 8 GPUs at 40% of 312 TFLOP/s: 70 ms; the input and the weight
-gradients take about as long each. Activations (2048 x 12288 x 2 bytes = 50 MB)
-cross a 200 Gb/s link in 2 ms, 4 ms between replicas (re-routed micro-batches);
-the gradient all-reduce and optimizer step add 300 ms an iteration.
+The configuration: GPT-3 175B (the `gpt3-175b` preset: 96 layers, hidden size
+12288, sequences of 2048 tokens) on 1024 A100-80GB GPUs (`a100-80gb`, 40% MFU)
+as 16 data-parallel replicas of an 8-stage pipeline (12 layers a stage), each
+stage on one 8-GPU node with tensor parallelism, so a worker is a node. A
+micro-batch is one sequence; each replica takes 32 per iteration (global batch
+512 sequences, 1M tokens), so the 1F1B bubble is (p-1)/(m+p-1) = 18%.
+`stage_profile` gives each stage's F, B and W times (about 92, 97 and 89 ms)
+and memory (41 GiB of parameters and optimizer state, 1.2 GiB of activations
+per micro-batch in flight, in 80 GiB). Activations (2048 x 12288 x 2 bytes =
+50 MB) cross a 200 Gb/s link in 2 ms, 4 ms between replicas (re-routed
+micro-batches); the gradient all-reduce and optimizer step add 300 ms an
+iteration.
 
 It prints the steady-state throughput against failed workers (spread over
 replicas), simulates 14-day runs at the Meta study's failure rate (6.5 per
@@ -26,11 +28,12 @@ remain.) Writes
 pipeline_failures.nc (the steady-state table at the root, groups "runs" and
 "traces") and pipeline_failures.png.
 
-What it shows: with workers down, ReCycle keeps the fault-free period while
-each survivor's extra micro-batches fit its pipeline bubble (max L <= m + p - 1
-in the table), so its steady state stays at 1.0 where dropping a pipeline loses
-1/d of the throughput per broken replica and Bamboo pays its redundancy all the
-time and 1.5x on a takeover. Restart and spare are 1.0 in the steady state
+What it shows: with workers down, ReCycle's planned schedule keeps (here even
+beats, its decoupled backward filling 1F1B's bubbles) the fault-free period
+while each survivor's extra micro-batches fit its pipeline bubble (max L <=
+m + p - 1 in the table), where dropping a pipeline loses 1/d of the throughput
+per broken replica and Bamboo cannot run at all: its copy of the next stage's
+parameters does not fit beside the stage's own in 80 GiB. Restart and spare are 1.0 in the steady state
 (they run on replacement nodes); their cost shows over a run, where every
 failure stops them (restart also redoes the work since the last checkpoint).
 
@@ -43,8 +46,8 @@ from pathlib import Path
 import relmodel.pipeline as pl
 from relmodel.pipeline.cli import format_runs, format_table
 
-GPT3 = dict(stages=8, replicas=16, microbatches=32, fwd=70.0, bwd_input=70.0, bwd_weight=70.0,
-            p2p_delay=2.0, reroute_delay=4.0, optimizer_time=300.0)  # times in ms
+PROFILE = pl.stage_profile("gpt3-175b", "a100-80gb", stages=8, tensor_parallel=8)  # times in s
+LINKS = dict(p2p_delay=0.002, reroute_delay=0.004, optimizer_time=0.3)
 # The docs gallery runs examples from this folder, and without __file__.
 HERE = Path(__file__).resolve().parent if "__file__" in globals() else Path.cwd()
 TRACES = HERE.parents[1] / "shared" / "data" / "spot-traces"
@@ -57,8 +60,8 @@ def main():
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
 
-    cfg = pl.PipelineConfig(**GPT3)
-    model = pl.RunModel(duration="14d", failure_rate=6.5e-3, repair_time="4h", time_unit="1ms")
+    cfg = PROFILE.config(replicas=16, microbatches=32, **LINKS)
+    model = pl.RunModel(duration="14d", failure_rate=6.5e-3, repair_time="4h", time_unit="1s")
     table = pl.throughput_table(cfg, range(9))
     print(format_table(table, model))
 
@@ -70,7 +73,7 @@ def main():
     names = ("p3-trace.csv",) if args.quick else ("p3-trace.csv", "g4dn-trace.csv")
     found = [TRACES / name for name in names if (TRACES / name).exists()]
     if found:
-        small = cfg.replace(stages=4, replicas=4, fwd=140.0, bwd_input=140.0, bwd_weight=140.0)
+        small = pl.PipelineConfig(4, 4, 32, fwd=0.14, bwd_input=0.14, bwd_weight=0.14, **LINKS)  # no memory limit
         replayed = pl.replay_traces(small, found, model, n_runs=3 if args.quick else 16, seed=0)
         print()
         print(format_runs(replayed, "AWS spot traces (Bamboo artifact, MIT), 4 replicas x 4 stages"))

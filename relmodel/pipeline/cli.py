@@ -9,6 +9,7 @@ import textwrap
 from pathlib import Path
 
 import click
+import numpy as np
 
 from .._cli_shared import Duration, FigurePath, quiet_option, to_json, usage_error
 from .._extras import require
@@ -73,9 +74,17 @@ def parse_failures(text: str, most: int | None = None) -> list[int]:
 @click.option("--replicas", type=int, default=8, show_default=True, help="Data-parallel replicas d.")
 @click.option("--microbatches", type=int, default=16, show_default=True,
               help="Micro-batches m per replica and iteration.")
-@click.option("--fwd", default="1", show_default=True, metavar="T[,T...]", help="Forward time F per micro-batch (per stage: a list).")
-@click.option("--bwd-input", default="1", show_default=True, metavar="T[,T...]", help="Input-gradient time B.")
-@click.option("--bwd-weight", default="1", show_default=True, metavar="T[,T...]", help="Weight-gradient time W.")
+@click.option("--fwd", default=None, metavar="T[,T...]", help="Forward time F per micro-batch (per stage: a list) [1].")
+@click.option("--bwd-input", default=None, metavar="T[,T...]", help="Input-gradient time B [1].")
+@click.option("--bwd-weight", default=None, metavar="T[,T...]", help="Weight-gradient time W [1].")
+@click.option("--model", "model_name", default=None, metavar="NAME",
+              help="Task times (s) and memory from a model preset (gpt3-175b, llama2-70b, ...) instead of --fwd etc.")
+@click.option("--gpu", default="a100-80gb", show_default=True, metavar="NAME", help="GPU preset with --model.")
+@click.option("--tensor-parallel", type=int, default=8, show_default=True, help="GPUs per worker with --model.")
+@click.option("--microbatch-size", type=int, default=1, show_default=True, help="Sequences per micro-batch with --model.")
+@click.option("--mfu", type=float, default=None, help="Model FLOPs utilisation with --model (default: the GPU's).")
+@click.option("--method", type=click.Choice(("auto", "exact", "heuristic")), default="auto", show_default=True,
+              help="How ReCycle plans its adapted schedule.")
 @click.option("--failures", default="0..4", show_default=True, metavar="A..B|a,b|N", help="Failed workers to tabulate.")
 @click.option("--strategies", metavar="NAMES", default=",".join(("recycle", "restart", "spare", "drop-pipeline", "oobleck", "bamboo")),
               show_default=True, help="Comma-separated strategies.")
@@ -111,7 +120,8 @@ def parse_failures(text: str, most: int | None = None) -> list[int]:
               help="Draw throughput against failed workers to this image file.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON object instead of the table.")
 @quiet_option()
-def pipeline(stages, replicas, microbatches, fwd, bwd_input, bwd_weight, failures, strategies, order, backward,
+def pipeline(stages, replicas, microbatches, fwd, bwd_input, bwd_weight, model_name, gpu, tensor_parallel,
+             microbatch_size, mfu, method, failures, strategies, order, backward,
              optimizer, p2p_delay, reroute_delay, optimizer_time, spares, bamboo_slowdown, oobleck_min_stages,
              traces, run_duration, failure_rate, repair_time, swap_time, restart_cost, checkpoint_interval,
              time_unit, n_runs, seed, out, plot, as_json, quiet):
@@ -129,13 +139,23 @@ def pipeline(stages, replicas, microbatches, fwd, bwd_input, bwd_weight, failure
     if out is not None:
         require("h5netcdf", "--out: a .nc output")
     try:
-        cfg = PipelineConfig(stages, replicas, microbatches, fwd=_times(fwd, "--fwd"),
-                             bwd_input=_times(bwd_input, "--bwd-input"), bwd_weight=_times(bwd_weight, "--bwd-weight"),
-                             order=order, backward=backward, optimizer=optimizer, p2p_delay=p2p_delay,
-                             reroute_delay=reroute_delay, optimizer_time=optimizer_time)
+        kind = dict(order=order, backward=backward, optimizer=optimizer, p2p_delay=p2p_delay,
+                    reroute_delay=reroute_delay, optimizer_time=optimizer_time)
+        if model_name is not None:
+            if any(x is not None for x in (fwd, bwd_input, bwd_weight)):
+                raise click.UsageError("--model: gives the task times; leave out --fwd, --bwd-input and --bwd-weight")
+            from .sizing import stage_profile
+
+            profile = stage_profile(model_name, gpu, stages=stages, tensor_parallel=tensor_parallel,
+                                    microbatch_size=microbatch_size, mfu=mfu)
+            cfg = profile.config(replicas, microbatches, **kind)
+        else:
+            cfg = PipelineConfig(stages, replicas, microbatches, fwd=_times(fwd or "1", "--fwd"),
+                                 bwd_input=_times(bwd_input or "1", "--bwd-input"),
+                                 bwd_weight=_times(bwd_weight or "1", "--bwd-weight"), **kind)
         counts = parse_failures(failures, cfg.n_workers)
         options = StrategyOptions(spares=spares, bamboo_slowdown=bamboo_slowdown,
-                                  oobleck_min_stages=oobleck_min_stages)
+                                  oobleck_min_stages=oobleck_min_stages, method=method)
         # The schedule kernels compile (or load) on their first use, just below.
         feedback.announce_compile("relmodel.pipeline._schedule_kernel", what="pipeline kernels", seconds=10)
         table = throughput_table(cfg, counts, names, options)
@@ -260,6 +280,21 @@ def format_table(table, model=None) -> str:
                      f"more workers are down than it has spares;")
         note += " --run-duration 14d or --trace gives the time-average over a run with failures and repairs."
         notes.append(note)
+    if "memory_limited" in table:
+        limited = [str(s) for s in strategies if bool(table.memory_limited.sel(strategy=s).any())]
+        if limited:
+            notes.append("limited by memory: " + "; ".join(
+                f"{s} ({', '.join(sorted({str(x) for x in table.detail.sel(strategy=s).values if 'memory' in str(x)}))})"
+                for s in limited))
+    if "recycle" in strategies and "lower_bound" in table:
+        bound = table.lower_bound.sel(strategy="recycle")
+        gaps = [f"{int(n)}: {float(table.period.sel(strategy='recycle', n_failures=n)) / float(bound.sel(n_failures=n)) - 1:.1%}"
+                for n in table.n_failures.values if np.isfinite(float(bound.sel(n_failures=n)))
+                and int(n) > 0]
+        if gaps:
+            notes.append("recycle: gap of its plan to the planner's proven lower bound, by failed workers (0.0%: "
+                         "optimal): " + ", ".join(gaps) + ". Above 1.0000: its plans (decoupled backward, staggered "
+                         "optimizer, any order) fill bubbles the configured fault-free schedule leaves.")
     wrapped = [textwrap.fill(n, 110, subsequent_indent="  ") for n in notes]
     return head + "\n" + _align(rows) + "\n" + "\n".join(wrapped)
 

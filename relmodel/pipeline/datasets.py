@@ -99,6 +99,15 @@ def throughput_table(cfg: PipelineConfig, n_failures=range(5), strategies=STRATE
                                   {"long_name": "throughput / fault-free throughput", "units": "1"}),
             "detail": (("strategy", "n_failures"), grab("detail").astype(str),
                        {"long_name": "what the strategy runs"}),
+            "lower_bound": (("strategy", "n_failures"), grab("load_bound"),
+                            {"long_name": "a proven lower bound on the period of what the strategy runs "
+                                          "(ReCycle: its planner's)", "units": "time unit"}),
+            "optimal": (("strategy", "n_failures"), np.array([[bool(r.optimal) for r in row] for row in results]),
+                        {"long_name": "ReCycle: period proven least"}),
+            "planning_time": (("strategy", "n_failures"), grab("planning_time"),
+                              {"long_name": "ReCycle: planner's wall time", "units": "s"}),
+            "memory_limited": (("strategy", "n_failures"), grab("memory_limited"),
+                               {"long_name": "the memory budget ruled the strategy out or limited it"}),
             "work_bound": ("n_failures", bound, {"long_name": "max_s ceil(m d / (d - f_s)) t_s: no schedule "
                                                               "bound to stages does better", "units": "time unit"}),
             "recycle_target": ("n_failures", np.maximum(t0, bound),

@@ -93,6 +93,8 @@ def period_of(cfg, runs_on, orders) -> float:
     cost = np.zeros(n + 1)
     cost[n] = 1.0
     result = linprog(cost, A_ub=np.array(rows), b_ub=np.array(rhs), bounds=[(0, None)] * (n + 1), method="highs")
+    if result.status == 2:  # the orders wait on each other across workers: no schedule
+        return math.inf
     assert result.status == 0, result.message
     return float(result.fun)
 
