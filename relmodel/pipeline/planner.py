@@ -23,13 +23,14 @@ is what the schedule simulator measures once the iterations settle.
   several assignments and priority rules, randomised restarts, and the
   simulator's own greedy merge as a seed; the best one, with its gap to the
   bound.
-- **Exact**: a mixed-integer program (HiGHS through `scipy.optimize.milp`):
-  task start times, an order variable per pair of tasks that may share a
-  worker, an assignment variable per re-routed micro-batch and peer, the
-  memory budget as a count of micro-batches in flight at each forward. A plan
-  that reaches the lower bound is optimal without it.
-- **Auto** (the default): the heuristic, then the exact program where the
-  heuristic leaves a gap and the program is small enough (`EXACT_PAIRS`).
+- **Exact**: a constraint program (OR-Tools CP-SAT, `plan_exact`): an
+  interval per task, optional intervals for the re-routed micro-batches on
+  each peer, no overlap per worker, the memory budget as a cumulative
+  constraint, the period minimised. A plan that reaches the lower bound is
+  optimal without it.
+- **Auto** (the default): the heuristic, then the exact search where the
+  heuristic leaves a gap, the pipeline is small (`EXACT_TASKS`) and the task
+  times lie on a common grid (so the search can prove its plan).
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ EXACT_TIME_LIMIT = 300.0
 """How long "exact" may search before it gives up (the result then says it is
 not proven), in CP-SAT's deterministic time: about seconds on a typical core,
 but counted the same on every machine, so a plan never depends on the load."""
-AUTO_TIME_LIMIT = 5.0
+AUTO_TIME_LIMIT = 2.0
 """The same for "auto"."""
 RESTARTS = 12
 """Randomised list schedules the heuristic tries after its fixed rules."""
@@ -76,8 +77,7 @@ class AdaptedPlan:
     lower_bound : float
         A proven lower bound on the period of any plan.
     method : str
-        What made it: "exact" (the mixed-integer program), "heuristic", or
-        "fault-free" (no failure).
+        What made it: "exact" (the constraint program) or "heuristic".
     optimal : bool
         Whether the period is proven least: the program solved it, or it
         reaches `lower_bound`.
@@ -381,8 +381,9 @@ def plan(cfg: PipelineConfig, mask: np.ndarray, *, method: str = "auto", time_li
         return heuristic
     from . import plan_exact
 
-    if method == "auto" and cfg.n_workers * cfg.microbatches * cfg.stages > EXACT_TASKS:
-        return heuristic
+    if method == "auto" and (cfg.n_workers * cfg.microbatches * cfg.stages > EXACT_TASKS
+                             or not plan_exact.quantum(cfg)[1]):
+        return heuristic  # too large, or times off a common grid: the search could not prove its plan
     hint = None
     if best is not None:
         hint = (best[1], build_graph(cfg, 1, executor=best[1]), best[2], best[3])
