@@ -2,7 +2,7 @@
 heuristic, with their planning times (issue: stages 4-16, replicas 2-8, micro-batches
 p to 4p, 1-4 failed workers spread as `spread_failures` places them; unit F, B, W).
 
-    python benches/bench_recycle_planner.py [--exact-limit SECONDS] [--most TASKS] > table.md
+    python benches/bench_recycle_planner.py [--exact-limit SECONDS] [--most TASKS] [--stages P ...] > table.md
 
 The exact search runs where d m p <= --most (default 1024), in CP-SAT's deterministic
 time (--exact-limit, default 20); "proven" marks a period proven least.
@@ -20,10 +20,11 @@ def main():
     parser = argparse.ArgumentParser(description=(__doc__ or "").partition("\n")[0])
     parser.add_argument("--exact-limit", type=float, default=20.0)
     parser.add_argument("--most", type=int, default=1024)
+    parser.add_argument("--stages", type=int, nargs="+", default=[4, 8, 16])
     args = parser.parse_args()
     print("| p | d | m | failed | lower bound | heuristic (ratio, s) | exact (ratio, s) |")
     print("|---|---|---|---|---|---|---|")
-    for p in (4, 8, 16):
+    for p in args.stages:
         for d in (2, 4, 8):
             for m in (p, 2 * p, 4 * p):
                 cfg = recycle_kind(pl.PipelineConfig(p, d, m))

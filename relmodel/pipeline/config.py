@@ -285,9 +285,18 @@ class StageMemory:
         put("activation", activation)
 
     def capacity(self, extra_static=0.0) -> np.ndarray:
-        """Micro-batches in flight each stage can hold (int64 per stage; 0 where
-        even the static part does not fit), with `extra_static` more bytes held
-        per stage (Bamboo's redundant layers)."""
+        """Return the micro-batches in flight each stage can hold.
+
+        Parameters
+        ----------
+        extra_static : float or sequence of float, default 0.0
+            More bytes held per stage (Bamboo's redundant layers).
+
+        Returns
+        -------
+        numpy.ndarray
+            int64 per stage; 0 where even the static part does not fit.
+        """
         free = self.budget - np.asarray(self.static) - np.asarray(extra_static, dtype=float)
         act = np.asarray(self.activation)
         with np.errstate(divide="ignore", invalid="ignore"):

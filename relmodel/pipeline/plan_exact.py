@@ -35,13 +35,25 @@ MAX_UNITS = 10**9  # the largest scaled time: CP-SAT's integers stay far from ov
 
 
 def quantum(cfg: PipelineConfig) -> tuple[float, bool]:
-    """(q, exact): a time unit in which every task time and delay, and every
-    period a plan can have, is a whole number, exactly when `exact`; otherwise
-    one that resolves the times to 1e-6 of the largest.
+    """Return the search's time unit, and whether the times lie on it exactly.
+
+    In the unit every task time and delay, and every period a plan can have,
+    is a whole number when the flag is True; otherwise it resolves the times to
+    1e-6 of the largest.
 
     A plan's period is a cycle mean over at most p optimizer groups, so a
     multiple of 1/k of the common unit of the times for some k <= p: the unit
     is divided by lcm(1..p) (by 1 with a barrier, one group).
+
+    Parameters
+    ----------
+    cfg : PipelineConfig
+        The pipeline.
+
+    Returns
+    -------
+    tuple of (float, bool)
+        The unit, and whether it is exact.
     """
     times = [x for x in (*cfg.fwd, *cfg.bwd_input, *cfg.bwd_weight, cfg.p2p_delay, cfg.reroute_delay,
                          cfg.optimizer_time) if x > 0]
@@ -60,11 +72,28 @@ def quantum(cfg: PipelineConfig) -> tuple[float, bool]:
 
 
 def solve(cfg: PipelineConfig, mask: np.ndarray, *, hint=None, time_limit: float, bound: float | None = None):
-    """(executor, orders, proven, exact_times) of the least-period plan, or
-    None when the search found no plan in `time_limit` (CP-SAT's deterministic
-    time: about seconds on a typical core, but the same on every machine).
+    """Return the least-period plan the search finds.
 
-    `hint` is a plan (executor, graph, orders, start) to start from."""
+    Parameters
+    ----------
+    cfg : PipelineConfig
+        The pipeline, in the kind the plan runs.
+    mask : numpy.ndarray
+        (d, p) boolean mask of failed workers.
+    hint : tuple, optional
+        A plan (executor, graph, orders, start) to start from.
+    time_limit : float
+        CP-SAT's deterministic time: about seconds on a typical core, but the
+        same on every machine.
+    bound : float, optional
+        A proven lower bound on the period, added as a constraint.
+
+    Returns
+    -------
+    tuple or None
+        (executor, orders, proven, exact_times); None when the search found no
+        plan in its time.
+    """
     from ortools.sat.python import cp_model
 
     from .graph import build_graph, default_executor

@@ -105,11 +105,34 @@ class AdaptedPlan:
 
     @property
     def gap(self) -> float:
-        """period / lower_bound - 1 (0: optimal for certain)."""
+        """Return period / lower_bound - 1 (0: optimal for certain).
+
+        Returns
+        -------
+        float
+            The relative gap.
+        """
         return self.period / self.lower_bound - 1.0 if self.lower_bound > 0 else 0.0
 
 
 def check_method(method: str) -> str:
+    """Return `method` if it is one of `PLAN_METHODS`.
+
+    Parameters
+    ----------
+    method : str
+        The planning method.
+
+    Returns
+    -------
+    str
+        The method.
+
+    Raises
+    ------
+    PipelineError
+        If it is unknown.
+    """
     return check_choice("method", method, PLAN_METHODS)
 
 
@@ -117,7 +140,18 @@ def check_method(method: str) -> str:
 
 
 def max_cycle_mean(weight: np.ndarray) -> float:
-    """Karp's maximum cycle mean of a graph given as weight[u, v] (-inf: no edge); -inf without a cycle."""
+    """Return Karp's maximum cycle mean of a graph.
+
+    Parameters
+    ----------
+    weight : numpy.ndarray
+        (n, n) weight[u, v] of the edge u -> v; -inf where there is none.
+
+    Returns
+    -------
+    float
+        The largest mean weight of a cycle; -inf without a cycle.
+    """
     n = weight.shape[0]
     walk = np.full((n + 1, n), -np.inf)
     walk[0] = 0.0  # a source with a free edge to every node
@@ -133,8 +167,25 @@ def max_cycle_mean(weight: np.ndarray) -> float:
 
 
 def orders_period(graph, orders) -> tuple[float, np.ndarray]:
-    """(period, start): the period of one-iteration `graph` with each worker
-    running `orders` every iteration, and the earliest start of every task."""
+    """Return the period of a one-iteration graph whose workers run fixed orders every iteration.
+
+    Parameters
+    ----------
+    graph : TaskGraph
+        One iteration's tasks (`build_graph(cfg, 1, executor=...)`).
+    orders : sequence of numpy.ndarray
+        Each worker's tasks in order.
+
+    Returns
+    -------
+    tuple of (float, numpy.ndarray)
+        The period, and the earliest start of every task of one iteration.
+
+    Raises
+    ------
+    DeadlockError
+        If the orders wait on each other.
+    """
     ptr, idx, delay = with_orders(graph, orders)
     kernel = kernels()
     order, placed = kernel.topological_order(ptr, idx)
@@ -157,7 +208,18 @@ def orders_period(graph, orders) -> tuple[float, np.ndarray]:
 
 
 def capacity(cfg: PipelineConfig) -> np.ndarray:
-    """Micro-batches in flight each stage's workers can hold (int64 per stage; huge without a budget)."""
+    """Return the micro-batches in flight each stage's workers can hold.
+
+    Parameters
+    ----------
+    cfg : PipelineConfig
+        The pipeline.
+
+    Returns
+    -------
+    numpy.ndarray
+        int64 per stage; 2**62 without a memory budget.
+    """
     if cfg.memory is None:
         return np.full(cfg.stages, 2**62, dtype=np.int64)
     return cfg.memory.capacity()
@@ -171,8 +233,22 @@ def lower_bound(cfg: PipelineConfig, mask: np.ndarray) -> float:
     n (F + B + W), plus the larger of the idle time before its first B
     (F + R - min(n, c) F) and after its last F (R - (min(n, c) - 1)(B + W)),
     where R is the round trip below stage s (the forwards and input gradients
-    of the later stages, with the fastest transfer between them); plus the
-    optimizer step. inf when a stage has no survivor or no room.
+    of the later stages, with the fastest transfer between them). Per stage s
+    and later stage s': the forward and backward work of the busiest peer of
+    s' between the first micro-batch's way down and the last one's way back.
+    Plus the optimizer step.
+
+    Parameters
+    ----------
+    cfg : PipelineConfig
+        The pipeline, in the kind the plan runs (ReCycle's).
+    mask : numpy.ndarray
+        (d, p) boolean mask of failed workers.
+
+    Returns
+    -------
+    float
+        The bound; inf when a stage has no survivor or no room.
     """
     d, m, p = cfg.replicas, cfg.microbatches, cfg.stages
     fwd, bwd, wgt = (np.asarray(x, dtype=float) for x in (cfg.fwd, cfg.bwd_input, cfg.bwd_weight))
@@ -208,13 +284,25 @@ def lower_bound(cfg: PipelineConfig, mask: np.ndarray) -> float:
 
 
 def reroute(mask: np.ndarray, m: int, assignment: str = "round-robin") -> np.ndarray | None:
-    """executor[r, j, s] with each failed worker's micro-batches spread evenly
-    over its stage's survivors (each runs at most ceil(m d / (d - f_s)));
-    None when a stage has no survivor.
+    """Return the workers running each micro-batch, the failed workers' spread evenly over their peers.
 
-    round-robin: the re-routed (micro-batch, replica) pairs in micro-batch
-    order, dealt to the survivors in turn; blocks: each survivor takes a
-    contiguous run of them.
+    Each survivor runs at most ceil(m d / (d - f_s)). round-robin: the
+    re-routed (micro-batch, replica) pairs in micro-batch order, dealt to the
+    survivors in turn; blocks: each survivor takes a contiguous run of them.
+
+    Parameters
+    ----------
+    mask : numpy.ndarray
+        (d, p) boolean mask of failed workers.
+    m : int
+        Micro-batches per replica.
+    assignment : {"round-robin", "blocks"}, default "round-robin"
+        How to deal them.
+
+    Returns
+    -------
+    numpy.ndarray or None
+        executor[r, j, s] = r' p + s; None when a stage has no survivor.
     """
     d, p = mask.shape
     executor = default_executor(d, m, p)
@@ -236,8 +324,19 @@ def reroute(mask: np.ndarray, m: int, assignment: str = "round-robin") -> np.nda
 
 
 def holds(graph) -> np.ndarray:
-    """+1 on the task that brings a micro-batch's activations (its F), -1 on the
-    one that frees them (W, or B when the backward is fused), 0 elsewhere."""
+    """Return each task's change to its worker's micro-batches in flight.
+
+    Parameters
+    ----------
+    graph : TaskGraph
+        The tasks.
+
+    Returns
+    -------
+    numpy.ndarray
+        +1 on a micro-batch's F, -1 on the task that frees its activations (W,
+        or B when the backward is fused), 0 elsewhere.
+    """
     out = np.zeros(graph.size, dtype=np.int64)
     on = graph.worker >= 0
     out[(graph.kind == F) & on] = 1
@@ -249,7 +348,20 @@ def holds(graph) -> np.ndarray:
 
 
 def peak_inflight(graph, orders) -> np.ndarray:
-    """Most micro-batches in flight on each worker under `orders`."""
+    """Return the most micro-batches in flight on each worker under `orders`.
+
+    Parameters
+    ----------
+    graph : TaskGraph
+        The tasks.
+    orders : sequence of numpy.ndarray
+        Each worker's tasks in order.
+
+    Returns
+    -------
+    numpy.ndarray
+        int64 per worker.
+    """
     h = holds(graph)
     return np.array([int(np.max(np.cumsum(h[o]), initial=0)) for o in orders], dtype=np.int64)
 
