@@ -40,7 +40,7 @@ import numpy as np
 
 from .config import PipelineConfig, PipelineError, check_count, check_real, failed_workers, show
 from .graph import R_KIND, build_graph, stage_order, task_index
-from .planner import PLAN_METHODS, check_method, holds
+from .planner import check_method
 from .recycle import frozen, load_bound, plan_schedule, recycle_kind, recycle_plan
 from .schedule import (N_ITERATIONS, N_MEASURED, Schedule, after_all, check_iterations, fault_free, greedy, measure,
                        resweep)

@@ -40,7 +40,7 @@ def failure_sets(d: int, p: int, most: int = 3):
     for k in range(most + 1):
         for chosen in itertools.combinations(cells, k):
             mask = np.zeros((d, p), dtype=bool)
-            mask[tuple(zip(*chosen))] = True if chosen else False
+            mask[tuple(zip(*chosen))] = bool(chosen)
             if mask.all(axis=0).any():
                 continue
             key = tuple(sorted(map(tuple, mask.astype(int))))
