@@ -97,6 +97,7 @@ def solve(cfg: PipelineConfig, mask: np.ndarray, *, hint=None, time_limit: float
     from ortools.sat.python import cp_model
 
     from .graph import build_graph, default_executor
+    from .schedule import worker_orders
 
     d, m, p = cfg.replicas, cfg.microbatches, cfg.stages
     q, on_grid = quantum(cfg)
@@ -131,10 +132,11 @@ def solve(cfg: PipelineConfig, mask: np.ndarray, *, hint=None, time_limit: float
             for t in types:
                 on_worker.setdefault((c, s), []).append(
                     model.NewOptionalFixedSizeIntervalVar(start[key, t], size[t][s], lit, f"i{key}{t}{c}"))
-            span = model.NewIntVar(0, horizon, f"h{key}{c}")
-            model.Add(span == end[key, final] - start[key, 0])
-            held.setdefault((c, s), []).append(
-                model.NewOptionalIntervalVar(start[key, 0], span, end[key, final], lit, f"m{key}{c}"))
+            if cfg.memory is not None:  # only a budget needs the micro-batch's whole stay
+                span = model.NewIntVar(0, horizon, f"h{key}{c}")
+                model.Add(span == end[key, final] - start[key, 0])
+                held.setdefault((c, s), []).append(
+                    model.NewOptionalIntervalVar(start[key, 0], span, end[key, final], lit, f"m{key}{c}"))
     for key in peers:
         r, j, s = key
         for a, b in zip(types[:-1], types[1:]):
@@ -190,11 +192,7 @@ def solve(cfg: PipelineConfig, mask: np.ndarray, *, hint=None, time_limit: float
     for (key, t), var in start.items():
         r, j, s = key
         at[((r * m + j) * p + s) * 3 + t] = solver.Value(var)
-    tasks = np.flatnonzero(graph.worker >= 0)
-    by = np.lexsort((graph.kind[tasks], at[tasks], graph.worker[tasks]))
-    tasks = tasks[by]
-    bounds = np.searchsorted(graph.worker[tasks], np.arange(d * p + 1))
-    orders = tuple(tasks[bounds[w]:bounds[w + 1]] for w in range(d * p))
+    orders = tuple(worker_orders(graph, np.lexsort((graph.kind, at)).argsort()))  # by start, F before B before W
     return executor, orders, status == cp_model.OPTIMAL, on_grid
 
 

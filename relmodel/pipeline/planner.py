@@ -44,7 +44,7 @@ import numpy as np
 
 from .config import PipelineConfig, PipelineError, check_choice
 from .graph import B, F, W, build_graph, default_executor, stage_order, task_index, with_orders
-from .schedule import DeadlockError, kernels
+from .schedule import DeadlockError, kernels, worker_orders
 
 PLAN_METHODS = ("auto", "exact", "heuristic")
 ASSIGNMENTS = ("round-robin", "blocks")
@@ -366,15 +366,6 @@ def peak_inflight(graph, orders) -> np.ndarray:
     return np.array([int(np.max(np.cumsum(h[o]), initial=0)) for o in orders], dtype=np.int64)
 
 
-def _orders_from(graph, sequence) -> tuple:
-    d, m, p = graph.shape
-    on = np.flatnonzero(graph.worker >= 0)
-    by = np.lexsort((sequence[on], graph.worker[on]))
-    tasks = on[by]
-    bounds = np.searchsorted(graph.worker[tasks], np.arange(d * p + 1))
-    return tuple(tasks[bounds[w]:bounds[w + 1]] for w in range(d * p))
-
-
 def _list_plan(graph, priority, cap_per_worker):
     n = graph.size
     start, end, sequence = np.empty(n), np.empty(n), np.empty(n, dtype=np.int64)
@@ -386,7 +377,7 @@ def _list_plan(graph, priority, cap_per_worker):
                                              cap_per_worker, d * p, start, end, sequence)
     if placed < n:
         return None
-    return _orders_from(graph, sequence)
+    return tuple(worker_orders(graph, sequence))
 
 
 def _tail_priority(graph) -> np.ndarray:
