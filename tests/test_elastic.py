@@ -118,10 +118,18 @@ def _jobs(draw, n_gpus):
                   min_local_batch=draw(st.integers(1, local)), min_gpus=draw(st.integers(1, gpus)))
 
 
-def brute_force_allocation(job_list, n_gpus, policy, objective):
-    """Every (g, b) pair of every job, from the model directly."""
+def speedup_unit(job):
+    """One GPU at the submitted batch, memory or not; a profiled table may lack
+    that point: then the submitted allocation's throughput per GPU."""
+    x = float(job.model.throughput(1, job.batch))
+    return x if math.isfinite(x) and x > 0 else float(job.model.throughput(job.gpus, job.batch)) / job.gpus
+
+
+def brute_force_allocation(job_list, n_gpus, policy, objective, may_wait=()):
+    """Every (g, b) pair of every job, from the model directly; a job that may
+    wait also has (0 GPUs, worth 0)."""
     per_job = []
-    for job in job_list:
+    for n, job in enumerate(job_list):
         lo, hi = (job.batch, job.batch) if policy == "fixed-batch" else (job.min_batch, job.max_batch)
         m_hi = job.model.max_local_batch if job.max_local_batch is None else job.max_local_batch
         pairs = {}
@@ -132,9 +140,10 @@ def brute_force_allocation(job_list, n_gpus, policy, objective):
                     if math.isfinite(x) and x > 0:
                         pairs[g] = max(pairs.get(g, 0.0), x)
         if objective == "speedup":
-            base = pairs[min(pairs)]
-            pairs = {g: x / base for g, x in pairs.items()}
-        per_job.append(list(pairs.items()))
+            pairs = {g: x / speedup_unit(job) for g, x in pairs.items()}
+        if n in may_wait:
+            pairs[0] = 0.0
+        per_job.append(sorted(pairs.items()))
     return brute_force(per_job, n_gpus)
 
 
@@ -154,6 +163,55 @@ def test_allocate_equals_brute_force(data, n_gpus, policy, objective):
         lo, hi = (job.batch, job.batch) if policy == "fixed-batch" else (job.min_batch, job.max_batch)
         assert b % g == 0 and lo <= b <= hi and g >= job.min_gpus
         assert x == pytest.approx(float(job.model.throughput(g, b)), rel=1e-12)
+
+
+@given(data=st.data(), n_gpus=st.integers(1, 10), policy=st.sampled_from(["elastic", "fixed-batch"]),
+       objective=st.sampled_from(["throughput", "speedup"]))
+def test_admission_by_the_optimizer_equals_brute_force(data, n_gpus, policy, objective):
+    # Up to 5 jobs, any subset of which may be left waiting: more jobs than fit is the point.
+    job_list = data.draw(st.lists(jobs(n_gpus), min_size=1, max_size=5))
+    may_wait = data.draw(st.lists(st.booleans(), min_size=len(job_list), max_size=len(job_list)))
+    waits = {n for n, w in enumerate(may_wait) if w}
+    expected = brute_force_allocation(job_list, n_gpus, policy, objective, waits)
+    if expected == -math.inf:
+        with pytest.raises(ValueError, match="minimum allocations"):
+            el.allocate(job_list, n_gpus, policy, objective, may_wait=may_wait)
+        return
+    alloc = el.allocate(job_list, n_gpus, policy, objective, may_wait=may_wait)
+    assert math.isclose(alloc.value, expected, rel_tol=1e-9, abs_tol=1e-12)
+    assert alloc.gpus.sum() <= n_gpus
+    for n, (job, g, b, x) in enumerate(zip(job_list, alloc.gpus, alloc.batch, alloc.throughput)):
+        if g == 0:
+            assert n in waits and b == 0 and x == 0 and not alloc.admitted[n]
+            continue
+        assert g >= job.min_gpus and b % g == 0
+        assert x == pytest.approx(float(job.model.throughput(g, b)), rel=1e-12)
+    # Jobs that may not wait are never left out, and the value adds up.
+    assert all(alloc.admitted[n] for n in range(len(job_list)) if n not in waits)
+    unit = [1.0 if objective == "throughput" else speedup_unit(j) for j in job_list]
+    assert math.isclose(sum(x / u for x, u in zip(alloc.throughput, unit)), alloc.value, rel_tol=1e-12, abs_tol=1e-12)
+
+
+def test_the_optimizer_admits_the_jobs_worth_most():
+    # 8 GPUs, three jobs that each need 4: two run, the one that gains least waits.
+    fast, slow = el.ParametricThroughput("fast", 0.01, 0.001), el.ParametricThroughput("slow", 0.01, 0.004)
+    job_list = [el.Job(m, 1e6, 64, gpus=4, min_gpus=4, max_gpus=4, job_id=m.name + str(k))
+                for k, m in enumerate([slow, fast, fast])]
+    alloc = el.allocate(job_list, 8, may_wait=True)
+    assert alloc.admitted.tolist() == [False, True, True] and alloc.gpus.tolist() == [0, 4, 4]
+    assert "1 waiting" in repr(alloc)
+    with pytest.raises(ValueError, match="minimum allocations"):
+        el.allocate(job_list, 8)  # none may wait: 12 GPUs needed
+    with pytest.raises(ValueError, match="may_wait"):
+        el.allocate(job_list, 8, may_wait=[True])
+
+
+def test_speedup_counts_from_one_gpu_at_the_submitted_batch():
+    # Submitted at batch 512 on 4 GPUs (128 each); one GPU could not hold 512, but the unit is X(1, 512).
+    model = el.MODELS["resnet50"]
+    job = el.Job(model, 1e6, 512, gpus=4, min_gpus=4, max_gpus=4)
+    alloc = el.allocate([job], 64, "fixed-batch", "speedup")
+    assert alloc.value == pytest.approx(float(model.throughput(4, 512) / model.throughput(1, 512)), rel=1e-12)
 
 
 @given(data=st.data(), n_gpus=st.integers(1, 12), objective=st.sampled_from(["throughput", "speedup"]))

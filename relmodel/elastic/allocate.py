@@ -4,8 +4,10 @@
 
 with V_j(g) the best value of job j on g GPUs over its feasible batch sizes
 (elastic), or at its submitted batch (fixed-batch, the baseline). The value is
-the job's throughput (samples/s) or its speedup over its own minimum
-allocation. The kernel is `relmodel.elastic._allocation_kernel.solve_allocation`.
+the job's throughput (samples/s) or its speedup: that throughput over the job's
+throughput on one GPU at its submitted batch. A job that may wait also has
+g = 0, worth 0: the program then chooses which jobs run (admission), not only
+how wide. The kernel is `relmodel.elastic._allocation_kernel.solve_allocation`.
 """
 
 from __future__ import annotations
@@ -48,6 +50,8 @@ def check_choice(name: str, value, choices) -> str:
 class Allocation:
     """GPUs, batch size and throughput of each job (in the order given), and the objective's total.
 
+    A job left waiting has 0 GPUs, batch 0 and throughput 0.
+
     Parameters
     ----------
     job_ids : tuple of str
@@ -80,8 +84,15 @@ class Allocation:
     def __len__(self):
         return len(self.job_ids)
 
+    @property
+    def admitted(self) -> np.ndarray:
+        """Whether each job runs (has GPUs)."""
+        return self.gpus > 0
+
     def __repr__(self) -> str:
-        return (f"Allocation({len(self)} jobs, {int(np.sum(self.gpus))} of {self.n_gpus} GPUs, "
+        waiting = int(np.sum(~self.admitted))
+        return (f"Allocation({len(self)} jobs{f' ({waiting} waiting)' if waiting else ''}, "
+                f"{int(np.sum(self.gpus))} of {self.n_gpus} GPUs, "
                 f"{self.objective} {self.value:.4g}, policy {self.policy!r})")
 
     def _repr_html_(self) -> str:
@@ -134,10 +145,12 @@ def solve(options: Sequence[Options], capacity: int, objective: str) -> tuple[np
     return np.where(chosen >= 0, chosen - offsets[:-1], -1), float(total)
 
 
-def allocate(jobs: Sequence[Job], n_gpus: int, policy: str = "elastic", objective: str = "throughput") -> Allocation:
+def allocate(jobs: Sequence[Job], n_gpus: int, policy: str = "elastic", objective: str = "throughput", *,
+             may_wait=False) -> Allocation:
     """Return the allocation of `n_gpus` GPUs to `jobs` that maximises the objective.
 
-    Every job gets at least its minimum; GPUs may stay idle when no job gains
+    Every job gets at least its minimum, except those that may wait: they get
+    their minimum or more, or nothing. GPUs may stay idle when no job gains
     from them.
 
     Parameters
@@ -151,7 +164,10 @@ def allocate(jobs: Sequence[Job], n_gpus: int, policy: str = "elastic", objectiv
         job keeps its submitted batch (GPUs still scale).
     objective : {"throughput", "speedup"}, default "throughput"
         "throughput": total samples/s; "speedup": total of each job's
-        throughput over its throughput at its minimum allocation.
+        throughput over its throughput on one GPU at its submitted batch.
+    may_wait : bool or sequence of bool, default False
+        Jobs that may get no GPUs (all of them when True): the program
+        then chooses which of them run (admission).
 
     Returns
     -------
@@ -163,18 +179,34 @@ def allocate(jobs: Sequence[Job], n_gpus: int, policy: str = "elastic", objectiv
     JobError
         For an invalid job.
     ValueError
-        When the jobs' minimums do not fit.
+        When the minimums of the jobs that may not wait do not fit, or
+        `may_wait` does not match `jobs`.
     """
     check_choice("policy", policy, POLICIES)
     check_choice("objective", objective, OBJECTIVES)
     n_gpus = check_gpus(n_gpus)
+    jobs = tuple(jobs)
+    waits = _wait_mask(may_wait, len(jobs))
     opts = [job_options(job, n_gpus, policy == "fixed-batch") for job in jobs]
+    opts = [o.or_wait() if w else o for o, w in zip(opts, waits)]
     chosen, total = solve(opts, n_gpus, objective)
     if total == -np.inf:
-        need = sum(int(o.gpus[0]) for o in opts)
+        need = sum(o.minimum for o, w in zip(opts, waits) if not w)
         raise ParameterError("n_gpus", f"the jobs need {need} GPUs at their minimum allocations; there are {n_gpus}")
     return Allocation(tuple(str(j.job_id) for j in jobs), _pick(opts, chosen, "gpus"), _pick(opts, chosen, "batch"),
                       _pick(opts, chosen, "throughput"), total, policy, objective, int(n_gpus))
+
+
+def _wait_mask(may_wait, n_jobs: int) -> list[bool]:
+    if isinstance(may_wait, (bool, np.bool_)):
+        return [bool(may_wait)] * n_jobs
+    try:
+        mask = list(may_wait)
+    except TypeError:
+        raise ParameterError("may_wait", f"must be a bool or one bool per job (got {may_wait!r})") from None
+    if len(mask) != n_jobs or not all(isinstance(w, (bool, np.bool_)) for w in mask):
+        raise ParameterError("may_wait", f"need one bool per job ({n_jobs}), got {may_wait!r}")
+    return [bool(w) for w in mask]
 
 
 def _pick(opts: Sequence[Options], chosen: np.ndarray, field: str) -> np.ndarray:

@@ -51,8 +51,18 @@ def _factors(text: str) -> tuple[float, float]:
 @click.option("--pause", type=Duration(), default="30s", show_default=True, help="Stop of a job whose GPUs or batch change.")
 @click.option("--unplaceable", type=click.Choice(["drop", "queue"]), default="drop", show_default=True,
               help="What becomes of a job that cannot be placed when it arrives.")
+@click.option("--max-wait", type=Duration(), default=None,
+              help="With --unplaceable queue: a job not started this long after its submission is dropped "
+                   "[default: it waits for ever].")
+@click.option("--admission", type=click.Choice(["first-fit", "optimizer"]), default="first-fit", show_default=True,
+              help="Which waiting jobs start (elastic and fixed-batch): in arrival order while their minimums "
+                   "fit, or as the allocator's dynamic program chooses (a job may get zero GPUs).")
+@click.option("--reoptimize-every", type=Duration(), default=None,
+              help="Also re-solve the allocation this often (it is re-solved on every arrival, completion, "
+                   "failure and repair anyway).")
 @click.option("--objective", type=click.Choice(["throughput", "speedup"]), default="throughput", show_default=True,
-              help="What the allocator maximises: total samples/s, or total speedup over minimum allocations.")
+              help="What the allocator maximises: total samples/s, or total speedup (each job's throughput over "
+                   "its throughput on one GPU at its submitted batch).")
 @click.option("--batch-range", default="0.5,2", show_default=True,
               help="Each job's batch range: LOW,HIGH times its submitted batch.")
 @click.option("--trace", type=click.Path(dir_okay=False, path_type=Path), default=None,
@@ -65,7 +75,8 @@ def _factors(text: str) -> tuple[float, float]:
 @click.option("--json", "as_json", is_flag=True, help='Print {"policies": {...}, ...} as JSON.')
 @quiet_option("No progress display and no notes on stderr.")
 def cluster(n_gpus, gpus_per_node, arrival_rate, duration, seed, policy, failure_rate, repair_time,
-            checkpoint_interval, checkpoint_cost, restart_cost, pause, unplaceable, objective, batch_range,
+            checkpoint_interval, checkpoint_cost, restart_cost, pause, unplaceable, max_wait, admission,
+            reoptimize_every, objective, batch_range,
             trace, out, plot, as_json, quiet):
     """Simulate a GPU cluster: elastic scaling (GPUs and batch sizes by dynamic
     programming) against fixed batch sizes and plain FIFO, with node failures;
@@ -94,6 +105,7 @@ def cluster(n_gpus, gpus_per_node, arrival_rate, duration, seed, policy, failure
                                   failure_rate=failure_rate, repair_time=repair_time,
                                   checkpoint_interval=checkpoint_interval, checkpoint_cost=checkpoint_cost,
                                   restart_cost=restart_cost, pause=pause, unplaceable=unplaceable,
+                                  max_wait=max_wait, admission=admission, reoptimize_every=reoptimize_every,
                                   objective=objective)
     except TraceError as err:
         raise click.UsageError(f"--trace: {err}") from None

@@ -1,17 +1,20 @@
 """The event-driven cluster simulator, one policy at a time.
 
-Events: job arrivals, completions, node failures and repairs. After each the
-policy places jobs:
+Events: job arrivals, completions, node failures and repairs, queue time-outs,
+and with `reoptimize_every` a periodic tick. After each the policy places jobs:
 
-* elastic / fixed-batch: every running job, and a new or waiting one if the
-  jobs' minimum allocations still fit, get GPUs (and batch sizes) from the
-  dynamic program; a job whose (GPUs, batch) changes pauses for `pause`
-  (save, reshard, reload) holding its new GPUs;
+* elastic / fixed-batch: every running job gets GPUs (and batch sizes) from
+  the dynamic program, and so do waiting jobs: with admission="first-fit"
+  those, in arrival order, whose minimums still fit beside the running jobs'
+  minimums; with admission="optimizer" the program itself chooses, a waiting
+  job's options including zero GPUs. A job whose (GPUs, batch) changes pauses
+  for `pause` (save, reshard, reload) holding its new GPUs;
 * fifo: jobs start in arrival order on their submitted GPUs and batch, never
   rescaled (head-of-line blocking in the queue).
 
-A job that cannot be placed when it arrives is dropped, or queued with
-unplaceable="queue". Every job writes a checkpoint after each
+A job that is not placed when it arrives is dropped, or with
+unplaceable="queue" waits, for at most `max_wait` after its submission (then it
+is dropped). Every job writes a checkpoint after each
 `checkpoint_interval` of compute (costing `checkpoint_cost`), and a
 reconfiguration saves its state too. When a node fails, a job that held GPUs
 there either shrinks onto its surviving GPUs and continues (elastic and
@@ -40,8 +43,9 @@ POLICIES = ("elastic", "fixed-batch", "fifo")
 OUTCOMES = ("completed", "dropped", "rejected", "unfinished", "not submitted")
 COMPLETED, DROPPED, REJECTED, UNFINISHED, NOT_SUBMITTED = range(5)
 DRAIN_FACTOR = 100  # the run stops this many arrival windows (>= 24 h) after the last arrival
-# Event kinds, in the order simultaneous events are handled: GPUs come back before they are asked for.
-_COMPLETE, _REPAIR, _FAIL, _ARRIVE = range(4)
+# Event kinds, in the order simultaneous events are handled: GPUs come back before they are asked for,
+# and a job whose waiting time runs out at t may still start at t.
+_COMPLETE, _REPAIR, _FAIL, _ARRIVE, _TICK, _TIMEOUT = range(6)
 # Overhead at the start of a job's configuration (an "epoch").
 _NONE, _RESTART, _FAILURE_PAUSE, _PAUSE = range(4)
 
@@ -135,6 +139,7 @@ class _Simulation:
     def __init__(self, jobs, policy: str, cfg: ClusterConfig):
         self.jobs, self.policy, self.cfg = jobs, policy, cfg
         self.resizable = policy != "fifo"
+        self.optimizer_admits = self.resizable and cfg.admission == "optimizer"
         n = len(jobs)
         self.outcome = np.full(n, NOT_SUBMITTED, dtype=np.int8)
         self.submit = np.array([float(j.submit_time) if _finite(j.submit_time) else np.nan for j in jobs])
@@ -151,7 +156,7 @@ class _Simulation:
         self.heap, self.seq, self.now = [], 0, 0.0
         self.events, self.alloc = [], [(0.0, 0)]
         self.counters = dict.fromkeys(
-            ("rescales", "shrinks", "restarts", "job_interruptions", "node_failures"), 0)
+            ("rescales", "shrinks", "restarts", "job_interruptions", "node_failures", "timeouts"), 0)
         self.counters.update(dict.fromkeys(
             ("gpu_hours_lost_failures", "gpu_hours_redone", "gpu_hours_restart", "gpu_hours_paused"), 0.0))
         self.cycle = cfg.checkpoint_interval + cfg.checkpoint_cost
@@ -170,6 +175,8 @@ class _Simulation:
             self.push(max(0.0, np.nan_to_num(self.submit[i], nan=0.0)), _ARRIVE, i)
         for t, node in self.failures.first_failures():
             self.push(t, _FAIL, node)
+        if self.cfg.reoptimize_every is not None:
+            self.push(self.cfg.reoptimize_every, _TICK, 0)
         last = max((self.submit[i] for i in order if np.isfinite(self.submit[i])), default=0.0)
         horizon = self.cfg.until if self.cfg.until is not None else last + DRAIN_FACTOR * max(last, 24.0)
         pending = len(order)
@@ -189,8 +196,12 @@ class _Simulation:
                 self.complete(a)
             elif kind == _FAIL:
                 changed = self.fail(a)
-            else:
+            elif kind == _REPAIR:
                 self.repair(a)
+            elif kind == _TICK:
+                self.push(t + self.cfg.reoptimize_every, _TICK, 0)
+            else:
+                changed = self.time_out(a)
             self.schedule(arrival, changed)
             held = sum(e.gpus for e in self.epochs.values())
             if held != self.alloc[-1][1]:
@@ -278,6 +289,16 @@ class _Simulation:
         self.restart_due.add(i)
         self.log("evict", self.jobs[i].job_id)
 
+    def time_out(self, i) -> bool:
+        """Drop job i if it is still waiting for its first start."""
+        if i not in self.waiting or np.isfinite(self.start[i]):
+            return False
+        self.waiting.remove(i)
+        self.outcome[i] = DROPPED
+        self.counters["timeouts"] += 1
+        self.log("time-out", self.jobs[i].job_id)
+        return False
+
     def repair(self, node):
         self.place.repair(node)
         self.log("node-repair", node)
@@ -331,20 +352,36 @@ class _Simulation:
         return need + sum(int(self.options[j].gpus[0]) for j in self.epochs) <= self.place.capacity
 
     def schedule(self, arrival, changed):
+        if self.optimizer_admits:
+            if arrival is not None:
+                self.waiting.append(arrival)
+            if changed or self.waiting:
+                self.reallocate(set(), admit=True)
+            if arrival is not None and arrival in self.waiting:
+                self.wait_or_drop(arrival)
+            return
         admitted = []
         while self.waiting and self.fits(self.waiting[0]):
             admitted.append(self.admit(self.waiting.popleft()))
         if arrival is not None:
             if not self.waiting and self.fits(arrival):
                 admitted.append(self.admit(arrival))
-            elif self.cfg.unplaceable == "queue":
-                self.waiting.append(arrival)
-                self.log("queue", self.jobs[arrival].job_id)
             else:
-                self.outcome[arrival] = DROPPED
-                self.log("drop", self.jobs[arrival].job_id)
+                self.waiting.append(arrival)
+                self.wait_or_drop(arrival)
         if self.resizable and (changed or admitted):
             self.reallocate(set(admitted))
+
+    def wait_or_drop(self, i):
+        """Job i, just arrived, found no room: it waits at most `max_wait`."""
+        if self.cfg.max_wait > 0:
+            self.log("queue", self.jobs[i].job_id)
+            if math.isfinite(self.cfg.max_wait):
+                self.push(self.submit[i] + self.cfg.max_wait, _TIMEOUT, i)
+        else:
+            self.waiting.remove(i)
+            self.outcome[i] = DROPPED
+            self.log("drop", self.jobs[i].job_id)
 
     def admit(self, i) -> int:
         overhead = _RESTART if i in self.restart_due else _NONE
@@ -358,15 +395,25 @@ class _Simulation:
         self.log("start", self.jobs[i].job_id, int(opts.gpus[0]), int(opts.batch[0]))
         return i
 
-    def reallocate(self, new: set):
-        order = sorted(self.epochs)
-        chosen, total = solve([self.options[i] for i in order], self.place.capacity, self.cfg.objective)
+    def reallocate(self, new: set, admit: bool = False):
+        """Re-solve the allocation of the running jobs (and the newly admitted
+        ones, `new`); with `admit`, waiting jobs take part with a zero-GPU option
+        and those given GPUs start."""
+        waiting = set(self.waiting) if admit else set()
+        order = sorted(set(self.epochs) | waiting)
+        options = [self.options[i].or_wait() if i in waiting else self.options[i] for i in order]
+        chosen, total = solve(options, self.place.capacity, self.cfg.objective)
         if total == -np.inf:  # admission keeps the minimums within capacity
             raise RuntimeError("allocation: the running jobs' minimums exceed the GPUs up")
         plan = []
-        for i, k in zip(order, chosen):
-            opts, ep = self.options[i], self.epochs[i]
+        for i, opts, k in zip(order, options, chosen):
             g, b = int(opts.gpus[k]), int(opts.batch[k])
+            if g == 0:
+                continue  # left waiting
+            if i in waiting:
+                self.waiting.remove(i)
+                new.add(self.admit(i))
+            ep = self.epochs[i]
             if i in new or ep.struck or (g, b) != (ep.gpus, ep.batch):
                 plan.append((i, g, b, float(opts.throughput[k]) * 3600.0))
         for i, g, _, _ in plan:  # shrink first, so the growing jobs find the GPUs

@@ -13,6 +13,7 @@ from .allocate import MAX_GPUS, OBJECTIVES, check_choice, check_gpus
 from .nodes import node_sizes
 
 UNPLACEABLE = ("drop", "queue")
+ADMISSIONS = ("first-fit", "optimizer")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -38,7 +39,22 @@ class ClusterConfig:
     pause : float or str, default 30 s
         The stop of a job whose GPUs or batch size change.
     unplaceable : {"drop", "queue"}, default "drop"
-        What happens to a job that cannot be placed on arrival.
+        What happens to a job that is not placed on arrival: dropped, or
+        queued for at most `max_wait`.
+    max_wait : float or str, optional
+        With ``unplaceable="queue"``, the longest a job waits for its first
+        start; one not started by its submission plus `max_wait` is dropped
+        then. None: for ever (an unbounded queue). Jobs sent back to the
+        queue by a failure are never dropped.
+    admission : {"first-fit", "optimizer"}, default "first-fit"
+        How the elastic and fixed-batch policies choose which waiting jobs
+        start. "first-fit": in arrival order, each whose minimum still fits
+        beside the running jobs' minimums. "optimizer": the allocation's
+        dynamic program, in which a waiting job may get zero GPUs. The FIFO
+        policy always starts jobs in arrival order.
+    reoptimize_every : float or str, optional
+        Also re-optimise every this long (the allocation is re-solved on every
+        arrival, completion, failure and repair anyway). None: never.
     objective : {"throughput", "speedup"}, default "throughput"
         The allocator's objective.
     seed : int, default 0
@@ -58,6 +74,9 @@ class ClusterConfig:
     restart_cost: float = 10 / 60
     pause: float = 0.5 / 60
     unplaceable: str = "drop"
+    max_wait: float | None = None
+    admission: str = "first-fit"
+    reoptimize_every: float | None = None
     objective: str = "throughput"
     seed: int = 0
     failures: tuple | None = None
@@ -76,6 +95,23 @@ class ClusterConfig:
                 raise ValueError(f"{name}: must be a finite duration >= 0 (got {getattr(self, name)!r})")
             object.__setattr__(self, name, hours)
         check_choice("unplaceable", self.unplaceable, UNPLACEABLE)
+        check_choice("admission", self.admission, ADMISSIONS)
+        if self.max_wait is None:
+            object.__setattr__(self, "max_wait", 0.0 if self.unplaceable == "drop" else math.inf)
+        else:
+            wait = to_hours(self.max_wait, "max_wait")
+            if math.isnan(wait) or wait < 0:
+                raise ParameterError("max_wait", f"must be a duration >= 0 (got {self.max_wait!r})")
+            if self.unplaceable == "drop" and wait > 0:
+                raise ParameterError("max_wait", f"{wait:g} h needs unplaceable='queue' (with 'drop' a job "
+                                                 "that finds no room is dropped on arrival)")
+            object.__setattr__(self, "max_wait", wait)
+        if self.reoptimize_every is not None:
+            every = to_hours(self.reoptimize_every, "reoptimize_every")
+            if not (math.isfinite(every) and every > 0):
+                raise ParameterError("reoptimize_every", f"must be a finite duration > 0 (got "
+                                                         f"{self.reoptimize_every!r})")
+            object.__setattr__(self, "reoptimize_every", every)
         check_choice("objective", self.objective, OBJECTIVES)
         if isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer)) or not 0 <= self.seed < 2**32:
             raise ParameterError("seed", f"must be an integer in [0, 2**32) (got {self.seed!r})")

@@ -17,7 +17,8 @@ _PER_POLICY = {  # name: (long_name, units)
     "submitted": ("jobs that arrived", "1"),
     "rejected": ("jobs rejected at submission as invalid", "1"),
     "completed": ("jobs completed", "1"),
-    "dropped": ("jobs dropped: no room when they arrived", "1"),
+    "dropped": ("jobs dropped: no room when they arrived, or none within max_wait", "1"),
+    "timeouts": ("jobs dropped from the queue when max_wait ran out", "1"),
     "unfinished": ("jobs still running or queued when the run stopped", "1"),
     "work_completed": ("work of the completed jobs, in GPU-hours at their submitted GPUs and batch", "GPU h"),
     "jct_mean": ("mean job completion time (completion - submission) of completed jobs", "h"),
@@ -61,8 +62,10 @@ def simulate_cluster(workload, policies="all", *, config: ClusterConfig | None =
         `ClusterConfig` fields: n_gpus (64), gpus_per_node (8),
         failure_rate (per node-day, 0), repair_time ("2h"), checkpoint_interval
         ("1h"), checkpoint_cost ("1min"), restart_cost ("10min"), pause
-        ("30s"), unplaceable ("drop" or "queue"), objective ("throughput" or
-        "speedup"), seed (failures), failures (explicit), until.
+        ("30s"), unplaceable ("drop" or "queue"), max_wait (with "queue"; None:
+        for ever), admission ("first-fit" or "optimizer"), reoptimize_every
+        (None), objective ("throughput" or "speedup"), seed (failures),
+        failures (explicit), until.
 
     Returns
     -------
@@ -116,7 +119,7 @@ def _dataset(jobs, runs, cfg, q, time_bins, workload_attrs) -> xr.Dataset:
         data["gpu_hours_busy"].append(busy)
         data["utilisation_mean"].append(busy / (cfg.n_gpus * r.end_time) if r.end_time > 0 else 0.0)
         for key in ("gpu_hours_lost_failures", "gpu_hours_redone", "gpu_hours_restart", "gpu_hours_paused",
-                    "node_failures", "job_interruptions", "shrinks", "restarts", "rescales"):
+                    "node_failures", "job_interruptions", "shrinks", "restarts", "rescales", "timeouts"):
             data[key].append(r.counters[key])
         jct_q.append(np.quantile(times, q) if times.size else np.full(q.size, np.nan))
         util.append(_bin_means(r.alloc_times, r.alloc_gpus, r.end_time, edges) / cfg.n_gpus)
@@ -189,12 +192,16 @@ def _provenance(cfg, runs, workload_attrs, t_max) -> dict:
         "restart_cost_h": cfg.restart_cost,
         "pause_h": cfg.pause,
         "unplaceable": cfg.unplaceable,
+        "max_wait_h": cfg.max_wait,
+        "admission": cfg.admission,
         "objective": cfg.objective,
         "n_rejected": len(runs[0].rejected),
         "time_span_h": t_max,
     })
     if cfg.until is not None:
         attrs["until_h"] = cfg.until
+    if cfg.reoptimize_every is not None:
+        attrs["reoptimize_every_h"] = cfg.reoptimize_every
     if cfg.failures is not None:
         attrs["failures_explicit"] = ";".join(f"{t:g}h@node{n}" for t, n in cfg.failures)
     for key, value in workload_attrs.items():
@@ -268,7 +275,7 @@ def summary(ds: xr.Dataset) -> dict:
         row["mean_wait_h"] = float(p.wait_mean)
         row["utilisation"] = float(p.utilisation_mean)
         row["gpu_hours_lost_failures"] = float(p.gpu_hours_lost_failures)
-        for key in ("node_failures", "shrinks", "restarts", "rescales"):
+        for key in ("node_failures", "shrinks", "restarts", "rescales", "timeouts"):
             row[key] = int(p[key])
         out[policy] = row
     return out

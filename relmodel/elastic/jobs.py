@@ -121,15 +121,41 @@ class Bounds:
 @dataclasses.dataclass(frozen=True)
 class Options:
     """A job's feasible allocations, ascending in GPUs: on gpus[k] GPUs its best
-    batch is batch[k], at throughput[k] samples/s."""
+    batch is batch[k], at throughput[k] samples/s. `reference` is the speedup's
+    unit, the job's throughput on one GPU at its submitted batch. A job that may
+    wait has a first option of 0 GPUs, worth 0."""
 
     gpus: np.ndarray
     batch: np.ndarray
     throughput: np.ndarray
+    reference: float = 1.0
 
     def value(self, objective: str) -> np.ndarray:
-        """The DP value of each option: throughput, or speedup over the minimum allocation."""
-        return self.throughput if objective == "throughput" else self.throughput / self.throughput[0]
+        """The DP value of each option: throughput, or speedup over one GPU at the submitted batch."""
+        return self.throughput if objective == "throughput" else self.throughput / self.reference
+
+    @property
+    def minimum(self) -> int:
+        """The fewest GPUs the job runs on (its first option that runs)."""
+        return int(self.gpus[1] if self.gpus[0] == 0 else self.gpus[0])
+
+    def or_wait(self) -> "Options":
+        """The same options and a first one of 0 GPUs, worth 0: the job may be left waiting."""
+        if self.gpus.size and self.gpus[0] == 0:
+            return self
+        zero = np.zeros(1, dtype=np.int64)
+        return Options(np.concatenate([zero, self.gpus]), np.concatenate([zero, self.batch]),
+                       np.concatenate([[0.0], self.throughput]), self.reference)
+
+
+def speedup_reference(bounds: "Bounds") -> float:
+    """Throughput on one GPU at the submitted batch, whether or not that batch fits
+    one GPU's memory (the speedup objective's unit). A profiled model may have no
+    such point: then the submitted allocation's throughput per GPU."""
+    x = float(bounds.model.throughput(1, bounds.batch))
+    if math.isfinite(x) and x > 0:
+        return x
+    return float(bounds.model.throughput(bounds.gpus, bounds.batch)) / bounds.gpus
 
 
 def _whole(job_id: str, field: str, value, *, minimum: int = 1) -> int:
@@ -267,4 +293,4 @@ def options_for(bounds: Bounds, fixed_batch: bool) -> Options:
         batch[pos] = g_rep[first] * m_all[first]
         x[pos] = x_all[first]
     ok = np.isfinite(x) & (x > 0)
-    return Options(g[ok].astype(np.int64), batch[ok].astype(np.int64), x[ok])
+    return Options(g[ok].astype(np.int64), batch[ok].astype(np.int64), x[ok], speedup_reference(bounds))
