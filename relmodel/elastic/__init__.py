@@ -15,15 +15,27 @@ from .cluster import OUTCOMES, POLICIES, PolicyRun, UnfinishedJobsWarning, run_p
 from .config import ClusterConfig
 from .dataset import common_jct_mean, simulate_cluster, summary
 from .jobs import Job, JobError, check_job, job_options
-from .throughput import MODELS, ParametricThroughput, ProfiledThroughput, fit_parametric
+from .throughput import (
+                         CURVE_FAMILIES,
+                         MODELS,
+                         ROOFLINE_MODELS,
+                         ParametricThroughput,
+                         ProfiledThroughput,
+                         RooflineThroughput,
+                         curve_models,
+                         fit_parametric,
+                         roofline_model,
+)
 from .traces import TraceError, TraceWarning, read_elasticflow, read_job_csv, read_trace
 from .workloads import Workload, synthetic_workload
 
 __all__ = [
+    "CURVE_FAMILIES",
     "MODELS",
     "OBJECTIVES",
     "OUTCOMES",
     "POLICIES",
+    "ROOFLINE_MODELS",
     "Allocation",
     "ClusterConfig",
     "Job",
@@ -31,6 +43,7 @@ __all__ = [
     "ParametricThroughput",
     "PolicyRun",
     "ProfiledThroughput",
+    "RooflineThroughput",
     "TraceError",
     "TraceWarning",
     "UnfinishedJobsWarning",
@@ -38,11 +51,13 @@ __all__ = [
     "allocate",
     "check_job",
     "common_jct_mean",
+    "curve_models",
     "fit_parametric",
     "job_options",
     "read_elasticflow",
     "read_job_csv",
     "read_trace",
+    "roofline_model",
     "run_policy",
     "simulate_cluster",
     "summary",

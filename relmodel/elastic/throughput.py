@@ -24,12 +24,26 @@ traces (microsoft/elasticflow-traces, MIT): the traces' step times
 (duration / num_iteration, which they state to within 0.1 %) at every
 (model, batch, GPUs) they contain, fitted by non-negative least squares
 (`fit_parametric`); mean relative error 2-4 %, worst 4-16 % (vgg16).
+
+Curve families. The parametric models above are the "fitted" family. The
+"roofline" family (`RooflineThroughput`) is a second, assumed shape::
+
+    t(g, b) = t_fixed + t_sample * max(b / g, saturation_batch) + t_comm * (g - 1)
+
+in which a GPU below its saturation batch is under-used (a step costs what a
+saturated one does) and communication is linear in g. There a fixed global
+batch stops scaling after a few GPUs while a batch that grows with the GPUs
+keeps scaling: the regime in which elastic batch sizes matter most.
+`ROOFLINE_MODELS` derives one from each fitted model (`roofline_model`);
+`curve_models` returns a family's catalogue by name (`CURVE_FAMILIES`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
+import numbers
+from collections.abc import Iterable
 
 import numpy as np
 
@@ -79,6 +93,7 @@ class ParametricThroughput:
     batch_sizes: tuple[int, ...] = (64, 128, 256)
 
     increasing_in_batch = True  # the best batch at fixed g is the largest feasible one
+    family = "fitted"  # the curve family (`CURVE_FAMILIES`)
 
     def __post_init__(self):
         for term in _TERMS:
@@ -129,6 +144,140 @@ class ParametricThroughput:
         g = np.asarray(gpus, dtype=float)
         b = np.asarray(batch, dtype=float)
         return self.t_fixed + self.t_sample * (b / g) + self.comm_time(g)
+
+    def throughput(self, gpus, batch):
+        """Return samples per second (arrays broadcast).
+
+        Parameters
+        ----------
+        gpus : int or numpy.ndarray
+            GPU counts.
+        batch : int or numpy.ndarray
+            Global batch sizes.
+
+        Returns
+        -------
+        float or numpy.ndarray
+            Samples per second.
+        """
+        return np.asarray(batch, dtype=float) / self.step_time(gpus, batch)
+
+
+def _check_seconds(name: str, value, *, positive: bool = False) -> float:
+    """`value` as a float, or a ParameterError naming `name` (NaN, inf, negative, bool refused)."""
+    bound = "> 0" if positive else ">= 0"
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) \
+            or value < 0 or (positive and value == 0):
+        raise ParameterError(name, f"must be a finite number {bound} (got {value!r})")
+    return float(value)
+
+
+@dataclasses.dataclass(frozen=True)
+class RooflineThroughput:
+    """Roofline throughput, X(g, b) = b / (t_fixed + t_sample max(b/g, saturation_batch) + t_comm (g-1)).
+
+    One step of synchronous data-parallel SGD on g GPUs at global batch b
+    takes ``t_fixed + t_sample * max(b/g, saturation_batch) + t_comm * (g - 1)``
+    seconds. A GPU's compute time is flat below its saturation batch and
+    linear above it (the roofline of an under-used GPU: below saturation the
+    kernels are latency-bound, so a step on fewer samples costs as much as one
+    at saturation), and each GPU beyond the first adds `t_comm` of
+    communication (a parameter server, or an all-reduce bound by per-node
+    latency rather than bandwidth).
+
+    It is a family of its own, not a special case of `ParametricThroughput`:
+    there a small local batch is inefficient only through the additive
+    `t_fixed`, and communication grows at most like a ring all-reduce plus a
+    per-hop term fitted to 1-16 GPUs. Here, a fixed global batch spread over
+    more GPUs soon stops gaining (its local batch falls below saturation while
+    the communication keeps growing), so strong scaling stalls, while a batch
+    that grows with the GPUs keeps every GPU saturated. X increases with b at
+    fixed g (strictly below saturation, weakly above it), so the elastic
+    policy's best batch at fixed g is the largest feasible one.
+
+    Parameters
+    ----------
+    name : str
+        The model's name.
+    t_sample : float
+        Seconds per sample per GPU above saturation (> 0).
+    saturation_batch : float
+        The per-GPU batch (>= 1) below which a GPU is under-used: a step at a
+        smaller local batch takes as long as one at this batch.
+    t_fixed : float, default 0.0
+        Fixed seconds per step (>= 0).
+    t_comm : float, default 0.0
+        Seconds per step per GPU beyond the first (>= 0).
+    max_local_batch : int, default 256
+        The largest per-GPU batch that fits in memory.
+    batch_sizes : tuple of int, default (64, 128, 256)
+        The global batch sizes jobs of this model are usually submitted with
+        (used by the synthetic workload generator).
+    """
+
+    name: str
+    t_sample: float
+    saturation_batch: float
+    t_fixed: float = 0.0
+    t_comm: float = 0.0
+    max_local_batch: int = 256
+    batch_sizes: tuple[int, ...] = (64, 128, 256)
+
+    increasing_in_batch = True  # the best batch at fixed g is the largest feasible one
+    family = "roofline"  # the curve family (`CURVE_FAMILIES`)
+
+    def __post_init__(self):
+        if not isinstance(self.name, str) or not self.name:
+            raise ParameterError("name", f"must be a non-empty string (got {self.name!r})")
+        object.__setattr__(self, "t_sample", _check_seconds("t_sample", self.t_sample, positive=True))
+        saturation = self.saturation_batch
+        if isinstance(saturation, bool) or not isinstance(saturation, numbers.Real) \
+                or not math.isfinite(saturation) or saturation < 1:
+            raise ParameterError("saturation_batch", f"must be a finite per-GPU batch >= 1 (got {saturation!r})")
+        object.__setattr__(self, "saturation_batch", float(saturation))
+        object.__setattr__(self, "t_fixed", _check_seconds("t_fixed", self.t_fixed))
+        object.__setattr__(self, "t_comm", _check_seconds("t_comm", self.t_comm))
+        object.__setattr__(self, "max_local_batch", _check_positive_int("max_local_batch", self.max_local_batch))
+        if isinstance(self.batch_sizes, (str, bytes)) or not isinstance(self.batch_sizes, Iterable):
+            raise ParameterError("batch_sizes", f"must be a sequence of positive integers (got {self.batch_sizes!r})")
+        object.__setattr__(self, "batch_sizes",
+                           tuple(_check_positive_int("batch_sizes", b) for b in self.batch_sizes))
+
+    def comm_time(self, gpus):
+        """Return the communication seconds per step on `gpus` GPUs (arrays broadcast).
+
+        The t_comm (g - 1) term of the step time.
+
+        Parameters
+        ----------
+        gpus : int or numpy.ndarray
+            GPU counts.
+
+        Returns
+        -------
+        float or numpy.ndarray
+            Seconds per step.
+        """
+        return self.t_comm * (np.asarray(gpus, dtype=float) - 1.0)
+
+    def step_time(self, gpus, batch):
+        """Return seconds per step on `gpus` GPUs at global batch `batch` (arrays broadcast).
+
+        Parameters
+        ----------
+        gpus : int or numpy.ndarray
+            GPU counts.
+        batch : int or numpy.ndarray
+            Global batch sizes.
+
+        Returns
+        -------
+        float or numpy.ndarray
+            Seconds per step.
+        """
+        g = np.asarray(gpus, dtype=float)
+        b = np.asarray(batch, dtype=float)
+        return self.t_fixed + self.t_sample * np.maximum(b / g, self.saturation_batch) + self.comm_time(g)
 
     def throughput(self, gpus, batch):
         """Return samples per second (arrays broadcast).
@@ -341,3 +490,101 @@ def as_model(model):
     if not hasattr(model, "throughput") or not hasattr(model, "max_local_batch"):
         raise ParameterError("model", f"expected a throughput model or a name in MODELS, got {type(model).__name__}")
     return model
+
+
+DEFAULT_SATURATION = 0.5
+DEFAULT_COMM = 0.02
+
+
+def roofline_model(model, saturation: float = DEFAULT_SATURATION, comm: float = DEFAULT_COMM) -> RooflineThroughput:
+    """Derive a roofline model from a fitted one, equal to it on one GPU at the full local batch.
+
+    With M the model's ``max_local_batch`` and t1 its step time on one GPU at
+    batch M: ``saturation_batch = saturation * M`` (at least 1), ``t_fixed = 0``,
+    ``t_sample = t1 / M`` (so one GPU at batch M steps in exactly t1, and has the
+    fitted throughput there) and ``t_comm = comm * t1`` (each GPU beyond the
+    first adds that fraction of a full single-GPU step). Name, memory bound and
+    submitted batch sizes are the model's.
+
+    The defaults are a modelling assumption, not a fit (the ElasticFlow traces
+    run at most 16 GPUs at large local batches, which cannot tell the two
+    families apart). They describe a plausible modern-GPU regime: a
+    current accelerator needs a large per-GPU batch to fill its compute units,
+    so it is taken to be saturated only from half its memory-bound batch;
+    and 2 % of a step per extra GPU makes communication cost about 14 % of a
+    step on 8 GPUs (one node, on a fast interconnect) but more than a whole
+    step beyond 50 GPUs, as for a parameter server or an all-reduce bound by
+    the latency between nodes.
+
+    Parameters
+    ----------
+    model : ParametricThroughput or str
+        The fitted model, or its name in `MODELS`; any throughput model with
+        a finite throughput on one GPU at its ``max_local_batch`` will do.
+    saturation : float, default 0.5
+        The saturation batch as a fraction of the memory bound, in (0, 1].
+    comm : float, default 0.02
+        Communication per extra GPU as a fraction of the single-GPU step (>= 0).
+
+    Returns
+    -------
+    RooflineThroughput
+        The derived model.
+    """
+    model = as_model(model)
+    if isinstance(saturation, bool) or not isinstance(saturation, numbers.Real) or not math.isfinite(saturation) \
+            or not 0 < saturation <= 1:
+        raise ParameterError("saturation", f"must be a fraction of the memory bound in (0, 1] (got {saturation!r})")
+    comm = _check_seconds("comm", comm)
+    m_hi = model.max_local_batch
+    if hasattr(model, "step_time"):
+        t1 = float(model.step_time(1, m_hi))
+    else:  # a profiled model: its step time from its throughput
+        t1 = m_hi / float(model.throughput(1, m_hi))
+    if not (math.isfinite(t1) and t1 > 0):
+        raise ParameterError("model", f"{model.name}: no finite step time on one GPU at batch {m_hi}")
+    saturation_batch = max(1.0, saturation * m_hi)  # a local batch is at least 1: the same curve
+    return RooflineThroughput(model.name, t_sample=t1 / max(m_hi, saturation_batch),
+                              saturation_batch=saturation_batch, t_fixed=0.0, t_comm=comm * t1,
+                              max_local_batch=m_hi, batch_sizes=tuple(model.batch_sizes))
+
+
+ROOFLINE_MODELS: dict[str, RooflineThroughput] = {name: roofline_model(m) for name, m in MODELS.items()}
+
+CURVE_FAMILIES = ("fitted", "roofline")
+
+
+def curve_models(family: str, saturation: float = DEFAULT_SATURATION, comm: float = DEFAULT_COMM) -> dict:
+    """Return the catalogue of a throughput-curve family, model name to model.
+
+    "fitted" is `MODELS` (fitted to the ElasticFlow traces); "roofline" is
+    `ROOFLINE_MODELS`, or at another `saturation` and `comm` the roofline models
+    derived from `MODELS` with those (see `roofline_model` for why the defaults
+    are a plausible modern-GPU regime, and that they are an assumption, not a fit).
+
+    Parameters
+    ----------
+    family : {"fitted", "roofline"}
+        The curve family, one of `CURVE_FAMILIES`.
+    saturation : float, default 0.5
+        Roofline only: the saturation batch as a fraction of the memory bound.
+    comm : float, default 0.02
+        Roofline only: communication per extra GPU as a fraction of the
+        single-GPU step.
+
+    Returns
+    -------
+    dict
+        Model name to throughput model (`MODELS` itself for "fitted").
+    """
+    if not isinstance(family, str) or family not in CURVE_FAMILIES:
+        raise ParameterError("curve", f"unknown curve family {family!r}; known: {', '.join(CURVE_FAMILIES)}")
+    if family == "fitted":
+        for name, value, default in (("saturation", saturation, DEFAULT_SATURATION), ("comm", comm, DEFAULT_COMM)):
+            if value != default:
+                raise ParameterError(name, f"only the roofline curve family takes it (got {value!r} with "
+                                           "curve 'fitted')")
+        return MODELS
+    if saturation == DEFAULT_SATURATION and comm == DEFAULT_COMM:
+        return ROOFLINE_MODELS
+    return {name: roofline_model(m, saturation, comm) for name, m in MODELS.items()}

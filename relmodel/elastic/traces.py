@@ -15,13 +15,21 @@ from pathlib import Path
 from ..errors import ParameterError
 from ..units import to_hours
 from .jobs import Job
-from .throughput import MODELS
+from .throughput import (
+    CURVE_FAMILIES,
+    DEFAULT_COMM,
+    DEFAULT_SATURATION,
+    MODELS,
+    curve_models,
+    roofline_model,
+)
 from .workloads import Workload, _check_factors, _positive, batch_range
 
 ELASTICFLOW_COLUMNS = ("job_id", "submission_time", "num_iteration", "model_name", "batch_size", "num_gpu")
 JOB_CSV_COLUMNS = ("submit_time", "model", "work", "batch")
 JOB_CSV_OPTIONAL = ("job_id", "gpus", "min_batch", "max_batch", "min_local_batch", "max_local_batch", "min_gpus",
                     "max_gpus")
+JOB_CSV_CURVE_COLUMNS = ("curve", "saturation", "comm")  # optional too: the row's throughput-curve family
 
 
 class TraceError(ParameterError):
@@ -78,7 +86,7 @@ def read_trace(path, **kwargs) -> Workload:
 
 
 def read_elasticflow(path, *, models: Mapping | None = None, batch_range_factor=(0.5, 2.0), window=None,
-                     errors: str = "raise", time_origin="first") -> Workload:
+                     errors: str = "raise", time_origin="first", curve: str = "fitted") -> Workload:
     """Read the jobs of an ElasticFlow trace CSV.
 
     Columns job_id, submission_time (s), num_iteration, model_name, deadline,
@@ -98,7 +106,7 @@ def read_elasticflow(path, *, models: Mapping | None = None, batch_range_factor=
     path : str or pathlib.Path
         The trace file.
     models : mapping, optional
-        Model name to throughput model; `MODELS` when None.
+        Model name to throughput model; ``curve_models(curve)`` when None.
     batch_range_factor : tuple of float, default (0.5, 2.0)
         The batch range as factors of the submitted batch.
     window : float or str, optional
@@ -107,6 +115,9 @@ def read_elasticflow(path, *, models: Mapping | None = None, batch_range_factor=
         What a malformed row does.
     time_origin : "first" or float, default "first"
         Times start at the first submission, or at this many seconds.
+    curve : {"fitted", "roofline"}, default "fitted"
+        The throughput-curve family (`CURVE_FAMILIES`) of the models, when
+        `models` is None.
 
     Returns
     -------
@@ -119,7 +130,10 @@ def read_elasticflow(path, *, models: Mapping | None = None, batch_range_factor=
         On a malformed row with ``errors="raise"``.
     """
     path = Path(path)
-    models = dict(MODELS if models is None else models)
+    if models is not None and curve != "fitted":
+        raise ParameterError("curve", f"give either models or a curve family, not both (got curve {curve!r})")
+    curve_name = curve if models is None else "custom"
+    models = dict(curve_models(curve) if models is None else models)
     factors = _check_factors(batch_range_factor)
     limit = None if window is None else _positive("window", window, duration=True)
     rows, skipped = _rows(path, ELASTICFLOW_COLUMNS, errors, lambda line, get: _elasticflow_row(path, line, get, models))
@@ -139,20 +153,31 @@ def read_elasticflow(path, *, models: Mapping | None = None, batch_range_factor=
                         submit_time=t, job_id=job_id))
     attrs = {"workload": f"ElasticFlow trace {path.name}", "trace_file": path.name, "n_rows": len(rows),
              "n_jobs": len(jobs), "time_origin_s": float(origin), "batch_range_factor": list(factors),
-             "skipped_lines": [line for line, _ in skipped]}
+             "curve": curve_name, "skipped_lines": [line for line, _ in skipped]}
     if limit is not None:
         attrs["window_h"] = limit
     return Workload(tuple(jobs), attrs)
 
 
 def read_job_csv(path, *, models: Mapping | None = None, batch_range_factor=(0.5, 2.0), window=None,
-                 errors: str = "raise") -> Workload:
+                 errors: str = "raise", curve: str = "fitted") -> Workload:
     """Read the jobs of a CSV with the job model's fields.
 
     Columns submit_time (hours, or with a unit: "90min"), model (a name in
     `models`), work (samples), batch; and optionally job_id, gpus (1), min_batch
     and max_batch (default: `batch_range_factor` times batch), min_local_batch,
     max_local_batch, min_gpus, max_gpus (empty cells take the defaults).
+
+    Optional columns choose each row's throughput curve:
+
+    - curve: "fitted" or "roofline" (`CURVE_FAMILIES`); empty: `curve`. A
+      fitted row's model is ``models[model]`` (`MODELS` when None); a roofline
+      row's is ``roofline_model(fitted, saturation, comm)`` of that fitted model
+      (``ROOFLINE_MODELS[model]`` at the default saturation and comm).
+    - saturation: the roofline saturation batch as a fraction of the memory
+      bound, in (0, 1]; empty: 0.5. Only on a roofline row.
+    - comm: the roofline communication per extra GPU, as a fraction of the
+      single-GPU step, >= 0; empty: 0.02. Only on a roofline row.
 
     Parameters
     ----------
@@ -166,6 +191,9 @@ def read_job_csv(path, *, models: Mapping | None = None, batch_range_factor=(0.5
         Keep the jobs submitted within this duration of the first.
     errors : {"raise", "skip"}, default "raise"
         As in `read_elasticflow`.
+    curve : {"fitted", "roofline"}, default "fitted"
+        The family of rows with an empty curve cell; with `models` given, only
+        "fitted".
 
     Returns
     -------
@@ -178,10 +206,13 @@ def read_job_csv(path, *, models: Mapping | None = None, batch_range_factor=(0.5
         On a malformed row with ``errors="raise"``.
     """
     path = Path(path)
-    models = dict(MODELS if models is None else models)
+    if models is not None and curve != "fitted":
+        raise ParameterError("curve", f"give either models or a curve family, not both (got curve {curve!r})")
+    curve_models(curve)  # a known family
+    model_of = _CurveModels(path, None if models is None else dict(models), curve)
     factors = _check_factors(batch_range_factor)
     limit = None if window is None else _positive("window", window, duration=True)
-    rows, skipped = _rows(path, JOB_CSV_COLUMNS, errors, lambda line, get: _job_row(path, line, get, models))
+    rows, skipped = _rows(path, JOB_CSV_COLUMNS, errors, lambda line, get: _job_row(path, line, get, model_of))
     jobs = []
     for line, fields in sorted(rows, key=lambda r: (r[1]["submit_time"], r[0])):
         if limit is not None and fields["submit_time"] >= limit:
@@ -190,8 +221,11 @@ def read_job_csv(path, *, models: Mapping | None = None, batch_range_factor=(0.5
             fields["min_batch"], fields["max_batch"] = batch_range(fields["batch"], factors)
         fields.setdefault("job_id", f"line{line}")
         jobs.append(Job(**fields))
+    # The families the kept jobs use ("custom": a model of the models mapping with no family).
+    families = sorted({getattr(j.model, "family", "custom") for j in jobs}) or [curve]
     attrs = {"workload": f"job CSV {path.name}", "trace_file": path.name, "n_rows": len(rows), "n_jobs": len(jobs),
-             "batch_range_factor": list(factors), "skipped_lines": [line for line, _ in skipped]}
+             "batch_range_factor": list(factors), "curve": ",".join(families),
+             "skipped_lines": [line for line, _ in skipped]}
     if limit is not None:
         attrs["window_h"] = limit
     return Workload(tuple(jobs), attrs)
@@ -268,14 +302,52 @@ def _elasticflow_row(path, line, get, models):
     return job_id, submit, iterations, model, batch, gpus
 
 
-def _job_row(path, line, get, models):
+class _CurveModels:
+    """The throughput model of a job CSV row, from its model, curve, saturation and comm cells.
+
+    Roofline models are derived once per (model, saturation, comm).
+    """
+
+    def __init__(self, path, models: dict | None, default_curve: str):
+        self.path, self.models, self.default_curve = path, models, default_curve
+        self.fitted = MODELS if models is None else models
+        self.derived = {}
+
+    def __call__(self, line, get):
+        path = self.path
+        family = get("curve") or self.default_curve
+        if family not in CURVE_FAMILIES:
+            raise TraceError(path, line, "curve", f"unknown curve family {family!r}; known: "
+                                                  f"{', '.join(CURVE_FAMILIES)}")
+        fitted = _model(path, line, "model", get("model"), self.fitted)
+        if family == "fitted":
+            for column in ("saturation", "comm"):
+                if get(column):
+                    raise TraceError(path, line, column, "only with curve=roofline (this row's curve is fitted)")
+            return fitted
+        saturation = _number(path, line, "saturation", get("saturation")) if get("saturation") \
+            else DEFAULT_SATURATION
+        comm = _number(path, line, "comm", get("comm")) if get("comm") else DEFAULT_COMM
+        key = (get("model"), saturation, comm)
+        if key not in self.derived:
+            try:
+                if self.models is None and saturation == DEFAULT_SATURATION and comm == DEFAULT_COMM:
+                    self.derived[key] = curve_models("roofline")[get("model")]
+                else:
+                    self.derived[key] = roofline_model(fitted, saturation, comm)
+            except ParameterError as err:  # saturation, comm, or a model with no single-GPU step time
+                raise TraceError(path, line, err.parameter, err.reason) from None
+        return self.derived[key]
+
+
+def _job_row(path, line, get, model_of):
     try:
         submit = to_hours(get("submit_time"), "submit_time")
     except ValueError as err:
         raise TraceError(path, line, "submit_time", str(err).split(": ", 1)[1]) from None
     if not math.isfinite(submit):
         raise TraceError(path, line, "submit_time", f"{get('submit_time')!r} is not finite")
-    fields = {"submit_time": submit, "model": _model(path, line, "model", get("model"), models),
+    fields = {"submit_time": submit, "model": model_of(line, get),
               "work": _number(path, line, "work", get("work")),
               "batch": _number(path, line, "batch", get("batch"), whole=True)}
     for name in JOB_CSV_OPTIONAL:

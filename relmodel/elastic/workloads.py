@@ -19,7 +19,7 @@ import numpy as np
 from ..errors import ParameterError
 from ..units import to_hours
 from .jobs import Job
-from .throughput import MODELS
+from .throughput import curve_models
 
 STREAM_ARRIVALS = 1
 STREAM_JOBS = 2
@@ -98,7 +98,8 @@ def synthetic_workload(arrival_rate, duration, seed: int = 0, *, model_mix: Mapp
                        gpu_choices: Sequence[int] = (1, 2, 4, 8, 16),
                        gpu_weights: Sequence[float] = (0.55, 0.1, 0.15, 0.15, 0.05),
                        job_duration=("10min", "8h"), batch_range_factor=(0.5, 2.0),
-                       batch_scaling: str = "global", models: Mapping | None = None) -> Workload:
+                       batch_scaling: str = "global", models: Mapping | None = None, curve: str = "fitted",
+                       max_gpus: int | None = None, min_local_batch: int = 1) -> Workload:
     """Draw Poisson arrivals at `arrival_rate` jobs per hour over `duration`.
 
     Each job draws a model from `model_mix`, a size among the model's
@@ -108,7 +109,14 @@ def synthetic_workload(arrival_rate, duration, seed: int = 0, *, model_mix: Mapp
     ElasticFlow traces) the size is the global batch, whatever the GPU count (GPU
     counts that do not give a whole local batch within the memory bound are left
     out); with "per-gpu" it is the local batch, so the global batch grows with
-    the GPUs asked for.
+    the GPUs asked for. GPU counts above `max_gpus`, or whose local batch is
+    below `min_local_batch`, are left out too; a job none of whose GPU counts
+    is left asks for the fewest GPUs that hold its batch, and is rejected at
+    submission if that breaks its bounds.
+
+    The throughput-curve family (`curve`) changes only the model objects and
+    so the work: job i draws the same uniforms, so it keeps its submission
+    time, model name, batch and GPU count in every family.
 
     Parameters
     ----------
@@ -131,7 +139,14 @@ def synthetic_workload(arrival_rate, duration, seed: int = 0, *, model_mix: Mapp
     batch_scaling : {"global", "per-gpu"}, default "global"
         Whether the drawn size is the global or the local batch.
     models : mapping, optional
-        Model name to throughput model; `MODELS` when None.
+        Model name to throughput model; ``curve_models(curve)`` when None.
+    curve : {"fitted", "roofline"}, default "fitted"
+        The throughput-curve family (`CURVE_FAMILIES`) of the models, when
+        `models` is None.
+    max_gpus : int, optional
+        Most GPUs of every job; the cluster size when None.
+    min_local_batch : int, default 1
+        Smallest per-GPU batch of every job.
 
     Returns
     -------
@@ -149,7 +164,16 @@ def synthetic_workload(arrival_rate, duration, seed: int = 0, *, model_mix: Mapp
                                              "(--duration)")
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**32:
         raise ParameterError("seed", f"must be an integer in [0, 2**32) (got {seed!r})")
-    models = dict(MODELS if models is None else models)
+    if models is not None and curve != "fitted":
+        raise ParameterError("curve", f"give either models or a curve family, not both (got curve {curve!r})")
+    given_models = models
+    models = dict(curve_models(curve) if models is None else models)
+    if max_gpus is not None and (isinstance(max_gpus, bool) or not isinstance(max_gpus, (int, np.integer))
+                                 or max_gpus < 1):
+        raise ParameterError("max_gpus", f"must be a positive integer or None (got {max_gpus!r})")
+    if isinstance(min_local_batch, bool) or not isinstance(min_local_batch, (int, np.integer)) \
+            or min_local_batch < 1:
+        raise ParameterError("min_local_batch", f"must be a positive integer (got {min_local_batch!r})")
     mix = {name: 1.0 for name in models} if model_mix is None else dict(model_mix)
     unknown = set(mix) - set(models)
     if unknown:
@@ -158,6 +182,10 @@ def synthetic_workload(arrival_rate, duration, seed: int = 0, *, model_mix: Mapp
     weights = np.array([mix[n] for n in names], dtype=float)
     if not np.all(np.isfinite(weights)) or np.any(weights < 0) or weights.sum() <= 0:
         raise ParameterError("model_mix", f"weights must be >= 0 with a positive sum (got {mix})")
+    too_small = [n for n, w in zip(names, weights) if w > 0 and models[n].max_local_batch < min_local_batch]
+    if too_small:
+        raise ParameterError("min_local_batch", f"{min_local_batch} is above the memory bound (max_local_batch) "
+                                                f"of {', '.join(too_small)}")
     choices = np.array(gpu_choices, dtype=np.int64)
     g_weights = np.array(gpu_weights, dtype=float)
     if choices.ndim != 1 or choices.size == 0 or choices.shape != g_weights.shape or np.any(choices < 1) \
@@ -180,6 +208,11 @@ def synthetic_workload(arrival_rate, duration, seed: int = 0, *, model_mix: Mapp
         size = int(sizes[min(int(u[1] * len(sizes)), len(sizes) - 1)])
         per_gpu = batch_scaling == "per-gpu"
         fits = per_gpu | ((size % choices == 0) & (size // choices <= model.max_local_batch))
+        # Only when asked for: the default bounds leave the draws as they were.
+        if max_gpus is not None:
+            fits = fits & (choices <= max_gpus)
+        if min_local_batch > 1:
+            fits = fits & ((size if per_gpu else size // choices) >= min_local_batch)
         w = np.where(fits, g_weights, 0.0)
         if w.sum() == 0:  # no listed size fits: the fewest GPUs that hold the batch
             gpus = -(-size // model.max_local_batch)
@@ -190,7 +223,8 @@ def synthetic_workload(arrival_rate, duration, seed: int = 0, *, model_mix: Mapp
         run_h = short * (long / short) ** u[3]
         work = run_h * 3600.0 * float(model.throughput(gpus, batch))
         lo, hi = batch_range(batch, factors)
-        jobs.append(Job(model, work, batch, gpus, min_batch=lo, max_batch=hi, submit_time=float(t),
+        jobs.append(Job(model, work, batch, gpus, min_batch=lo, max_batch=hi, min_local_batch=int(min_local_batch),
+                        max_gpus=None if max_gpus is None else int(max_gpus), submit_time=float(t),
                         job_id=f"job{i:05d}"))
     attrs = {
         "workload": "synthetic: Poisson arrivals, model mix, log-uniform run times",
@@ -198,6 +232,8 @@ def synthetic_workload(arrival_rate, duration, seed: int = 0, *, model_mix: Mapp
         "model_mix": ",".join(f"{n}:{mix[n]:g}" for n in names),
         "gpu_choices": choices.tolist(), "gpu_weights": g_weights.tolist(),
         "job_duration_h": [short, long], "batch_range_factor": list(factors), "batch_scaling": batch_scaling,
+        "curve": curve if given_models is None else "custom",
+        "max_gpus": None if max_gpus is None else int(max_gpus), "min_local_batch": int(min_local_batch),
         "rng": "Philox4x32-10; key (seed, stream); arrivals row 0 of stream 1, job i row i of stream 2",
     }
     return Workload(tuple(jobs), attrs)
