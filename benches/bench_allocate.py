@@ -1,6 +1,6 @@
 """Benchmark of the elastic allocator (a script, not a test: it asserts nothing).
 
-    python benches/bench_allocate.py [--jobs 64] [--gpus 512] [--repeats 20]
+    python benches/bench_allocate.py [--jobs 64] [--gpus 512] [--waiting 256] [--repeats 20]
 
 64 jobs (the six catalogue models in turn, submitted batches among each
 model's usual sizes on 1-16 GPUs, batch ranges 1/2 to 8 times the submitted
@@ -9,7 +9,10 @@ batch, local batch 1 up to the memory bound) on 512 GPUs. Times, best of
 
 * the dynamic-programming kernel alone, on prepared option arrays;
 * `allocate()` end to end (checking the jobs, building each job's options
-  by the throughput model, the kernel, reading back), elastic and fixed-batch.
+  by the throughput model, the kernel, reading back), elastic and fixed-batch;
+* admission by the optimizer: the same running jobs and `--waiting` more that
+  may get zero GPUs (``may_wait``), the speedup objective: what the cluster
+  simulator solves on each event while a queue is that long.
 
 The goal printed beside it (milliseconds) never sets the exit code.
 """
@@ -53,6 +56,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=64)
     parser.add_argument("--gpus", type=int, default=512)
+    parser.add_argument("--waiting", type=int, default=256)
     parser.add_argument("--repeats", type=int, default=20)
     args = parser.parse_args()
     jobs = make_jobs(args.jobs)
@@ -72,6 +76,13 @@ def main():
         print(f"{policy:>11}: {n_options:6d} options; DP kernel {kernel * 1e3:8.3f} ms ({goal}: goal < 50 ms); "
               f"allocate() {total * 1e3:8.3f} ms; {int(alloc.gpus.sum())} GPUs used, "
               f"{alloc.value:.0f} samples/s")
+    queue = make_jobs(args.jobs + args.waiting)
+    may_wait = [False] * args.jobs + [True] * args.waiting
+    for policy in ("elastic", "fixed-batch"):
+        total = best_time(lambda: el.allocate(queue, args.gpus, policy, "speedup", may_wait=may_wait), args.repeats)
+        alloc = el.allocate(queue, args.gpus, policy, "speedup", may_wait=may_wait)
+        print(f"{policy:>11}: admission among {args.waiting} waiting jobs: allocate() {total * 1e3:8.3f} ms; "
+              f"{int(alloc.admitted[args.jobs:].sum())} admitted, {int(alloc.gpus.sum())} GPUs used")
 
 
 if __name__ == "__main__":

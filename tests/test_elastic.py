@@ -84,6 +84,14 @@ def parametric_models(draw):
         t_hop=draw(st.sampled_from([0.0, 0.002])), max_local_batch=draw(st.integers(2, 16)))
 
 
+@st.composite
+def roofline_models(draw):
+    return el.RooflineThroughput(
+        "r", t_sample=draw(st.floats(1e-5, 1e-2)), saturation_batch=draw(st.floats(1, 32)),
+        t_fixed=draw(st.sampled_from([0.0, 0.01])), t_comm=draw(st.floats(0, 0.05)),
+        max_local_batch=draw(st.integers(2, 16)))
+
+
 def profiled_model(max_local_batch):
     gpus, batch = (1, 2, 4, 8), (2, 4, 8, 16, 32)
     table = np.array([[b / (0.01 + 0.002 * b / g + 0.003 * math.log2(g) + 0.004 * g) for b in batch]
@@ -107,9 +115,9 @@ def jobs(n_gpus):
 
 @st.composite
 def _jobs(draw, n_gpus):
-    model = draw(st.one_of(parametric_models(), st.integers(2, 16).map(profiled_model)))
+    model = draw(st.one_of(parametric_models(), roofline_models(), st.integers(2, 16).map(profiled_model)))
     m_hi = model.max_local_batch
-    gpus = draw(st.integers(1, n_gpus if isinstance(model, el.ParametricThroughput) else min(n_gpus, 8)))
+    gpus = draw(st.integers(1, min(n_gpus, 8) if isinstance(model, el.ProfiledThroughput) else n_gpus))
     local = draw(st.integers(1, m_hi))
     batch = gpus * local
     lo = draw(st.integers(1, batch))

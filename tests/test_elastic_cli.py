@@ -106,3 +106,30 @@ def test_oversized_runs_are_refused_naming_the_flag(args, flag):
     result = invoke(*args)
     assert result.exit_code == 2
     assert result.output.startswith(f"Error: {flag}:") and "Traceback" not in result.output
+
+
+def test_queue_admission_and_curve_flags_reach_the_simulation():
+    result = invoke("--arrival-rate", "40", "--duration", "6h", "--unplaceable", "queue", "--max-wait", "1h",
+                    "--admission", "optimizer", "--reoptimize-every", "30min", "--curve", "roofline",
+                    "--objective", "speedup", "--json")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.output)
+    attrs = doc["attrs"]
+    assert attrs["max_wait_h"] == 1.0 and attrs["admission"] == "optimizer" and attrs["reoptimize_every_h"] == 0.5
+    assert attrs["workload_curve"] == "roofline" and attrs["objective"] == "speedup"
+    assert any(row["timeouts"] > 0 for row in doc["policies"].values())
+    for row in doc["policies"].values():
+        assert row["completed"] + row["dropped"] + row["rejected"] + row["unfinished"] == row["submitted"]
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--max-wait", "1h"], "Error: --max-wait: 1 h needs unplaceable='queue'"),
+    (["--unplaceable", "queue", "--max-wait", "-1h"], "Error: --max-wait"),
+    (["--reoptimize-every", "0s"], "Error: --reoptimize-every: must be a finite duration > 0"),
+    (["--admission", "lottery"], "Error: --admission: 'lottery' is not one of 'first-fit', 'optimizer'"),
+    (["--curve", "linear"], "Error: --curve: 'linear' is not one of 'fitted', 'roofline'"),
+])
+def test_bad_queue_flags_name_the_flag(args, message):
+    result = invoke("--duration", "1h", *args)
+    assert result.exit_code == 2
+    assert result.output.startswith(message) and len(result.output.strip().splitlines()) == 1, result.output

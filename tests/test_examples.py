@@ -56,3 +56,23 @@ def test_example_study_file_is_valid():
 
     study = load_study(EXAMPLES / "study.toml")
     assert study.scenario.dims == ("n_gpus", "checkpoint_interval") and study.scenario.size == 60
+
+
+def test_elastic_regimes_json(run_example):
+    import json
+
+    _, out = run_example("elastic_regimes.py")
+    doc = json.loads((out / "elastic_regimes.json").read_text())
+    assert doc["paper"] == {"completed_ratio": 2.0, "jct_ratio": 10.0}
+    rows = doc["regimes"]
+    assert len(rows) == 8 and {r["curve"] for r in rows} == {"fitted", "roofline"}
+    for r in rows:
+        assert {"completed_ratio", "jct_ratio", "drop_ratio"} <= set(r)
+        if r["width"] == 1:  # no batch range: the elastic policy is the fixed-batch one, job for job
+            assert r["completed_ratio"] == r["jct_ratio"] == 1.0
+            assert r["completed"]["elastic"] == r["completed"]["fixed-batch"]
+        assert r["completed"]["elastic"] + r["dropped"]["elastic"] <= r["submitted"]
+    light = [r for r in rows if r["width"] == 64 and r["load"] == 0.5]
+    assert all(r["jct_ratio"] > 2 for r in light)  # idle GPUs: a wide range lets elastic jobs spread out
+    ds = xr.open_dataset(out / "elastic_regimes.nc", engine="h5netcdf")
+    assert set(ds.completed.dims) == {"curve", "width", "load", "queue", "seed", "policy"}

@@ -1,9 +1,13 @@
 """Elastic scaling of deep-learning jobs on a shared GPU cluster (Saxena et al. 2020).
 
-`allocate` gives GPUs and batch sizes to a set of jobs by dynamic programming;
-`simulate_cluster` runs a workload (synthetic, an ElasticFlow trace or a job CSV) under
-the elastic, fixed-batch and FIFO policies, with node failures, into a
-labelled Dataset.
+`allocate` gives GPUs and batch sizes to a set of jobs by dynamic programming
+(with ``may_wait``, it also chooses which jobs run at all); `simulate_cluster`
+runs a workload (synthetic, an ElasticFlow trace or a job CSV) under the
+elastic, fixed-batch and FIFO policies, with node failures, a queue with a
+waiting-time limit and admission by the allocator, into a labelled Dataset.
+Throughput curves come in two families: "fitted" to the ElasticFlow traces
+(`MODELS`) and "roofline" (`ROOFLINE_MODELS`), in which small per-GPU batches
+under-use a GPU and communication grows linearly with the GPUs.
 
     import relmodel as rm
     alloc = rm.elastic.allocate(jobs, n_gpus=64, policy="elastic")   # or "fixed-batch"
@@ -15,17 +19,8 @@ from .cluster import OUTCOMES, POLICIES, PolicyRun, UnfinishedJobsWarning, run_p
 from .config import ClusterConfig
 from .dataset import common_jct_mean, simulate_cluster, summary
 from .jobs import Job, JobError, check_job, job_options
-from .throughput import (
-                         CURVE_FAMILIES,
-                         MODELS,
-                         ROOFLINE_MODELS,
-                         ParametricThroughput,
-                         ProfiledThroughput,
-                         RooflineThroughput,
-                         curve_models,
-                         fit_parametric,
-                         roofline_model,
-)
+from .throughput import (CURVE_FAMILIES, MODELS, ROOFLINE_MODELS, ParametricThroughput, ProfiledThroughput,
+                         RooflineThroughput, curve_models, fit_parametric, roofline_model)
 from .traces import TraceError, TraceWarning, read_elasticflow, read_job_csv, read_trace
 from .workloads import Workload, synthetic_workload
 

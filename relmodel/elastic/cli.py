@@ -12,6 +12,7 @@ from .._cli_shared import (DatasetPath, Duration, FigurePath, format_table, quie
 from ..errors import parameter_and_reason
 from ..units import UNIT_REQUIRED_HELP
 from .cluster import POLICIES
+from .throughput import CURVE_FAMILIES
 
 _FLAGS = {"n_gpus": "--gpus", "window": "--duration", "batch_range_factor": "--batch-range", "policy": "--policy"}
 _TABLE_KEYS = ("completed", "dropped", "rejected", "mean_jct_h", "p50_jct_h", "p90_jct_h", "utilisation",
@@ -63,6 +64,9 @@ def _factors(text: str) -> tuple[float, float]:
 @click.option("--objective", type=click.Choice(["throughput", "speedup"]), default="throughput", show_default=True,
               help="What the allocator maximises: total samples/s, or total speedup (each job's throughput over "
                    "its throughput on one GPU at its submitted batch).")
+@click.option("--curve", type=click.Choice(list(CURVE_FAMILIES)), default="fitted", show_default=True,
+              help="Throughput curves of the jobs' models: fitted to the ElasticFlow traces, or roofline "
+                   "(small per-GPU batches under-use a GPU, communication grows linearly with the GPUs).")
 @click.option("--batch-range", default="0.5,2", show_default=True,
               help="Each job's batch range: LOW,HIGH times its submitted batch.")
 @click.option("--trace", type=click.Path(dir_okay=False, path_type=Path), default=None,
@@ -76,7 +80,7 @@ def _factors(text: str) -> tuple[float, float]:
 @quiet_option("No progress display and no notes on stderr.")
 def cluster(n_gpus, gpus_per_node, arrival_rate, duration, seed, policy, failure_rate, repair_time,
             checkpoint_interval, checkpoint_cost, restart_cost, pause, unplaceable, max_wait, admission,
-            reoptimize_every, objective, batch_range,
+            reoptimize_every, objective, curve, batch_range,
             trace, out, plot, as_json, quiet):
     """Simulate a GPU cluster: elastic scaling (GPUs and batch sizes by dynamic
     programming) against fixed batch sizes and plain FIFO, with node failures;
@@ -96,9 +100,10 @@ def cluster(n_gpus, gpus_per_node, arrival_rate, duration, seed, policy, failure
                 raise click.UsageError("--arrival-rate: not used with --trace (arrivals come from the trace)")
             if not trace.is_file():
                 raise click.UsageError(f"--trace: no such file {str(trace)!r}")
-            workload = read_trace(trace, batch_range_factor=factors, window=duration)
+            workload = read_trace(trace, batch_range_factor=factors, window=duration, curve=curve)
         else:
-            workload = synthetic_workload(arrival_rate, duration or "24h", seed, batch_range_factor=factors)
+            workload = synthetic_workload(arrival_rate, duration or "24h", seed, batch_range_factor=factors,
+                                          curve=curve)
         # The simulator reports no progress of its own: an elapsed-time display on a terminal.
         with feedback.ticker(f"simulating {policy} polic{'ies' if policy == 'all' else 'y'}"):
             ds = simulate_cluster(workload, policy, n_gpus=n_gpus, gpus_per_node=gpus_per_node, seed=seed,
