@@ -29,7 +29,11 @@ elastic / fixed-batch), ``jct_ratio`` (mean completion time, fixed-batch /
 elastic), ``drop_ratio`` (jobs dropped, fixed-batch / elastic; null when
 elastic dropped none), the completions within the arrival window (what a
 study that stops when arrivals stop would count), the mean completion time
-over the jobs both completed, and the same ratios against FIFO.
+over the jobs both completed, the work completed (GPU-hours as submitted),
+``capacity_ratio`` (GPU-hours the jobs need at their most efficient
+fixed-batch allocation over those at their most efficient elastic one: what
+bounds the gain in work completed under overload), and the ratios against
+FIFO.
 
 Writes elastic_regimes.json, elastic_regimes.nc and elastic_regimes.png into --out.
 
@@ -59,7 +63,8 @@ WIDTHS = {1: (1.0, 1.0), 4: (0.5, 2.0), 16: (0.5, 8.0), 64: (0.5, 32.0)}
 QUEUES = {"drop": {"unplaceable": "drop"}, "wait-2h": {"unplaceable": "queue", "max_wait": "2h"}}
 OBJECTIVE = "speedup"
 REGIME_AXES = ("curve", "width", "load", "queue", "admission")
-PER_POLICY = ("completed", "completed_in_window", "dropped", "jct_sum", "jct_common_sum", "common")
+PER_POLICY = ("completed", "completed_in_window", "dropped", "work_completed", "jct_sum", "jct_common_sum",
+              "common")
 
 
 CURVES = {"fitted": ("fitted", {}), "roofline": ("roofline", {}), "roofline-full": ("roofline", {"saturation": 1.0})}
@@ -90,9 +95,22 @@ def run_regime(curve, width, load, queue, admission, seed, window_h) -> dict:
     pair = [list(ds.policy.values).index(p) for p in ("elastic", "fixed-batch")]
     common = np.isfinite(jct[pair]).all(axis=0)  # jobs both elastic and fixed-batch completed
     return {"completed": ds.completed.values, "completed_in_window": np.sum(end <= window_h, axis=1),
-            "dropped": ds.dropped.values, "jct_sum": np.nansum(jct, axis=1),
+            "dropped": ds.dropped.values, "work_completed": ds.work_completed.values, "jct_sum": np.nansum(jct, axis=1),
             "jct_common_sum": np.where(common, jct, 0.0).sum(axis=1), "common": np.full(3, common.sum()),
             "submitted": int(ds.submitted.values[0])}
+
+
+def capacity_ratio(curve: str, width: int) -> float:
+    """GPU-hours the jobs need at their most efficient fixed-batch allocation over
+    those at their most efficient elastic one (600 jobs of the probe). Under
+    overload every policy is bounded by its capacity, so elastic can complete
+    at most about this much more work than fixed-batch, whatever the load."""
+    work = el.synthetic_workload(100, "6h", seed=2**31, models=models_of(curve), batch_range_factor=WIDTHS[width])
+    need = []
+    for fixed in (True, False):
+        options = [el.job_options(job, N_GPUS, fixed) for job in work]
+        need.append(sum(job.work / float(np.max(o.throughput / o.gpus)) for job, o in zip(work, options)))
+    return need[0] / need[1]
 
 
 def study(axes: dict, seeds, window_h, processes: int = 1) -> xr.Dataset:
@@ -117,6 +135,8 @@ def study(axes: dict, seeds, window_h, processes: int = 1) -> xr.Dataset:
     coords["policy"] = list(el.POLICIES)
     ds = xr.Dataset({name: (dims + ("policy",), v) for name, v in data.items()}, coords=coords)
     ds["submitted"] = (dims, submitted)
+    ds["capacity_ratio"] = (("curve", "width"), [[capacity_ratio(c, w) for w in axes["width"]] for c in axes["curve"]],
+                            {"long_name": "GPU-hours at the most efficient allocations, fixed-batch / elastic"})
     ds.attrs = {"title": "elastic scaling regimes", "relmodel_version": relmodel.__version__, "n_gpus": N_GPUS,
                 "arrival_window_h": window_h, "objective": OBJECTIVE, "queue_max_wait": "2h",
                 "seeds": [int(s) for s in seeds],
@@ -135,6 +155,8 @@ def ratios(ds: xr.Dataset) -> xr.Dataset:
         "jct_ratio": jct.sel(policy="fixed-batch") / jct.sel(policy="elastic"),
         "jct_ratio_common": fb.jct_common_sum / el_.jct_common_sum,
         "drop_ratio": (fb.dropped / el_.dropped).where(el_.dropped > 0),
+        "work_ratio": el_.work_completed / fb.work_completed,
+        "capacity_ratio": ds.capacity_ratio,
         "completed_ratio_fifo": el_.completed / fifo.completed,
         "jct_ratio_fifo": jct.sel(policy="fifo") / jct.sel(policy="elastic"),
         "jct_mean": jct, "completed": total.completed, "dropped": total.dropped,
@@ -145,7 +167,7 @@ def ratios(ds: xr.Dataset) -> xr.Dataset:
 
 
 RATIOS = ("completed_ratio", "jct_ratio", "drop_ratio", "completed_in_window_ratio", "jct_ratio_common",
-          "completed_ratio_fifo", "jct_ratio_fifo")
+          "work_ratio", "capacity_ratio", "completed_ratio_fifo", "jct_ratio_fifo")
 
 
 def regimes_json(r: xr.Dataset) -> dict:
@@ -215,14 +237,15 @@ def figure(r: xr.Dataset, path: Path):
 def markdown(r: xr.Dataset, queue: str, admission: str) -> str:
     """Per curve and width, per load: "completed ratio / JCT ratio"."""
     loads = r["load"].values.tolist()
-    lines = ["| curve | B_hi/B_lo | " + " | ".join(f"load {load:g}" for load in loads) + " |",
-             "|---|---|" + "---|" * len(loads)]
+    lines = ["| curve | B_hi/B_lo | capacity | " + " | ".join(f"load {load:g}" for load in loads) + " |",
+             "|---|---|---|" + "---|" * len(loads)]
     for curve in r.curve.values.tolist():
         for width in r.width.values.tolist():
             c = r.sel(curve=curve, width=width, queue=queue, admission=admission)
             cells = [f"{float(c.completed_ratio.sel(load=x)):.2f}x / {float(c.jct_ratio.sel(load=x)):.1f}x"
                      for x in loads]
-            lines.append(f"| {curve} | {width} | " + " | ".join(cells) + " |")
+            capacity = float(r.capacity_ratio.sel(curve=curve, width=width))
+            lines.append(f"| {curve} | {width} | {capacity:.2f}x | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 

@@ -69,9 +69,10 @@ def test_elastic_regimes_json(run_example):
     for r in rows:
         assert {"completed_ratio", "jct_ratio", "drop_ratio"} <= set(r)
         if r["width"] == 1:  # no batch range: the elastic policy is the fixed-batch one, job for job
-            assert r["completed_ratio"] == r["jct_ratio"] == 1.0
+            assert r["completed_ratio"] == r["jct_ratio"] == r["capacity_ratio"] == 1.0
             assert r["completed"]["elastic"] == r["completed"]["fixed-batch"]
         assert r["completed"]["elastic"] + r["dropped"]["elastic"] <= r["submitted"]
+        assert r["capacity_ratio"] >= 1.0  # the elastic options include the fixed batch's
     light = [r for r in rows if r["width"] == 64 and r["load"] == 0.5]
     assert all(r["jct_ratio"] > 2 for r in light)  # idle GPUs: a wide range lets elastic jobs spread out
     ds = xr.open_dataset(out / "elastic_regimes.nc", engine="h5netcdf")

@@ -36,7 +36,7 @@ import numpy as np
 from .._display import key_value_table
 from .allocate import check_choice, solve
 from .config import ClusterConfig
-from .jobs import JobError, Options, check_job, options_for
+from .jobs import JobError, Options, check_job, options_for, speedup_reference
 from .nodes import FailureProcess, Placement, node_sizes
 
 POLICIES = ("elastic", "fixed-batch", "fifo")
@@ -239,7 +239,7 @@ class _Simulation:
         else:  # rigid: the submitted GPUs and batch only
             x = np.array([float(bounds.model.throughput(bounds.gpus, bounds.batch))])
             gpus, batch = np.array([bounds.gpus]), np.array([bounds.batch])
-            self.options[i] = Options(gpus.astype(np.int64), batch.astype(np.int64), x)
+            self.options[i] = Options(gpus.astype(np.int64), batch.astype(np.int64), x, speedup_reference(bounds))
         self.log("submit", job.job_id)
         return i
 

@@ -128,7 +128,7 @@ class Options:
     gpus: np.ndarray
     batch: np.ndarray
     throughput: np.ndarray
-    reference: float = 1.0
+    reference: float
 
     def value(self, objective: str) -> np.ndarray:
         """The DP value of each option: throughput, or speedup over one GPU at the submitted batch."""

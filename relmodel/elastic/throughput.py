@@ -58,8 +58,38 @@ def _check_positive_int(name: str, value) -> int:
     return int(value)
 
 
+class _StepTimeModel:
+    """A throughput model from a step time: X(g, b) = b / step_time(g, b)."""
+
+    increasing_in_batch = True  # the best batch at fixed g is the largest feasible one
+
+    def _check_catalogue_fields(self):
+        object.__setattr__(self, "max_local_batch", _check_positive_int("max_local_batch", self.max_local_batch))
+        if isinstance(self.batch_sizes, (str, bytes)) or not isinstance(self.batch_sizes, Iterable):
+            raise ParameterError("batch_sizes", f"must be a sequence of positive integers (got {self.batch_sizes!r})")
+        object.__setattr__(self, "batch_sizes",
+                           tuple(_check_positive_int("batch_sizes", b) for b in self.batch_sizes))
+
+    def throughput(self, gpus, batch):
+        """Return samples per second (arrays broadcast).
+
+        Parameters
+        ----------
+        gpus : int or numpy.ndarray
+            GPU counts.
+        batch : int or numpy.ndarray
+            Global batch sizes.
+
+        Returns
+        -------
+        float or numpy.ndarray
+            Samples per second.
+        """
+        return np.asarray(batch, dtype=float) / self.step_time(gpus, batch)
+
+
 @dataclasses.dataclass(frozen=True)
-class ParametricThroughput:
+class ParametricThroughput(_StepTimeModel):
     """Parametric throughput, X(g, b) = b / (t_fixed + t_sample b/g + t_log log2 g + t_ring 2(g-1)/g + t_hop (g-1)).
 
     Parameters
@@ -92,7 +122,6 @@ class ParametricThroughput:
     max_local_batch: int = 256
     batch_sizes: tuple[int, ...] = (64, 128, 256)
 
-    increasing_in_batch = True  # the best batch at fixed g is the largest feasible one
     family = "fitted"  # the curve family (`CURVE_FAMILIES`)
 
     def __post_init__(self):
@@ -104,9 +133,7 @@ class ParametricThroughput:
             object.__setattr__(self, term, float(value))
         if self.t_fixed + self.t_sample <= 0:
             raise ParameterError("t_fixed", "t_fixed + t_sample must be > 0 (a step takes time)")
-        object.__setattr__(self, "max_local_batch", _check_positive_int("max_local_batch", self.max_local_batch))
-        object.__setattr__(self, "batch_sizes",
-                           tuple(_check_positive_int("batch_sizes", b) for b in self.batch_sizes))
+        self._check_catalogue_fields()
 
     def comm_time(self, gpus):
         """Return the communication seconds per step on `gpus` GPUs (arrays broadcast).
@@ -145,23 +172,6 @@ class ParametricThroughput:
         b = np.asarray(batch, dtype=float)
         return self.t_fixed + self.t_sample * (b / g) + self.comm_time(g)
 
-    def throughput(self, gpus, batch):
-        """Return samples per second (arrays broadcast).
-
-        Parameters
-        ----------
-        gpus : int or numpy.ndarray
-            GPU counts.
-        batch : int or numpy.ndarray
-            Global batch sizes.
-
-        Returns
-        -------
-        float or numpy.ndarray
-            Samples per second.
-        """
-        return np.asarray(batch, dtype=float) / self.step_time(gpus, batch)
-
 
 def _check_seconds(name: str, value, *, positive: bool = False) -> float:
     """`value` as a float, or a ParameterError naming `name` (NaN, inf, negative, bool refused)."""
@@ -173,7 +183,7 @@ def _check_seconds(name: str, value, *, positive: bool = False) -> float:
 
 
 @dataclasses.dataclass(frozen=True)
-class RooflineThroughput:
+class RooflineThroughput(_StepTimeModel):
     """Roofline throughput, X(g, b) = b / (t_fixed + t_sample max(b/g, saturation_batch) + t_comm (g-1)).
 
     One step of synchronous data-parallel SGD on g GPUs at global batch b
@@ -223,7 +233,6 @@ class RooflineThroughput:
     max_local_batch: int = 256
     batch_sizes: tuple[int, ...] = (64, 128, 256)
 
-    increasing_in_batch = True  # the best batch at fixed g is the largest feasible one
     family = "roofline"  # the curve family (`CURVE_FAMILIES`)
 
     def __post_init__(self):
@@ -237,11 +246,7 @@ class RooflineThroughput:
         object.__setattr__(self, "saturation_batch", float(saturation))
         object.__setattr__(self, "t_fixed", _check_seconds("t_fixed", self.t_fixed))
         object.__setattr__(self, "t_comm", _check_seconds("t_comm", self.t_comm))
-        object.__setattr__(self, "max_local_batch", _check_positive_int("max_local_batch", self.max_local_batch))
-        if isinstance(self.batch_sizes, (str, bytes)) or not isinstance(self.batch_sizes, Iterable):
-            raise ParameterError("batch_sizes", f"must be a sequence of positive integers (got {self.batch_sizes!r})")
-        object.__setattr__(self, "batch_sizes",
-                           tuple(_check_positive_int("batch_sizes", b) for b in self.batch_sizes))
+        self._check_catalogue_fields()
 
     def comm_time(self, gpus):
         """Return the communication seconds per step on `gpus` GPUs (arrays broadcast).
@@ -278,23 +283,6 @@ class RooflineThroughput:
         g = np.asarray(gpus, dtype=float)
         b = np.asarray(batch, dtype=float)
         return self.t_fixed + self.t_sample * np.maximum(b / g, self.saturation_batch) + self.comm_time(g)
-
-    def throughput(self, gpus, batch):
-        """Return samples per second (arrays broadcast).
-
-        Parameters
-        ----------
-        gpus : int or numpy.ndarray
-            GPU counts.
-        batch : int or numpy.ndarray
-            Global batch sizes.
-
-        Returns
-        -------
-        float or numpy.ndarray
-            Samples per second.
-        """
-        return np.asarray(batch, dtype=float) / self.step_time(gpus, batch)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)  # eq would compare arrays

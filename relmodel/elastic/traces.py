@@ -15,14 +15,7 @@ from pathlib import Path
 from ..errors import ParameterError
 from ..units import to_hours
 from .jobs import Job
-from .throughput import (
-    CURVE_FAMILIES,
-    DEFAULT_COMM,
-    DEFAULT_SATURATION,
-    MODELS,
-    curve_models,
-    roofline_model,
-)
+from .throughput import CURVE_FAMILIES, DEFAULT_COMM, DEFAULT_SATURATION, MODELS, curve_models, roofline_model
 from .workloads import Workload, _check_factors, _positive, batch_range
 
 ELASTICFLOW_COLUMNS = ("job_id", "submission_time", "num_iteration", "model_name", "batch_size", "num_gpu")
