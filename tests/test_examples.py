@@ -76,4 +76,4 @@ def test_elastic_regimes_json(run_example):
     light = [r for r in rows if r["width"] == 64 and r["load"] == 0.5]
     assert all(r["jct_ratio"] > 2 for r in light)  # idle GPUs: a wide range lets elastic jobs spread out
     ds = xr.open_dataset(out / "elastic_regimes.nc", engine="h5netcdf")
-    assert set(ds.completed.dims) == {"curve", "width", "load", "queue", "seed", "policy"}
+    assert set(ds.completed.dims) == {"curve", "width", "load", "queue", "admission", "seed", "policy"}
