@@ -12,6 +12,7 @@ from .._cli_shared import (DatasetPath, Duration, FigurePath, format_table, quie
 from ..errors import parameter_and_reason
 from ..units import UNIT_REQUIRED_HELP
 from .cluster import POLICIES
+from .config import ADMISSIONS
 from .throughput import CURVE_FAMILIES
 
 _FLAGS = {"n_gpus": "--gpus", "window": "--duration", "batch_range_factor": "--batch-range", "policy": "--policy"}
@@ -55,7 +56,7 @@ def _factors(text: str) -> tuple[float, float]:
 @click.option("--max-wait", type=Duration(), default=None,
               help="With --unplaceable queue: a job not started this long after its submission is dropped "
                    "[default: it waits for ever].")
-@click.option("--admission", type=click.Choice(["first-fit", "optimizer"]), default="first-fit", show_default=True,
+@click.option("--admission", type=click.Choice(list(ADMISSIONS)), default="first-fit", show_default=True,
               help="Which waiting jobs start (elastic and fixed-batch): in arrival order while their minimums "
                    "fit, or as the allocator's dynamic program chooses (a job may get zero GPUs).")
 @click.option("--reoptimize-every", type=Duration(), default=None,
