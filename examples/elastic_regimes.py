@@ -59,7 +59,9 @@ import relmodel.elastic as el
 N_GPUS = 64
 PAPER = {"completed_ratio": 2.0, "jct_ratio": 10.0}
 REACHED = 0.9  # "about 2x" / "about 10x": within 10 %
-WIDTHS = {1: (1.0, 1.0), 4: (0.5, 2.0), 16: (0.5, 8.0), 64: (0.5, 32.0)}
+WIDTHS = {1: (1.0, 1.0), 4: (0.5, 2.0), 16: (0.5, 8.0), 64: (0.5, 32.0)}  # B_hi/B_lo: the batch-range factors
+# name: (family, its parameters); roofline-full: a GPU saturated only at its memory-bound local batch
+CURVES = {"fitted": ("fitted", {}), "roofline": ("roofline", {}), "roofline-full": ("roofline", {"saturation": 1.0})}
 QUEUES = {"drop": {"unplaceable": "drop"}, "wait-2h": {"unplaceable": "queue", "max_wait": "2h"}}
 OBJECTIVE = "speedup"
 REGIME_AXES = ("curve", "width", "load", "queue", "admission")
@@ -67,11 +69,9 @@ PER_POLICY = ("completed", "completed_in_window", "dropped", "work_completed", "
               "common")
 
 
-CURVES = {"fitted": ("fitted", {}), "roofline": ("roofline", {}), "roofline-full": ("roofline", {"saturation": 1.0})}
-
-
 @functools.cache
 def models_of(curve: str) -> dict:
+    """The model catalogue of one of `CURVES`."""
     family, params = CURVES[curve]
     return el.curve_models(family, **params)
 
