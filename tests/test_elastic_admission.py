@@ -5,6 +5,8 @@ import dataclasses
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import relmodel.elastic as el
 
@@ -162,3 +164,71 @@ def test_optimizer_admission_with_fixed_ranges_matches_the_baseline():
 def test_bad_queue_settings_name_the_parameter(kwargs, name):
     with pytest.raises(ValueError, match=f"^{name}"):
         el.ClusterConfig(**kwargs)
+
+
+# -- an independent reference for the rigid FIFO queue with a waiting-time limit --------
+def fifo_reference(jobs, n_gpus, max_wait):
+    """Start and end of each job (NaN: dropped) under FIFO with head-of-line blocking.
+
+    At each instant: completions free their GPUs, then arrivals join the queue,
+    then jobs whose limit runs out leave it, in arrival order; after each step
+    the head of the queue starts while it fits, so a job whose limit runs out at
+    t still starts at t if the jobs before it leave then. Times are multiples of
+    1/16 h, exact in binary.
+    """
+    start, end = [np.nan] * len(jobs), [np.nan] * len(jobs)
+    queue, free = [], n_gpus
+    deadline = {n: job.submit_time + max_wait for n, job in enumerate(jobs)}
+    times = sorted({j.submit_time for j in jobs} | ({t for t in deadline.values() if np.isfinite(t)}))
+
+    def start_heads(t):
+        nonlocal free
+        while queue and jobs[queue[0]].gpus <= free:
+            n = queue.pop(0)
+            free -= jobs[n].gpus
+            start[n], end[n] = t, t + jobs[n].work / (jobs[n].batch * 3600.0)
+            times.append(end[n])
+            times.sort()
+
+    k = 0
+    while k < len(times):
+        t = times[k]
+        k += 1
+        if k < len(times) and times[k] == t:
+            continue  # handle each instant once
+        free += sum(jobs[n].gpus for n in range(len(jobs)) if end[n] == t)
+        start_heads(t)
+        for n in (n for n, job in enumerate(jobs) if job.submit_time == t):
+            queue.append(n)
+            start_heads(t)
+            if n in queue and max_wait == 0:
+                queue.remove(n)
+        for n in [n for n in queue if deadline[n] == t]:
+            if n in queue:
+                queue.remove(n)
+                start_heads(t)
+    return np.array(start), np.array(end)
+
+
+@st.composite
+def fifo_workloads(draw):
+    n = draw(st.integers(1, 8))
+    submits = sorted(draw(st.lists(st.integers(0, 64), min_size=n, max_size=n)))
+    jobs = []
+    for k, s in enumerate(submits):
+        gpus = draw(st.sampled_from([1, 2, 4, 8]))
+        sixteenths = draw(st.integers(1, 64))  # run time in 1/16 h
+        jobs.append(el.Job(FLAT, work=sixteenths / 16 * 3600 * gpus, batch=gpus, gpus=gpus, job_id=f"j{k}",
+                           submit_time=s / 16))
+    max_wait = draw(st.one_of(st.just(0.0), st.just(np.inf), st.integers(1, 48).map(lambda k: k / 16)))
+    return jobs, max_wait
+
+
+@given(fifo_workloads())
+def test_the_fifo_queue_matches_an_independent_reference(case):
+    jobs, max_wait = case
+    config = {"unplaceable": "drop"} if max_wait == 0 else {"unplaceable": "queue", "max_wait": max_wait}
+    r = run(jobs, "fifo", **config)
+    start, end = fifo_reference(jobs, 8, max_wait)
+    assert np.array_equal(r.start, start, equal_nan=True) and np.array_equal(r.end, end, equal_nan=True)
+    assert [el.OUTCOMES[k] for k in r.outcome] == ["completed" if np.isfinite(s) else "dropped" for s in start]
