@@ -148,7 +148,6 @@ class _Simulation:
         self.done = np.zeros(n)  # samples saved, for jobs not running
         self.rejected = []
         self.options: dict[int, Options] = {}
-        self.options_or_wait: dict[int, Options] = {}  # built once per job: every event of a long queue asks
         self.epochs: dict[int, _Epoch] = {}
         self.waiting: deque[int] = deque()
         self.restart_due: set[int] = set()
@@ -396,18 +395,13 @@ class _Simulation:
         self.log("start", self.jobs[i].job_id, int(opts.gpus[0]), int(opts.batch[0]))
         return i
 
-    def waiting_options(self, i) -> Options:
-        if i not in self.options_or_wait:
-            self.options_or_wait[i] = self.options[i].or_wait()
-        return self.options_or_wait[i]
-
     def reallocate(self, new: set, admit: bool = False):
         """Re-solve the allocation of the running jobs (and the newly admitted
         ones, `new`); with `admit`, waiting jobs take part with a zero-GPU option
         and those given GPUs start."""
         waiting = set(self.waiting) if admit else set()
         order = sorted(set(self.epochs) | waiting)
-        options = [self.waiting_options(i) if i in waiting else self.options[i] for i in order]
+        options = [self.options[i].or_wait() if i in waiting else self.options[i] for i in order]
         chosen, total = solve(options, self.place.capacity, self.cfg.objective)
         if total == -np.inf:  # admission keeps the minimums within capacity
             raise RuntimeError("allocation: the running jobs' minimums exceed the GPUs up")

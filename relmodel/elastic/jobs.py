@@ -129,14 +129,15 @@ class Options:
     batch: np.ndarray
     throughput: np.ndarray
     reference: float
-    _values: dict = dataclasses.field(default_factory=dict, init=False, repr=False, compare=False)
+    # Derived arrays, built once: a simulation asks for them on every event.
+    _cache: dict = dataclasses.field(default_factory=dict, init=False, repr=False, compare=False)
 
     def value(self, objective: str) -> np.ndarray:
         """The DP value of each option: throughput, or speedup over one GPU at the submitted batch."""
-        if objective not in self._values:  # a simulation asks on every event
-            self._values[objective] = self.throughput if objective == "throughput" \
+        if objective not in self._cache:
+            self._cache[objective] = self.throughput if objective == "throughput" \
                 else self.throughput / self.reference
-        return self._values[objective]
+        return self._cache[objective]
 
     @property
     def minimum(self) -> int:
@@ -147,9 +148,11 @@ class Options:
         """The same options and a first one of 0 GPUs, worth 0: the job may be left waiting."""
         if self.gpus.size and self.gpus[0] == 0:
             return self
-        zero = np.zeros(1, dtype=np.int64)
-        return Options(np.concatenate([zero, self.gpus]), np.concatenate([zero, self.batch]),
-                       np.concatenate([[0.0], self.throughput]), self.reference)
+        if "or_wait" not in self._cache:
+            zero = np.zeros(1, dtype=np.int64)
+            self._cache["or_wait"] = Options(np.concatenate([zero, self.gpus]), np.concatenate([zero, self.batch]),
+                                             np.concatenate([[0.0], self.throughput]), self.reference)
+        return self._cache["or_wait"]
 
 
 def speedup_reference(bounds: "Bounds") -> float:
