@@ -16,7 +16,7 @@ from ..errors import ParameterError
 from ..units import to_hours
 from .jobs import Job
 from .throughput import CURVE_FAMILIES, DEFAULT_COMM, DEFAULT_SATURATION, MODELS, curve_models, roofline_model
-from .workloads import Workload, _check_factors, _positive, batch_range
+from .workloads import Workload, _check_factors, _models_for, _positive, batch_range
 
 ELASTICFLOW_COLUMNS = ("job_id", "submission_time", "num_iteration", "model_name", "batch_size", "num_gpu")
 JOB_CSV_COLUMNS = ("submit_time", "model", "work", "batch")
@@ -123,10 +123,7 @@ def read_elasticflow(path, *, models: Mapping | None = None, batch_range_factor=
         On a malformed row with ``errors="raise"``.
     """
     path = Path(path)
-    if models is not None and curve != "fitted":
-        raise ParameterError("curve", f"give either models or a curve family, not both (got curve {curve!r})")
-    curve_name = curve if models is None else "custom"
-    models = dict(curve_models(curve) if models is None else models)
+    models, curve_name = _models_for(models, curve)
     factors = _check_factors(batch_range_factor)
     limit = None if window is None else _positive("window", window, duration=True)
     rows, skipped = _rows(path, ELASTICFLOW_COLUMNS, errors, lambda line, get: _elasticflow_row(path, line, get, models))
@@ -199,9 +196,7 @@ def read_job_csv(path, *, models: Mapping | None = None, batch_range_factor=(0.5
         On a malformed row with ``errors="raise"``.
     """
     path = Path(path)
-    if models is not None and curve != "fitted":
-        raise ParameterError("curve", f"give either models or a curve family, not both (got curve {curve!r})")
-    curve_models(curve)  # a known family
+    _models_for(models, curve)  # refuses an unknown family, or one beside a models mapping
     model_of = _CurveModels(path, None if models is None else dict(models), curve)
     factors = _check_factors(batch_range_factor)
     limit = None if window is None else _positive("window", window, duration=True)
@@ -298,13 +293,15 @@ def _elasticflow_row(path, line, get, models):
 class _CurveModels:
     """The throughput model of a job CSV row, from its model, curve, saturation and comm cells.
 
-    Roofline models are derived once per (model, saturation, comm).
+    Roofline models are derived once per (model, saturation, comm); without a
+    models mapping, the catalogue's serve the default saturation and comm.
     """
 
     def __init__(self, path, models: dict | None, default_curve: str):
-        self.path, self.models, self.default_curve = path, models, default_curve
+        self.path, self.default_curve = path, default_curve
         self.fitted = MODELS if models is None else models
-        self.derived = {}
+        self.derived = {} if models is not None else {
+            (name, DEFAULT_SATURATION, DEFAULT_COMM): m for name, m in curve_models("roofline").items()}
 
     def __call__(self, line, get):
         path = self.path
@@ -324,10 +321,7 @@ class _CurveModels:
         key = (get("model"), saturation, comm)
         if key not in self.derived:
             try:
-                if self.models is None and saturation == DEFAULT_SATURATION and comm == DEFAULT_COMM:
-                    self.derived[key] = curve_models("roofline")[get("model")]
-                else:
-                    self.derived[key] = roofline_model(fitted, saturation, comm)
+                self.derived[key] = roofline_model(fitted, saturation, comm)
             except ParameterError as err:  # saturation, comm, or a model with no single-GPU step time
                 raise TraceError(path, line, err.parameter, err.reason) from None
         return self.derived[key]

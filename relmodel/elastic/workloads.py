@@ -87,6 +87,16 @@ def poisson_arrivals(rate: float, window: float, seed: int) -> np.ndarray:
         t, first = arrivals[-1], first + chunk
 
 
+def _models_for(models: Mapping | None, curve: str) -> tuple[dict, str]:
+    """A workload's model catalogue and the name its attrs give the curves:
+    `models` ("custom"), or the catalogue of the family `curve`, not both."""
+    if models is not None and curve != "fitted":
+        raise ParameterError("curve", f"give either models or a curve family, not both (got curve {curve!r})")
+    if models is None:
+        return dict(curve_models(curve)), curve
+    return dict(models), "custom"
+
+
 MAX_SYNTHETIC_JOBS = 200_000
 """Most expected jobs (arrival_rate x duration) of `synthetic_workload`:
 `relmodel cluster` on 64 GPUs took about 5 s for 5,000 jobs and 24 s for
@@ -164,10 +174,7 @@ def synthetic_workload(arrival_rate, duration, seed: int = 0, *, model_mix: Mapp
                                              "(--duration)")
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**32:
         raise ParameterError("seed", f"must be an integer in [0, 2**32) (got {seed!r})")
-    if models is not None and curve != "fitted":
-        raise ParameterError("curve", f"give either models or a curve family, not both (got curve {curve!r})")
-    given_models = models
-    models = dict(curve_models(curve) if models is None else models)
+    models, curve_name = _models_for(models, curve)
     if max_gpus is not None and (isinstance(max_gpus, bool) or not isinstance(max_gpus, (int, np.integer))
                                  or max_gpus < 1):
         raise ParameterError("max_gpus", f"must be a positive integer or None (got {max_gpus!r})")
@@ -232,7 +239,7 @@ def synthetic_workload(arrival_rate, duration, seed: int = 0, *, model_mix: Mapp
         "model_mix": ",".join(f"{n}:{mix[n]:g}" for n in names),
         "gpu_choices": choices.tolist(), "gpu_weights": g_weights.tolist(),
         "job_duration_h": [short, long], "batch_range_factor": list(factors), "batch_scaling": batch_scaling,
-        "curve": curve if given_models is None else "custom",
+        "curve": curve_name,
         "max_gpus": None if max_gpus is None else int(max_gpus), "min_local_batch": int(min_local_batch),
         "rng": "Philox4x32-10; key (seed, stream); arrivals row 0 of stream 1, job i row i of stream 2",
     }
