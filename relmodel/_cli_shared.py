@@ -313,10 +313,48 @@ def to_json(obj) -> str:
     return json.dumps(clean(obj), indent=2, allow_nan=False)
 
 
-def write_dataset(ds, path: Path):
-    from .store import write_netcdf, write_zarr
+def overwrite_option():
+    """The `--overwrite` flag of a command that writes `--out`."""
+    return click.option("--overwrite", is_flag=True,
+                        help="Replace a relmodel study at --out (without it, a study is never replaced).")
 
-    (write_zarr if path.suffix == ".zarr" else write_netcdf)(ds, path)
+
+def write_dataset(ds, path: Path, *, overwrite: bool, writer: str, groups=None):
+    """Write `--out` under the output's lock (every writer of a path takes it, however the
+    path is spelled), never over a study unless `overwrite`; one-line errors.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        What to write: .zarr or .nc by the path's suffix.
+    path : pathlib.Path
+        The `--out` path.
+    overwrite : bool
+        Whether a study there may be replaced.
+    writer : str
+        The command, named to a run that finds the output busy.
+    groups : dict of str to xarray.Dataset, optional
+        Further netCDF groups (`relmodel.store.write_netcdf`).
+    """
+    from .store import exclusive, holds_study, write_netcdf, write_zarr
+    from .study import StudyError
+
+    require("filelock", "--out")
+    if not path.parent.is_dir():  # the environment, not the command: exit 1
+        raise click.ClickException(f"--out: no such folder: {path.parent}")
+    try:
+        with exclusive(path, "", writer):
+            if holds_study(path) and not overwrite:
+                raise click.UsageError(f"--out: {path} holds a relmodel study; it was not replaced (pass --overwrite "
+                                       "to replace it, or choose another --out)")
+            if path.suffix == ".zarr":
+                write_zarr(ds, path)
+            else:
+                write_netcdf(ds, path, groups)
+    except StudyError as err:
+        raise click.ClickException(str(err)) from None
+    except OSError as err:  # a full disk, a read-only file system, no permission
+        raise click.ClickException(f"--out: cannot write {path}: {err.strerror or err}") from None
 
 
 def format_table(rows: list[dict]) -> str:

@@ -24,7 +24,8 @@ import warnings
 
 import numpy as np
 
-from .closed_form import MIN_INTERVAL, ClosedFormWarning, ettr, levels_point_ettr, linear_valid, optimal_interval
+from .closed_form import (MIN_INTERVAL, ClosedFormWarning, ettr, feasible_interval, levels_point_ettr, linear_valid,
+                          optimal_interval)
 from .engine import check_run_args
 from .errors import ParameterError
 from .scenario import Scenario, as_scenario
@@ -74,9 +75,12 @@ class StrategyPlan:
 
     @property
     def intervals_h(self) -> dict:
-        """Interval in hours by level: ``fast0``, ... and ``durable``."""
-        fast = self.scenario.fast_checkpoints or ()
-        return {**{f"fast{i}": lv.interval for i, lv in enumerate(fast)}, "durable": self.scenario.checkpoint_interval}
+        """Interval in hours by level: ``fast0``, ... and ``durable``; inf for a level never
+        written (its interval is past the work)."""
+        sc = self.scenario
+        fast = sc.fast_checkpoints or ()
+        intervals = {**{f"fast{i}": lv.interval for i, lv in enumerate(fast)}, "durable": sc.checkpoint_interval}
+        return {k: math.inf if v > sc.work else v for k, v in intervals.items()}
 
     def to_dict(self) -> dict:
         """Return the strategy's numbers, JSON-ready.
@@ -128,7 +132,7 @@ class CheckpointPlan:
         lines = [f"{'strategy':<13} {'intervals (fast..durable)':<28} {'ETTR':>7} {'first order':>12} "
                  f"{'simulated (95% CI)':>22} {'vs best':>8}"]
         for s in self.strategies:
-            intervals = " / ".join(format_hours(v) for v in s.intervals_h.values())
+            intervals = " / ".join("never" if math.isinf(v) else format_hours(v) for v in s.intervals_h.values())
             first = f"{s.ettr_first_order:.4f}" + (" " if s.first_order_valid else "!")
             simulated = (f"{s.simulated:.4f} +- {1.96 * s.simulated_se:.5f}" if s.simulated_jobs
                          else "not simulated")
@@ -224,10 +228,11 @@ def _best_fastest(sc: Scenario, multiple: int, low: float, high: float, method: 
 def best_intervals(sc: Scenario) -> Scenario:
     """Return `sc` at the intervals that maximise its exact ETTR.
 
-    One blocking level: the exact optimal interval (`optimal_interval`).
-    Otherwise the fastest interval ranges from 1 s (and no shorter than any
-    level's persistence over its multiple, where the exact form stops) to the
-    work, and with fast levels the durable multiple over a ladder from one
+    One blocking level: the exact optimal interval (`optimal_interval`), or
+    past the work (no checkpoint at all) where that is best. Otherwise no
+    checkpoint at all is one candidate; for the others the fastest interval
+    ranges from 1 s (and no shorter than any level's persistence over its
+    multiple, where the exact form stops) to the work, and with fast levels the durable multiple over a ladder from one
     more than the slowest fast level's multiple to 128; the fast levels keep
     their multiples of the fastest. The first-order form, cheap, ranks every
     rung of the ladder over the whole range of the fastest interval; the exact
@@ -248,7 +253,25 @@ def best_intervals(sc: Scenario) -> Scenario:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ClosedFormWarning)
             best = optimal_interval(sc, "exact")
-        return sc.sweep(checkpoint_interval=min(best, sc.work) if math.isfinite(best) else sc.work)
+        # An optimum past the work is no checkpoint at all (an interval of exactly the work
+        # would write one at the end).
+        return sc.sweep(checkpoint_interval=feasible_interval(best, sc.work))
+    best = _best_level_intervals(sc)
+    # No checkpoint at all (every interval past the work) is a plan too, and wins where writes cost
+    # more than the work they save.
+    never = with_intervals(sc, feasible_interval(math.inf, sc.work), 1 if not sc.fast_checkpoints else
+                           round(sc.checkpoint_interval / sc.fast_checkpoints[0].interval))
+    return never if _value(never) >= _value(best) else best
+
+
+def _value(sc: Scenario) -> float:
+    """The exact ETTR, -inf where it is NaN (so that any plan beats it)."""
+    value = _ettr(sc, "renewal")
+    return -math.inf if math.isnan(value) else float(value)
+
+
+def _best_level_intervals(sc: Scenario) -> Scenario:
+    """`best_intervals` with levels, among plans that write checkpoints."""
     table = sc.level_table()
     own = table["mult"][:-1]
     persist = table["persist"]

@@ -12,8 +12,8 @@ import numpy as np
 from click.core import ParameterSource
 
 from . import _feedback as feedback
-from ._cli_shared import (FLAGS, DatasetPath, FigurePath, OneLineErrors, build_scenario, format_table, quiet_option,
-                          scenario_options, to_json, usage_error, write_dataset)
+from ._cli_shared import (FLAGS, DatasetPath, FigurePath, OneLineErrors, build_scenario, format_table,
+                          overwrite_option, quiet_option, scenario_options, to_json, usage_error, write_dataset)
 from .elastic.cli import cluster
 from .engine import DEFAULT_MAX_FAILURES, MAX_JOBS
 from .errors import ScenarioError
@@ -87,11 +87,12 @@ def main(debug):
               help="Stop (and count as capped) a job at this many failures.")
 @click.option("--out", type=DatasetPath(), default=None,
               help="Write the Dataset: .nc (netCDF, h5netcdf) or .zarr.")
+@overwrite_option()
 @click.option("--progress/--no-progress", default=None,
               help="Show a progress bar [default: on a terminal, unless --quiet].")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON (with a units block).")
 @quiet_option()
-def simulate(n_jobs, seed, backend, threads, max_failures, out, progress, quiet, as_json, **fields):
+def simulate(n_jobs, seed, backend, threads, max_failures, out, overwrite, progress, quiet, as_json, **fields):
     """Monte Carlo job timelines for one scenario or a sweep; prints a summary table."""
     from . import labels
     from .closed_form import ettr_arrays
@@ -110,7 +111,7 @@ def simulate(n_jobs, seed, backend, threads, max_failures, out, progress, quiet,
     # Beside the estimate, its closed form (NaN in the table where it does not hold).
     ds["ettr_renewal"] = labels.grid_variable(sc, labels.CLOSED_FORMS["ettr_renewal"], ettr_arrays(sc, "renewal"))
     if out is not None:
-        write_dataset(ds, out)
+        write_dataset(ds, out, overwrite=overwrite, writer="relmodel simulate")
     rows = summary_rows(ds, sc.dims)
     if as_json:
         click.echo(to_json({"rows": rows, "attrs": dict(ds.attrs), "units": simulate_units(sc.dims)}))
@@ -260,16 +261,17 @@ def simulate_units(dims) -> dict:
 @click.option("--skip-bad-rows", is_flag=True, help="Skip (and count) malformed rows instead of stopping.")
 @click.option("--plot", type=FigurePath(), default=None, help="Draw MTTF against job size to this image file.")
 @click.option("--out", type=DatasetPath(), default=None, help="Write the fit's Dataset: .nc or .zarr.")
+@overwrite_option()
 @click.option("--json", "as_json", is_flag=True,
               help="Print a JSON object (failure_rate_per_node_day, failure_rate_ci, mttf_h_at, ..., and units).")
 @quiet_option("No notes on stderr.")
 def fit_command(log_file, log_format, min_gpus, gpus_per_node, taxonomy, confidence, skip_bad_rows, plot, out,
-                as_json, quiet):
+                overwrite, as_json, quiet):
     """Fit the failure rate per node-day from a scheduler job log (Slurm sacct or CSV)."""
     result = fit_log(log_file, flag="LOG_FILE", format=log_format, min_gpus=min_gpus, gpus_per_node=gpus_per_node,
                      taxonomy=taxonomy, confidence=confidence, errors="skip" if skip_bad_rows else "raise")
     if out is not None:
-        write_dataset(result.dataset, out)
+        write_dataset(result.dataset, out, overwrite=overwrite, writer="relmodel fit")
     # The results first, then the figure.
     click.echo(to_json(result.to_dict()) if as_json else str(result))
     if plot is not None:
@@ -388,11 +390,14 @@ def verify_store(path: Path, quiet: bool):
         raise click.UsageError(str(err)) from None
     for cid, why in sorted(problems.items()):
         click.echo(f"{path}: {cid}: {why}")
+    if set(problems) & {"coordinates", "file"}:
+        raise click.ClickException(f"{path}: {', '.join(sorted(set(problems) & {'coordinates', 'file'}))} not "
+                                   "whole; delete it and run the study's sweep again")
     if problems:
         raise click.ClickException(f"{path}: {len(problems)} chunk(s) not whole; run the study's sweep again "
                                    f"to compute them")
     if not quiet:
-        click.echo(f"{path}: every chunk matches its checksum")
+        click.echo(f"{path}: every chunk and the coordinates match their checksums")
 
 
 @main.command()

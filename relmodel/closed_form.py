@@ -163,6 +163,14 @@ def _log_expm1(x):
         return np.where(x > 1.0, x + np.log1p(-np.exp(-np.where(x > 1.0, x, 1.0))), np.log(np.expm1(x)))
 
 
+def _log_expm1_ratio(x):
+    """log((e^x - 1) / x) for x >= 0 without overflow; 0 at 0 (its limit), for subnormal x too."""
+    x = np.asarray(x, dtype=float)
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        small = np.where(x > 0.0, np.expm1(np.minimum(x, 1.0)) / np.where(x > 0.0, x, 1.0), 1.0)
+        return np.where(x > 1.0, _log_expm1(x) - np.log(np.where(x > 1.0, x, 1.0)), np.log(small))
+
+
 def _logsumexp(x, axis=-1, weights=None):
     """log sum(weights e^x) along `axis`, -inf where every term is 0."""
     x = np.asarray(x, dtype=float)
@@ -212,10 +220,12 @@ def log_renewal_expected_wall(lam, interval, work, ckpt, restart, queue, share=N
     mean_queue = np.sum(share * queue, axis=-1)
     with np.errstate(divide="ignore"):
         log_completes = _logsumexp(-rate[..., None] * restart, weights=share)
-        log_restart = np.log(1.0 / rate + mean_queue) - log_completes  # log(1/lam + R*)
+        # (e^(lam s) - 1)(1/lam + R*) = s (e^x - 1)/x (1 + lam q) / completes, x = lam s:
+        # no 1/lam, which overflows for subnormal rates.
+        log_restart = np.log1p(rate * mean_queue) - log_completes
 
         def log_segment(length):
-            return np.where(failing, _log_expm1(rate * length) + log_restart, np.log(length))
+            return np.where(failing, np.log(length) + _log_expm1_ratio(rate * length) + log_restart, np.log(length))
 
         full = np.where(n_full > 0, np.log(np.where(n_full > 0, n_full, 1.0)) + log_segment(interval + ckpt), -np.inf)
         return np.logaddexp(full, log_segment(remainder))
@@ -343,7 +353,10 @@ def levels_point_ettr(p: Scenario, method: str) -> tuple[float, str | None]:
     n_full, rem, *rest = args
     if method == "linear":
         value, valid = levels_first_order(p.job_failure_rate, *rest)
-        return value, None if valid else "the first-order form with checkpoint levels leaves its range"
+        if valid:
+            return value, None
+        waiting = levels_expected_wall(0.0, *args)[1]  # (with no failures, only its check of waiting writes runs)
+        return value, waiting or "the first-order form with checkpoint levels leaves its range"
     if p.weibull_shape != 1.0:
         return math.nan, "it needs exponential failures (weibull_shape = 1)"
     if has_lemons(p.failure_rate, p.lemon_fraction, p.lemon_rate_factor):
@@ -696,13 +709,14 @@ def _optimal_intervals(sc: Scenario, cols: dict, method: str) -> np.ndarray:
     lam, w = cols["job_failure_rate"], cols["checkpoint_cost"]
     failing = lam > 0
     rate = np.where(failing, lam, 1.0)
-    m = 1.0 / rate  # the job's MTTF where it fails
     with np.errstate(invalid="ignore", over="ignore"):
+        m = 1.0 / rate  # the job's MTTF where it fails (inf for a subnormal rate)
         if method == "young":
             return np.where(failing, np.sqrt(2.0 * w / rate), np.inf)
         if method == "daly":
             daly = np.sqrt(2.0 * w * m) * (1.0 + np.sqrt(w / (2.0 * m)) / 3.0 + w / (18.0 * m)) - w
-            return np.where(failing, np.where(w >= 2.0 * m, m, daly), np.inf)
+            # Free checkpoints: 0, also where M overflows (sqrt(0 * inf) would be NaN).
+            return np.where(failing, np.where(w == 0, 0.0, np.where(w >= 2.0 * m, m, daly)), np.inf)
     # The exact optimum is a search over checkpoint counts, point by point.
     return np.array([_exact_finite_work(p) if renewal_applies(p) else math.nan for p in sc.points()])
 

@@ -594,12 +594,10 @@ def _expected_wall(lam, n_full, rem, d0, mult, cost, restart, persist, survives,
     lam, n_full, rem = float(lam), int(n_full), float(rem)
     if not 0 <= lam < math.inf or n_full < 0 or not 0 <= rem < math.inf:
         raise ValueError(f"need a finite lam >= 0, n_full >= 0 and a finite rem >= 0 (got {lam!r}, {n_full!r}, {rem!r})")
-    persist = list(lv.persist)
-    for l, gap in enumerate(lv.gaps()):
-        if gap is None or persist[l] > gap + WAIT_TOLERANCE * lv.d0:
-            return math.nan, (f"level {l}'s writes wait for persistence (persist {persist[l]:g} h is longer "
-                              f"than the gap before its next write)")
-        persist[l] = min(persist[l], gap)
+    reason = _waiting_writes(lv)
+    if reason is not None:
+        return math.nan, reason
+    persist = [min(p, gap) for p, gap in zip(lv.persist, lv.gaps())]
     if lam == 0:
         return _failure_free_wall(n_full, rem, lv), None
     with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
@@ -607,6 +605,15 @@ def _expected_wall(lam, n_full, rem, d0, mult, cost, restart, persist, survives,
     if reason is None and not value < math.inf:
         value = math.inf  # an overflow (inf, or inf * 0 on the way): past float64 either way
     return float(value), reason
+
+
+def _waiting_writes(lv) -> str | None:
+    """Why writes of `lv` wait for the persistence of the one before (None: they never do)."""
+    for l, gap in enumerate(lv.gaps()):
+        if gap is None or lv.persist[l] > gap + WAIT_TOLERANCE * lv.d0:
+            return (f"level {l}'s writes wait for persistence (persist {lv.persist[l]:g} h is longer "
+                    f"than the gap before its next write)")
+    return None
 
 
 def levels_first_order(lam, d0, mult, cost, restart, persist, survives, categories):
@@ -649,19 +656,18 @@ def levels_first_order(lam, d0, mult, cost, restart, persist, survives, categori
     Returns
     -------
     ettr : float
-        The first-order ETTR; NaN where its numerator is <= 0.
+        The first-order ETTR; NaN where its numerator is <= 0, where a write
+        waits for persistence (the form, like the exact one, has no term for
+        it) or the pattern is too long to scan (lcm(mult) > 10**6 positions).
     valid : bool
-        False where the numerator is <= 0, lam * stretch exceeds
-        FIRST_ORDER_LIMIT, a write waits for persistence, or the pattern is
-        too long to scan (lcm(mult) > 10**6 positions).
+        False where the ETTR is NaN or lam * stretch exceeds FIRST_ORDER_LIMIT.
     """
     lv = _Levels(d0, mult, cost, restart, persist, survives, categories)
     lam = float(lam)
     if not lam >= 0:
         raise ValueError(f"lam must be >= 0 (got {lam!r})")
-    if lv._pattern is None:
-        return math.nan, False
-    waits = any(g is None or p > g + WAIT_TOLERANCE * lv.d0 for p, g in zip(lv.persist, lv.gaps()))
+    if lv._pattern is None or _waiting_writes(lv) is not None:
+        return math.nan, False  # a write that waits: the form has no term for it (as the exact one)
     period, L = lv.period, lv.L
     levs = np.array(lv._pattern[1:] + [L])  # positions 1..period
     pieces = lv.d0 + np.array(lv.cost)[levs]
@@ -692,7 +698,7 @@ def levels_first_order(lam, d0, mult, cost, restart, persist, survives, categori
         oldest = max(oldest, float((hi - restored_tau)[span > 0].max()))
     numerator = 1.0 - lam * (lost + restart_mean)
     stretch = oldest + max([r for _, r, _ in lv.categories] + lv.fast_restart)
-    valid = bool(numerator > 0 and lam * stretch <= FIRST_ORDER_LIMIT and not waits)
+    valid = bool(numerator > 0 and lam * stretch <= FIRST_ORDER_LIMIT)
     if not numerator > 0:
         return math.nan, False
     return float(numerator / (1.0 + omega) / (1.0 + lam * lv.mean_queue)), valid

@@ -197,7 +197,7 @@ class Plan:
             "",
             f"{'interval':>10}  {'method':<8} {'linear':>9} {'renewal':>8}   simulated (95% CI, jobs)",
         ]
-        astray = False
+        astray = unseen = False
         for label, interval in self.intervals_h.items():
             e = self.ettr_by_interval[label]
             mark = " *" if label == self.recommended else ""
@@ -205,7 +205,10 @@ class Plan:
             astray |= not e["linear_valid"]
             if e["simulated_jobs"]:
                 lo, hi = e["simulated_ci95"]
-                simulated = f"{e['simulated']:.4f} [{lo:.4f}, {hi:.4f}], {e['simulated_jobs']}"
+                # No spread while failures are expected: no job failed, not a certainty.
+                blind = e["simulated_se"] == 0 and e["expected_failures"] > 0
+                unseen |= blind
+                simulated = f"{e['simulated']:.4f} [{lo:.4f}, {hi:.4f}]{'~' if blind else ''}, {e['simulated_jobs']}"
             else:
                 simulated = f"not simulated: ~{e['expected_failures']:.3g} failures a job"
             out.append(f"{_interval_text(interval):>10}  {label + mark:<8} {e['linear']:8.4f}{flag} "
@@ -213,6 +216,16 @@ class Plan:
         if astray:
             out.append(f"  ! the linear form is off the renewal form by more than {LINEAR_TOLERANCE:.0%} "
                        "here (or undefined): do not use it")
+        if unseen:
+            out.append("  ~ no simulated job failed, so that interval has no spread; failures are rare but not "
+                       "absent (see the expected failures in --json): use the renewal form")
+        finite = [v for v in self.intervals_h.values() if math.isfinite(v)]
+        if any(v == 0 for v in finite):
+            out.append("  0s: checkpoints cost nothing here, so the long-run forms checkpoint continuously "
+                       "(the exact search stops at one a second)")
+        if any(v > sc.work for v in finite):
+            out.append("  an interval past the work writes no checkpoint at all (young and daly are long-run forms: "
+                       "they ignore the job's length)")
         t = self.time_per_job_h
         if t is None:
             out += ["", "Time per job at the * interval: not simulated (each job would see "

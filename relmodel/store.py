@@ -43,20 +43,75 @@ _CREATING = ".creating-"  # hidden sibling a new store is built under: .<name>.c
 
 # ---- one writer ------------------------------------------------------------------
 
+WORKING_SUFFIX = ".partial.zarr"  # a .nc study runs in the zarr store <out>.partial.zarr
+
+
+def output_identity(path) -> Path:
+    """Return the one path that every spelling of an output stands for.
+
+    Symbolic links, ``..`` and relative spellings resolved; the working store
+    of a ``.nc`` study (``X.nc.partial.zarr``) stands for ``X.nc``, so that a
+    run on either is a run on the same study.
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        An output path, existing or not.
+
+    Returns
+    -------
+    pathlib.Path
+        The absolute path its writers lock.
+    """
+    real = Path(os.path.realpath(path))
+    if real.name.endswith(".nc" + WORKING_SUFFIX):
+        real = real.with_name(real.name[:-len(WORKING_SUFFIX)])
+    return real
+
+
 def lock_path(store: Path) -> Path:
     """Return the lock file of a store (beside it: zarr meets no foreign file inside).
 
     Parameters
     ----------
     store : pathlib.Path
-        The store (or the ``.nc`` output a study ends in).
+        The store (or the ``.nc`` output a study ends in), in any spelling.
 
     Returns
     -------
     pathlib.Path
-        ``<store>.lock``.
+        ``<store>.lock`` beside its `output_identity`.
     """
+    store = output_identity(store)
     return store.with_name(store.name + ".lock")
+
+
+def holds_study(path) -> bool:
+    """Whether `path` holds a relmodel study (a study's zarr store or netCDF file), finished or not.
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        An output path.
+
+    Returns
+    -------
+    bool
+        True where its attributes carry a study fingerprint; False for anything
+        else (nothing there, another Dataset, a file that does not read).
+    """
+    path = Path(path)
+    try:
+        if path.is_dir():
+            return "study_fingerprint" in json.loads((path / ".zattrs").read_text())
+        if path.is_file() and path.suffix == ".nc":
+            import h5py
+
+            with h5py.File(path, "r") as f:
+                return "study_fingerprint" in f.attrs
+    except Exception:  # unreadable: not something we can call a study
+        return False
+    return False
 
 
 @contextmanager
@@ -68,9 +123,11 @@ def exclusive(store: Path, fingerprint: str, label: str):
     store : pathlib.Path
         The store (or ``.nc`` output) to write.
     fingerprint : str
-        The study's fingerprint (`relmodel.study.Study.fingerprint`).
+        The study's fingerprint (`relmodel.study.Study.fingerprint`); "" for a
+        writer that is not a study (``relmodel simulate --out``, say).
     label : str
-        What names the study to a person: its file, or "" when it has none.
+        What names the writer to a person: the study's file, or the command;
+        "" when it has none.
 
     Yields
     ------
@@ -79,8 +136,9 @@ def exclusive(store: Path, fingerprint: str, label: str):
     Raises
     ------
     relmodel.study.StudyError
-        If another run (of this study or another) holds the lock: one line
-        naming the store and both studies.
+        If another run (of this study, another, or any command writing the
+        same output, however spelled: `output_identity`) holds the lock: one
+        line naming the store and both writers.
     """
     require("filelock", "a study's store")
     from filelock import FileLock, Timeout
@@ -103,14 +161,18 @@ def exclusive(store: Path, fingerprint: str, label: str):
 
 def _busy_reason(store: Path, fingerprint: str, label: str) -> str:
     holder = _holder(lock_path(store).with_name(lock_path(store).name + ".json"))
-    this = study_name(label, fingerprint)
-    if holder.get("study_fingerprint") == fingerprint:
+    this = writer_name(label, fingerprint)
+    if fingerprint and holder.get("study_fingerprint") == fingerprint:
         return (f"another run of this study ({this}; pid {holder.get('pid')} on {holder.get('host')}) "
                 f"is writing it; wait for it to finish (it leaves the same store)")
-    other = (study_name(holder.get("study", ""), holder["study_fingerprint"]) if "study_fingerprint" in holder
+    other = (writer_name(holder.get("study", ""), holder["study_fingerprint"]) if "study_fingerprint" in holder
              else "a run that has not said which")
-    return (f"is being written by another study ({other}); this study ({this}) was not started: "
-            f"choose another --out")
+    return f"is being written by another run ({other}); this one ({this}) was not started: choose another --out"
+
+
+def writer_name(label: str, fingerprint: str) -> str:
+    """Name a writer to a person: a study (`study_name`), or a command without a fingerprint."""
+    return study_name(label, fingerprint) if fingerprint else (label or "a relmodel command")
 
 
 def _holder(path: Path, patience_s: float = 5.0) -> dict:
@@ -216,7 +278,8 @@ def chunk_id(region) -> str:
 
 
 def checksum(arrays: dict) -> str:
-    """SHA-256 of a chunk's values: every output in name order, as float64 in C order.
+    """SHA-256 of a chunk's values: every output in name order, as float64 in C order,
+    every NaN as the one quiet NaN (a format may store another NaN's bits than were computed).
 
     Parameters
     ----------
@@ -231,8 +294,74 @@ def checksum(arrays: dict) -> str:
     digest = hashlib.sha256()
     for name in sorted(arrays):
         digest.update(name.encode() + b"\0")
-        digest.update(np.ascontiguousarray(arrays[name], dtype="<f8").tobytes())
+        values = np.asarray(arrays[name], dtype="<f8")
+        digest.update(np.ascontiguousarray(np.where(np.isnan(values), np.nan, values), dtype="<f8").tobytes())
     return digest.hexdigest()
+
+
+COORDS_ATTR = "coords_sha256"  # the store attribute holding `coords_checksum` of its coordinates
+
+
+def coords_checksum(coords) -> str:
+    """SHA-256 of a study's coordinates: each in name order, with its dims and values.
+
+    Numbers are hashed as little-endian float64 or int64, anything else (labels)
+    as its text, so the digest does not depend on how a format stores them.
+
+    Parameters
+    ----------
+    coords : mapping of str to xarray.DataArray
+        The coordinates (``Dataset.coords``).
+
+    Returns
+    -------
+    str
+        64 hexadecimal digits.
+    """
+    digest = hashlib.sha256()
+    for name in sorted(coords):
+        values = np.asarray(coords[name].values)
+        digest.update(f"{name}\0{','.join(coords[name].dims)}\0{values.shape}\0".encode())
+        if values.dtype.kind == "f":
+            values = np.asarray(values, dtype="<f8")
+            digest.update(np.ascontiguousarray(np.where(np.isnan(values), np.nan, values), dtype="<f8").tobytes())
+        elif values.dtype.kind in "iub":
+            digest.update(np.ascontiguousarray(values, dtype="<i8").tobytes())
+        else:
+            digest.update("\x1f".join(map(str, values.ravel())).encode())
+    return digest.hexdigest()
+
+
+def coordinate_problems(ds) -> dict[str, str]:
+    """Check a study's coordinates against the checksum recorded when it was created.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        The study, as read (coordinates and attrs).
+
+    Returns
+    -------
+    dict of str to str
+        ``{"coordinates": why}`` when they cannot be read or do not match;
+        empty when they match, or when no checksum was recorded (a study
+        written before relmodel 0.2.1; a RuntimeWarning says they are not checked).
+    """
+    recorded = ds.attrs.get(COORDS_ATTR)
+    if recorded is None:
+        import warnings
+
+        warnings.warn("the study's coordinates are not checked: it was written before relmodel 0.2.1 recorded "
+                      "their checksum", RuntimeWarning, stacklevel=3)
+        return {}
+    try:
+        found = coords_checksum(ds.coords)
+    except Exception as err:  # a coordinate's chunk that fails to decode
+        return {"coordinates": f"unreadable: {type(err).__name__}: {err}".splitlines()[0]}
+    if found != recorded:
+        return {"coordinates": "altered or lost: the grid's coordinates do not match their checksum (a coordinate "
+                               "file deleted or changed?)"}
+    return {}
 
 
 class ChunkWriter:

@@ -163,7 +163,8 @@ def open_or_create(study: Study, store: Path, source: str, label: str = "") -> t
         target = study.chunk_points or default_chunk_points(study.n_jobs)
         chunks = chunk_shape(study.scenario.shape, target)
         template = _template(study, chunks)
-        template.attrs = _store_attrs(study, source, label, chunks)
+        template.attrs = {**_store_attrs(study, source, label, chunks),
+                          stores.COORDS_ATTR: stores.coords_checksum(template.coords)}
 
         def build(path):
             template.to_zarr(path, mode="w", compute=False, consolidated=False, zarr_format=ZARR_FORMAT)
@@ -374,13 +375,20 @@ def _run_on_dask(study: Study, todo, finished, scheduler: str, n_workers):
             cluster.close()
 
 
-def open_study(path) -> xr.Dataset:
-    """Open a study's results, lazily (zarr) or from a netCDF file.
+def open_study(path, *, verify: bool = True) -> xr.Dataset:
+    """Open a study's results, checked against the checksums recorded with them.
 
     Parameters
     ----------
     path : str or pathlib.Path
         A study's ``.zarr`` store or ``.nc`` file, as `run_study` writes.
+    verify : bool, default True
+        Read every value and coordinate back and check it against its
+        checksum before returning (a zarr study: each chunk's SHA-256 and the
+        coordinates'; a ``.nc`` study: HDF5's fletcher32 on every variable and
+        the coordinates' SHA-256). This reads the whole study once. False opens
+        a zarr study lazily and checks nothing: a damaged chunk or coordinate
+        then reads as whatever is on disk.
 
     Returns
     -------
@@ -390,6 +398,9 @@ def open_study(path) -> xr.Dataset:
 
     Raises
     ------
+    StudyError
+        If `path` is not a study, or (with `verify`) a chunk or the coordinates
+        do not match their checksums (the message names them, and how to recover).
     MissingExtraError
         If the package to read it is not installed (zarr, or h5netcdf for ``.nc``).
 
@@ -401,16 +412,75 @@ def open_study(path) -> xr.Dataset:
     path = Path(path)
     if path.suffix == ".nc":
         require("h5netcdf", "a .nc study")
-        return xr.open_dataset(path, engine="h5netcdf")
+        ds = _open_netcdf_study(path)
+        if verify:
+            problems = _netcdf_problems(path, ds)
+            if problems:
+                ds.close()
+                _refuse_damaged(path, problems)
+        return ds
     require("zarr", "a .zarr study")
-    # Metadata is consolidated when the study finishes; an unfinished store reads without.
-    ds = xr.open_zarr(path, consolidated=(path / ".zmetadata").exists())
-    regions = _regions_of(ds)
+    ds, regions = _open_zarr_study(path)
+    if verify:
+        problems = {cid: why for cid, why in _problems(path, regions, list(ds.data_vars)).items()
+                    if why != "not computed"}
+        problems.update(stores.coordinate_problems(ds))
+        if problems:
+            _refuse_damaged(path, problems)
     missing = len(regions) - len(set(map(chunk_id, regions)) & set(stores.done_chunks(path)))
     if ds.attrs.get("status") != "complete" or missing:
         warnings.warn(f"{path}: the study is not finished ({missing} of {len(regions)} chunks missing, "
                       f"read as NaN); run its sweep again to complete it", RuntimeWarning, stacklevel=2)
     return ds
+
+
+def _open_zarr_study(path: Path) -> tuple[xr.Dataset, list]:
+    """The study store, lazily, and its chunks; StudyError if it is not one."""
+    if not path.is_dir():
+        raise StudyError(str(path), "no such study store" if not path.exists()
+                         else "not a study store (a .zarr folder or a .nc file)")
+    try:
+        # Metadata is consolidated when the study finishes; an unfinished store reads without.
+        ds = xr.open_zarr(path, consolidated=(path / ".zmetadata").exists())
+        if "study_fingerprint" not in ds.attrs:
+            raise ValueError("it has no study fingerprint")
+        return ds, _regions_of(ds)
+    except Exception as err:
+        reason = f"{type(err).__name__}: {err}".splitlines()[0]
+        raise StudyError(str(path), f"is not a relmodel study store ({reason})") from None
+
+
+def _open_netcdf_study(path: Path) -> xr.Dataset:
+    """The study file, lazily; StudyError if it is not one (e.g. `simulate --out`'s)."""
+    try:
+        ds = xr.open_dataset(path, engine="h5netcdf")
+    except FileNotFoundError:
+        raise StudyError(str(path), "no such study file") from None
+    except Exception as err:
+        reason = f"{type(err).__name__}: {err}".splitlines()[0]
+        raise StudyError(str(path), f"cannot be read as a study file ({reason})") from None
+    if "study_fingerprint" not in ds.attrs:
+        ds.close()
+        raise StudyError(str(path), "is not a relmodel study file (no study fingerprint: written by another "
+                                    "command than `relmodel sweep`?)")
+    return ds
+
+
+def _netcdf_problems(path: Path, ds: xr.Dataset) -> dict[str, str]:
+    """Read a study file in full (HDF5 checks each variable's fletcher32) and check its coordinates."""
+    try:
+        ds.load()
+    except Exception as err:
+        return {"file": f"unreadable: {type(err).__name__}: {err}".splitlines()[0]}
+    return stores.coordinate_problems(ds)
+
+
+def _refuse_damaged(path: Path, problems: dict):
+    listed = "; ".join(f"{cid}: {why}" for cid, why in sorted(problems.items())[:3])
+    more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
+    fix = ("delete it and run its sweep again" if set(problems) & {"coordinates", "file"}
+           else "run its sweep again: it computes exactly the damaged chunks again")
+    raise StudyError(str(path), f"{listed}{more}; {fix} (open_study(..., verify=False) reads it unchecked)")
 
 
 def _regions_of(ds: xr.Dataset) -> list:
@@ -421,7 +491,7 @@ def _regions_of(ds: xr.Dataset) -> list:
 
 
 def verify_study(path) -> dict[str, str]:
-    """Check every chunk of a finished study against the checksum recorded with it.
+    """Check every chunk of a study, and its coordinates, against the checksums recorded with them.
 
     Parameters
     ----------
@@ -432,34 +502,24 @@ def verify_study(path) -> dict[str, str]:
     Returns
     -------
     dict of str to str
-        What is wrong, by chunk id (or ``"file"`` for a ``.nc`` file): chunks
-        "not computed", "unreadable" or "altered or lost". Empty when every
-        chunk is whole; running the study's sweep again computes the others.
+        What is wrong, by chunk id (``"file"`` for a ``.nc`` file that does
+        not read, ``"coordinates"`` for the grid's coordinates): chunks "not
+        computed", "unreadable" or "altered or lost"; coordinates "unreadable",
+        "altered or lost" or with no checksum recorded. Empty when all is
+        whole. Running the study's sweep again computes missing or damaged
+        chunks; damaged coordinates need the study run anew.
 
     Raises
     ------
     StudyError
-        If `path` is not a study store or file.
+        If `path` is not a study store or file (a `simulate --out` file is not).
     """
     path = Path(path)
     if path.suffix == ".nc":
         require("h5netcdf", "a .nc study")
-        try:
-            with xr.open_dataset(path, engine="h5netcdf") as ds:
-                ds.load()
-        except FileNotFoundError:
-            raise StudyError(str(path), "no such study file") from None
-        except Exception as err:
-            return {"file": f"unreadable: {type(err).__name__}: {err}".splitlines()[0]}
-        return {}
+        with _open_netcdf_study(path) as ds:
+            return _netcdf_problems(path, ds)
     require("zarr", "a .zarr study")
-    if not path.is_dir():
-        raise StudyError(str(path), "no such study store" if not path.exists()
-                         else f"{path}: not a study store (a .zarr folder or a .nc file)")
-    try:
-        with xr.open_zarr(path, consolidated=False) as ds:
-            regions, outputs = _regions_of(ds), list(ds.data_vars)
-    except Exception as err:
-        reason = f"{type(err).__name__}: {err}".splitlines()[0]
-        raise StudyError(str(path), f"is not a relmodel study store ({reason})") from None
-    return _problems(path, regions, outputs)
+    ds, regions = _open_zarr_study(path)
+    with ds:
+        return {**_problems(path, regions, list(ds.data_vars)), **stores.coordinate_problems(ds)}

@@ -3,10 +3,13 @@ strategies, its refusals, and its surfaces (rm.plan, the command line, study fil
 
 import dataclasses
 import json
+import math
 
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import relmodel as rm
 from relmodel.checkpoint_plan import best_intervals, plan_checkpoints, strategy_scenarios
@@ -14,6 +17,7 @@ from relmodel.cli import main
 from relmodel.closed_form import levels_point_ettr
 from relmodel.scenario import CheckpointLevel
 from relmodel.study import parse_study
+from relmodel.testing.strategies import scenarios
 
 FAST = CheckpointLevel(interval="10min", cost="5s", restart="3min", persist="30s", survives=0.85)
 
@@ -174,3 +178,51 @@ fast_checkpoints = [{interval = "10min", restart = "1min", survives = 0.5}]
 n_jobs = 1000
 seed = 1
 ''')
+
+
+def no_checkpoint_ettr(sc):
+    """ETTR with no checkpoint at all, from SPEC section 3 directly: one segment of
+    the whole work, (e^(lam W) - 1)(1/lam + R*), R* = q e^(lam u0) + (e^(lam u0) - 1)/lam."""
+    lam, work = sc.job_failure_rate, sc.work
+    if lam == 0:
+        return 1.0
+    r_star = sc.queue_wait * math.exp(lam * sc.restart_cost) + math.expm1(lam * sc.restart_cost) / lam
+    return work / (math.expm1(lam * work) * (1 / lam + r_star))
+
+
+# Issue 30, item 6: the planner never considered writing no checkpoint.
+@settings(max_examples=40, deadline=None)
+@given(sc=scenarios(laws=("exponential",), work=st.floats(0.05, 48.0), checkpoint_cost=st.floats(1 / 60, 48.0),
+                    queue_wait=0.0), persist=st.sampled_from([0.0, 1 / 60, 1.0]), fast=st.booleans())
+def test_every_strategy_is_at_least_as_good_as_writing_no_checkpoint(sc, persist, fast):
+    if fast:
+        sc = sc.sweep(checkpoint_interval=6 * FAST.interval)
+    sc = sc.sweep(checkpoint_persist=persist, fast_checkpoints=(FAST,) if fast else None)
+    never = no_checkpoint_ettr(sc)
+    for s in plan_checkpoints(sc, n_jobs=0).strategies:
+        assert s.ettr >= never * (1 - 1e-9), s.name
+        if s.ettr == pytest.approx(never, rel=1e-12):  # the plan is no checkpoint: said so, in every table
+            assert set(s.intervals_h.values()) == {math.inf} or s.ettr >= never
+
+
+def test_a_write_longer_than_the_work_is_never_planned():
+    sc = rm.Scenario(n_gpus=64, failure_rate=6.5e-3, checkpoint_interval="1h", checkpoint_cost="1d",
+                     restart_cost="10min", work="1h")
+    best = plan_checkpoints(sc, n_jobs=0).recommended
+    assert best.intervals_h == {"durable": math.inf}
+    assert best.ettr == pytest.approx(no_checkpoint_ettr(sc), rel=1e-12)
+    assert "never" in str(plan_checkpoints(sc, n_jobs=0))
+
+
+def test_the_plan_and_its_strategies_agree_on_no_checkpoint():
+    """`relmodel plan` printed "never" best (0.9739) above and asynchronous 12 h (0.9467) below."""
+    result = CliRunner().invoke(main, ["plan", "--gpus", "64", "--work", "1d", "--checkpoint-cost", "1h",
+                                       "--restart-cost", "10min", "--checkpoint-persist", "1min", "--n-jobs", "2000",
+                                       "--json"])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    strategies = out["checkpoint_strategies"]
+    best = strategies[strategies["recommended"]]
+    assert out["optimal_interval_h"] is None  # never
+    assert best["ettr"] == pytest.approx(out["ettr"], rel=1e-9)
+    assert all(v is None for v in best["intervals_h"].values())

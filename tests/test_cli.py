@@ -212,3 +212,12 @@ def test_a_device_fifo_or_huge_input_file_is_refused_unread(make_args, kind, tmp
             file.truncate(2**40)  # sparse: a terabyte that takes no disk
     result = invoke(*make_args(str(path)))
     assert result.exit_code == 2 and str(path) in _one_error_line(result)
+
+
+@pytest.mark.parametrize("args, flag", [
+    (["--run-duration", "0"], "--run-duration"),  # was read as no value: 14-day runs (issue 30, item 8)
+    (["--run-duration", "1d", "--runs", "0"], "--runs"),  # was read as no value: 1000 runs
+])
+def test_pipeline_zero_is_refused_not_replaced_by_a_default(args, flag):
+    result = invoke("pipeline", "--stages", "2", "--replicas", "2", "--microbatches", "2", *args)
+    assert result.exit_code == 2 and f"{flag}:" in result.output and "Traceback" not in result.output

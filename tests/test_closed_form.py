@@ -339,3 +339,54 @@ def test_a_lemon_mixture_evaluated_in_chunks_is_the_same(monkeypatch):
     np.testing.assert_array_equal(cf.ettr_arrays(grid, "renewal"), whole)
     np.testing.assert_array_equal(whole, _pointwise(grid, "renewal", "given"))
     assert np.all((whole > 0) & (whole < 1))
+
+
+# Issue 30, item 7: at subnormal rates 1 / lam overflowed; the form returned NaN
+# (blaming Weibull) and its exact optimum 0.1 h at ETTR 0.
+@pytest.mark.parametrize("failure_rate", [5e-324, 1e-320, 1e-310, 1e-300, 1e-200, 1e-30])
+def test_the_renewal_form_at_the_tiniest_rates_is_the_failure_free_job(failure_rate):
+    sc = rm.Scenario(n_gpus=1024, failure_rate=failure_rate, checkpoint_interval="1h", checkpoint_cost="5min",
+                     restart_cost="10min", queue_wait="1h", work="7d")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert rm.ettr(sc) == pytest.approx(168 / (168 + 168 / 12), rel=1e-14)
+        assert rm.optimal_interval(sc, "exact") == math.inf
+        assert rm.ettr(sc, at="exact") == pytest.approx(1.0, rel=1e-14)
+        for method in ("young", "daly"):  # past the job's end: no checkpoint (inf where 1 / lam overflows)
+            assert rm.optimal_interval(sc, method) > 1e10
+
+
+@settings(max_examples=60)
+@given(exponent=st.floats(-323.0, -1.0), interval=st.floats(0.01, 100.0), restart=st.floats(0.0, 10.0),
+       queue=st.floats(0.0, 10.0), ckpt=st.floats(0.0, 1.0))
+def test_the_renewal_expected_wall_against_arbitrary_precision(exponent, interval, restart, queue, ckpt):
+    """E[wall] of the renewal form (SPEC section 3) in 60-digit arithmetic, at job
+    rates from 1e-323 per hour up: agreement to 1e-12."""
+    import mpmath
+
+    from relmodel.closed_form import renewal_expected_wall
+    from relmodel.scenario import split_work
+
+    lam, work = 10.0**exponent, 100.0
+    n_full, rem = split_work(work, interval)
+    with mpmath.workdps(60):
+        lm = mpmath.mpf(lam)
+        r_star = queue * mpmath.exp(lm * restart) + mpmath.expm1(lm * restart) / lm
+
+        def segment(s):
+            return mpmath.expm1(lm * s) * (1 / lm + r_star)
+
+        expected = float(n_full * segment(mpmath.mpf(interval) + ckpt) + segment(mpmath.mpf(rem)))
+    got = float(renewal_expected_wall(lam, interval, work, ckpt, restart, queue))
+    assert got == pytest.approx(expected, rel=1e-12)
+
+
+def test_both_forms_refuse_a_write_that_waits_for_persistence_with_the_reason():
+    """Issue 30, item 10: the linear form raised numpy's "zero-size array" error."""
+    sc = rm.Scenario(n_gpus=1024, failure_rate=6.5e-3, checkpoint_interval="1h", checkpoint_persist="3h",
+                     checkpoint_cost="5min", restart_cost="10min", work="7d")
+    for method in rm.closed_form.ETTR_METHODS:
+        with pytest.warns(rm.closed_form.ClosedFormWarning, match="writes wait for persistence"):
+            assert math.isnan(rm.ettr(sc, method))
+    cmp = rm.compare(sc, n_jobs=2000)  # closed forms that do not apply are NaN there (documented)
+    assert np.isnan(cmp.ettr_linear) and np.isnan(cmp.ettr_renewal) and 0 < float(cmp.ettr_sim) < 1

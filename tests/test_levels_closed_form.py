@@ -411,6 +411,11 @@ def test_first_order_is_flagged_where_failures_are_not_rare(levels):
     assert math.isnan(ettr) and not valid  # numerator <= 0
 
 
-def test_first_order_is_flagged_where_writes_wait():
-    ettr, valid = levels_first_order(1e-4, 0.25, [1, 4], [0.01, 0.05], [0.05, 0.0], [0.0, 1.2], [0.5, 1.0], ONE_KIND)
-    assert not valid and ettr > 0
+@pytest.mark.parametrize("d0, levels", [
+    (0.25, ([1, 4], [0.01, 0.05], [0.05, 0.0], [0.0, 1.2], [0.5, 1.0])),
+    (1.0, ([1], [1 / 12], [0.0], [3.0], [1.0])),  # persisting 3 h, an hour apart: crashed (issue 30, item 10)
+])
+def test_first_order_refuses_writes_that_wait(d0, levels):
+    """Neither form has a term for a write that waits for persistence: NaN, as the exact form."""
+    ettr, valid = levels_first_order(1e-4, d0, *levels, ONE_KIND)
+    assert math.isnan(ettr) and not valid

@@ -181,3 +181,15 @@ def test_compare_flags_the_linear_form_wherever_it_strays():
     np.testing.assert_array_equal(ds.linear_valid, off <= 0.02)
     assert not bool(ds.linear_valid.sel(work=1.0, checkpoint_interval=10.0))
     assert np.isfinite(ds.ettr_linear.sel(work=1.0, checkpoint_interval=10.0))
+
+
+def test_plan_says_why_a_simulated_interval_has_no_spread_and_where_intervals_mean_no_checkpoint():
+    """Issue 30, item 9: "1.0000 [1.0000, 1.0000]" beside the exact 0.9942, and Young's 2.19 h
+    for a 1 s job, with no word."""
+    out = CliRunner().invoke(main, ["plan", "--gpus", "1024", "--work", "1s", "--checkpoint-cost", "5min",
+                                    "--restart-cost", "10min", "--n-jobs", "2000"]).output
+    assert "]~," in out and "no simulated job failed" in out
+    assert "past the work writes no checkpoint" in out
+    free = CliRunner().invoke(main, ["plan", "--gpus", "1024", "--work", "7d", "--checkpoint-cost", "0",
+                                     "--restart-cost", "10min", "--n-jobs", "2000"]).output
+    assert "checkpoints cost nothing" in free and "no simulated job failed" not in free

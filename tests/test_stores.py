@@ -324,6 +324,124 @@ def test_a_netcdf_study_is_checked_by_its_hdf5_checksums(tmp_path, references):
     assert list(rm.verify_study(out)) == ["file"]
 
 
+# ---- every writer takes the lock (issue 30, items 1 and 2) ---------------------------------
+
+def test_a_command_writing_a_study_being_run_is_refused_and_the_study_untouched(tmp_path, references):
+    """`relmodel simulate --out s.zarr` during a sweep on s.zarr exited 0 and mixed the stores."""
+    from click.testing import CliRunner
+
+    from relmodel.cli import main
+    from relmodel.store import exclusive
+
+    out = finished_copy(tmp_path, "busy")
+    for spelling in (out, tmp_path / "x" / ".." / out.name):
+        (tmp_path / "x").mkdir(exist_ok=True)
+        with exclusive(out, "83b73dd716219be6", "study.toml"):
+            result = CliRunner().invoke(main, ["simulate", "--gpus", "8", "--n-jobs", "100", "--out", str(spelling),
+                                               "--overwrite"])
+        assert result.exit_code == 1 and "is being written by another run (study.toml" in result.output
+    xr.testing.assert_identical(data(rm.open_study(out)), references[1])
+
+
+def test_a_netcdf_study_and_its_working_store_are_one_output(tmp_path):
+    """`--out X.nc` and `--out X.nc.partial.zarr` started together both ran."""
+    from relmodel.store import exclusive, lock_path
+
+    nc = tmp_path / "X.nc"
+    assert lock_path(nc.with_name("X.nc.partial.zarr")) == lock_path(nc)
+    link = tmp_path / "link.nc"
+    link.symlink_to(nc)
+    assert lock_path(link) == lock_path(nc)
+    with exclusive(nc, "aaaa", "a.toml"):
+        with pytest.raises(StudyError, match="is being written by another run"):
+            with exclusive(nc.with_name("X.nc.partial.zarr"), "bbbb", "b.toml"):
+                pass
+
+
+@pytest.mark.parametrize("command", [
+    ["simulate", "--gpus", "8", "--n-jobs", "100"],
+    ["pipeline", "--stages", "2", "--replicas", "2", "--microbatches", "2"],
+])
+def test_no_command_replaces_a_finished_study_without_overwrite(tmp_path, references, command):
+    """`fit`, `simulate`, `cluster` and `pipeline --out finished.nc` replaced a study silently."""
+    from click.testing import CliRunner
+
+    from relmodel.cli import main
+
+    out = finished_copy(tmp_path, "kept", ".nc")
+    refused = CliRunner().invoke(main, [*command, "--out", str(out)])
+    assert refused.exit_code == 2 and "holds a relmodel study; it was not replaced" in refused.output
+    xr.testing.assert_identical(data(rm.open_study(out)), references[1])
+    replaced = CliRunner().invoke(main, [*command, "--out", str(out), "--overwrite"])
+    assert replaced.exit_code == 0, replaced.output
+    with pytest.raises(StudyError, match="not a relmodel study file"):
+        rm.open_study(out)
+
+
+# ---- checked reads (issue 30, item 5) ----------------------------------------------------
+
+def finished_copy(tmp_path, name, suffix=".zarr"):
+    out = tmp_path / f"{name}{suffix}"
+    run_study(parse_study(STUDY.format(seed=1)), out, progress=False)
+    return out
+
+
+def test_open_study_refuses_an_altered_or_deleted_chunk_and_can_read_unchecked(tmp_path, references):
+    out = finished_copy(tmp_path, "altered")
+    group = zarr.open_group(out, mode="r+", use_consolidated=False)
+    group["ettr"][1, 0] = 0.5  # a valid value, not the computed one: read silently before
+    with pytest.raises(StudyError, match="chunk-1-0: altered.*run its sweep again"):
+        rm.open_study(out)
+    assert float(rm.open_study(out, verify=False).ettr[1, 0]) == 0.5
+    (out / "ettr" / "0.0").unlink()  # read as NaN before
+    with pytest.raises(StudyError, match="chunk-0-0"):
+        rm.open_study(out)
+
+
+@pytest.mark.parametrize("damage", ["altered", "deleted"])
+def test_damaged_coordinates_are_found_on_read_and_by_verify(tmp_path, references, damage):
+    out = finished_copy(tmp_path, damage)
+    if damage == "altered":
+        group = zarr.open_group(out, mode="r+", use_consolidated=False)
+        values = group["n_gpus"][:]
+        values[2] = 0  # was n_gpus=[1024 4096 0], "every chunk matches"
+        group["n_gpus"][:] = values
+    else:
+        for chunk in (out / "checkpoint_interval").glob("[0-9]*"):
+            chunk.unlink()  # read as NaN, "every chunk matches"
+    assert list(rm.verify_study(out)) == ["coordinates"]
+    with pytest.raises(StudyError, match="coordinates: altered or lost.*delete it"):
+        rm.open_study(out)
+    checked = run_cli([sys.executable, "-m", "relmodel.cli", "sweep", "--verify", str(out)], tmp_path)
+    assert checked.returncode == 1 and "coordinates not whole" in one_line_error(checked.stderr)
+
+
+def test_a_netcdf_study_checks_its_coordinates_and_verify_refuses_other_files(tmp_path, references):
+    out = finished_copy(tmp_path, "s", ".nc")
+    with xr.open_dataset(out, engine="h5netcdf") as ds:
+        moved = ds.load().assign_coords(n_gpus=[1024, 4096, 0])
+    moved.to_netcdf(tmp_path / "moved.nc", engine="h5netcdf")
+    assert list(rm.verify_study(tmp_path / "moved.nc")) == ["coordinates"]
+    with pytest.raises(StudyError, match="coordinates"):
+        rm.open_study(tmp_path / "moved.nc")
+    simulated = tmp_path / "sim.nc"  # `relmodel simulate --out` over a study's name: "every chunk matches" before
+    rm.simulate(rm.Scenario(n_gpus=8, failure_rate=1e-3, checkpoint_interval=1, work=10), n_jobs=100).to_netcdf(
+        simulated, engine="h5netcdf")
+    for check in (rm.verify_study, rm.open_study):
+        with pytest.raises(StudyError, match="not a relmodel study file"):
+            check(simulated)
+
+
+def test_open_study_names_a_path_that_is_not_a_study(tmp_path):
+    """KeyError, GroupNotFoundError or OSError before."""
+    (tmp_path / "empty.zarr").mkdir()
+    (tmp_path / "file.zarr").write_text("x")
+    for path, message in ((tmp_path / "missing.zarr", "no such study store"), (tmp_path / "empty.zarr", "not a"),
+                          (tmp_path / "file.zarr", "not a study store"), (tmp_path / "missing.nc", "no such")):
+        with pytest.raises(StudyError, match=message):
+            rm.open_study(path)
+
+
 def test_refusals_are_one_line_and_debug_shows_the_traceback(tmp_path):
     junk = tmp_path / "junk.zarr"
     junk.mkdir()
@@ -370,3 +488,16 @@ def test_a_worker_killed_mid_task_does_not_change_the_store(tmp_path, references
         cluster.close()
     xr.testing.assert_identical(data(rm.open_study(out)), references[1])
     assert rm.verify_study(out) == {}
+
+
+def test_a_checksum_reads_every_nan_as_one():
+    """A study whose jobs were all capped (NaN estimates) failed its own checksum on read:
+    x86 computes -NaN, the store gives back +NaN."""
+    from relmodel.store import checksum
+
+    values = np.array([1.0, np.nan, 2.0])
+    negative = values.copy()
+    negative[1] = -np.nan
+    assert np.signbit(negative[1]) != np.signbit(values[1])
+    assert checksum({"ettr": values}) == checksum({"ettr": negative})
+    assert checksum({"ettr": values}) != checksum({"ettr": np.array([1.0, 0.0, 2.0])})

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import click
 
-from .._cli_shared import (DatasetPath, Duration, FigurePath, format_table, quiet_option, to_json, usage_error,
-                           write_dataset)
+from .._cli_shared import (DatasetPath, Duration, FigurePath, format_table, overwrite_option, quiet_option, to_json,
+                           usage_error, write_dataset)
 from ..errors import parameter_and_reason
 from ..units import UNIT_REQUIRED_HELP
 from .cluster import POLICIES
@@ -75,6 +75,7 @@ def _factors(text: str) -> tuple[float, float]:
                    "(submit_time, model, work, batch, and optional bounds).")
 @click.option("--out", type=DatasetPath(), default=None,
               help="Write the Dataset (.nc or .zarr).")
+@overwrite_option()
 @click.option("--plot", type=FigurePath(), default=None,
               help="Draw utilisation and completion-time figures to this image file.")
 @click.option("--json", "as_json", is_flag=True, help='Print {"policies": {...}, ...} as JSON.')
@@ -82,7 +83,7 @@ def _factors(text: str) -> tuple[float, float]:
 def cluster(n_gpus, gpus_per_node, arrival_rate, duration, seed, policy, failure_rate, repair_time,
             checkpoint_interval, checkpoint_cost, restart_cost, pause, unplaceable, max_wait, admission,
             reoptimize_every, objective, curve, batch_range,
-            trace, out, plot, as_json, quiet):
+            trace, out, overwrite, plot, as_json, quiet):
     """Simulate a GPU cluster: elastic scaling (GPUs and batch sizes by dynamic
     programming) against fixed batch sizes and plain FIFO, with node failures;
     prints a table per policy."""
@@ -118,7 +119,7 @@ def cluster(n_gpus, gpus_per_node, arrival_rate, duration, seed, policy, failure
     except ValueError as err:
         raise _flag_error(err) from None
     if out is not None:
-        write_dataset(ds, out)
+        write_dataset(ds, out, overwrite=overwrite, writer="relmodel cluster")
     rows = summary(ds)
     rejected = [{"job_id": str(ds.job_id.values[i]), "reason": str(reason)}
                 for i, reason in zip(ds.rejected_job.values, ds.rejection_reason.values)]

@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 import numpy as np
 
-from .._cli_shared import Duration, FigurePath, quiet_option, to_json, usage_error
+from .._cli_shared import Duration, FigurePath, overwrite_option, quiet_option, to_json, usage_error, write_dataset
 from .._extras import require
 from ..errors import parameter_and_reason
 from .config import BACKWARDS, MAX_TASKS, OPTIMIZERS, ORDERS, SIMULATED_ITERATIONS, show
@@ -116,6 +116,7 @@ def parse_failures(text: str, most: int | None = None) -> list[int]:
 @click.option("--seed", type=click.IntRange(0, 2**32 - 1), default=0, show_default=True)
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write the table as netCDF (.nc); runs and traces go to groups 'runs' and 'traces'.")
+@overwrite_option()
 @click.option("--plot", type=FigurePath(), default=None,
               help="Draw throughput against failed workers to this image file.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON object instead of the table.")
@@ -124,7 +125,7 @@ def pipeline(stages, replicas, microbatches, fwd, bwd_input, bwd_weight, model_n
              microbatch_size, mfu, method, failures, strategies, order, backward,
              optimizer, p2p_delay, reroute_delay, optimizer_time, spares, bamboo_slowdown, oobleck_min_stages,
              traces, run_duration, failure_rate, repair_time, swap_time, restart_cost, checkpoint_interval,
-             time_unit, n_runs, seed, out, plot, as_json, quiet):
+             time_unit, n_runs, seed, out, overwrite, plot, as_json, quiet):
     """Throughput of d replicas of a p-stage pipeline with 1, 2, ... workers down, per fault-tolerance
     strategy (ReCycle, checkpoint-restart, spares, dropping pipelines, Oobleck, Bamboo)."""
     from .. import _feedback as feedback
@@ -159,21 +160,23 @@ def pipeline(stages, replicas, microbatches, fwd, bwd_input, bwd_weight, model_n
         # The schedule kernels compile (or load) on their first use, just below.
         feedback.announce_compile("relmodel.pipeline._schedule_kernel", what="pipeline kernels", seconds=10)
         table = throughput_table(cfg, counts, names, options)
-        model = RunModel(duration=run_duration or "14d", failure_rate=failure_rate, repair_time=repair_time,
+        model = RunModel(duration="14d" if run_duration is None else run_duration, failure_rate=failure_rate, repair_time=repair_time,
                          swap_time=swap_time, restart_cost=restart_cost, checkpoint_interval=checkpoint_interval,
                          time_unit=time_unit)
         runs = None
         if run_duration is not None:
-            runs = simulate_runs(cfg, model, strategies=names, options=options, n_runs=n_runs or 1000, seed=seed,
+            runs = simulate_runs(cfg, model, strategies=names, options=options, n_runs=1000 if n_runs is None else n_runs, seed=seed,
                                  progress=feedback.enabled())
         replayed = None
         if traces:
             replayed = replay_traces(cfg, list(traces), model, strategies=names, options=options,
-                                     n_runs=n_runs or 8, seed=seed, progress=feedback.enabled())
+                                     n_runs=8 if n_runs is None else n_runs, seed=seed, progress=feedback.enabled())
     except ValueError as err:
         raise _flag_error(err) from None
     if out is not None:
-        _write(out, table, runs, replayed)
+        # The table at the root, runs and traces in groups.
+        write_dataset(table, out, overwrite=overwrite, writer="relmodel pipeline",
+                      groups={"runs": runs, "traces": replayed})
     # The results first, then the figure (which takes a while).
     if as_json:
         click.echo(to_json(_as_dict(table, runs, replayed)))
@@ -193,12 +196,6 @@ def pipeline(stages, replicas, microbatches, fwd, bwd_input, bwd_weight, model_n
         for path in (out, plot):
             if path is not None:
                 click.echo(f"wrote {path}")
-
-
-def _write(path: Path, table, runs, replayed):
-    from ..store import write_netcdf
-
-    write_netcdf(table, path, {"runs": runs, "traces": replayed})  # the table at the root
 
 
 def _as_dict(table, runs, replayed) -> dict:

@@ -54,6 +54,7 @@ _RANGES = {
     "queue_wait": ((1 / 60, 2.0), (_SECOND, 168.0)),
 }
 _MAX_INTERVALS = 2.0**40  # Scenario refuses more checkpoint intervals than this
+_TINY_RATES = (5e-324, 1e-320, 1e-310, 1e-300, 1e-200)
 
 
 # ---- argument checks (hypothesis style: InvalidArgument, naming the argument) ----
@@ -197,8 +198,9 @@ def scenarios(*, n_gpus=None, failure_rate=None, checkpoint_interval=None, work=
     left out, it is drawn from typical ranges (1 to 32,768 GPUs, 1e-4 to 2e-2
     failures per node-day, intervals of 5 min to 12 h, work of 1 h to 30 days,
     costs of 0 or 1 min up to 30 min, 1 h and 2 h), or with ``extreme=True`` from
-    the edges of the valid space (a single GPU to a million, no failures or
-    one a billion node-days to ten a node-day, work of a second to 50 years,
+    the edges of the valid space (a single GPU to a million, no failures,
+    rates as small as a float holds (5e-324: subnormal, so 1 / rate overflows)
+    or one a billion node-days to ten a node-day, work of a second to 50 years,
     intervals of a second to a century, far beyond the work, and often a cost
     from a hundredth to ten times the job's MTTF).
 
@@ -240,7 +242,8 @@ def scenarios(*, n_gpus=None, failure_rate=None, checkpoint_interval=None, work=
             return st.one_of(st.integers(int(g_lo), int(g_hi)), *powers)
         if name in ("failure_rate",):
             drawn = _log_uniform(lo, hi)
-            return st.one_of(st.just(0.0), drawn) if extreme else drawn
+            # Extreme: also the tiniest rates a float holds (subnormal: 1 / rate overflows).
+            return st.one_of(st.just(0.0), st.sampled_from(_TINY_RATES), drawn) if extreme else drawn
         if name in ("checkpoint_interval", "work"):
             return durations(min_value=lo, max_value=hi)
         return st.one_of(st.just(0.0), durations(min_value=lo, max_value=hi))
