@@ -16,7 +16,7 @@ from ._cli_shared import (FLAGS, DatasetPath, FigurePath, OneLineErrors, build_s
                           overwrite_option, quiet_option, scenario_options, to_json, usage_error, write_dataset)
 from .elastic.cli import cluster
 from .engine import DEFAULT_MAX_FAILURES, MAX_JOBS
-from .errors import ScenarioError
+from .errors import ScenarioError, parameter_and_reason
 from .pipeline.cli import pipeline
 from .scenario import Scenario
 from .units import UNIT_REQUIRED_HELP, format_hours
@@ -353,8 +353,9 @@ def sweep(study_file, out, verify_path, scheduler, workers, quiet, plot, x_dim, 
     except RecursionError:  # tomllib recurses into nested arrays and tables
         raise click.UsageError(f"{study_file}: not valid TOML (nested too deeply)") from None
     # As for simulate, a study of which no job finished says so rather than leave a store
-    # of NaN (checked on the store: the grid may be too big to check up front).
-    with open_study(out) as ds:
+    # of NaN (checked on the store: the grid may be too big to check up front). The run
+    # has just verified and written every chunk under the lock: no second full read.
+    with open_study(out, verify=False) as ds:
         none_finished = "n_capped" in ds and bool((ds.n_capped == study.n_jobs).all())
     if none_finished:
         raise click.ClickException(
@@ -364,9 +365,10 @@ def sweep(study_file, out, verify_path, scheduler, workers, quiet, plot, x_dim, 
         from .plot import study_figure
 
         try:
-            study_figure(open_study(out), x_dim, y_dim, plot)
+            study_figure(open_study(out, verify=False), x_dim, y_dim, plot)
         except ValueError as err:
-            raise usage_error(err) from None
+            parameter, message = parameter_and_reason(err)
+            raise click.UsageError(f"--{parameter}: {message}" if parameter in ("x", "y") else str(err)) from None
     if not quiet:
         click.echo(f"wrote {out}" + (f" and {plot}" if plot else ""))
 

@@ -401,7 +401,8 @@ def study_figure(ds, x=None, y=None, path=None):
     Raises
     ------
     ValueError
-        If `x` or `y` is not a sweep axis of the study, or it has only one.
+        If `x` or `y` is not a sweep axis of the study, they are the same
+        axis, or the study has only one.
     """
     from matplotlib.figure import Figure
 
@@ -413,6 +414,8 @@ def study_figure(ds, x=None, y=None, path=None):
             raise ValueError(f"{name}: {dim!r} is not a sweep axis of this study ({', '.join(sweep_dims)})")
     if y is None:
         raise ParameterError("y", f"a study figure needs two sweep axes; this study sweeps {', '.join(sweep_dims)}")
+    if x == y:  # numpy said "axes don't match array"
+        raise ParameterError("y", f"must be another sweep axis than x (both {x!r})")
     ettr_xy = ds.ettr
     others = [d for d in sweep_dims if d not in (x, y)]
     if others:  # the first value of every other axis

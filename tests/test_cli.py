@@ -221,3 +221,14 @@ def test_a_device_fifo_or_huge_input_file_is_refused_unread(make_args, kind, tmp
 def test_pipeline_zero_is_refused_not_replaced_by_a_default(args, flag):
     result = invoke("pipeline", "--stages", "2", "--replicas", "2", "--microbatches", "2", *args)
     assert result.exit_code == 2 and f"{flag}:" in result.output and "Traceback" not in result.output
+
+
+def test_sweep_plot_axes_are_named_by_their_flags(tmp_path):
+    study = tmp_path / "study.toml"
+    study.write_text('[fixed]\nfailure_rate = 6.5e-3\nwork = "1d"\n[sweep]\nn_gpus = [64, 128]\n'
+                     'checkpoint_interval = ["1h", "2h"]\n[run]\nn_jobs = 200\nseed = 1\n')
+    out, plot = str(tmp_path / "s.zarr"), str(tmp_path / "s.png")
+    same = invoke("sweep", str(study), "--out", out, "--quiet", "--plot", plot, "--x", "n_gpus", "--y", "n_gpus")
+    assert same.exit_code == 2 and "--y: must be another sweep axis than x" in same.output
+    unknown = invoke("sweep", str(study), "--out", out, "--quiet", "--plot", plot, "--x", "foo")
+    assert unknown.exit_code == 2 and "--x: 'foo' is not a sweep axis" in unknown.output

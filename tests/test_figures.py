@@ -255,3 +255,11 @@ def test_relmodel_plan_plot_draws_the_command_s_own_plan(tmp_path):
         assert result.exit_code == 0, result.output
         images[work] = imread(path)
     assert images["14d"].shape != images["54d"].shape or not np.array_equal(images["14d"], images["54d"])
+
+
+def test_study_figure_refuses_one_axis_twice():
+    """Issue 30, item 14: `sweep --x n_gpus --y n_gpus` said "axes don't match array"."""
+    sc = rm.Scenario(n_gpus=[512, 1024], checkpoint_interval=[0.5, 1.0], failure_rate=6.5e-3, work="2d",
+                     checkpoint_cost="5min", restart_cost="10min")
+    with pytest.raises(rm.errors.ParameterError, match="y: must be another sweep axis than x"):
+        study_figure(rm.simulate(sc, n_jobs=100, seed=0), x="n_gpus", y="n_gpus")
