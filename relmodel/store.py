@@ -171,7 +171,20 @@ def _busy_reason(store: Path, fingerprint: str, label: str) -> str:
 
 
 def writer_name(label: str, fingerprint: str) -> str:
-    """Name a writer to a person: a study (`study_name`), or a command without a fingerprint."""
+    """Name a writer to a person: a study (`study_name`), or a command without a fingerprint.
+
+    Parameters
+    ----------
+    label : str
+        The study file, or the command (``"relmodel simulate"``), or "".
+    fingerprint : str
+        The study's fingerprint; "" for a command that writes no study.
+
+    Returns
+    -------
+    str
+        For example ``"study.toml, fingerprint 83b73dd716219be6"`` or ``"relmodel simulate"``.
+    """
     return study_name(label, fingerprint) if fingerprint else (label or "a relmodel command")
 
 
