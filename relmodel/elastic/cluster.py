@@ -34,6 +34,7 @@ from collections import deque
 import numpy as np
 
 from .._display import key_value_table
+from ..errors import ParameterError
 from .allocate import check_choice, solve
 from .config import ClusterConfig
 from .jobs import JobError, Options, check_job, options_for, speedup_reference
@@ -43,6 +44,7 @@ POLICIES = ("elastic", "fixed-batch", "fifo")
 OUTCOMES = ("completed", "dropped", "rejected", "unfinished", "not submitted")
 COMPLETED, DROPPED, REJECTED, UNFINISHED, NOT_SUBMITTED = range(5)
 DRAIN_FACTOR = 100  # the run stops this many arrival windows (>= 24 h) after the last arrival
+MAX_TICKS = 100_000  # periodic re-optimisations a run may take (each one re-solves the allocation)
 # Event kinds, in the order simultaneous events are handled: GPUs come back before they are asked for,
 # and a job whose waiting time runs out at t may still start at t.
 _COMPLETE, _REPAIR, _FAIL, _ARRIVE, _TICK, _TIMEOUT = range(6)
@@ -169,16 +171,26 @@ class _Simulation:
     def log(self, what, who, gpus=0, batch=0):
         self.events.append((self.now, what, who, gpus, batch))
 
+    def _check_ticks(self, ticks: float):
+        if ticks > MAX_TICKS:
+            raise ParameterError("reoptimize_every", f"every {self.cfg.reoptimize_every:g} h makes more than "
+                                                     f"{MAX_TICKS:,} re-optimisations in this run; choose a longer "
+                                                     "interval")
+
     def run(self) -> PolicyRun:
         order = sorted(range(len(self.jobs)), key=lambda i: (np.nan_to_num(self.submit[i], nan=0.0), i))
         for i in order:
             self.push(max(0.0, np.nan_to_num(self.submit[i], nan=0.0)), _ARRIVE, i)
         for t, node in self.failures.first_failures():
             self.push(t, _FAIL, node)
-        if self.cfg.reoptimize_every is not None:
-            self.push(self.cfg.reoptimize_every, _TICK, 0)
         last = max((self.submit[i] for i in order if np.isfinite(self.submit[i])), default=0.0)
         horizon = self.cfg.until if self.cfg.until is not None else last + DRAIN_FACTOR * max(last, 24.0)
+        if self.cfg.reoptimize_every is not None:
+            # Each tick re-solves the allocation: a tiny interval would run on for hours, silently.
+            # Refused up front when the arrivals alone need too many; else stopped when the run does.
+            self._check_ticks(last / self.cfg.reoptimize_every)
+            self.push(self.cfg.reoptimize_every, _TICK, 0)
+        ticks = 0
         pending = len(order)
         while self.heap:
             t, kind, _, a, b = self.heap[0]
@@ -199,6 +211,8 @@ class _Simulation:
             elif kind == _REPAIR:
                 self.repair(a)
             elif kind == _TICK:
+                ticks += 1
+                self._check_ticks(ticks)
                 self.push(t + self.cfg.reoptimize_every, _TICK, 0)
             else:
                 changed = self.time_out(a)

@@ -54,7 +54,9 @@ class ClusterConfig:
         policy always starts jobs in arrival order.
     reoptimize_every : float or str, optional
         Also re-optimise every this long (the allocation is re-solved on every
-        arrival, completion, failure and repair anyway). None: never.
+        arrival, completion, failure and repair anyway). None: never. A run
+        takes at most 100,000 of these (`cluster.MAX_TICKS`): an interval that
+        needs more is refused, naming it.
     objective : {"throughput", "speedup"}, default "throughput"
         The allocator's objective.
     seed : int, default 0
