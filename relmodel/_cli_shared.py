@@ -100,7 +100,14 @@ class FigurePath(click.Path):
         if path.suffix.lstrip(".").lower() not in formats:
             self.fail(f"{str(path)!r} needs an image suffix: {', '.join('.' + f for f in sorted(formats))}",
                       param, ctx)
+        _check_folder(self, path, param, ctx)
         return path
+
+
+def _check_folder(kind: click.Path, path: Path, param, ctx):
+    """Refuse, before any work, an output whose folder does not exist (it failed after the run)."""
+    if not path.parent.is_dir():
+        kind.fail(f"no such folder: {path.parent}", param, ctx)
 
 
 class DatasetPath(click.Path):
@@ -117,6 +124,7 @@ class DatasetPath(click.Path):
             require("zarr" if path.suffix == ".zarr" else "h5netcdf", f"a {path.suffix} output")
         except MissingExtraError as err:
             self.fail(str(err), param, ctx)
+        _check_folder(self, path, param, ctx)
         return path
 
 

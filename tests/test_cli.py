@@ -232,3 +232,13 @@ def test_sweep_plot_axes_are_named_by_their_flags(tmp_path):
     assert same.exit_code == 2 and "--y: must be another sweep axis than x" in same.output
     unknown = invoke("sweep", str(study), "--out", out, "--quiet", "--plot", plot, "--x", "foo")
     assert unknown.exit_code == 2 and "--x: 'foo' is not a sweep axis" in unknown.output
+
+
+@pytest.mark.parametrize("args, flag", [
+    (["simulate", "--gpus", "8", "--n-jobs", "100", "--out", "{missing}/x.nc"], "--out"),
+    (["cluster", "--gpus", "16", "--duration", "1h", "--plot", "{missing}/x.png"], "--plot"),
+])
+def test_an_output_into_a_missing_folder_is_refused_before_any_work(tmp_path, args, flag):
+    """Issue 30, item 12: `--plot` into a missing folder was an internal error (exit 70) after the run."""
+    result = invoke(*[a.format(missing=tmp_path / "missing") for a in args])
+    assert result.exit_code == 2 and f"{flag}: no such folder" in result.output
