@@ -396,8 +396,10 @@ def verify_store(path: Path, quiet: bool):
         raise click.ClickException(f"{path}: {', '.join(sorted(set(problems) & {'coordinates', 'file'}))} not "
                                    "whole; delete it and run the study's sweep again")
     if problems:
-        raise click.ClickException(f"{path}: {len(problems)} chunk(s) not whole; run the study's sweep again "
-                                   f"to compute them")
+        chunks = sum(key.startswith("chunk-") for key in problems)
+        parts = ([f"{chunks} chunk(s) not whole"] if chunks else []) + (
+            ["its consolidated metadata not whole"] if "metadata" in problems else [])
+        raise click.ClickException(f"{path}: {' and '.join(parts)}; run the study's sweep again to mend it")
     if not quiet:
         click.echo(f"{path}: every chunk and the coordinates match their checksums")
 

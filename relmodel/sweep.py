@@ -198,7 +198,34 @@ def open_or_create(study: Study, store: Path, source: str, label: str = "") -> t
             raise StudyError(str(store), f"was started by relmodel {attrs.get('relmodel_version', '?')}, whose "
                                          f"time_mean has the components {components}; this relmodel writes "
                                          f"{list(COMPONENTS)}: finish it with that version, or delete {store}")
+    _heal(study, store, chunks, group)
     return chunks
+
+
+def _heal(study: Study, store: Path, chunks, group):
+    """Rebuild what a damaged store lost from what the study defines, so a run goes on.
+
+    Lost markers folder: made again (every chunk is then computed again: nothing
+    vouches for the values). Lost metadata of an output array: written again
+    from the template, and every chunk computed again (its chunk files cannot be
+    read without it). Each with a warning naming what was rebuilt.
+    """
+    import zarr
+
+    rebuilt = []
+    if DONE_DIR not in group:
+        zarr.open_group(store, mode="r+", zarr_format=ZARR_FORMAT, use_consolidated=False).create_group(DONE_DIR)
+        rebuilt.append(f"its chunk markers ({DONE_DIR}/): every chunk is computed again")
+    lost = [name for name in study.outputs if name not in group]
+    if lost:
+        template = _template(study, chunks)[lost]
+        template.attrs = dict(group.attrs)  # (xarray writes a Dataset's attrs over the group's)
+        template.to_zarr(store, mode="a", compute=False, consolidated=False, zarr_format=ZARR_FORMAT)
+        stores.unmark(store, list(stores.done_chunks(store)))
+        rebuilt.append(f"the metadata of {', '.join(lost)}: every chunk is computed again")
+    if rebuilt:
+        (store / ".zmetadata").unlink(missing_ok=True)
+        warnings.warn(f"{store}: rebuilt " + "; ".join(rebuilt), RuntimeWarning, stacklevel=3)
 
 
 # ---- running a study -------------------------------------------------------------
@@ -286,7 +313,7 @@ def run_study(study: Study, out, *, source: str = "", label: str = "", scheduler
         if todo:
             stores.set_status(store, "running")
             _compute(study, store, regions, todo, scheduler, n_workers, progress)
-        if todo or _status(store) != "complete":
+        if todo or _status(store) != "complete" or not _consolidated_readable(store):
             stores.set_status(store, "complete")
         if out.suffix == ".nc":
             _to_netcdf(store, out)
@@ -299,6 +326,17 @@ def _problems(store: Path, regions, outputs) -> dict:
     except Exception as err:  # the store's own metadata is damaged
         reason = f"{type(err).__name__}: {err}".splitlines()[0]
         raise StudyError(str(store), f"cannot be read as a study store ({reason}); delete it to run again") from None
+
+
+def _consolidated_readable(store: Path) -> bool:
+    """Whether the store's consolidated metadata is there and reads (a kill, or damage, may leave it out)."""
+    import json
+
+    try:
+        json.loads((store / ".zmetadata").read_text())
+    except (OSError, ValueError):
+        return False
+    return True
 
 
 def _status(store: Path) -> str | None:
@@ -440,8 +478,13 @@ def _open_zarr_study(path: Path) -> tuple[xr.Dataset, list]:
         raise StudyError(str(path), "no such study store" if not path.exists()
                          else "not a study store (a .zarr folder or a .nc file)")
     try:
-        # Metadata is consolidated when the study finishes; an unfinished store reads without.
-        ds = xr.open_zarr(path, consolidated=(path / ".zmetadata").exists())
+        # Metadata is consolidated when the study finishes; an unfinished store, or one whose
+        # consolidated copy is damaged, reads from each array's own (the sweep consolidates it again).
+        readable = _consolidated_readable(path)
+        if not readable and (path / ".zmetadata").exists():
+            warnings.warn(f"{path}: its consolidated metadata (.zmetadata) does not read; read without it "
+                          "(running the study's sweep again writes it anew)", RuntimeWarning, stacklevel=3)
+        ds = xr.open_zarr(path, consolidated=readable)
         if "study_fingerprint" not in ds.attrs:
             raise ValueError("it has no study fingerprint")
         return ds, _regions_of(ds)
@@ -503,9 +546,10 @@ def verify_study(path) -> dict[str, str]:
     -------
     dict of str to str
         What is wrong, by chunk id (``"file"`` for a ``.nc`` file that does
-        not read, ``"coordinates"`` for the grid's coordinates): chunks "not
-        computed", "unreadable" or "altered or lost"; coordinates "unreadable",
-        "altered or lost" or with no checksum recorded. Empty when all is
+        not read, ``"coordinates"`` for the grid's coordinates, ``"metadata"``
+        for a finished store's consolidated metadata): chunks "not computed",
+        "unreadable" or "altered or lost"; coordinates "unreadable" or
+        "altered or lost"; metadata missing or unreadable. Empty when all is
         whole. Running the study's sweep again computes missing or damaged
         chunks; damaged coordinates need the study run anew.
 
@@ -522,4 +566,8 @@ def verify_study(path) -> dict[str, str]:
     require("zarr", "a .zarr study")
     ds, regions = _open_zarr_study(path)
     with ds:
-        return {**_problems(path, regions, list(ds.data_vars)), **stores.coordinate_problems(ds)}
+        problems = {**_problems(path, regions, list(ds.data_vars)), **stores.coordinate_problems(ds)}
+        if ds.attrs.get("status") == "complete" and not _consolidated_readable(path):
+            problems["metadata"] = ("its consolidated metadata (.zmetadata) is missing or does not read; running "
+                                    "the study's sweep again writes it anew")
+        return problems

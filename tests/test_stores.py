@@ -8,6 +8,7 @@ import subprocess
 import sys
 import threading
 import time
+import warnings
 
 import numpy as np
 import pytest
@@ -376,6 +377,48 @@ def test_no_command_replaces_a_finished_study_without_overwrite(tmp_path, refere
     assert replaced.exit_code == 0, replaced.output
     with pytest.raises(StudyError, match="not a relmodel study file"):
         rm.open_study(out)
+
+
+# ---- stores that heal (issue 30, items 3 and 4) -------------------------------------------
+
+@pytest.mark.parametrize("damage", ["markers folder", "array metadata", "garbled consolidated", "no consolidated"])
+def test_a_damaged_store_is_rebuilt_by_the_next_run_to_the_same_bits(tmp_path, references, damage):
+    """Every resume exited 70 before: KeyError 'ettr' (array metadata), FileNotFoundError
+    (markers folder), JSONDecodeError (a garbled .zmetadata, which --verify called sound)."""
+    import shutil
+
+    out = finished_copy(tmp_path, "damaged")
+    if damage == "markers folder":
+        shutil.rmtree(out / DONE_DIR)
+    elif damage == "array metadata":
+        (out / "ettr" / ".zarray").unlink()
+    elif damage == "garbled consolidated":
+        (out / ".zmetadata").write_text("{garbled")
+    else:
+        (out / ".zmetadata").unlink()
+    assert rm.verify_study(out) != {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # each names what it rebuilds or recomputes
+        run_study(parse_study(STUDY.format(seed=1)), out, progress=False)
+    assert rm.verify_study(out) == {}
+    xr.testing.assert_identical(data(rm.open_study(out)), references[1])
+
+
+def test_a_netcdf_study_killed_before_its_metadata_was_consolidated_finishes(tmp_path, references):
+    """Killed between "complete" and the consolidation, every resume exited 70 (".zmetadata")."""
+    working = finished_copy(tmp_path, "X.nc.partial")
+    (working / ".zmetadata").unlink()
+    out = tmp_path / "X.nc"
+    run_study(parse_study(STUDY.format(seed=1)), out, progress=False)
+    assert not working.exists() and rm.verify_study(out) == {}
+    xr.testing.assert_identical(data(rm.open_study(out)), references[1])
+
+
+def test_a_garbled_consolidated_metadata_reads_with_a_warning(tmp_path, references):
+    out = finished_copy(tmp_path, "garbled")
+    (out / ".zmetadata").write_text("{garbled")
+    with pytest.warns(RuntimeWarning, match="consolidated metadata"):
+        xr.testing.assert_identical(data(rm.open_study(out)), references[1])
 
 
 # ---- checked reads (issue 30, item 5) ----------------------------------------------------
