@@ -307,9 +307,14 @@ def checksum(arrays: dict) -> str:
     digest = hashlib.sha256()
     for name in sorted(arrays):
         digest.update(name.encode() + b"\0")
-        values = np.asarray(arrays[name], dtype="<f8")
-        digest.update(np.ascontiguousarray(np.where(np.isnan(values), np.nan, values), dtype="<f8").tobytes())
+        digest.update(_float_bytes(arrays[name]))
     return digest.hexdigest()
+
+
+def _float_bytes(values) -> bytes:
+    """Little-endian float64 in C order, every NaN as the one quiet NaN."""
+    values = np.asarray(values, dtype="<f8")
+    return np.ascontiguousarray(np.where(np.isnan(values), np.nan, values), dtype="<f8").tobytes()
 
 
 COORDS_ATTR = "coords_sha256"  # the store attribute holding `coords_checksum` of its coordinates
@@ -336,8 +341,7 @@ def coords_checksum(coords) -> str:
         values = np.asarray(coords[name].values)
         digest.update(f"{name}\0{','.join(coords[name].dims)}\0{values.shape}\0".encode())
         if values.dtype.kind == "f":
-            values = np.asarray(values, dtype="<f8")
-            digest.update(np.ascontiguousarray(np.where(np.isnan(values), np.nan, values), dtype="<f8").tobytes())
+            digest.update(_float_bytes(values))
         elif values.dtype.kind in "iub":
             digest.update(np.ascontiguousarray(values, dtype="<i8").tobytes())
         else:
