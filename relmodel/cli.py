@@ -392,9 +392,10 @@ def verify_store(path: Path, quiet: bool):
         raise click.UsageError(str(err)) from None
     for cid, why in sorted(problems.items()):
         click.echo(f"{path}: {cid}: {why}")
-    if set(problems) & {"coordinates", "file"}:
-        raise click.ClickException(f"{path}: {', '.join(sorted(set(problems) & {'coordinates', 'file'}))} not "
-                                   "whole; delete it and run the study's sweep again")
+    beyond_repair = sorted(set(problems) & {"coordinates", "file"})  # a sweep cannot recompute these
+    if beyond_repair:
+        raise click.ClickException(f"{path}: {', '.join(beyond_repair)} not whole; delete it and run the study's "
+                                   "sweep again")
     if problems:
         chunks = sum(key.startswith("chunk-") for key in problems)
         parts = ([f"{chunks} chunk(s) not whole"] if chunks else []) + (

@@ -511,6 +511,26 @@ def verify(store: Path, regions, outputs) -> dict[str, str]:
     return problems
 
 
+def consolidated_readable(store: Path) -> bool:
+    """Whether the store's consolidated metadata is there and reads (a kill, or damage, may leave it out).
+
+    Parameters
+    ----------
+    store : pathlib.Path
+        The study's zarr store.
+
+    Returns
+    -------
+    bool
+        False where ``.zmetadata`` is missing or is not JSON; `set_status` writes it anew.
+    """
+    try:
+        json.loads((Path(store) / ".zmetadata").read_text())
+    except (OSError, ValueError):
+        return False
+    return True
+
+
 def set_status(store: Path, status: str) -> None:
     """Record the store's status; "complete" also consolidates its metadata.
 

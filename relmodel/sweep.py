@@ -313,7 +313,7 @@ def run_study(study: Study, out, *, source: str = "", label: str = "", scheduler
         if todo:
             stores.set_status(store, "running")
             _compute(study, store, regions, todo, scheduler, n_workers, progress)
-        if todo or _status(store) != "complete" or not _consolidated_readable(store):
+        if todo or _status(store) != "complete" or not stores.consolidated_readable(store):
             stores.set_status(store, "complete")
         if out.suffix == ".nc":
             _to_netcdf(store, out)
@@ -326,17 +326,6 @@ def _problems(store: Path, regions, outputs) -> dict:
     except Exception as err:  # the store's own metadata is damaged
         reason = f"{type(err).__name__}: {err}".splitlines()[0]
         raise StudyError(str(store), f"cannot be read as a study store ({reason}); delete it to run again") from None
-
-
-def _consolidated_readable(store: Path) -> bool:
-    """Whether the store's consolidated metadata is there and reads (a kill, or damage, may leave it out)."""
-    import json
-
-    try:
-        json.loads((store / ".zmetadata").read_text())
-    except (OSError, ValueError):
-        return False
-    return True
 
 
 def _status(store: Path) -> str | None:
@@ -480,7 +469,7 @@ def _open_zarr_study(path: Path) -> tuple[xr.Dataset, list]:
     try:
         # Metadata is consolidated when the study finishes; an unfinished store, or one whose
         # consolidated copy is damaged, reads from each array's own (the sweep consolidates it again).
-        readable = _consolidated_readable(path)
+        readable = stores.consolidated_readable(path)
         if not readable and (path / ".zmetadata").exists():
             warnings.warn(f"{path}: its consolidated metadata (.zmetadata) does not read; read without it "
                           "(running the study's sweep again writes it anew)", RuntimeWarning, stacklevel=3)
@@ -567,7 +556,7 @@ def verify_study(path) -> dict[str, str]:
     ds, regions = _open_zarr_study(path)
     with ds:
         problems = {**_problems(path, regions, list(ds.data_vars)), **stores.coordinate_problems(ds)}
-        if ds.attrs.get("status") == "complete" and not _consolidated_readable(path):
+        if ds.attrs.get("status") == "complete" and not stores.consolidated_readable(path):
             problems["metadata"] = ("its consolidated metadata (.zmetadata) is missing or does not read; running "
                                     "the study's sweep again writes it anew")
         return problems

@@ -71,7 +71,7 @@ LEVEL_RUNS = {"one level, blocking": {}, "one level, asynchronous": dict(checkpo
 LEVEL_JOBS = 100_000
 
 
-def best_of(call, repeats=REPEATS):
+def best_of(call, repeats=REPEATS, warm_up=True):
     """Time a call: the best of `repeats` calls after one warm-up call.
 
     Parameters
@@ -80,6 +80,8 @@ def best_of(call, repeats=REPEATS):
         Called with no arguments.
     repeats : int, default REPEATS
         Timed calls.
+    warm_up : bool, default True
+        Make the untimed warm-up call (False where the caller has warmed it up).
 
     Returns
     -------
@@ -88,7 +90,8 @@ def best_of(call, repeats=REPEATS):
     result : object
         The last call's result.
     """
-    call()
+    if warm_up:
+        call()
     times = []
     for _ in range(repeats):
         start = time.perf_counter()
@@ -165,9 +168,10 @@ def measure_relmodel(sc, n_jobs, backend, threads):
     from .._kernels.layout import N_BINS, S_FAILURES
     from ..simulate import simulate
 
-    # The failure counts from the kernel's own sums (an untimed call, which also warms it up).
+    # The failure counts from the kernel's own sums: an untimed call, which is also the warm-up.
     totals = engine.run(engine.pack(sc), n_jobs, SEED, backend, n_threads=threads)
-    seconds, ds = best_of(lambda: simulate(sc, n_jobs=n_jobs, seed=SEED, backend=backend, n_threads=threads))
+    seconds, ds = best_of(lambda: simulate(sc, n_jobs=n_jobs, seed=SEED, backend=backend, n_threads=threads),
+                          warm_up=False)
     return dict(seconds=seconds, n_jobs=n_jobs, events=float(totals.stats[:, S_FAILURES].sum()),
                 jobs_failing=float(n_jobs - totals.hist[:, N_BINS].sum()),
                 ettr=float(ds["ettr"]), ettr_se=float(ds["ettr_se"]),
