@@ -22,7 +22,10 @@ write can wait, and steps position by position where one can.
 Speed: a block first makes word 0 of all its jobs at once (SIMD across jobs)
 and settles every job whose first failure falls after its failure-free end
 without simulating it; the other jobs draw their words in batches of
-`rng_numba.BATCH` (SIMD across calls). No `log` anywhere on the hot path.
+`rng_numba.BATCH` (SIMD across calls). A block of a plain row (one
+exponential rate, no categories, a fixed queue, no levels) whose jobs mostly
+fail runs them in lanes instead (`lanes_numba`: SIMD across jobs, the same
+bits). No `log` anywhere on the hot path.
 
 No fastmath: the Cython twin must produce the same bits, so no reassociation,
 no contraction into FMA, and the same libm `pow` on both sides.
@@ -33,6 +36,7 @@ import numpy as np
 from numba import njit, prange
 
 from ._jit import JIT_OPTIONS
+from . import lanes_numba
 from .layout import (
     BLOCK_SIZE,
     C_FAILURES,
@@ -612,6 +616,13 @@ def run_blocks(
         first_words(first_word, first, k0, k1)
         settle_all = no_failures and not with_levels
         n_settled = n_block if settle_all else 0
+        # Jobs that mostly fail, on the plain path: all of the block's jobs in lanes first.
+        in_lanes = (single_rate and not no_failures and not settle and not with_levels and c_cdf.size == 0
+                    and p[P_SHAPE] == 1.0 and p[P_QUEUE_EXP] == 0.0)
+        lane_out = np.empty((n_block if in_lanes else 0, 8))
+        if in_lanes:
+            lanes_numba.run_block(work, p[P_INTERVAL], p[P_CKPT], p[P_RESTART], p[P_QUEUE], p[P_N_FULL],
+                                  p[P_REMAINDER], value[0], k0, k1, first, n_block, max_failures, lane_out)
         for i in range(0 if settle_all else n_block):
             if settle:
                 x, accepted, _ = ziggurat_candidate(first_word[i])
@@ -624,6 +635,10 @@ def run_blocks(
                     words, k0, k1, first + i, max_failures
                 )
                 wait_sum += wait
+            elif in_lanes:
+                wall, prod, ckpt, lost = lane_out[i, 0], lane_out[i, 1], lane_out[i, 2], lane_out[i, 3]
+                restart, queue = lane_out[i, 4], lane_out[i, 5]
+                failures, capped = np.int64(lane_out[i, 6]), np.int64(lane_out[i, 7])
             else:
                 wall, prod, ckpt, lost, restart, queue, failures, capped = simulate_job(
                     p, cdf, value, hazard, c_cdf, c_restart, c_queue, acc, words, k0, k1, first + i, max_failures

@@ -1,0 +1,187 @@
+"""The timeline kernel's plain path in lanes (Numba only): rows with one
+exponential failure rate, no failure categories, a fixed queue wait and no
+checkpoint levels, whose jobs mostly fail (no settling by the first word).
+
+LANES jobs of a block run side by side, each on its own stream, one Philox call
+(two words) a step: loops over the lanes that LLVM vectorises, the Philox
+rounds in one loop and each word's draw and event in another (short bodies,
+so the CPU overlaps lanes; one fused loop was latency-bound). Every word is an
+event, in the same arithmetic as `timeline_numba.simulate_job`: per job the
+same words, read in the same order, give the same bits, so the Cython twin,
+threads and chunking all agree. The 1.1% of words the ziggurat's first step
+rejects stall their lane; the lane then draws that exponential alone
+(`rng_numba.next_exponential`), and one more event when that leaves it
+mid-call. A lane that finishes its job takes the block's next one; the job's
+fields go to a buffer that the caller sums in job order.
+"""
+
+import numpy as np
+from numba import njit
+
+from ._jit import JIT_OPTIONS
+from .rng_numba import BATCH, fill_words, next_exponential, philox_words, split_job, ziggurat_candidate
+
+LANES = 32  # a module constant, so LLVM knows the trip count of the lane loops (16 and 64 measured slower)
+
+# Lane state: one float64 array, field f of lane l at f * LANES + l (one base
+# pointer, so LLVM vectorises without runtime alias checks between fields).
+_PHASE = 0  # 0.0 before the job's first draw, 1.0 after (each draw then is a restart attempt)
+_DONE = 1  # checkpointed intervals
+_LOST = 2
+_RESTART = 3
+_QUEUE = 4
+_FAILURES = 5
+_STATUS = 6
+_N_FIELDS = 7
+
+_IDLE = 0.0
+_RUNNING = 1.0
+_FINISHED = 2.0
+_CAPPED = 3.0
+_STALLED = 4.0  # at the step's first word; _STALLED + 1.0 at its second
+
+
+@njit(inline="always", **JIT_OPTIONS)
+def event(x, phase, done, lost, restart_time, queue_time, failures, mean_ttf, segment, n_full, remainder,
+          restart, queue, max_failures):
+    """A running job's next draw x (a standard exponential), branch free: the
+    first draw places its first failure; every later one is a restart attempt
+    that fails (a failure) or succeeds and places the next failure.
+    Returns (phase, done, lost, restart, queue, failures, status)."""
+    t = mean_ttf * x
+    in_restart = phase != 0.0
+    failed_restart = in_restart and t < restart
+    restart_time = restart_time + (t if failed_restart else restart) if in_restart else restart_time
+    t = t - restart if in_restart else t
+    left = n_full - done
+    k = np.floor(t / segment)
+    beyond = k >= left
+    t = t - (left if beyond else k) * segment
+    finished = not failed_restart and beyond and t >= remainder
+    done = done if failed_restart else (n_full if beyond else done + k)
+    compute_failure = not failed_restart and not finished
+    lost = lost + max(t, 0.0) if compute_failure else lost
+    failure = failed_restart or compute_failure
+    failures = failures + 1.0 if failure else failures
+    capped = failure and failures >= max_failures
+    queue_time = queue_time + queue if failure and not capped else queue_time
+    status = _FINISHED if finished else (_CAPPED if capped else _RUNNING)
+    return 1.0, done, lost, restart_time, queue_time, failures, status
+
+
+@njit(**JIT_OPTIONS)
+def step(state, calls, jobs, words, k0, k1, mean_ttf, segment, n_full, remainder, restart, queue, max_failures):
+    """One Philox call per lane, then its two words as events of the running lanes."""
+    for lane in range(LANES):
+        job = jobs[lane]
+        w0, w1 = philox_words(calls[lane], job & np.uint64(0xFFFFFFFF), job >> np.uint64(32), k0, k1)
+        words[lane] = w0
+        words[LANES + lane] = w1
+    for half in range(2):
+        for lane in range(LANES):
+            phase = state[_PHASE * LANES + lane]
+            done = state[_DONE * LANES + lane]
+            lost = state[_LOST * LANES + lane]
+            restart_time = state[_RESTART * LANES + lane]
+            queue_time = state[_QUEUE * LANES + lane]
+            failures = state[_FAILURES * LANES + lane]
+            status = state[_STATUS * LANES + lane]
+            running = status == _RUNNING
+            x, accepted, _ = ziggurat_candidate(words[half * LANES + lane])
+            go = running and accepted
+            phase_, done_, lost_, restart_, queue_, failures_, status_ = event(
+                x, phase, done, lost, restart_time, queue_time, failures, mean_ttf, segment, n_full, remainder,
+                restart, queue, max_failures)
+            state[_PHASE * LANES + lane] = phase_ if go else phase
+            state[_DONE * LANES + lane] = done_ if go else done
+            state[_LOST * LANES + lane] = lost_ if go else lost
+            state[_RESTART * LANES + lane] = restart_ if go else restart_time
+            state[_QUEUE * LANES + lane] = queue_ if go else queue_time
+            state[_FAILURES * LANES + lane] = failures_ if go else failures
+            state[_STATUS * LANES + lane] = status_ if go else (_STALLED + half if running else status)
+    for lane in range(LANES):
+        calls[lane] += np.uint64(1) if state[_STATUS * LANES + lane] == _RUNNING else np.uint64(0)
+
+
+@njit(**JIT_OPTIONS)
+def unstall(state, calls, jobs, lane, batch, k0, k1, mean_ttf, segment, n_full, remainder, restart, queue,
+            max_failures):
+    """A lane stalled on a word the ziggurat's first step rejected: that draw
+    from the job's words (`next_exponential`, which may take several), and
+    draws after it until the lane is back at a call's first word."""
+    job_lo, job_hi = split_job(jobs[lane])
+    status = state[_STATUS * LANES + lane]
+    pos = np.int64(2 * calls[lane]) + (1 if status == _STALLED + 1.0 else 0)
+    # next_exponential fills `batch` only at a batch's first word: fill the one pos is in
+    fill_words(batch, np.uint64((pos - (pos & (BATCH - 1))) >> 1), job_lo, job_hi, k0, k1)
+    fields = state[lane::LANES]  # this lane's fields (off the hot path: a view is fine here)
+    phase, done, lost, restart_time, queue_time, failures = fields[:_STATUS]
+    while True:
+        x, pos = next_exponential(batch, pos, job_lo, job_hi, k0, k1)
+        phase, done, lost, restart_time, queue_time, failures, status = event(
+            x, phase, done, lost, restart_time, queue_time, failures, mean_ttf, segment, n_full, remainder,
+            restart, queue, max_failures)
+        if status != _RUNNING or pos % 2 == 0:
+            break
+    fields[:] = (phase, done, lost, restart_time, queue_time, failures, status)
+    calls[lane] = np.uint64(pos >> 1)
+
+
+@njit(**JIT_OPTIONS)
+def run_block(work, interval, ckpt, restart, queue, n_full, remainder, rate, k0, k1, first, n_block,
+              max_failures, out):
+    """out[i] = (wall, productive, checkpoint, lost, restart, queue, failures,
+    capped) of job first + i, for i < n_block, as `simulate_job` gives them."""
+    mean_ttf = 1.0 / rate
+    segment = interval + ckpt
+    max_f = float(max_failures)
+    state = np.zeros(_N_FIELDS * LANES)
+    calls = np.zeros(LANES, np.uint64)
+    jobs = np.zeros(LANES, np.uint64)
+    words = np.empty(2 * LANES, np.uint64)
+    batch = np.empty(BATCH, np.uint64)
+    next_job = 0
+    running = 0
+    for lane in range(min(LANES, n_block)):
+        jobs[lane] = np.uint64(first + lane)
+        state[_STATUS * LANES + lane] = _RUNNING
+        next_job += 1
+        running += 1
+    while running > 0:
+        step(state, calls, jobs, words, k0, k1, mean_ttf, segment, n_full, remainder, restart, queue, max_f)
+        for lane in range(LANES):
+            status = state[_STATUS * LANES + lane]
+            if status == _RUNNING or status == _IDLE:
+                continue
+            if status >= _STALLED:
+                unstall(state, calls, jobs, lane, batch, k0, k1, mean_ttf, segment, n_full, remainder, restart,
+                        queue, max_f)
+                status = state[_STATUS * LANES + lane]
+                if status == _RUNNING:
+                    continue
+            # The job is over (`simulate_job`'s closing arithmetic); the lane takes the next one.
+            row = out[np.int64(jobs[lane]) - first]
+            finished = status == _FINISHED
+            done = n_full if finished else state[_DONE * LANES + lane]
+            productive = work if finished else done * interval
+            checkpoint = done * ckpt
+            lost = state[_LOST * LANES + lane]
+            restart_time = state[_RESTART * LANES + lane]
+            queue_time = state[_QUEUE * LANES + lane]
+            row[0] = productive + checkpoint + lost + restart_time + queue_time
+            row[1] = productive
+            row[2] = checkpoint
+            row[3] = lost
+            row[4] = restart_time
+            row[5] = queue_time
+            row[6] = state[_FAILURES * LANES + lane]
+            row[7] = 0.0 if finished else 1.0
+            for field in range(_N_FIELDS):
+                state[field * LANES + lane] = 0.0
+            calls[lane] = np.uint64(0)
+            if next_job < n_block:
+                jobs[lane] = np.uint64(first + next_job)
+                state[_STATUS * LANES + lane] = _RUNNING
+                next_job += 1
+            else:
+                running -= 1
