@@ -43,6 +43,9 @@ FIELDS = {
 EXTRA_FIELDS = ("taxonomy", "fast_checkpoints", "failure_model")
 _REQUIRED = ("failure_rate", "checkpoint_interval", "work")
 _MAX_INTERVALS = 2.0**40  # work / checkpoint_interval beyond this is a unit mistake
+# Work beyond 2**40 s (some 34,800 years) is a unit mistake too, and past it the exact
+# optimum's candidate counts (intervals down to 1 s) lose the precision its remainders need.
+MAX_WORK = 2.0**40 / 3600.0
 _MULTIPLE_TOLERANCE = 1e-9  # relative: "1h" over "10min" is 6 whatever the float rounding
 
 
@@ -170,6 +173,9 @@ def level_multiple(name: str, interval: float, base: float) -> int:
         If `interval` is not a whole multiple of `base`.
     """
     ratio = interval / base
+    if not ratio <= _MAX_INTERVALS:
+        raise ScenarioError(name, f"is more than 2**40 times the fastest level's interval {format_hours(base)} "
+                                  f"(got {format_hours(interval)}); check the units")
     multiple = round(ratio)
     if multiple < 1 or abs(ratio - multiple) > _MULTIPLE_TOLERANCE * multiple:
         raise ScenarioError(name, f"must be a whole multiple of the fastest level's interval "
@@ -194,7 +200,8 @@ class Scenario:
     checkpoint_interval : float or str
         Productive time between checkpoints.
     work : float or str
-        Productive time the job needs.
+        Productive time the job needs: at most 2**40 s (`MAX_WORK`, about
+        34,800 years), and at most 2**40 checkpoint intervals.
     checkpoint_cost : float or str, default 0.0
         Blocking time of one checkpoint write.
     restart_cost : float or str
@@ -288,6 +295,9 @@ class Scenario:
             object.__setattr__(self, name, normal)
         if self.size > 2**32:
             raise ScenarioError("grid", f"{self.size} points; at most 2**32 scenarios per study")
+        if float(np.max(self.work)) > MAX_WORK:
+            raise ScenarioError("work", f"more than 2**40 s (about 34,800 years; got "
+                                        f"{format_hours(float(np.max(self.work)))}); check the units")
         # The most intervals of any point, from the axes alone (columns() of a big grid would not fit).
         if float(np.max(self.work)) / float(np.min(self.checkpoint_interval)) > _MAX_INTERVALS:  # inf, no warning
             raise ScenarioError(
@@ -299,14 +309,14 @@ class Scenario:
     def _check_levels(self):
         """The scenario's own checkpoint is the slowest level, a whole multiple of the fastest."""
         fastest, slowest = self.fast_checkpoints[0], self.fast_checkpoints[-1]
+        if float(np.max(self.work)) / fastest.interval > _MAX_INTERVALS:
+            raise ScenarioError("fast_checkpoints[0].interval",
+                                "gives more than 2**40 checkpoints over `work`; check the units")
         for interval in np.atleast_1d(self.checkpoint_interval):
             if interval <= slowest.interval:
                 raise ScenarioError("checkpoint_interval", f"must be longer than the slowest fast level's interval "
                                     f"{format_hours(slowest.interval)} (got {format_hours(interval)})")
             level_multiple("checkpoint_interval", float(interval), fastest.interval)
-        if float(np.max(self.work)) / fastest.interval > _MAX_INTERVALS:
-            raise ScenarioError("fast_checkpoints[0].interval",
-                                "gives more than 2**40 checkpoints over `work`; check the units")
 
     def _apply_failure_model(self):
         """Fill the flat fields from `failure_model`; a flat field given too must agree."""

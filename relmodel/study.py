@@ -45,6 +45,7 @@ CATEGORY_OUTPUTS = tuple(labels.SIMULATED_BY_CATEGORY)
 LEVEL_OUTPUTS = tuple(labels.SIMULATED_BY_LEVEL)
 # [fixed] keys that are not scenario fields: one per study, never a sweep axis.
 FIXED_ONLY = ("taxonomy", "fast_checkpoints")
+MAX_AXIS_VALUES = 2**20  # values of one range axis
 RUN_KEYS = {"n_jobs", "seed", "backend", "max_failures", "chunk_points", "outputs"}
 
 
@@ -161,13 +162,17 @@ def _axis(field: str, spec) -> list:
     num, scale = spec["num"], spec.get("scale", "linear")
     if not isinstance(num, int) or num < 1 or scale not in ("linear", "log"):
         raise ValueError("num must be a positive integer and scale 'linear' or 'log'")
+    if num > MAX_AXIS_VALUES:
+        raise ValueError(f"num must be at most 2**20 (got {num}): a study runs every value of every axis")
     convert = (lambda v: to_hours(v, field)) if kind == "duration" else float
     start, stop = convert(spec["start"]), convert(spec["stop"])
+    if not (math.isfinite(start) and math.isfinite(stop)):
+        raise ValueError(f"start and stop must be finite (got {spec['start']!r}, {spec['stop']!r})")
     if scale == "log" and (start <= 0 or stop <= 0):
         raise ValueError("a log range needs start and stop > 0")
     values = np.geomspace(start, stop, num) if scale == "log" else np.linspace(start, stop, num)
-    if kind == "count":
-        values = np.unique(np.round(values).astype(int))
+    if kind == "count":  # Python ints: a count past int64 is refused by name, not wrapped around
+        return [int(v) for v in np.unique(np.round(values))]
     return values.tolist()
 
 

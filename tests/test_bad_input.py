@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 import relmodel as rm
 from relmodel import taxonomy
+from relmodel.errors import ParameterError
 from relmodel.scenario import FIELDS, MAX_COUNT, ScenarioError
 from relmodel.taxonomy import TaxonomyError
 
@@ -35,6 +36,16 @@ def simulate(**kwargs):
 
 def plan(**kwargs):
     return rm.plan(SC, **{"n_jobs": 100, **kwargs})
+
+
+def cluster(batch_range_factor=(0.5, 2.0), **config):
+    workload = rm.elastic.synthetic_workload(2, "4h", seed=0, batch_range_factor=batch_range_factor)
+    return rm.elastic.simulate_cluster(workload, n_gpus=16, **config)
+
+
+def allocate_one(**fields):
+    job = rm.elastic.Job(**{"model": "resnet50", "work": 1e6, "batch": 64, "gpus": 8, **fields})
+    return rm.elastic.allocate([job], n_gpus=64)
 
 
 # Stand-ins for files made by the `files` fixture (a FIFO and a huge file need a folder).
@@ -152,6 +163,16 @@ CASES = [
     (taxonomy.load, dict(name_or_path="/"), TaxonomyError, "/"),
     (taxonomy.load, dict(name_or_path=3), TaxonomyError, "taxonomy"),
     (taxonomy.load, dict(name_or_path="a\0b"), TaxonomyError, "taxonomy"),
+    # Overflows (issue 30, item 11): refused naming the field, never an OverflowError or a wrong optimum
+    (scenario, dict(work=1e18, checkpoint_interval=1e18), ScenarioError, "work"),
+    (scenario, dict(fast_checkpoints=(rm.CheckpointLevel(interval=1e-320, cost="1s", restart="1min",
+                                                         survives=0.9),)), ScenarioError, "fast_checkpoints[0].interval"),
+    (scenario, dict(checkpoint_interval=1e300, fast_checkpoints=(rm.CheckpointLevel(
+        interval="1min", cost="1s", restart="1min", survives=0.9),), work=1e6), ScenarioError, "checkpoint_interval"),
+    (cluster, dict(checkpoint_interval=2.2e-309), ParameterError, "checkpoint_interval"),
+    (cluster, dict(batch_range_factor=(1e-300, 1e300)), ParameterError, "batch_range_factor"),
+    (allocate_one, dict(batch=2**64), rm.elastic.JobError, "batch"),
+    (allocate_one, dict(batch=64, max_batch=1e300), rm.elastic.JobError, "max_batch"),
 ]
 
 

@@ -270,7 +270,7 @@ def test_allocate_rejects_bad_arguments_and_jobs():
     ({"gpus": 3}, "gpus", "not a whole local batch"),
     ({"gpus": 128}, "gpus", "outside [1, 64]"),
     ({"model": "alexnet"}, "model", "unknown model 'alexnet'"),
-    ({"batch": 0, "min_batch": 0}, "batch", "whole number >= 1"),
+    ({"batch": 0, "min_batch": 0}, "batch", "whole number in [1, 2**53]"),
     ({"submit_time": -1.0}, "submit_time", ">= 0"),
 ])
 def test_invalid_jobs_name_the_field(changes, field, text):

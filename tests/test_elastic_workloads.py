@@ -93,6 +93,8 @@ def test_trace_rows_become_jobs(tmp_path):
     ("d,7200,1000,resnet50,9000,128", "row", "6 fields, the header has 8"),
     (",7200,1000,resnet50,9000,128,4,600", "job_id", "empty"),
     ("d,7200,1000,resnet50,9000,128,4,inf", "duration", "not finite"),
+    ("d,7200,1000,resnet50,9000,1e300,4,600", "batch_size", "beyond 2**53"),
+    ("d,7200,1000,resnet50,9000,18446744073709551616,4,600", "batch_size", "beyond 2**53"),
 ])
 def test_malformed_rows_are_reported_with_their_line(tmp_path, bad_row, column, text):
     path = write_trace(tmp_path, GOOD[0], GOOD[1], bad_row, GOOD[2])

@@ -175,6 +175,12 @@ def test_compare_and_figures_work_on_a_study(tmp_path, reference):
     (("work = \"7d\"\n", ""), "missing scenario field(s) work"),
     (("n_jobs = 20000", "n_jobs = 2e4"), "line 10: [run] n_jobs"),
     (("seed = 1", "seed = "), "not valid TOML"),
+    (("n_gpus = [1024, 4096, 16384]", "n_gpus = { start = 8, stop = 1e30, num = 4 }"),
+     "[sweep] n_gpus: must be an integer in [1, 2**32] (got 333333333333333316505293553664)"),
+    (("n_gpus = [1024, 4096, 16384]", "n_gpus = { start = nan, stop = 64, num = 4 }"),
+     "[sweep] n_gpus: start and stop must be finite"),
+    (("n_gpus = [1024, 4096, 16384]", "n_gpus = { start = 8, stop = 64, num = 10000000000 }"),
+     "[sweep] n_gpus: num must be at most 2**20"),
 ])
 def test_study_errors_name_the_key_and_line(change, message):
     with pytest.raises(StudyError) as info:

@@ -14,6 +14,7 @@ from .nodes import node_sizes
 
 UNPLACEABLE = ("drop", "queue")
 ADMISSIONS = ("first-fit", "optimizer")
+MIN_CHECKPOINT_INTERVAL = 1 / 3600  # h: one second
 
 
 @dataclasses.dataclass(frozen=True)
@@ -31,7 +32,9 @@ class ClusterConfig:
     repair_time : float or str, default 2.0
         A failed node is back after this long.
     checkpoint_interval : float or str, default 1.0
-        The timeline model's checkpoint interval, for every job.
+        The timeline model's checkpoint interval, for every job; at least
+        one second (`MIN_CHECKPOINT_INTERVAL`): shorter, a job's count of
+        checkpoints overflows.
     checkpoint_cost : float or str, default 1 min
         Checkpoint write cost.
     restart_cost : float or str, default 10 min
@@ -91,6 +94,8 @@ class ClusterConfig:
             object.__setattr__(self, name, check_number(name, getattr(self, name), kind=kind))
         if self.n_gpus > MAX_GPUS:
             check_gpus(int(self.n_gpus))
+        if self.checkpoint_interval < MIN_CHECKPOINT_INTERVAL:
+            raise ParameterError("checkpoint_interval", f"must be at least 1 s (got {self.checkpoint_interval:g} h)")
         for name in ("repair_time", "pause"):
             hours = to_hours(getattr(self, name), name)
             if not math.isfinite(hours) or hours < 0:

@@ -165,10 +165,13 @@ def speedup_reference(bounds: "Bounds") -> float:
     return float(bounds.model.throughput(bounds.gpus, bounds.batch)) / bounds.gpus
 
 
+_MAX_WHOLE = 2**53  # batches and GPU counts: whole floats, and int64 arithmetic never overflows
+
+
 def _whole(job_id: str, field: str, value, *, minimum: int = 1) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value) \
-            or value != int(value) or value < minimum:
-        raise JobError(job_id, field, f"must be a whole number >= {minimum} (got {value!r})")
+            or value != int(value) or not minimum <= value <= _MAX_WHOLE:
+        raise JobError(job_id, field, f"must be a whole number in [{minimum}, 2**53] (got {value!r})")
     return int(value)
 
 

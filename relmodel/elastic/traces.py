@@ -265,6 +265,8 @@ def _number(path, line, column, text, *, whole=False):
     if whole:
         if value != int(value):
             raise TraceError(path, line, column, f"{text!r} is not a whole number")
+        if abs(value) > 2**53:
+            raise TraceError(path, line, column, f"{text!r} is beyond 2**53, past any real count")
         return int(value)
     return value
 

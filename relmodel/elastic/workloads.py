@@ -60,8 +60,14 @@ def _check_factors(factors) -> tuple[float, float]:
     return lo, hi
 
 
+MAX_BATCH = 2**53  # a global batch above this is not a whole float, nor a real batch
+
+
 def batch_range(batch: int, factors: tuple[float, float]) -> tuple[int, int]:
     """[B_lo, B_hi] around a submitted batch: (batch * low, batch * high), rounded."""
+    if batch * factors[1] > MAX_BATCH:
+        raise ParameterError("batch_range_factor", f"high factor {factors[1]:g} times batch {batch} is beyond "
+                                                   f"the largest batch, 2**53")
     return max(1, round(batch * factors[0])), max(batch, round(batch * factors[1]))
 
 
