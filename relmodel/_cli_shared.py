@@ -188,6 +188,16 @@ def taxonomy_fields(fields: dict) -> dict:
     return fields
 
 
+def require_with(needed: str, present: bool, *names: str):
+    """Refuse options given on the command line that only act with `needed`
+    (when it is not `present`): silently ignoring them hides a mistake."""
+    ctx = click.get_current_context()
+    given = [name for name in names if ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE]
+    if given and not present:
+        flag = next(p.opts[0] for p in ctx.command.params if p.name == given[0])
+        raise click.UsageError(f"{flag}: only acts with {needed}; give {needed} or leave {flag} out")
+
+
 FLAGS = {"n_gpus": "--gpus", "n_threads": "--threads",
          **{f: "--" + f.replace("_", "-") for f in (*FIELDS, "taxonomy", "n_jobs", "seed", "max_failures",
                                                     "target_ettr")

@@ -519,7 +519,8 @@ def _read_text(path_or_text) -> tuple[str, str]:
             if not stat.S_ISREG(info.st_mode):
                 raise LogError(0, "cannot read the log", f"{path}: not a regular file (a directory, device or FIFO)")
             check_memory("log", info.st_size * _BYTES_PER_LOG_BYTE, f"reading {info.st_size} bytes of log would")
-            return path.read_text(encoding="utf-8", errors="replace"), str(path)
+            # Undecodable bytes (a job name in Latin-1) become U+FFFD: no number depends on them.
+            return path.read_text(encoding="utf-8-sig", errors="replace"), str(path)
         except OSError as err:
             raise LogError(0, "cannot read the log", f"{path}: {err.strerror}") from None
     if isinstance(path_or_text, str):

@@ -23,6 +23,7 @@ try:  # Python >= 3.11
 except ModuleNotFoundError:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
+from ._text import decode_utf8
 from .errors import ParameterError
 from .units import short_repr, to_hours
 
@@ -320,10 +321,7 @@ def read_small_text(path, max_bytes: int) -> str:
         data = file.read(max_bytes + 1)
     if len(data) > max_bytes:
         raise ValueError(f"grew past the limit of {max_bytes} bytes while read")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise ValueError(f"not UTF-8 text (byte {err.start})") from None
+    return decode_utf8(data)
 
 
 def _build(data: dict, path: Path) -> Taxonomy:

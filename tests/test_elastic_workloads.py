@@ -154,6 +154,33 @@ def test_job_csv_errors_name_the_line(tmp_path, row, column):
         el.read_trace(path)
 
 
+def test_a_byte_order_mark_is_dropped_and_a_file_that_is_not_utf8_names_its_line(tmp_path):
+    """A BOM (spreadsheets write one) spoiled the header invisibly; Latin-1 gave a bare codec error."""
+    path = tmp_path / "jobs.csv"
+    path.write_bytes(b"\xef\xbb\xbfsubmit_time,model,work,batch\n0,bert,1e6,64\n")
+    assert [j.batch for j in el.read_trace(path).jobs] == [64]
+    path.write_bytes(b"submit_time,model,work,batch\n0,bert,1e6,64\n1,r\xe9snet,1e6,64\n")
+    with pytest.raises(el.TraceError, match=r"^jobs.csv line 3: encoding: not UTF-8 text \(byte 0xe9\)"):
+        el.read_trace(path)
+
+
+def test_no_arithmetic_warning_from_a_rejected_job_or_a_vanishing_arrival_rate(tmp_path):
+    """gpus=0 leaked divide-by-zero warnings; a subnormal arrival rate an overflow (tests turn them into errors)."""
+    path = tmp_path / "jobs.csv"
+    path.write_text("submit_time,model,work,batch,gpus\n0,resnet50,1e6,64,0\n")
+    ds = el.simulate_cluster(el.read_trace(path), n_gpus=16)
+    assert (ds.rejected == 1).all() and "gpus" in str(ds.rejection_reason.values[0])
+    assert len(el.synthetic_workload(1e-320, "4h", seed=0).jobs) == 0
+
+
+def test_a_submit_time_too_late_for_a_float_to_time_the_job_is_rejected(tmp_path):
+    """At 1e300 h the job's run vanished in rounding: completed with JCT 0."""
+    path = tmp_path / "jobs.csv"
+    path.write_text("submit_time,model,work,batch\n1e300,resnet50,1e6,64\n")
+    ds = el.simulate_cluster(el.read_trace(path), n_gpus=16)
+    assert (ds.completed == 0).all() and "submit_time" in str(ds.rejection_reason.values[0])
+
+
 def test_unknown_trace_format(tmp_path):
     path = write_trace(tmp_path, "1,2,3", header="a,b,c")
     with pytest.raises(el.TraceError, match="line 1: header: neither an ElasticFlow trace"):

@@ -45,6 +45,12 @@ def test_sacct_folds_steps_groups_runs_and_classifies():
     assert list(ds.line.values) == [2, 5, 6, 7, 10, 12]
 
 
+def test_a_log_file_with_a_byte_order_mark_reads_as_without(tmp_path):
+    path = tmp_path / "log.csv"
+    path.write_bytes(b"\xef\xbb\xbf" + SACCT.encode())
+    assert read_log(path).dataset.equals(read_log(SACCT).dataset)  # the same data (attrs name the source)
+
+
 def test_csv_with_nodes_and_n_nodes(tmp_path):
     text = ("job_id,n_nodes,start,end,state,cause,nodes\n"
             '7,2,2024-01-01T00:00:00Z,2024-01-01T06:00:00Z,FAILED,nccl_timeout,"gpu[1-2]"\n'

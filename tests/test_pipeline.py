@@ -217,6 +217,11 @@ def test_cli_runs_a_short_monte_carlo():
     (["--failures", "99"], "--failures"), (["--order", "zb-h1"], "--backward"),
     (["--run-duration", "3 fortnights"], "--run-duration"), (["--out", "x.csv"], "--out"),
     (["--trace", "/nonexistent/trace.csv"], "--trace"), (["--spares", "-2"], "--spares"),
+    # Flags that act only with another one are refused without it, not silently ignored (issue 30, item 14)
+    (["--runs", "3"], "--runs"), (["--mfu", "nan"], "--mfu"), (["--tensor-parallel", "-1"], "--tensor-parallel"),
+    (["--gpu", "h100"], "--gpu"), (["--failure-rate", "1"], "--failure-rate"),
+    (["--run-duration", "1d", "--runs", "18446744073709551616"], "--runs"),
+    (["--run-duration", "1d", "--runs", "0"], "--runs"),
 ])
 def test_cli_errors_are_one_line_naming_the_flag(args, flag):
     result = invoke(*args)
@@ -300,3 +305,10 @@ def test_oversized_schedule_is_refused_naming_the_flag():
     assert result.exit_code == 2
     assert "Error: --stages:" in result.output and "micro-batches" in result.output
     assert "Traceback" not in result.output
+
+
+def test_the_help_says_what_durations_it_takes():
+    """It said bare numbers were hours, and then refused them."""
+    result = invoke("--help")
+    assert "a bare number other than 0 is refused" in " ".join(result.output.split())
+    assert "--run-duration: 2 has no unit" in invoke("--run-duration", "2").output

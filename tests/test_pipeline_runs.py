@@ -51,6 +51,15 @@ def test_malformed_traces_name_the_line(tmp_path, text, where):
         pl.read_trace(path)
 
 
+def test_a_trace_that_is_not_utf8_names_its_line_and_one_with_a_byte_order_mark_reads(tmp_path):
+    path = tmp_path / "bad.csv"
+    path.write_bytes(b"0,add,node1\n5,add,n\xe9ud2\n")
+    with pytest.raises(pl.TraceError, match="bad.csv: line 2: not UTF-8 text \\(byte 0xe9\\)"):
+        pl.read_trace(path)
+    path.write_bytes(b"\xef\xbb\xbf0,add,node1\n5,add,node2\n")
+    assert pl.read_trace(path).n_nodes == 2
+
+
 def test_count_series_become_node_events(tmp_path):
     path = tmp_path / "counts.txt"
     path.write_text("2021-12-10, 13:00:00, 3\n2021-12-10, 13:30:00, 1\n2021-12-10, 14:00:00, 2\n")

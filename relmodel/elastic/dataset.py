@@ -167,8 +167,9 @@ def _submitted_gpu_hours(jobs) -> np.ndarray:
     out = np.full(len(jobs), np.nan)
     for k, job in enumerate(jobs):
         try:
-            x = float(as_model(job.model).throughput(job.gpus, job.batch))
-            out[k] = float(job.work) / (x * 3600.0) * float(job.gpus)
+            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # an invalid job's size is NaN
+                x = float(as_model(job.model).throughput(job.gpus, job.batch))
+                out[k] = float(job.work) / (x * 3600.0) * float(job.gpus)
         except (ValueError, TypeError, ZeroDivisionError):
             continue
     return np.where(np.isfinite(out) & (out >= 0), out, np.nan)

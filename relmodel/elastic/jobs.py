@@ -166,6 +166,8 @@ def speedup_reference(bounds: "Bounds") -> float:
 
 
 _MAX_WHOLE = 2**53  # batches and GPU counts: whole floats, and int64 arithmetic never overflows
+# Submit times past 2**40 s (some 34,800 years) leave a float too coarse for a job's run: its JCT came out 0.
+_MAX_SUBMIT_TIME = 2.0**40 / 3600.0
 
 
 def _whole(job_id: str, field: str, value, *, minimum: int = 1) -> int:
@@ -205,8 +207,8 @@ def check_job(job: Job, n_gpus: int) -> Bounds:
     if isinstance(work, bool) or not isinstance(work, numbers.Real) or not math.isfinite(work) or work <= 0:
         raise JobError(jid, "work", f"must be a finite number of samples > 0 (got {work!r})")
     st = job.submit_time
-    if isinstance(st, bool) or not isinstance(st, numbers.Real) or not math.isfinite(st) or st < 0:
-        raise JobError(jid, "submit_time", f"must be a finite time >= 0 h (got {st!r})")
+    if isinstance(st, bool) or not isinstance(st, numbers.Real) or not 0 <= st <= _MAX_SUBMIT_TIME:
+        raise JobError(jid, "submit_time", f"must be a time in [0, 2**40 s] (got {st!r} h)")
     batch = _whole(jid, "batch", job.batch)
     gpus = _whole(jid, "gpus", job.gpus)
     lo = batch if job.min_batch is None else _whole(jid, "min_batch", job.min_batch)

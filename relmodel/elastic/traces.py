@@ -7,11 +7,13 @@ simulator to reject at submission.
 from __future__ import annotations
 
 import csv
+import io
 import math
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
 
+from .._text import NotUTF8Error, decode_utf8
 from ..errors import ParameterError
 from ..units import to_hours
 from .jobs import Job
@@ -219,9 +221,17 @@ def read_job_csv(path, *, models: Mapping | None = None, batch_range_factor=(0.5
     return Workload(tuple(jobs), attrs)
 
 
+def _csv(path: Path):
+    """A csv.reader over the file's text (UTF-8, a byte-order mark dropped)."""
+    try:
+        text = decode_utf8(path.read_bytes())
+    except NotUTF8Error as err:
+        raise TraceError(path, err.line, "encoding", err.reason) from None
+    return csv.reader(io.StringIO(text, newline=""))
+
+
 def _header(path: Path) -> list[str]:
-    with path.open(newline="") as f:
-        return [h.strip() for h in next(csv.reader(f), [])]
+    return [h.strip() for h in next(_csv(path), [])]
 
 
 def _rows(path: Path, required, errors: str, parse):
@@ -229,26 +239,25 @@ def _rows(path: Path, required, errors: str, parse):
     if errors not in ("raise", "skip"):
         raise ParameterError("errors", f"must be 'raise' or 'skip' (got {errors!r})")
     rows, skipped = [], []
-    with path.open(newline="") as f:
-        reader = csv.reader(f)
-        header = [h.strip() for h in next(reader, [])]
-        missing = [c for c in required if c not in header]
-        if missing:
-            raise TraceError(path, 1, missing[0], f"missing column(s) {', '.join(missing)}; "
-                                                   f"the header is {','.join(header) or '(empty)'}")
-        col = {name: k for k, name in enumerate(header)}
-        for fields in reader:
-            line = reader.line_num
-            if not fields or all(not v.strip() for v in fields):
-                continue
-            try:
-                if len(fields) != len(header):
-                    raise TraceError(path, line, "row", f"{len(fields)} fields, the header has {len(header)}")
-                rows.append(parse(line, lambda name, fields=fields: fields[col[name]].strip() if name in col else ""))
-            except TraceError as err:
-                if errors == "raise":
-                    raise
-                skipped.append((line, str(err)))
+    reader = _csv(path)
+    header = [h.strip() for h in next(reader, [])]
+    missing = [c for c in required if c not in header]
+    if missing:
+        raise TraceError(path, 1, missing[0], f"missing column(s) {', '.join(missing)}; "
+                                               f"the header is {','.join(header) or '(empty)'}")
+    col = {name: k for k, name in enumerate(header)}
+    for fields in reader:
+        line = reader.line_num
+        if not fields or all(not v.strip() for v in fields):
+            continue
+        try:
+            if len(fields) != len(header):
+                raise TraceError(path, line, "row", f"{len(fields)} fields, the header has {len(header)}")
+            rows.append(parse(line, lambda name, fields=fields: fields[col[name]].strip() if name in col else ""))
+        except TraceError as err:
+            if errors == "raise":
+                raise
+            skipped.append((line, str(err)))
     if skipped:
         warnings.warn(f"{len(skipped)} malformed row(s) of {path.name} skipped; first: {skipped[0][1]}",
                       TraceWarning, stacklevel=3)

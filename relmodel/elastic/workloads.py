@@ -85,7 +85,8 @@ def poisson_arrivals(rate: float, window: float, seed: int) -> np.ndarray:
     times, first, t = [], 0, 0.0
     chunk = int(rate * window * 1.2) + 64
     while True:
-        gaps = -np.log(stream_uniforms(seed, STREAM_ARRIVALS, 0, first, chunk)) / rate
+        with np.errstate(over="ignore"):  # a subnormal rate: gaps of inf, no arrival, as it should be
+            gaps = -np.log(stream_uniforms(seed, STREAM_ARRIVALS, 0, first, chunk)) / rate
         arrivals = t + np.cumsum(gaps)
         times.append(arrivals[arrivals < window])
         if arrivals[-1] >= window:

@@ -11,7 +11,8 @@ from pathlib import Path
 import click
 import numpy as np
 
-from .._cli_shared import Duration, FigurePath, overwrite_option, quiet_option, to_json, usage_error, write_dataset
+from .._cli_shared import (Duration, FigurePath, overwrite_option, quiet_option, require_with, to_json, usage_error,
+                           write_dataset)
 from .._extras import require
 from ..errors import parameter_and_reason
 from .config import BACKWARDS, MAX_TASKS, OPTIMIZERS, ORDERS, SIMULATED_ITERATIONS, show
@@ -22,7 +23,8 @@ _FLAG_OF = {"failed": "--failures", "n_failures": "--failures", "strategy": "--s
             "strategies": "--strategies", "n_runs": "--runs", "duration": "--run-duration", "traces": "--trace"}
 _EPILOG = ("Task times are in any one unit (--time-unit says which, for run-level results); give one number for "
            "every stage or a comma-separated list, one per stage. --failures takes 'A..B', a list '0,2,4' or N "
-           "(meaning 0..N). Durations are hours or a number with a unit (90s, 5min, 2h, 1.5d).")
+           "(meaning 0..N). Durations are a number with its unit (90s, 5min, 2h, 1.5d); a bare number other than 0 is "
+           "refused, so that 300 is never read as 300 hours.")
 
 
 def _flag_error(err: ValueError) -> click.UsageError:
@@ -111,7 +113,7 @@ def parse_failures(text: str, most: int | None = None) -> list[int]:
 @click.option("--restart-cost", type=Duration(), metavar="DURATION", default="10min", show_default=True, help="A checkpoint-restart.")
 @click.option("--checkpoint-interval", type=Duration(), metavar="DURATION", default="1h", show_default=True, help="Time between checkpoints.")
 @click.option("--time-unit", type=Duration(), metavar="DURATION", default="1s", show_default=True, help="The unit of the task times, for runs and traces.")
-@click.option("--runs", "n_runs", type=int, default=None,
+@click.option("--runs", "n_runs", type=click.IntRange(1, 2**31 - 1), default=None,
               help="Monte Carlo runs [1000], or placements per trace [8].")
 @click.option("--seed", type=click.IntRange(0, 2**32 - 1), default=0, show_default=True)
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
@@ -135,6 +137,9 @@ def pipeline(stages, replicas, microbatches, fwd, bwd_input, bwd_weight, model_n
     from .strategies import StrategyOptions
 
     names = [s.strip() for s in strategies.split(",") if s.strip()]
+    require_with("--model", model_name is not None, "gpu", "tensor_parallel", "microbatch_size", "mfu")
+    require_with("--run-duration or --trace", run_duration is not None or bool(traces), "failure_rate",
+                 "repair_time", "swap_time", "restart_cost", "checkpoint_interval", "time_unit", "n_runs")
     if out is not None and out.suffix != ".nc":
         raise click.UsageError(f"--out: unknown suffix {out.suffix!r}; use .nc")
     if out is not None:

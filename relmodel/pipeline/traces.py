@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .._text import NotUTF8Error, decode_utf8
 from ..errors import ParameterError
 
 
@@ -127,9 +128,11 @@ def read_trace(path, name: str | None = None) -> Trace:
     """
     path = Path(path)
     try:
-        text = path.read_text()
+        text = decode_utf8(path.read_bytes())
     except OSError as err:
         raise TraceError(str(path), f"cannot read the trace ({err.strerror or err})") from None
+    except NotUTF8Error as err:
+        raise TraceError(str(path), str(err)) from None
     lines = [(i + 1, line.strip()) for i, line in enumerate(text.splitlines()) if line.strip()]
     if not lines:
         raise TraceError(str(path), "the trace is empty")
