@@ -348,6 +348,10 @@ def sweep(study_file, out, verify_path, scheduler, workers, quiet, plot, x_dim, 
                   progress=feedback.enabled())
     except StudyError as err:
         raise click.UsageError(str(err)) from None
+    except ConnectionError as err:  # the environment too (exit 1): an unreachable scheduler
+        raise click.ClickException(f"--scheduler: {err}") from None
+    except OSError as err:  # the environment: a full disk, a read-only file system, no permission (exit 1)
+        raise click.ClickException(f"--out: cannot write {out}: {err.strerror or err}") from None
     except ScenarioError as err:  # a [run] value the engine refuses (names the key)
         raise click.UsageError(f"{study_file}: {err}") from None
     except RecursionError:  # tomllib recurses into nested arrays and tables

@@ -22,9 +22,11 @@ without a warning.
 from __future__ import annotations
 
 import datetime
+import errno
 import hashlib
 import json
 import os
+import resource
 import shutil
 import socket
 import time
@@ -249,7 +251,11 @@ def create_atomically(store: Path, build) -> None:
     for stale in store.parent.glob(f".{store.name}{_CREATING}*"):
         shutil.rmtree(stale, ignore_errors=True)
     building = store.with_name(f".{store.name}{_CREATING}{os.getpid()}")
-    build(building)
+    try:
+        build(building)
+    except BaseException:  # a full disk, a fault, ^C: nothing half-built is left (a kill leaves it to the next run)
+        shutil.rmtree(building, ignore_errors=True)
+        raise
     rename(building, store)
 
 
@@ -574,6 +580,33 @@ def write_zarr(ds, path) -> None:
     ds.to_zarr(path, mode="w", zarr_format=ZARR_FORMAT, consolidated=True)
 
 
+def check_room(path: Path, nbytes: int):
+    """Refuse a file of about `nbytes` that the disk or the file size limit
+    (ulimit -f) cannot hold, before writing: HDF5 cut off mid-write can crash
+    the process (a segfault at exit), not only raise.
+
+    Parameters
+    ----------
+    path : pathlib.Path
+        The file to write.
+    nbytes : int
+        The data it holds; the file takes about this much and some metadata.
+
+    Raises
+    ------
+    OSError
+        EFBIG or ENOSPC, with the sizes.
+    """
+    need = int(nbytes * 1.05) + 2**20
+    limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+    if limit != resource.RLIM_INFINITY and need > limit:
+        raise OSError(errno.EFBIG, f"the file size limit (ulimit -f) is {limit} bytes; this file needs about "
+                                   f"{need} bytes")
+    free = shutil.disk_usage(path.parent).free
+    if need > free:
+        raise OSError(errno.ENOSPC, f"{free} bytes free on its disk; this file needs about {need} bytes")
+
+
 def write_netcdf(ds, path, groups=None, checksums: bool = False) -> None:
     """Write a Dataset (and optional groups) as netCDF under a temporary name, then rename it.
 
@@ -600,6 +633,7 @@ def write_netcdf(ds, path, groups=None, checksums: bool = False) -> None:
     require("h5netcdf", "a .nc output")
     path = Path(path)
     partial = path.with_name(path.name + ".partial")
+    check_room(path, sum(data.nbytes for data in (ds, *(groups or {}).values()) if data is not None))
     for group, data in {None: ds, **(groups or {})}.items():
         if data is None:
             continue

@@ -18,6 +18,7 @@ import os
 import shutil
 import time
 import warnings
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +34,7 @@ from .store import DONE_DIR, ZARR_FORMAT, chunk_id, write_zarr  # noqa: F401  wr
 from .study import Study, StudyError, chunk_shape, default_chunk_points
 
 QUANTILES = (0.05, 0.5, 0.95)
+_CONNECT_TIMEOUT = "10s"  # to a remote Dask scheduler
 
 
 # ---- one chunk: pure computation, runs anywhere --------------------------------
@@ -278,6 +280,11 @@ def run_study(study: Study, out, *, source: str = "", label: str = "", scheduler
     MissingExtraError
         If a package the run needs is not installed (zarr; h5netcdf for
         ``.nc``; distributed for a Dask scheduler).
+    ConnectionError
+        If a remote scheduler cannot be reached (within 10 s; before any store is made).
+    OSError
+        If the store cannot be written (a full disk, a read-only file system,
+        or a ``.nc`` file beyond the free space or the file size limit).
 
     Warns
     -----
@@ -296,7 +303,7 @@ def run_study(study: Study, out, *, source: str = "", label: str = "", scheduler
     if scheduler != "local":
         require("distributed", "a Dask scheduler")
     store = out.with_name(out.name + ".partial.zarr") if out.suffix == ".nc" else out
-    with stores.exclusive(out, study.fingerprint(), label):
+    with _remote_client(scheduler) as client, stores.exclusive(out, study.fingerprint(), label):
         if out.suffix == ".nc" and out.exists():
             shutil.rmtree(store, ignore_errors=True)  # what a run killed after its rename left
             raise StudyError(str(out), "exists; a finished netCDF study is not resumed (delete it to run again)")
@@ -312,7 +319,7 @@ def run_study(study: Study, out, *, source: str = "", label: str = "", scheduler
         todo = [r for r in regions if chunk_id(r) in problems]
         if todo:
             stores.set_status(store, "running")
-            _compute(study, store, regions, todo, scheduler, n_workers, progress)
+            _compute(study, store, regions, todo, scheduler, n_workers, progress, client)
         if todo or _status(store) != "complete" or not stores.consolidated_readable(store):
             stores.set_status(store, "complete")
         if out.suffix == ".nc":
@@ -334,7 +341,28 @@ def _status(store: Path) -> str | None:
     return zarr.open_group(store, mode="r", zarr_format=ZARR_FORMAT, use_consolidated=False).attrs.get("status")
 
 
-def _compute(study: Study, store: Path, regions, todo, scheduler: str, n_workers, progress: bool):
+@contextmanager
+def _remote_client(scheduler: str):
+    """A client of a remote Dask scheduler, connected before any store is made
+    (None for the local schedulers): an unreachable one is refused by name."""
+    if not scheduler.startswith(("tcp://", "tls://", "ucx://")):
+        yield None
+        return
+    from distributed import Client
+
+    try:
+        client = Client(scheduler, timeout=_CONNECT_TIMEOUT)
+    except ValueError as err:  # a malformed address
+        raise StudyError("scheduler", f"{scheduler!r} is not a scheduler address ({err})") from None
+    except OSError as err:  # TimeoutError is one: the environment, not the study
+        raise ConnectionError(f"cannot reach the Dask scheduler {scheduler}: {err}") from None
+    try:
+        yield client
+    finally:
+        client.close()
+
+
+def _compute(study: Study, store: Path, regions, todo, scheduler: str, n_workers, progress: bool, client=None):
     """Simulate the chunks `todo` and write each to the store as it comes."""
     from tqdm.auto import tqdm
 
@@ -364,7 +392,7 @@ def _compute(study: Study, store: Path, regions, todo, scheduler: str, n_workers
                 finished(region, compute_chunk(study, region,
                                                progress=(lambda jobs, r=region: advance(r, jobs)) if progress else None))
         else:
-            _run_on_dask(study, todo, finished, scheduler, n_workers)
+            _run_on_dask(study, todo, finished, scheduler, n_workers, client)
     finally:
         bar.close()
 
@@ -377,7 +405,7 @@ def _to_netcdf(store: Path, out: Path):
     shutil.rmtree(store)
 
 
-def _run_on_dask(study: Study, todo, finished, scheduler: str, n_workers):
+def _run_on_dask(study: Study, todo, finished, scheduler: str, n_workers, remote=None):
     from distributed import Client, LocalCluster, as_completed
 
     if scheduler == "dask-local":
@@ -389,16 +417,16 @@ def _run_on_dask(study: Study, todo, finished, scheduler: str, n_workers):
         cluster = LocalCluster(n_workers=n_workers or os.cpu_count(), threads_per_worker=1, processes=True,
                                env=env, dashboard_address=None)
         client, n_threads = Client(cluster), 1
-    else:  # an existing cluster: its workers' own NUMBA_NUM_THREADS decides
-        cluster, client, n_threads = None, Client(scheduler), None
+    else:  # an existing cluster (`_remote_client`): its workers' own NUMBA_NUM_THREADS decides
+        cluster, client, n_threads = None, remote, None
     try:
         client.run(_warm_up, study.backend)
         futures = {client.submit(compute_chunk, study, region, n_threads, pure=False): region for region in todo}
         for future in as_completed(futures):
             finished(futures[future], future.result())
     finally:
-        client.close()
         if cluster is not None:
+            client.close()
             cluster.close()
 
 

@@ -2,6 +2,7 @@
 signals. Every case ends with the store bit-identical to an uninterrupted run,
 or in a one-line refusal that leaves the first study's data intact."""
 
+import errno
 import os
 import signal
 import subprocess
@@ -499,6 +500,68 @@ def test_refusals_are_one_line_and_debug_shows_the_traceback(tmp_path):
     missing = run_cli([sys.executable, "-m", "relmodel.cli", "sweep", "--verify", str(tmp_path / "none.zarr")],
                       tmp_path)
     assert missing.returncode != 0 and "no such study store" in one_line_error(missing.stderr)
+
+
+# ---- the environment: one line and exit status 1, nothing half made ---------------------
+
+def test_a_netcdf_study_past_the_file_size_limit_is_refused_and_resumes_when_lifted(tmp_path, references):
+    """Under `ulimit -f` HDF5 was cut off mid-write: dozens of tracebacks, then a segfault (139)."""
+    import resource
+
+    def small_file_limit():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (200_000, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+
+    study_file, out = write_study(tmp_path), tmp_path / "study.nc"
+    limited = subprocess.run(sweep_command(study_file, out), capture_output=True, text=True, cwd=tmp_path,
+                             timeout=600, env={**os.environ, "NUMBA_NUM_THREADS": "1"}, preexec_fn=small_file_limit)
+    assert limited.returncode == 1, limited.stderr
+    assert "file size limit (ulimit -f) is 200000 bytes" in one_line_error(limited.stderr)
+    assert not out.exists() and not (tmp_path / "study.nc.partial").exists()
+    assert run_cli(sweep_command(study_file, out), tmp_path).returncode == 0  # the chunks were kept
+    xr.testing.assert_identical(data(rm.open_study(out)), references[1])
+
+
+def test_a_full_disk_is_one_line_and_exit_status_1(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from relmodel.cli import main
+    from relmodel.store import ChunkWriter
+
+    def full(self, region, arrays):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(ChunkWriter, "write", full)
+    out = tmp_path / "s.zarr"
+    result = CliRunner().invoke(main, ["sweep", str(write_study(tmp_path)), "--out", str(out), "--quiet"])
+    assert result.exit_code == 1 and f"--out: cannot write {out}: No space left on device" in result.output
+
+
+def test_an_unreachable_scheduler_is_refused_before_any_store_is_made(tmp_path, monkeypatch):
+    """It took 30 s, then blamed --out and left an empty store."""
+    from click.testing import CliRunner
+
+    from relmodel import sweep
+    from relmodel.cli import main
+
+    monkeypatch.setattr(sweep, "_CONNECT_TIMEOUT", "1s")
+    out = tmp_path / "s.zarr"
+    result = CliRunner().invoke(main, ["sweep", str(write_study(tmp_path)), "--out", str(out),
+                                       "--scheduler", "tcp://127.0.0.1:1", "--quiet"])
+    assert result.exit_code == 1 and "--scheduler: cannot reach the Dask scheduler tcp://127.0.0.1:1" in result.output
+    assert list(tmp_path.iterdir()) == [tmp_path / "study-1.toml"]
+
+
+def test_a_store_whose_creation_fails_leaves_nothing_behind(tmp_path):
+    from relmodel.store import create_atomically
+
+    def build(path):
+        path.mkdir()
+        (path / "chunk").write_text("x")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    with pytest.raises(OSError):
+        create_atomically(tmp_path / "s.zarr", build)
+    assert list(tmp_path.iterdir()) == []
 
 
 # ---- Dask -----------------------------------------------------------------------------
