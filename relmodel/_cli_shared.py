@@ -78,6 +78,12 @@ class LevelSpec(click.ParamType):
             fields[key] = text.strip()
         if "interval" not in fields:
             self.fail("needs interval=...", param, ctx)
+        for key in ("interval", "cost", "restart", "persist"):  # as every duration flag: "cost=5" is not 5 hours
+            if key in fields:
+                try:
+                    fields[key] = to_hours_with_unit(fields[key], key)
+                except ValueError as err:
+                    self.fail(f"{key}={fields[key]!r}: {parameter_and_reason(err)[1]}", param, ctx)
         if "survives" in fields:
             try:
                 fields["survives"] = float(fields["survives"])

@@ -11,6 +11,7 @@ import xarray as xr
 from click.testing import CliRunner
 
 import relmodel as rm
+from relmodel._cli_shared import LevelSpec
 from relmodel.cli import main
 
 
@@ -83,25 +84,46 @@ def test_zero_needs_no_unit_and_the_api_keeps_hours():
     assert rm.Scenario(n_gpus=8, failure_rate=1e-3, checkpoint_interval=1, work=14, checkpoint_cost=300).checkpoint_cost == 300.0
 
 
-@pytest.mark.parametrize("command, names", [
-    ("simulate", ["checkpoint_interval", "work", "checkpoint_cost", "restart_cost", "queue_wait"]),
-    ("plan", ["checkpoint_interval", "work", "checkpoint_cost", "restart_cost", "queue_wait"]),
-    ("pipeline", ["run_duration", "repair_time", "swap_time", "restart_cost", "checkpoint_interval", "time_unit"]),
-    ("cluster", ["duration", "repair_time", "checkpoint_interval", "checkpoint_cost", "restart_cost", "pause"]),
-])
-def test_every_duration_option_needs_a_unit(command, names):
-    """Each command's duration options go through units.to_hours_with_unit (the
-    Duration type, or a scenario field's); `names` lists every one of them."""
-    options = {p.name: p for p in main.get_command(None, command).params}
-    assert [name for name in names if not _reads_a_unit(options[name].type)] == []
+# Option names that mean a duration; the walk below holds every option so named, in
+# every command, to a unit. Those that are not durations in hours are listed apart.
+DURATION_WORDS = ("work", "interval", "cost", "restart", "persist", "wait", "duration", "time", "every", "pause",
+                  "until", "window", "delay")
+NOT_DURATIONS = {
+    ("pipeline", "p2p_delay"), ("pipeline", "reroute_delay"), ("pipeline", "optimizer_time"),  # task-time units
+    ("simulate", "queue_wait_distribution"), ("plan", "queue_wait_distribution"),  # a choice
+    ("sweep", "workers"),  # a count
+}
+LEVEL_KEYS = ("interval", "cost", "restart", "persist")
 
 
-def _reads_a_unit(param_type) -> bool:
-    from relmodel._cli_shared import Duration, FieldValues
-    from relmodel.scenario import FIELDS
+def all_options(command=main, path=()):
+    if isinstance(command, click.Group):
+        for name, sub in command.commands.items():
+            yield from all_options(sub, (*path, name))
+    else:
+        yield from ((path, p) for p in command.params if isinstance(p, click.Option))
 
-    return isinstance(param_type, Duration) or (
-        isinstance(param_type, FieldValues) and FIELDS[param_type.field][1] == "duration")
+
+def test_every_duration_in_every_flag_and_key_needs_a_unit():
+    """A walk over all commands and options: an option named as a duration (or
+    a key of one, as in --fast-checkpoint) refuses a bare number, so a new flag
+    cannot slip past the rule (--fast-checkpoint cost=5 was read as 5 hours)."""
+    walked = []
+    for path, option in all_options():
+        if (path[-1], option.name) in NOT_DURATIONS:
+            continue
+        if isinstance(option.type, LevelSpec):
+            for key in LEVEL_KEYS:
+                spec = {"interval": "10min", "restart": "3min", "survives": "0.9", key: "300"}
+                with pytest.raises(click.BadParameter, match=f"{key}='300': 300 has no unit"):
+                    option.type.convert(",".join(f"{k}={v}" for k, v in spec.items()), option, None)
+                walked.append((path, option.name, key))
+        elif any(word in option.name for word in DURATION_WORDS):
+            with pytest.raises((click.BadParameter, ValueError), match="300 has no unit"):
+                option.type.convert("300", option, None)
+            walked.append((path, option.name))
+    # simulate and plan: 6 each (4 of them keys of --fast-checkpoint); pipeline 6; cluster 8
+    assert len(walked) == 2 * (6 + 4) + 6 + 8, walked
 
 
 # -- a run that cannot finish says so --------------------------------------------------
