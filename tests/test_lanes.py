@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import relmodel as rm
-from relmodel._kernels import lanes_numba
+from relmodel._kernels import lanes_numba, timeline_numba
 from relmodel._kernels.layout import (
     BLOCK_SIZE,
     J_CAPPED,
@@ -18,8 +18,10 @@ from relmodel._kernels.layout import (
     P_INTERVAL,
     P_N_FULL,
     P_QUEUE,
+    P_QUEUE_EXP,
     P_REMAINDER,
     P_RESTART,
+    P_SHAPE,
     P_WORK,
     SETTLE_MAX_HAZARD_MILLI,
 )
@@ -31,12 +33,12 @@ def takes_lanes(packed) -> bool:
     """The row goes to the lanes (the condition in `run_blocks`)."""
     return (packed.rate_value.size == 1 and packed.rate_value[0] > 0.0
             and packed.rate_hazard[0] >= SETTLE_MAX_HAZARD_MILLI / 1000 and packed.n_categories == 0
-            and packed.n_levels == 0 and packed.params[0, 7] == 1.0 and packed.params[0, 9] == 0.0)
+            and packed.n_levels == 0 and packed.params[0, P_SHAPE] == 1.0 and packed.params[0, P_QUEUE_EXP] == 0.0)
 
 
 def lane_jobs(packed, first, n, seed, max_failures):
     p = packed.params[0]
-    out = np.full((n, 8), np.nan)
+    out = np.full((n, J_CAPPED + 1), np.nan)
     lanes_numba.run_block(p[P_WORK], p[P_INTERVAL], p[P_CKPT], p[P_RESTART], p[P_QUEUE], p[P_N_FULL],
                           p[P_REMAINDER], packed.rate_value[0], np.uint64(seed), np.uint64(0), first, n,
                           max_failures, out)
@@ -77,10 +79,10 @@ def test_the_reference_scenarios_go_to_the_lanes_and_agree(n_gpus):
                      restart_cost="10min", work="7d", queue_wait="3min")
     packed = pack(sc)
     assert takes_lanes(packed)
-    n = 300
-    got = lane_jobs(packed, 5_000_000_000, n, 11, 100_000)  # job numbers past 2**32: both counter words
-    reference = run(packed, n, 11, "numba", keep_jobs=True).jobs  # jobs 0..n-1: a different stream
-    assert not np.array_equal(got, reference[0, :, :8])
-    assert np.array_equal(lane_jobs(packed, 0, n, 11, 100_000), reference[0, :, :N_JOB_FIELDS - 1])
+    n, first = 300, 5_000_000_000  # job numbers past 2**32: both words of the counter's job half
+    reference = np.empty((1, n, N_JOB_FIELDS))
+    timeline_numba.run_jobs(*packed.kernel_args(), np.uint64(11), np.zeros(1, np.uint64), np.int64(first),
+                            np.int64(100_000), reference, np.empty((1, n, 0, 4)), np.empty((1, n, 0, 3)))
+    assert np.array_equal(lane_jobs(packed, first, n, 11, 100_000), reference[0, :, :J_CAPPED + 1])
     a, b = run(packed, 3000, 2, "numba"), run(packed, 3000, 2, "cython")
     assert np.array_equal(a.stats, b.stats) and np.array_equal(a.hist, b.hist)

@@ -19,6 +19,7 @@ import numpy as np
 from numba import njit
 
 from ._jit import JIT_OPTIONS
+from .layout import J_CAPPED, J_CHECKPOINT, J_FAILURES, J_LOST, J_PRODUCTIVE, J_QUEUE, J_RESTART, J_WALL
 from .rng_numba import BATCH, fill_words, next_exponential, philox_words, split_job, ziggurat_candidate
 
 LANES = 32  # a module constant, so LLVM knows the trip count of the lane loops (16 and 64 measured slower)
@@ -130,8 +131,8 @@ def unstall(state, calls, jobs, lane, batch, k0, k1, mean_ttf, segment, n_full, 
 @njit(**JIT_OPTIONS)
 def run_block(work, interval, ckpt, restart, queue, n_full, remainder, rate, k0, k1, first, n_block,
               max_failures, out):
-    """out[i] = (wall, productive, checkpoint, lost, restart, queue, failures,
-    capped) of job first + i, for i < n_block, as `simulate_job` gives them."""
+    """out[i, J_WALL..J_CAPPED] = (wall, productive, checkpoint, lost, restart,
+    queue, failures, capped) of job first + i, for i < n_block, as `simulate_job` gives them."""
     mean_ttf = 1.0 / rate
     segment = interval + ckpt
     max_f = float(max_failures)
@@ -168,14 +169,14 @@ def run_block(work, interval, ckpt, restart, queue, n_full, remainder, rate, k0,
             lost = state[_LOST * LANES + lane]
             restart_time = state[_RESTART * LANES + lane]
             queue_time = state[_QUEUE * LANES + lane]
-            row[0] = productive + checkpoint + lost + restart_time + queue_time
-            row[1] = productive
-            row[2] = checkpoint
-            row[3] = lost
-            row[4] = restart_time
-            row[5] = queue_time
-            row[6] = state[_FAILURES * LANES + lane]
-            row[7] = 0.0 if finished else 1.0
+            row[J_WALL] = productive + checkpoint + lost + restart_time + queue_time
+            row[J_PRODUCTIVE] = productive
+            row[J_CHECKPOINT] = checkpoint
+            row[J_LOST] = lost
+            row[J_RESTART] = restart_time
+            row[J_QUEUE] = queue_time
+            row[J_FAILURES] = state[_FAILURES * LANES + lane]
+            row[J_CAPPED] = 0.0 if finished else 1.0
             for field in range(_N_FIELDS):
                 state[field * LANES + lane] = 0.0
             calls[lane] = np.uint64(0)

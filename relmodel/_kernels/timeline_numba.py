@@ -35,8 +35,8 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-from ._jit import JIT_OPTIONS
 from . import lanes_numba
+from ._jit import JIT_OPTIONS
 from .layout import (
     BLOCK_SIZE,
     C_FAILURES,
@@ -619,7 +619,7 @@ def run_blocks(
         # Jobs that mostly fail, on the plain path: all of the block's jobs in lanes first.
         in_lanes = (single_rate and not no_failures and not settle and not with_levels and c_cdf.size == 0
                     and p[P_SHAPE] == 1.0 and p[P_QUEUE_EXP] == 0.0)
-        lane_out = np.empty((n_block if in_lanes else 0, 8))
+        lane_out = np.empty((n_block if in_lanes else 0, J_CAPPED + 1))
         if in_lanes:
             lanes_numba.run_block(work, p[P_INTERVAL], p[P_CKPT], p[P_RESTART], p[P_QUEUE], p[P_N_FULL],
                                   p[P_REMAINDER], value[0], k0, k1, first, n_block, max_failures, lane_out)
@@ -636,9 +636,9 @@ def run_blocks(
                 )
                 wait_sum += wait
             elif in_lanes:
-                wall, prod, ckpt, lost = lane_out[i, 0], lane_out[i, 1], lane_out[i, 2], lane_out[i, 3]
-                restart, queue = lane_out[i, 4], lane_out[i, 5]
-                failures, capped = np.int64(lane_out[i, 6]), np.int64(lane_out[i, 7])
+                wall, prod, ckpt = lane_out[i, J_WALL], lane_out[i, J_PRODUCTIVE], lane_out[i, J_CHECKPOINT]
+                lost, restart, queue = lane_out[i, J_LOST], lane_out[i, J_RESTART], lane_out[i, J_QUEUE]
+                failures, capped = np.int64(lane_out[i, J_FAILURES]), np.int64(lane_out[i, J_CAPPED])
             else:
                 wall, prod, ckpt, lost, restart, queue, failures, capped = simulate_job(
                     p, cdf, value, hazard, c_cdf, c_restart, c_queue, acc, words, k0, k1, first + i, max_failures
