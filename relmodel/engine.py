@@ -334,7 +334,8 @@ CERTAINTY = 1e-6
 
 def failure_free_stretches(packed: Packed) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Per row: (the slowest job failure rate per hour, the longest piece of compute
-    with its checkpoint write, the shortest restart, the failure-free runtime), in hours.
+    with its checkpoint write (and, with no fast level, its persistence), the
+    shortest restart, the failure-free runtime), in hours.
 
     A job must get through each such stretch without a failure, so at rate lam a
     stretch L takes e^(lam L) attempts on average (exponential failures).
@@ -348,10 +349,16 @@ def failure_free_stretches(packed: Packed) -> tuple[np.ndarray, np.ndarray, np.n
         restart[row] = packed.cat_restart[packed.cat_offset[row]:packed.cat_offset[row + 1]].min()
     # With levels: the pieces are the fastest interval and a write (P_CKPT holds the largest
     # written), a restore may restart from a fast level, and the runtime includes waits.
-    for row in np.flatnonzero(packed.has_levels):
-        fast = packed.lv_table[packed.lv_offset[row]:packed.lv_offset[row + 1] - 1, V_RESTART]
-        restart[row] = min(restart[row], fast.min(initial=np.inf))
     runtime = np.where(packed.has_levels, packed.failure_free_wall, runtime)
+    for row in np.flatnonzero(packed.has_levels):
+        table = packed.lv_table[packed.lv_offset[row]:packed.lv_offset[row + 1]]
+        restart[row] = min(restart[row], table[:-1, V_RESTART].min(initial=np.inf))
+        if table.shape[0] == 1:
+            # No fast level: every failure restores the last durable checkpoint, so a job
+            # gets past one only through compute, a write and its persistence with no
+            # failure between (or by running to its end failure free).
+            durable = p[row, P_INTERVAL] + table[0, V_COST] + table[0, V_PERSIST]
+            longest[row] = max(longest[row], min(durable, runtime[row]))
     lam = np.minimum.reduceat(packed.rate_value, packed.rate_offset[:-1])
     return lam, longest, restart, runtime
 

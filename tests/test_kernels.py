@@ -144,6 +144,20 @@ def test_points_whose_every_job_would_be_capped_are_flagged_without_simulating(b
     assert float(alone.ettr) == float(fine.ettr)
 
 
+@pytest.mark.parametrize("backend", ["numba", "cython"])
+def test_a_persistence_no_job_gets_through_is_flagged_without_simulating(backend):
+    """Issue 31: checkpoint_persist="1000d" capped every job after minutes of simulation.
+    With no fast level, a job gets past a failure only through compute, a write and its
+    persistence with no failure between: at 16,384 GPUs, 1000 days of it never happens."""
+    sc = rm.Scenario(n_gpus=16384, failure_rate=[0.0, 6.5e-3], work="14d", checkpoint_interval="1h",
+                     checkpoint_cost="1min", restart_cost="10min", checkpoint_persist="1000d")
+    with pytest.warns(rm.CappedJobsWarning, match="1 grid point.* not simulated"):
+        ds = rm.simulate(sc, n_jobs=100, max_failures=500, backend=backend)
+    assert int(ds.n_capped.sel(failure_rate=6.5e-3)) == 100 and int(ds.n_capped.sel(failure_rate=0.0)) == 0
+    assert float(ds.ettr.sel(failure_rate=0.0)) == pytest.approx(sc.sweep(failure_rate=0.0).work /
+                                                                 float(ds.wall_mean.sel(failure_rate=0.0)))
+
+
 def test_no_warning_when_no_job_is_capped():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
