@@ -271,7 +271,8 @@ def test_allocate_rejects_bad_arguments_and_jobs():
     ({"gpus": 128}, "gpus", "outside [1, 64]"),
     ({"model": "alexnet"}, "model", "unknown model 'alexnet'"),
     ({"batch": 0, "min_batch": 0}, "batch", "whole number in [1, 2**53]"),
-    ({"submit_time": -1.0}, "submit_time", ">= 0"),
+    ({"submit_time": -1.0}, "submit_time", "in [0, 2**40 s]"),
+    ({"submit_time": 1e300}, "submit_time", "in [0, 2**40 s]"),
 ])
 def test_invalid_jobs_name_the_field(changes, field, text):
     fields = dict(model="resnet50", work=1e6, batch=128, gpus=2, min_batch=64, max_batch=256, job_id="j7")
