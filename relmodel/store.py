@@ -26,12 +26,16 @@ import errno
 import hashlib
 import json
 import os
-import resource
 import shutil
 import socket
 import time
 from contextlib import contextmanager
 from pathlib import Path
+
+try:
+    import resource
+except ImportError:  # not POSIX: no file size limit to check
+    resource = None
 
 import numpy as np
 
@@ -598,8 +602,8 @@ def check_room(path: Path, nbytes: int):
         EFBIG or ENOSPC, with the sizes.
     """
     need = int(nbytes * 1.05) + 2**20
-    limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
-    if limit != resource.RLIM_INFINITY and need > limit:
+    limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0] if resource is not None else -1
+    if limit not in (-1, getattr(resource, "RLIM_INFINITY", -1)) and need > limit:
         raise OSError(errno.EFBIG, f"the file size limit (ulimit -f) is {limit} bytes; this file needs about "
                                    f"{need} bytes")
     free = shutil.disk_usage(path.parent).free
