@@ -3,6 +3,7 @@ command module imports downward (the top-level `cli` and those of the subpackage
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import sys
@@ -192,6 +193,11 @@ def taxonomy_fields(fields: dict) -> dict:
         if ctx.get_parameter_source(name) == ParameterSource.DEFAULT:
             fields.pop(name, None)
     return fields
+
+
+# A full disk or quota, a read-only file system, no permission, the file size limit: the
+# environment (exit 1), not relmodel's bug (exit 70).
+ENVIRONMENT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EFBIG})
 
 
 def require_with(needed: str, present: bool, *names: str):

@@ -12,8 +12,9 @@ import numpy as np
 from click.core import ParameterSource
 
 from . import _feedback as feedback
-from ._cli_shared import (FLAGS, DatasetPath, FigurePath, OneLineErrors, build_scenario, format_table,
-                          overwrite_option, quiet_option, scenario_options, to_json, usage_error, write_dataset)
+from ._cli_shared import (ENVIRONMENT_ERRNOS, FLAGS, DatasetPath, FigurePath, OneLineErrors, build_scenario,
+                          format_table, overwrite_option, quiet_option, scenario_options, to_json, usage_error,
+                          write_dataset)
 from .elastic.cli import cluster
 from .engine import DEFAULT_MAX_FAILURES, MAX_JOBS
 from .errors import ScenarioError, parameter_and_reason
@@ -350,7 +351,9 @@ def sweep(study_file, out, verify_path, scheduler, workers, quiet, plot, x_dim, 
         raise click.UsageError(str(err)) from None
     except ConnectionError as err:  # the environment too (exit 1): an unreachable scheduler
         raise click.ClickException(f"--scheduler: {err}") from None
-    except OSError as err:  # the environment: a full disk, a read-only file system, no permission (exit 1)
+    except OSError as err:
+        if err.errno not in ENVIRONMENT_ERRNOS:  # anything else is ours (exit 70)
+            raise
         raise click.ClickException(f"--out: cannot write {out}: {err.strerror or err}") from None
     except ScenarioError as err:  # a [run] value the engine refuses (names the key)
         raise click.UsageError(f"{study_file}: {err}") from None
