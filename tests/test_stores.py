@@ -521,19 +521,24 @@ def test_a_netcdf_study_past_the_file_size_limit_is_refused_and_resumes_when_lif
     xr.testing.assert_identical(data(rm.open_study(out)), references[1])
 
 
-def test_a_full_disk_is_one_line_and_exit_status_1(tmp_path, monkeypatch):
+@pytest.mark.parametrize("error, status", [
+    (OSError(errno.ENOSPC, "No space left on device"), 1),  # the environment
+    (FileNotFoundError(errno.ENOENT, "No such file or directory"), 70),  # a file of ours gone: our bug, not the disk's
+])
+def test_a_full_disk_is_one_line_and_exit_status_1(tmp_path, monkeypatch, error, status):
     from click.testing import CliRunner
 
     from relmodel.cli import main
     from relmodel.store import ChunkWriter
 
-    def full(self, region, arrays):
-        raise OSError(errno.ENOSPC, "No space left on device")
+    def failing(self, region, arrays):
+        raise error
 
-    monkeypatch.setattr(ChunkWriter, "write", full)
+    monkeypatch.setattr(ChunkWriter, "write", failing)
     out = tmp_path / "s.zarr"
     result = CliRunner().invoke(main, ["sweep", str(write_study(tmp_path)), "--out", str(out), "--quiet"])
-    assert result.exit_code == 1 and f"--out: cannot write {out}: No space left on device" in result.output
+    assert result.exit_code == status and result.output.count("\n") == 1, result.output
+    assert (f"--out: cannot write {out}: No space left on device" if status == 1 else "internal error") in result.output
 
 
 def test_an_unreachable_scheduler_is_refused_before_any_store_is_made(tmp_path, monkeypatch):
