@@ -200,14 +200,16 @@ def taxonomy_fields(fields: dict) -> dict:
 ENVIRONMENT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EFBIG})
 
 
-def require_with(needed: str, present: bool, *names: str):
-    """Refuse options given on the command line that only act with `needed`
-    (when it is not `present`): silently ignoring them hides a mistake."""
+def refuse_unused(unused: bool, reason: str, *names: str):
+    """Refuse the first of the options `names` given on the command line while
+    `unused` holds: one line, "--flag: reason". Silently ignoring an option
+    that does nothing in this run hides a mistake."""
+    if not unused:
+        return
     ctx = click.get_current_context()
-    given = [name for name in names if ctx.get_parameter_source(name) == ParameterSource.COMMANDLINE]
-    if given and not present:
-        flag = next(p.opts[0] for p in ctx.command.params if p.name == given[0])
-        raise click.UsageError(f"{flag}: only acts with {needed}; give {needed} or leave {flag} out")
+    for param in ctx.command.params:
+        if param.name in names and ctx.get_parameter_source(param.name) != ParameterSource.DEFAULT:
+            raise click.UsageError(f"{param.opts[0]}: {reason}")
 
 
 FLAGS = {"n_gpus": "--gpus", "n_threads": "--threads",

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import click
 
-from .._cli_shared import (DatasetPath, Duration, FigurePath, format_table, overwrite_option, quiet_option, to_json,
-                           usage_error, write_dataset)
+from .._cli_shared import (DatasetPath, Duration, FigurePath, format_table, overwrite_option, quiet_option,
+                           refuse_unused, to_json, usage_error, write_dataset)
 from ..errors import parameter_and_reason
 from ..units import UNIT_REQUIRED_HELP
 from .cluster import POLICIES
@@ -92,14 +92,12 @@ def cluster(n_gpus, gpus_per_node, arrival_rate, duration, seed, policy, failure
     from .traces import TraceError, read_trace
     from .workloads import synthetic_workload
 
-    ctx = click.get_current_context()
     factors = _factors(batch_range)
     try:
         # The workload's and the allocator's kernels compile (or load) on first use, below.
         feedback.announce_compile("relmodel.elastic._allocation_kernel", what="cluster kernels", seconds=2)
         if trace is not None:
-            if ctx.get_parameter_source("arrival_rate") is not click.core.ParameterSource.DEFAULT:
-                raise click.UsageError("--arrival-rate: not used with --trace (arrivals come from the trace)")
+            refuse_unused(True, "not used with --trace (arrivals come from the trace)", "arrival_rate")
             if not trace.is_file():
                 raise click.UsageError(f"--trace: no such file {str(trace)!r}")
             workload = read_trace(trace, batch_range_factor=factors, window=duration, curve=curve)

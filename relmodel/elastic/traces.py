@@ -221,17 +221,19 @@ def read_job_csv(path, *, models: Mapping | None = None, batch_range_factor=(0.5
     return Workload(tuple(jobs), attrs)
 
 
-def _csv(path: Path):
-    """A csv.reader over the file's text (UTF-8, a byte-order mark dropped)."""
+def _csv(path: Path, data: bytes):
+    """A csv.reader over `data`, the file's bytes (UTF-8, a byte-order mark dropped)."""
     try:
-        text = decode_utf8(path.read_bytes())
+        text = decode_utf8(data)
     except NotUTF8Error as err:
         raise TraceError(path, err.line, "encoding", err.reason) from None
     return csv.reader(io.StringIO(text, newline=""))
 
 
 def _header(path: Path) -> list[str]:
-    return [h.strip() for h in next(_csv(path), [])]
+    """The first row's fields: its line alone is read (the rows are read once, by `_rows`)."""
+    with path.open("rb") as file:
+        return [h.strip() for h in next(_csv(path, file.readline()), [])]
 
 
 def _rows(path: Path, required, errors: str, parse):
@@ -239,7 +241,7 @@ def _rows(path: Path, required, errors: str, parse):
     if errors not in ("raise", "skip"):
         raise ParameterError("errors", f"must be 'raise' or 'skip' (got {errors!r})")
     rows, skipped = [], []
-    reader = _csv(path)
+    reader = _csv(path, path.read_bytes())
     header = [h.strip() for h in next(reader, [])]
     missing = [c for c in required if c not in header]
     if missing:

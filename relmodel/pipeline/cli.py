@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 import numpy as np
 
-from .._cli_shared import (Duration, FigurePath, overwrite_option, quiet_option, require_with, to_json, usage_error,
+from .._cli_shared import (Duration, FigurePath, overwrite_option, quiet_option, refuse_unused, to_json, usage_error,
                            write_dataset)
 from .._extras import require
 from ..errors import parameter_and_reason
@@ -137,9 +137,11 @@ def pipeline(stages, replicas, microbatches, fwd, bwd_input, bwd_weight, model_n
     from .strategies import StrategyOptions
 
     names = [s.strip() for s in strategies.split(",") if s.strip()]
-    require_with("--model", model_name is not None, "gpu", "tensor_parallel", "microbatch_size", "mfu")
-    require_with("--run-duration or --trace", run_duration is not None or bool(traces), "failure_rate",
-                 "repair_time", "swap_time", "restart_cost", "checkpoint_interval", "time_unit", "n_runs")
+    refuse_unused(model_name is None, "only acts with --model; give --model or leave it out",
+                  "gpu", "tensor_parallel", "microbatch_size", "mfu")
+    refuse_unused(run_duration is None and not traces,
+                  "only acts with --run-duration or --trace; give one of them or leave it out", "failure_rate",
+                  "repair_time", "swap_time", "restart_cost", "checkpoint_interval", "time_unit", "n_runs")
     if out is not None and out.suffix != ".nc":
         raise click.UsageError(f"--out: unknown suffix {out.suffix!r}; use .nc")
     if out is not None:
