@@ -22,7 +22,10 @@ import math
 
 import numpy as np
 
-MAX_STATES = 10**6  # runs and restore states one exact evaluation may solve
+MAX_STATES = 10**6  # runs and restore states one evaluation of the positions engine may solve
+# The cycles engine jumps over the periods of the level pattern where it can; it gives up past
+# MAX_POSITIONS solved one by one (its rounding grows with them, about eps each).
+MAX_POSITIONS = 2**26
 # A wait for persistence shorter than this (relative to d0) is float noise, as in the
 # simulation: a persist that long past the gap before the next write is clamped to it.
 WAIT_TOLERANCE = 1e-9
@@ -31,6 +34,9 @@ WAIT_TOLERANCE = 1e-9
 # terms it drops are of order (lam * stretch)^2.
 FIRST_ORDER_LIMIT = 0.1
 _PERIOD_RTOL = 4 * np.finfo(float).eps  # "periodic": equal to this, relative (rounding noise)
+# B's increment per period is a difference of times that grow with the job: it repeats only to
+# the rounding of those times, which is what this bound (relative to B) allows.
+_INCREMENT_RTOL = 64 * np.finfo(float).eps
 _PATTERN_MAX = 10**6  # longest level pattern (lcm of the multiples) scanned position by position
 
 
@@ -587,9 +593,11 @@ def levels_expected_wall(lam, n_full, rem, d0, mult, cost, restart, persist, sur
     return _expected_wall(lam, n_full, rem, d0, mult, cost, restart, persist, survives, categories)
 
 
-def _expected_wall(lam, n_full, rem, d0, mult, cost, restart, persist, survives, categories, periodic=True,
-                   sliding=True):
-    """`levels_expected_wall`; periodic=False and sliding=False turn its shortcuts off (for the tests)."""
+def _expected_wall(lam, n_full, rem, d0, mult, cost, restart, persist, survives, categories, engine="cycles",
+                   periodic=True, sliding=True):
+    """`levels_expected_wall`. engine="positions" solves by `_Exact` (the reference the tests hold the
+    default to); periodic=False turns either engine's jump over periods off, sliding=False the
+    positions engine's sliding runs."""
     lv = _Levels(d0, mult, cost, restart, persist, survives, categories)
     lam, n_full, rem = float(lam), int(n_full), float(rem)
     if not 0 <= lam < math.inf or n_full < 0 or not 0 <= rem < math.inf:
@@ -601,10 +609,110 @@ def _expected_wall(lam, n_full, rem, d0, mult, cost, restart, persist, survives,
     if lam == 0:
         return _failure_free_wall(n_full, rem, lv), None
     with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
-        value, reason = _Exact(lam, n_full, rem, lv, persist, periodic, sliding).expected_wall()
+        if engine == "positions":
+            value, reason = _Exact(lam, n_full, rem, lv, persist, periodic, sliding).expected_wall()
+        else:
+            value, reason = _Cycles(lam, n_full, rem, lv, persist).expected_wall(periodic)
     if reason is None and not value < math.inf:
         value = math.inf  # an overflow (inf, or inf * 0 on the way): past float64 either way
     return float(value), reason
+
+
+class _Cycles:
+    """The exact expected wall a cycle of level-L positions at a time (`_kernels.levels_exact`).
+
+    Far from the job's end the cycles repeat with the level pattern (period
+    lcm(mult), q cycles): C and F settle to periodic values and B to a constant
+    increment per period (the time a period takes). Once the increments of
+    everything later cycles read (the results of 2 mult[L] + 1 positions and of
+    the level-L renewals) repeat to rounding, the periods down to the job's
+    start are jumped over by adding that increment, as `_Exact.iterate` does.
+    """
+
+    def __init__(self, lam, n_full, rem, lv: _Levels, persist):
+        from ._kernels.levels_exact import solve_cycles  # (numba compiles on first use, not on import)
+
+        self.solve = solve_cycles
+        self.lam, self.n, self.rem, self.lv = lam, n_full, rem, lv
+        L = lv.L
+        self.mL = lv.m[-1]
+        self.size = L + 3
+        spent = sum(s * (q + _phase(lam, r)[2]) for s, r, q in lv.categories)
+        completes = sum(s * math.exp(-lam * r) for s, r, q in lv.categories)
+        self.r_star = spent / completes if completes > 0 else math.inf
+        attempts = [_phase(lam, r) for r in lv.fast_restart]
+        self.args = (lam, n_full, rem, lv.d0, np.array(lv.m, dtype=np.int64), np.array(lv.cost), np.array(persist),
+                     np.array(lv.p_first), np.array(lv.p_above), np.array([a[0] for a in attempts]),
+                     np.array([a[1] for a in attempts]), np.array([lv.mean_queue + a[2] for a in attempts]),
+                     self.r_star)
+
+    def run(self, c_hi, c_lo, res, roff):
+        if c_hi >= c_lo:
+            self.solve(c_hi, c_lo, *self.args, res, roff)
+
+    def expected_wall(self, periodic=True):
+        n, mL, size = self.n, self.mL, self.size
+        last_cycle = n // mL
+        period = self.lv.period
+        q = period // mL  # cycles per period
+        window = 2 * mL + 1  # positions a cycle reads above its first one
+        far = last_cycle - 4  # cycles up to this one never reach the job's end
+        if not (periodic and period <= _PATTERN_MAX and far >= 5 * q):
+            if n + 1 > MAX_POSITIONS:
+                return math.nan, (f"{n + 1} positions to solve, more than {MAX_POSITIONS} (a level pattern of "
+                                  f"{period} positions is too long to jump over periods)")
+            res, roff = np.zeros((n + 1, size)), np.zeros((last_cycle + 1, size))
+            self.run(last_cycle, 0, res, roff)
+            return self.start_value(res), None
+        # Rings: three periods and a window of positions; three periods and three cycles of renewals.
+        res = np.zeros((3 * period + window + 1, size))
+        roff = np.zeros((3 * q + 3, size))
+        # The job's end and its last cycles, then whole periods, more of them a call as it goes on
+        # (few periods solved before a jump keep its rounding small; many a call keep Python's share small).
+        c = far - far % q - 1  # the next cycle to solve: the top of a period
+        self.run(last_cycle, c + 1, res, roff)
+        periods = 0
+        while c + 1 >= 4 * q:
+            chunk = min(max(1, periods // 2), (c + 1) // q - 3)
+            self.run(c, c - chunk * q + 1, res, roff)
+            c -= chunk * q
+            periods += chunk
+            if periods < 3:
+                continue
+            low = c + 1  # the lowest cycle solved
+            now, up, up2 = (self.window_values(res, roff, low + k * q) for k in range(3))
+            d, d_prev = now[:, 0] - up[:, 0], up[:, 0] - up2[:, 0]
+            if (np.all(np.abs(now[:, 1:] - up[:, 1:]) <= _PERIOD_RTOL * np.maximum(np.abs(now[:, 1:]),
+                                                                                     np.abs(up[:, 1:])))
+                    and np.all(np.abs(d - d_prev) <= _INCREMENT_RTOL * np.abs(now[:, 0]))):
+                skip = low // q - 1
+                now[:, 0] += skip * d
+                self.set_window(res, roff, low - skip * q, now)
+                c -= skip * q
+                break
+            if periods * period > MAX_POSITIONS:
+                return math.nan, (f"the cycles do not repeat to rounding after {periods} periods of the level "
+                                  f"pattern ({period} positions each)")
+        self.run(c, 0, res, roff)
+        return self.start_value(res), None
+
+    def window_values(self, res, roff, low):
+        """What cycles below `low` read: the results of its first 2 mult[L] + 1 positions and the
+        renewals of its first three cycles (rows, B first)."""
+        positions = (low * self.mL + np.arange(2 * self.mL + 1)) % res.shape[0]
+        cycles = (low + np.arange(3)) % roff.shape[0]
+        return np.concatenate([res[positions], roff[cycles]])
+
+    def set_window(self, res, roff, low, values):
+        positions = (low * self.mL + np.arange(2 * self.mL + 1)) % res.shape[0]
+        cycles = (low + np.arange(3)) % roff.shape[0]
+        res[positions] = values[:positions.size]
+        roff[cycles] = values[positions.size:]
+
+    def start_value(self, res):
+        """E[wall] = V_flat(0): from the job's start, each fallback restores the start."""
+        start = res[0]
+        return (start[0] + start[2:].sum() * self.r_star) / start[1]
 
 
 def _waiting_writes(lv) -> str | None:

@@ -311,9 +311,43 @@ LONG_CASES = {
 
 @pytest.mark.parametrize("case", LONG_CASES.values(), ids=LONG_CASES.keys())
 def test_the_shortcuts_change_nothing_but_rounding(case):
-    plain = lcf._expected_wall(*case, periodic=False, sliding=False)[0]
+    plain = lcf._expected_wall(*case, engine="positions", periodic=False, sliding=False)[0]
     for periodic, sliding in ((False, True), (True, False), (True, True)):
-        assert lcf._expected_wall(*case, periodic=periodic, sliding=sliding)[0] == pytest.approx(plain, rel=1e-12)
+        got = lcf._expected_wall(*case, engine="positions", periodic=periodic, sliding=sliding)[0]
+        assert got == pytest.approx(plain, rel=1e-12)
+    for periodic in (False, True):  # the default engine, a cycle at a time, with and without its jump
+        assert lcf._expected_wall(*case, periodic=periodic)[0] == pytest.approx(plain, rel=1e-12)
+
+
+@st.composite
+def drawn_levels(draw):
+    """Jobs of up to 300 positions with 0 to 3 levels, multiples nested or not, persists up to the gap."""
+    L = draw(st.integers(0, 3))
+    mult = [1]
+    for _ in range(L):
+        mult.append(draw(st.one_of(st.integers(mult[-1] + 1, mult[-1] + 4), st.integers(2, 3).map(mult[-1].__mul__))))
+    d0 = draw(st.sampled_from([1 / 3600, 0.05, 1.0]))
+    n_full = draw(st.one_of(st.integers(0, 3 * mult[-1]), st.integers(0, 300)))
+    rem = draw(st.sampled_from([0.0, 0.5, 0.999])) * d0
+    fraction = st.one_of(st.just(0.0), st.just(1.0), st.floats(0.0, 1.0))
+    cost = [draw(fraction) * 0.5 * d0 for _ in mult]
+    restart = [draw(fraction) * 3 * d0 for _ in mult]
+    persist = [draw(fraction) * m * d0 for m in mult]
+    survives = sorted(draw(fraction) for _ in range(L)) + [1.0]
+    categories = draw(st.lists(st.tuples(st.floats(0.1, 1.0), st.floats(0.0, 3.0), st.floats(0.0, 3.0)),
+                               min_size=1, max_size=3)) if draw(st.booleans()) else ONE_KIND
+    lam = draw(st.sampled_from([1e-9, 1e-3, 0.1, 1.0, 5.0])) / d0
+    return (lam, n_full, rem, d0, mult, cost, restart, persist, survives,
+            [(s, r * d0, q * d0) for s, r, q in categories])
+
+
+@given(drawn_levels())
+def test_the_cycles_engine_is_the_positions_engine(case):
+    # Two solutions of the same equations: a cycle at a time (the default) and a position at a time.
+    want, why = lcf._expected_wall(*case, engine="positions", periodic=False, sliding=False)
+    got, reason = lcf._expected_wall(*case)
+    assert reason == why
+    assert got == pytest.approx(want, rel=1e-11, nan_ok=True)
 
 
 def test_the_wall_grows_linearly_far_from_the_ends():
@@ -341,9 +375,20 @@ def test_a_write_that_waits_is_not_exact():
 
 def test_too_many_states_is_not_exact(monkeypatch):
     monkeypatch.setattr(lcf, "MAX_STATES", 50)
-    value, reason = levels_expected_wall(0.2, 400, 0.0, 0.25, [1, 4], [0.01, 0.05], [0.05, 0.0], [0.0, 0.5],
-                                         [0.5, 1.0], ONE_KIND)
+    value, reason = lcf._expected_wall(0.2, 400, 0.0, 0.25, [1, 4], [0.01, 0.05], [0.05, 0.0], [0.0, 0.5],
+                                       [0.5, 1.0], ONE_KIND, engine="positions")
     assert math.isnan(value) and "states" in reason
+
+
+def test_too_many_positions_is_not_exact(monkeypatch):
+    # A pattern too long to jump over (lcm(4, 7) = 28 positions, here more than 20) and a job too long to solve.
+    monkeypatch.setattr(lcf, "_PATTERN_MAX", 20)
+    args = (0.2, 400, 0.0, 0.25, [1, 4, 7], [0.01, 0.02, 0.05], [0.05, 0.05, 0.0], [0.0, 0.5, 0.5],
+            [0.5, 0.7, 1.0], ONE_KIND)
+    assert not math.isnan(levels_expected_wall(*args)[0])
+    monkeypatch.setattr(lcf, "MAX_POSITIONS", 300)
+    value, reason = levels_expected_wall(*args)
+    assert math.isnan(value) and "positions" in reason
 
 
 def test_a_hopeless_job_is_inf_without_warnings():
