@@ -24,20 +24,22 @@ import warnings
 
 import numpy as np
 
-from .closed_form import (MIN_INTERVAL, ClosedFormWarning, ettr, feasible_interval, levels_point_ettr, linear_valid,
-                          optimal_interval)
+from .closed_form import (MIN_INTERVAL, ClosedFormWarning, _level_args, ettr, feasible_interval, levels_point_ettr,
+                          linear_valid, optimal_interval)
 from .engine import check_run_args
 from .errors import ParameterError
+from .failures import has_lemons
+from .levels_closed_form import levels_expected_wall
 from .scenario import Scenario, as_scenario
 from .simulate import simulate
 from .units import format_hours
 
 STRATEGIES = ("blocking", "asynchronous", "multilevel")
-# The durable multiple (durable interval over the fastest) is searched over this
-# ladder first, then one by one around the best rung; so is the fastest interval,
-# on a log grid over its whole range, then by a bounded 1-D search around the best.
-_MULTIPLE_LADDER = (2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128)
-_GRID = 16
+# Durable multiples past the first 16 whole ones are first searched this factor apart (`best_intervals`).
+_LADDER_STEP = 1.25
+_GRID_STEP = 3.0  # and the fastest interval on a log grid this factor apart over its whole range
+_KINKS = 8  # around a refined interval, the numbers of positions whose teeth's ends are tried,
+_KINKS_UP_TO = 2000  # where it has at most this many (past it a tooth is below the planner's 0.1%)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -200,44 +202,160 @@ def with_intervals(sc: Scenario, fastest: float, multiple: int) -> Scenario:
     return sc.sweep(fast_checkpoints=levels, checkpoint_interval=multiple * fastest)
 
 
-def _score(sc: Scenario, fastest: float, multiple: int, method: str) -> float:
-    value = _ettr(with_intervals(sc, fastest, multiple), method)
-    return -math.inf if math.isnan(value) else float(value)
+class _Search:
+    """The exact ETTR of plans (fastest interval x, durable multiple m) of one scenario, memoised,
+    and the best plan so far.
+
+    m = None is the plan with no durable write at all (every multiple past the
+    work is that plan). A plan whose failure-free ETTR (work over the wall of
+    a run that never fails, an upper bound of its ETTR) cannot beat the best so
+    far is scored by that bound and not solved.
+    """
+
+    def __init__(self, sc: Scenario):
+        self.sc = sc
+        table = sc.level_table()
+        self.own = table["mult"][:-1]  # the fast levels' multiples of the fastest
+        self.persist = table["persist"]
+        self.work = sc.work
+        # No shorter than a fast level's persistence over its multiple (else its writes wait: the exact form
+        # solves waits of the durable level alone, without fast levels).
+        self.floor = max([MIN_INTERVAL, *(self.persist[:-1] / self.own)])
+        self.first = int(self.own[-1]) + 1 if self.own.size else 1
+        self.best = (-math.inf, None)
+        self.memo = {}
+
+    def low(self, m: int | None) -> float:
+        """The least fastest interval at multiple m."""
+        if m is None or not self.own.size:
+            return self.floor
+        return max(self.floor, float(self.persist[-1]) / m)
+
+    def high(self, m: int | None) -> float:
+        """The greatest fastest interval at multiple m (a durable write within the work; any fast
+        write within it with m = None)."""
+        return self.work if m is None else self.work / m
+
+    def plan(self, x: float, m: int | None) -> Scenario:
+        if not self.own.size:
+            return with_intervals(self.sc, x, 1)
+        return with_intervals(self.sc, x, int(self.work // x) + 1 if m is None else m)
+
+    def value(self, x: float, m: int | None) -> float:
+        key = (x, m)
+        if key not in self.memo:
+            plan = self.plan(x, m)
+            bound = _ettr_bound(plan)
+            if bound <= self.best[0]:
+                self.memo[key] = bound
+            else:
+                value = _value(plan)
+                self.memo[key] = value
+                if value > self.best[0]:
+                    self.best = (value, plan)
+        return self.memo[key]
+
+    def grid(self, m: int | None) -> tuple[float, float, float, float]:
+        """(value, x, lo, hi) of the best of a log grid of fastest intervals over m's whole range
+        (one point per factor 2, at least 4) and its kinks; lo, hi its neighbours."""
+        lo, hi = self.low(m), self.high(m)
+        if hi <= lo:
+            return (self.value(lo, m), lo, lo, lo) if hi == lo else (-math.inf, lo, lo, lo)
+        points = max(4, int(math.ceil(math.log(hi / lo) / math.log(_GRID_STEP))) + 1)
+        xs = set(np.geomspace(lo, hi, points).tolist())
+        # Where the number of positions changes on a short job, and where the durable writes begin to wait.
+        xs.update(x for x in (*self.teeth(range(1, 9)), float(self.persist[-1]) / (m or 1)) if lo < x < hi)
+        xs = sorted(xs)
+        values = [self.value(x, m) for x in xs]
+        k = int(np.argmax(values))
+        return values[k], xs[k], xs[max(k - 1, 0)], xs[min(k + 1, len(xs) - 1)]
+
+    def refine(self, m: int | None, lo: float, hi: float) -> tuple[float, float]:
+        """(value, x): the best fastest interval in [lo, hi] at multiple m, by a bounded search in log x."""
+        lo, hi = max(lo, self.low(m)), min(hi, self.high(m))
+        if hi <= lo:
+            return (self.value(lo, m), lo) if hi == lo else (-math.inf, lo)
+        from scipy.optimize import minimize_scalar  # here: scipy.optimize costs `import relmodel` a tenth of a second
+
+        # (A plan the exact form cannot score counts as ETTR -1: finite, for the search's arithmetic.)
+        found = minimize_scalar(lambda y: -max(self.value(math.exp(y), m), -1.0),
+                                bounds=(math.log(lo), math.log(hi)), method="bounded", options={"xatol": 1e-4})
+        # With few positions the ETTR jumps where their number changes (x = work / k, teeth of relative
+        # height about 1 / k): the search may stop on a tooth's slope, so the teeth's ends near it are
+        # candidates too (at x, k positions; just past it, k - 1).
+        n = round(self.work / math.exp(found.x))
+        low, high = self.low(m), self.high(m)
+        kinks = [x for x in self.teeth(range(max(1, n - _KINKS), n + _KINKS + 1)) if low <= x <= high] \
+            if n <= _KINKS_UP_TO else []
+        return max([(-found.fun, math.exp(found.x)), *((self.value(x, m), x) for x in (lo, hi, *kinks))])
+
+    def teeth(self, counts) -> list[float]:
+        """The ends of the teeth for these numbers of positions k: x = work / k (k of them, no remainder)
+        and just past it (k - 1 and a remainder of about x)."""
+        return [x for k in counts for x in (self.work / k, self.work / k * (1 + 1e-8))]
 
 
-def _best_fastest(sc: Scenario, multiple: int, low: float, high: float, method: str,
-                  points: int = _GRID) -> tuple[float, float]:
-    """(ETTR, fastest interval) maximising `method`'s ETTR at a fixed durable multiple:
-    a log grid over [low, high], then a bounded search between the best point's neighbours."""
-    if high <= low:
-        return _score(sc, low, multiple, method), low
-    grid = np.geomspace(low, high, points)
-    scores = [_score(sc, x, multiple, method) for x in grid]
-    k = int(np.argmax(scores))
-    best = (scores[k], float(grid[k]))
-    from scipy.optimize import minimize_scalar  # here: scipy.optimize costs `import relmodel` a tenth of a second
+def _ettr_bound(sc: Scenario) -> float:
+    """An upper bound of the exact ETTR: work over a lower bound of E[wall].
 
-    lo, hi = np.log(grid[max(k - 1, 0)]), np.log(grid[min(k + 1, grid.size - 1)])
-    found = minimize_scalar(lambda y: -_score(sc, math.exp(y), multiple, method), bounds=(lo, hi),
-                            method="bounded", options={"xatol": 1e-4})
-    if -found.fun > best[0]:
-        best = (-found.fun, math.exp(found.x))
-    return best
+    The run needs at least the failure-free runtime W0. Failures strike at
+    rate lam on the runtime clock, so E[failures] = lam E[runtime]; each is
+    followed by a queue wait (mean q, by category) and a restart attempt that
+    takes E[min(T, r)] >= (1 - e^(-lam r_min)) / lam of runtime. Hence
+    E[runtime] >= W0 + (1 - e^(-lam r_min)) E[runtime], that is
+    E[runtime] >= W0 e^(lam r_min), and E[wall] >= E[runtime] (1 + lam q).
+    (Lost work only adds; a lemon mixture is bounded by its failure-free wall.)
+    """
+    args = _level_args(sc)
+    runtime = levels_expected_wall(0.0, *args)[0]
+    if not runtime > 0:
+        return 1.0
+    if has_lemons(sc.failure_rate, sc.lemon_fraction, sc.lemon_rate_factor):
+        return sc.work / runtime
+    lam = sc.job_failure_rate
+    categories = args[-1]
+    total = sum(share for share, _, _ in categories)
+    queue = sum(share * q for share, _, q in categories) / total
+    r_min = min([r for _, r, _ in categories] + list(args[5][:-1]))
+    return sc.work / (runtime * math.exp(lam * r_min) * (1.0 + lam * queue))
+
+
+def _multiple_ladder(first: int, top: int) -> list[int]:
+    """Every whole multiple from `first` up to first + 15, then a factor 1.25 apart up to `top`."""
+    ladder = list(range(first, min(first + 16, top + 1)))
+    m = float(ladder[-1]) if ladder else float(first)
+    while True:
+        m *= _LADDER_STEP
+        if round(m) > top:
+            break
+        ladder.append(round(m))
+    return ladder
 
 
 def best_intervals(sc: Scenario) -> Scenario:
     """Return `sc` at the intervals that maximise its exact ETTR.
 
     One blocking level: the exact optimal interval (`optimal_interval`), or
-    past the work (no checkpoint at all) where that is best. Otherwise no
-    checkpoint at all is one candidate; for the others the fastest interval
-    ranges from 1 s (and no shorter than any level's persistence over its
-    multiple, where the exact form stops) to the work, and with fast levels the durable multiple over a ladder from one
-    more than the slowest fast level's multiple to 128; the fast levels keep
-    their multiples of the fastest. The first-order form, cheap, ranks every
-    rung of the ladder over the whole range of the fastest interval; the exact
-    form then searches that whole range again on the three best rungs and
-    their neighbours, and walks on from the best while it improves.
+    past the work (no checkpoint at all) where that is best. With levels the
+    fastest interval x ranges from 1 s (and no shorter than a fast level's
+    persistence over its multiple) to the work, and with fast levels the
+    durable multiple m (the durable interval over x) over every whole number
+    from one more than the slowest fast level's multiple to work / x, or none
+    at all (no durable write); the fast levels keep their multiples of x. The
+    durable checkpoint alone may be written more often than it persists (its
+    writes then wait; the exact form solves that).
+
+    The search: for each multiple on a ladder (the first 16 whole ones, then a
+    factor 1.25 apart up to the largest that fits the work) and for no durable
+    write, the exact ETTR on a log grid of x over its whole range (one point
+    per factor 2, and the kinks where the number of positions changes on a
+    short job or the durable writes begin to wait); a bounded search in log x
+    between the neighbours of the best grid points of the four best multiples;
+    then every whole multiple between the best one's neighbours on the ladder,
+    by a discrete golden-section search, each at its own best x. Plans whose
+    ETTR is bounded below the best so far (the failure-free runtime, each
+    failure's least restart and its queue wait) are not solved. No checkpoint
+    at all is a candidate too.
 
     Parameters
     ----------
@@ -272,35 +390,49 @@ def _value(sc: Scenario) -> float:
 
 def _best_level_intervals(sc: Scenario) -> Scenario:
     """`best_intervals` with levels, among plans that write checkpoints."""
-    table = sc.level_table()
-    own = table["mult"][:-1]
-    persist = table["persist"]
-
-    def bounds(multiple: int) -> tuple[float, float]:
-        mult = np.append(own, multiple)
-        # No shorter than a level's persistence over its multiple: else its writes wait.
-        low = max(MIN_INTERVAL, float(np.max(persist / mult)))
-        return low, max(low, sc.work / multiple)
-
+    search = _Search(sc)
     if not sc.fast_checkpoints:
-        _, fastest = _best_fastest(sc, 1, *bounds(1), "renewal")
-        return with_intervals(sc, fastest, 1)
-    first = int(own[-1]) + 1
-    ladder = sorted({first, *(m for m in _MULTIPLE_LADDER if m > first)})
-    ranked = sorted(ladder, key=lambda m: -_best_fastest(sc, m, *bounds(m), "linear")[0])
-    candidates = {n for m in ranked[:3] for n in (m - 1, m, m + 1) if n >= first}
-    exact = {m: _best_fastest(sc, m, *bounds(m), "renewal", points=8) for m in sorted(candidates)}
-    best_m = max(exact, key=lambda m: exact[m][0])
-    for step in (-1, 1):  # walk one by one from the best multiple while the exact ETTR improves
-        m = best_m + step
-        while m >= first and (m - step) in exact:
-            if m not in exact:
-                exact[m] = _best_fastest(sc, m, *bounds(m), "renewal", points=8)
-            if exact[m][0] <= exact[m - step][0]:
-                break
-            m += step
-    best_m = max(exact, key=lambda m: exact[m][0])
-    return with_intervals(sc, exact[best_m][1], best_m)
+        _, _, lo, hi = search.grid(1)
+        search.refine(1, lo, hi)
+        return search.best[1] or search.plan(search.low(1), 1)
+    top = int(sc.work // search.floor)  # past it no durable write fits the work
+    ladder = [*_multiple_ladder(search.first, top), None]
+    # The plan as given first, and no durable write: a good best-so-far early prunes more.
+    given = sc.fast_checkpoints[0].interval
+    search.value(given, round(sc.checkpoint_interval / given))
+    grids = {None: search.grid(None)}
+    grids.update((m, search.grid(m)) for m in ladder[:-1])
+    ranked = sorted(ladder, key=lambda m: -grids[m][0])
+    found = {m: search.refine(m, *grids[m][2:]) for m in ranked[:4]}
+    best_m = max(found, key=lambda m: found[m][0])
+    if best_m is not None:
+        at = ladder.index(best_m)
+        below = ladder[at - 1] if at > 0 else best_m
+        above = ladder[at + 1] if ladder[at + 1] is not None else best_m
+        x_best = found[best_m][1]
+
+        def at_multiple(m: int) -> float:
+            if m not in found:
+                found[m] = search.refine(m, x_best / 2, x_best * 2)
+            return found[m][0]
+
+        _golden_integer(at_multiple, below, above)
+    return search.best[1] or search.plan(search.low(None), None)
+
+
+def _golden_integer(f, a: int, b: int) -> None:
+    """Evaluate f on whole numbers in [a, b] by a discrete golden-section search for its maximum."""
+    ratio = (math.sqrt(5) - 1) / 2
+    while b - a > 3:
+        c, d = b - round(ratio * (b - a)), a + round(ratio * (b - a))
+        if c >= d:
+            c, d = (a + b) // 2, (a + b) // 2 + 1
+        if f(c) >= f(d):
+            b = d
+        else:
+            a = c
+    for m in range(a, b + 1):
+        f(m)
 
 
 def plan_checkpoints(scenario, *, strategies=None, n_jobs: int = 20_000, seed: int = 0,

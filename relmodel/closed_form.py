@@ -14,7 +14,7 @@ import numpy as np
 from . import labels
 from .errors import ParameterError, check_number
 from .failures import has_lemons, job_rate_log_masses
-from .levels_closed_form import levels_expected_wall, levels_first_order
+from .levels_closed_form import levels_expected_wall, levels_first_order, waiting_writes
 from .scenario import Scenario, as_scenario, split_work
 
 ETTR_METHODS = ("linear", "renewal")
@@ -355,8 +355,7 @@ def levels_point_ettr(p: Scenario, method: str) -> tuple[float, str | None]:
         value, valid = levels_first_order(p.job_failure_rate, *rest)
         if valid:
             return value, None
-        waiting = levels_expected_wall(0.0, *args)[1]  # (with no failures, only its check of waiting writes runs)
-        return value, waiting or "the first-order form with checkpoint levels leaves its range"
+        return value, waiting_writes(*rest) or "the first-order form with checkpoint levels leaves its range"
     if p.weibull_shape != 1.0:
         return math.nan, "it needs exponential failures (weibull_shape = 1)"
     if has_lemons(p.failure_rate, p.lemon_fraction, p.lemon_rate_factor):

@@ -602,17 +602,22 @@ def _expected_wall(lam, n_full, rem, d0, mult, cost, restart, persist, survives,
     lam, n_full, rem = float(lam), int(n_full), float(rem)
     if not 0 <= lam < math.inf or n_full < 0 or not 0 <= rem < math.inf:
         raise ValueError(f"need a finite lam >= 0, n_full >= 0 and a finite rem >= 0 (got {lam!r}, {n_full!r}, {rem!r})")
-    reason = _waiting_writes(lv)
-    if reason is not None:
-        return math.nan, reason
-    persist = [min(p, gap) for p, gap in zip(lv.persist, lv.gaps())]
+    reason = _waiting_writes(lv, n_full)
+    # One level alone may wait: each write after a restore's first then starts persist - d0 late.
+    waits = reason is not None and lv.L == 0 and engine == "cycles"
+    if reason is not None and not waits:
+        return math.nan, reason + (" and the job has fast levels" if lv.L else "")
+    wait = lv.persist[0] - lv.d0 if waits else 0.0
+    # (A persist within float noise of its gap is the gap; a level written at most once keeps its own.)
+    persist = lv.persist if waits else [p if _written_once(n_full, m) else min(p, gap)
+                                        for p, gap, m in zip(lv.persist, lv.gaps(), lv.m)]
     if lam == 0:
-        return _failure_free_wall(n_full, rem, lv), None
+        return _failure_free_wall(n_full, rem, lv) + max(n_full - 1, 0) * wait, None
     with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
         if engine == "positions":
             value, reason = _Exact(lam, n_full, rem, lv, persist, periodic, sliding).expected_wall()
         else:
-            value, reason = _Cycles(lam, n_full, rem, lv, persist).expected_wall(periodic)
+            value, reason = _Cycles(lam, n_full, rem, lv, persist, wait).expected_wall(periodic)
     if reason is None and not value < math.inf:
         value = math.inf  # an overflow (inf, or inf * 0 on the way): past float64 either way
     return float(value), reason
@@ -629,7 +634,7 @@ class _Cycles:
     start are jumped over by adding that increment, as `_Exact.iterate` does.
     """
 
-    def __init__(self, lam, n_full, rem, lv: _Levels, persist):
+    def __init__(self, lam, n_full, rem, lv: _Levels, persist, wait=0.0):
         from ._kernels.levels_exact import solve_cycles  # (numba compiles on first use, not on import)
 
         self.solve = solve_cycles
@@ -642,7 +647,7 @@ class _Cycles:
         self.r_star = spent / completes if completes > 0 else math.inf
         attempts = [_phase(lam, r) for r in lv.fast_restart]
         self.args = (lam, n_full, rem, lv.d0, np.array(lv.m, dtype=np.int64), np.array(lv.cost), np.array(persist),
-                     np.array(lv.p_first), np.array(lv.p_above), np.array([a[0] for a in attempts]),
+                     float(wait), np.array(lv.p_first), np.array(lv.p_above), np.array([a[0] for a in attempts]),
                      np.array([a[1] for a in attempts]), np.array([lv.mean_queue + a[2] for a in attempts]),
                      self.r_star)
 
@@ -715,9 +720,26 @@ class _Cycles:
         return (start[0] + start[2:].sum() * self.r_star) / start[1]
 
 
-def _waiting_writes(lv) -> str | None:
-    """Why writes of `lv` wait for the persistence of the one before (None: they never do)."""
+def waiting_writes(d0, mult, cost, restart, persist, survives, categories) -> str | None:
+    """Why some writes of these levels wait for the persistence of the one before (None: none do).
+
+    The first-order form has no term for such waits; the exact one solves them
+    with one level only.
+    """
+    return _waiting_writes(_Levels(d0, mult, cost, restart, persist, survives, categories))
+
+
+def _written_once(n_full, multiple) -> bool:
+    """Whether a level of this multiple is written at most once in n_full positions (so never waits)."""
+    return n_full is not None and n_full < 2 * multiple
+
+
+def _waiting_writes(lv, n_full=None) -> str | None:
+    """Why writes of `lv` wait for the persistence of the one before (None: they never do; with
+    n_full, in a job of that many positions)."""
     for l, gap in enumerate(lv.gaps()):
+        if _written_once(n_full, lv.m[l]):
+            continue
         if gap is None or lv.persist[l] > gap + WAIT_TOLERANCE * lv.d0:
             return (f"level {l}'s writes wait for persistence (persist {lv.persist[l]:g} h is longer "
                     f"than the gap before its next write)")

@@ -158,6 +158,9 @@ BRUTE_CASES = {
                                            [0.1, 0.3, 1.1], [0.3, 0.7, 1.0], TAXONOMY),
     "large lam d0": (4.0, 6, 0.2, 0.5, [1, 2], [0.02, 0.05], [0.1, 0.0], [0.3, 0.9], [0.5, 1.0], TAXONOMY),
     "tiny lam d0": (1e-9, 6, 0.2, 0.5, [1, 2], [0.02, 0.05], [0.1, 0.0], [0.3, 0.9], [0.5, 1.0], TAXONOMY),
+    # Written once, it waits for nothing however long it persists (here past the job's end).
+    "durable level written once": (0.5, 5, 0.2, 0.5, [1, 3], [0.01, 0.05], [0.05, 0.0], [0.2, 5.0], [0.6, 1.0],
+                                   ONE_KIND),
 }
 
 
@@ -366,11 +369,46 @@ def test_no_failures_is_the_failure_free_wall():
     assert got == 10 * 0.5 + 0.3 + 4 * 0.01 + 4 * 0.02 + 2 * 0.05
 
 
+WAITING = {
+    "persist 1.5 intervals": dict(BASE, checkpoint_persist=1.5, levels=[]),
+    "persist past the work": dict(BASE, checkpoint_persist=12.0, levels=[]),
+    "short intervals, taxonomy": dict(BASE, checkpoint_persist=2.2, checkpoint_interval=0.5, work=4.0,
+                                      categories=TAXONOMY, levels=[]),
+}
+
+
+@pytest.mark.parametrize("sc", WAITING.values(), ids=WAITING.keys())
+def test_one_level_that_waits_agrees_with_the_event_simulation(sc):
+    # Each write after a restore's first waits for the one before to be durable.
+    wall = lvref.simulate_levels(sc, n_jobs=3000, seed=31)["wall"]
+    mean, se = wall.mean(), wall.std(ddof=1) / math.sqrt(wall.size)
+    assert abs(exact(*closed_form_of(sc)) - mean) <= 4 * se, (mean, se)
+
+
+@pytest.mark.slow
+@given(interval=st.floats(0.05, 2.0), persist_over=st.floats(1.0, 20.0), work=st.floats(0.1, 12.0),
+       cost=st.floats(0.0, 0.3), rate=st.floats(0.01, 1.0), rem_only=st.booleans())
+def test_one_level_that_waits_agrees_with_the_event_simulation_drawn(interval, persist_over, work, cost, rate,
+                                                                     rem_only):
+    sc = dict(BASE, checkpoint_interval=interval, checkpoint_persist=interval * persist_over,
+              work=min(work, 0.9 * interval) if rem_only else work, checkpoint_cost=cost, failure_rate=rate, levels=[])
+    wall = lvref.simulate_levels(sc, n_jobs=2000, seed=32)["wall"]
+    mean, se = wall.mean(), wall.std(ddof=1) / math.sqrt(wall.size)
+    want = exact(*closed_form_of(sc))
+    assert abs(want - mean) <= 4.5 * se + 1e-9 * want, (mean, se, want)
+
+
+def test_one_level_that_waits_without_failures():
+    # Five writes: the first after 0.5 h of compute, the other four each 1.2 - 0.5 h late; then the remainder.
+    assert exact(0.0, 5, 0.3, 0.5, [1], [0.05], [0.0], [1.2], [1.0], ONE_KIND) == pytest.approx(
+        5 * (0.5 + 0.05) + 4 * 0.7 + 0.3, rel=1e-15)
+
+
 def test_a_write_that_waits_is_not_exact():
     # Level 1 persists 1.2 h, its writes are 1 h apart: the next one waits.
     value, reason = levels_expected_wall(0.2, 40, 0.0, 0.25, [1, 4], [0.01, 0.05], [0.05, 0.0], [0.0, 1.2],
                                          [0.5, 1.0], ONE_KIND)
-    assert math.isnan(value) and "wait" in reason
+    assert math.isnan(value) and "wait" in reason and "fast levels" in reason
 
 
 def test_too_many_states_is_not_exact(monkeypatch):

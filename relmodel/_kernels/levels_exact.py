@@ -44,48 +44,53 @@ def level_of(j, mult):
 
 
 @njit(**JIT_OPTIONS)
-def _row(G, i, eta, res, lev, lo, p_first, p_above, through, cut, attempt, X, out):
-    """Exit vector of a failure in stretch i with the staircase G[i, :eta] (see `_Exact.first_draw`).
+def _row(G, i, eta, res, lev, lo, p_first, p_above, through, cut, attempt, X, out, o):
+    """Write to out[o] the exit vector of a failure in stretch i with the staircase G[i, :eta] (see
+    `_Exact.first_draw`).
 
     X[l] is the vector after restoring G[i, l] where its level is l, solved
-    from the top level down: a restore only ever leads to higher collapse levels.
+    from the top level down: a restore only ever leads to higher collapse
+    levels. (Rows are indexed, not sliced: a view costs reference counting.)
     """
     L = p_first.size - 1
-    size = out.size
+    size = out.shape[1]
     R = res.shape[0]
-    out[:] = 0.0
+    for s in range(size):
+        out[o, s] = 0.0
     for k in range(eta, L + 1):
-        out[_F + k] = p_first[k]
+        out[o, _F + k] = p_first[k]
+    if eta == 0:
+        return  # nothing new is durable: the run falls back
     for l in range(eta - 1, -1, -1):
         q = G[i, l]
         if lev[q - lo] != l:
             continue  # G[i, l] has a higher level: its restore is X[that level]
-        r = res[q % R]
-        x = X[l]
-        x[:] = 0.0
-        x[_B] = attempt[l] + through[l] * r[_B]
-        x[_C] = through[l] * r[_C]
+        r = q % R
+        for s in range(size):
+            X[l, s] = 0.0
+        X[l, _B] = attempt[l] + through[l] * res[r, _B]
+        X[l, _C] = through[l] * res[r, _C]
         falls = 0.0
         for k in range(l + 1, L + 1):
-            falls += r[_F + k]
-        denominator = cut[l] * p_above[l] + through[l] * (r[_C] + falls)
+            falls += res[r, _F + k]
+        denominator = cut[l] * p_above[l] + through[l] * (res[r, _C] + falls)
         for k in range(l + 1, L + 1):
-            w = cut[l] * p_first[k] + through[l] * r[_F + k]
+            w = cut[l] * p_first[k] + through[l] * res[r, _F + k]
             if w == 0.0:
                 continue
             if k >= eta:
-                x[_F + k] += w
+                X[l, _F + k] += w
             else:
                 above = lev[G[i, k] - lo]
                 for s in range(size):
-                    x[s] += w * X[above, s]
+                    X[l, s] += w * X[above, s]
         for s in range(size):
-            x[s] /= denominator
+            X[l, s] /= denominator
     for l in range(eta):
         if p_first[l] > 0.0:
             above = lev[G[i, l] - lo]
             for s in range(size):
-                out[s] += p_first[l] * X[above, s]
+                out[o, s] += p_first[l] * X[above, s]
 
 
 @njit(**JIT_OPTIONS)
@@ -106,9 +111,14 @@ def renewal_value(res, roff, J, mL, r_star, has_persist):
 
 
 @njit(**JIT_OPTIONS)
-def solve_cycles(c_hi, c_lo, lam, n, rem, d0, mult, cost, persist, p_first, p_above, through, cut, attempt,
+def solve_cycles(c_hi, c_lo, lam, n, rem, d0, mult, cost, persist, wait, p_first, p_above, through, cut, attempt,
                  r_star, res, roff):
-    """Fill res (and roff) for the cycles c_hi down to c_lo; later cycles must be there already."""
+    """Fill res (and roff) for the cycles c_hi down to c_lo; later cycles must be there already.
+
+    wait: with one level only, how long each write after a run's first waits for
+    the one before it to be durable (persist - d0 where positive, else 0): the
+    run from a restore has nothing in flight, so its first write never waits.
+    """
     L = mult.size - 1
     mL = mult[L]
     size = L + 3
@@ -132,8 +142,16 @@ def solve_cycles(c_hi, c_lo, lam, n, rem, d0, mult, cost, persist, p_first, p_ab
     empty = np.zeros(size)
     for k in range(L + 1):
         empty[_F + k] = p_first[k]
-    new_row = np.empty(size)
+    new_row = np.empty((1, size))
     acc = np.empty(size)
+    # The first piece of a run, by the level it writes: e^(-lam piece) and 1 - that (the wait, if
+    # any, comes on top for all but a cycle's first position).
+    keep_of = np.empty((2, L + 1))
+    lost_of = np.empty((2, L + 1))
+    for l in range(L + 1):
+        for w in range(2):
+            keep_of[w, l] = np.exp(-lam * (d0 + cost[l] + w * wait))
+            lost_of[w, l] = -np.expm1(-lam * (d0 + cost[l] + w * wait))
     for c in range(c_hi, c_lo - 1, -1):
         lo = c * mL
         hi = min(n, lo + mL - 1)
@@ -144,7 +162,7 @@ def solve_cycles(c_hi, c_lo, lam, n, rem, d0, mult, cost, persist, p_first, p_ab
         lev[0] = level_of(lo, mult)
         for j in range(lo + 1, last + 1):
             lev[j - lo] = level_of(j, mult)
-            t[j - lo] = t[j - lo - 1] + d0 + cost[lev[j - lo]]
+            t[j - lo] = t[j - lo - 1] + d0 + cost[lev[j - lo]] + (wait if j > lo + 1 else 0.0)
         t_end = t[n - lo] + rem if last == n else np.inf
         renew = False
         t_cut = t_end
@@ -189,7 +207,7 @@ def solve_cycles(c_hi, c_lo, lam, n, rem, d0, mult, cost, persist, p_first, p_ab
             while k < L and G[i, k] > hi:
                 k += 1
             eta[i] = k
-            _row(G, i, k, res, lev, lo, p_first, p_above, through, cut, attempt, X, rows[i])
+            _row(G, i, k, res, lev, lo, p_first, p_above, through, cut, attempt, X, rows, i)
             if bounds[i] >= t[hi - lo]:
                 w = np.exp(-lam * (bounds[i] - t[hi - lo])) * weight_of[i]
                 for s in range(size):
@@ -222,33 +240,34 @@ def solve_cycles(c_hi, c_lo, lam, n, rem, d0, mult, cost, persist, p_first, p_ab
                         while k < L and G[i, k] >= j:
                             k += 1
                         eta[i] = k
-                        _row(G, i, k, res, lev, lo, p_first, p_above, through, cut, attempt, X, new_row)
+                        _row(G, i, k, res, lev, lo, p_first, p_above, through, cut, attempt, X, new_row, 0)
                         w = np.exp(-lam * (bounds[i] - t[j - lo])) * weight_of[i]
                         for s in range(size):
-                            fail[s] += w * (new_row[s] - rows[i, s])
-                            rows[i, s] = new_row[s]
+                            fail[s] += w * (new_row[0, s] - rows[i, s])
+                            rows[i, s] = new_row[0, s]
                         i += 1
                     for s in range(size):
                         acc[s] += fail[s]
-                a = t[j - lo] - t[p - lo]
-                keep = np.exp(-lam * a)
-                lost = -np.expm1(-lam * a)
+                waited = 1 if j > lo + 1 else 0
+                keep = keep_of[waited, lev[j - lo]]
+                lost = lost_of[waited, lev[j - lo]]
                 for s in range(size):
                     acc[s] = keep * acc[s] + lost * empty[s]
-            out = res[p % R]
+            r = p % R
             span = t_cut - t[p - lo]
             survive = np.exp(-lam * span)
             for s in range(size):
-                out[s] = acc[s]
-            out[_B] += -np.expm1(-lam * span) / lam
-            out[_C] += survive
+                res[r, s] = acc[s]
+            res[r, _B] += -np.expm1(-lam * span) / lam
+            res[r, _C] += survive
             if renew:
-                out[_B] += survive * v_renew
+                res[r, _B] += survive * v_renew
         if has_persist:
-            # The run from lo with its clock at persist[L] (from lo's own durable moment).
+            # The run from lo with its clock at lo's durable moment: persist[L], less the wait of the
+            # next write (it had computed only d0 of it by then); the job's remainder never waits.
             off = roff[c % roff.shape[0]]
             off[:] = 0.0
-            start = persist[L]
+            start = persist[L] - (wait if lo < n else 0.0)
             if t_cut <= start:
                 off[_C] = 1.0
                 continue
