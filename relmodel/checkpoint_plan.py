@@ -29,7 +29,7 @@ from .closed_form import (MIN_INTERVAL, ClosedFormWarning, _level_args, ettr, fe
 from .engine import check_run_args
 from .errors import ParameterError
 from .failures import has_lemons
-from .levels_closed_form import levels_expected_wall
+from .levels_closed_form import levels_wall_lower_bound
 from .scenario import Scenario, as_scenario
 from .simulate import simulate
 from .units import format_hours
@@ -38,6 +38,7 @@ STRATEGIES = ("blocking", "asynchronous", "multilevel")
 # Durable multiples past the first 16 whole ones are first searched this factor apart (`best_intervals`).
 _LADDER_STEP = 1.25
 _GRID_STEP = 3.0  # and the fastest interval on a log grid this factor apart over its whole range
+_ROUNDS = 3  # rounds of the search in the durable and the fastest interval around the best (past 16 multiples)
 _KINKS = 8  # around a refined interval, the numbers of positions whose teeth's ends are tried,
 _KINKS_UP_TO = 2000  # where it has at most this many (past it a tooth is below the planner's 0.1%)
 
@@ -239,7 +240,7 @@ class _Search:
     def plan(self, x: float, m: int | None) -> Scenario:
         if not self.own.size:
             return with_intervals(self.sc, x, 1)
-        return with_intervals(self.sc, x, int(self.work // x) + 1 if m is None else m)
+        return with_intervals(self.sc, x, max(self.first, int(self.work // x) + 1) if m is None else m)
 
     def value(self, x: float, m: int | None) -> float:
         key = (x, m)
@@ -296,28 +297,12 @@ class _Search:
 
 
 def _ettr_bound(sc: Scenario) -> float:
-    """An upper bound of the exact ETTR: work over a lower bound of E[wall].
-
-    The run needs at least the failure-free runtime W0. Failures strike at
-    rate lam on the runtime clock, so E[failures] = lam E[runtime]; each is
-    followed by a queue wait (mean q, by category) and a restart attempt that
-    takes E[min(T, r)] >= (1 - e^(-lam r_min)) / lam of runtime. Hence
-    E[runtime] >= W0 + (1 - e^(-lam r_min)) E[runtime], that is
-    E[runtime] >= W0 e^(lam r_min), and E[wall] >= E[runtime] (1 + lam q).
-    (Lost work only adds; a lemon mixture is bounded by its failure-free wall.)
-    """
+    """An upper bound of the exact ETTR: work over `levels_wall_lower_bound` (for a lemon mixture, over
+    the failure-free wall)."""
     args = _level_args(sc)
-    runtime = levels_expected_wall(0.0, *args)[0]
-    if not runtime > 0:
-        return 1.0
-    if has_lemons(sc.failure_rate, sc.lemon_fraction, sc.lemon_rate_factor):
-        return sc.work / runtime
-    lam = sc.job_failure_rate
-    categories = args[-1]
-    total = sum(share for share, _, _ in categories)
-    queue = sum(share * q for share, _, q in categories) / total
-    r_min = min([r for _, r, _ in categories] + list(args[5][:-1]))
-    return sc.work / (runtime * math.exp(lam * r_min) * (1.0 + lam * queue))
+    lam = 0.0 if has_lemons(sc.failure_rate, sc.lemon_fraction, sc.lemon_rate_factor) else sc.job_failure_rate
+    wall = levels_wall_lower_bound(lam, *args)
+    return sc.work / wall if wall > 0 else 1.0
 
 
 def _multiple_ladder(first: int, top: int) -> list[int]:
@@ -353,9 +338,10 @@ def best_intervals(sc: Scenario) -> Scenario:
     between the neighbours of the best grid points of the four best multiples;
     then every whole multiple between the best one's neighbours on the ladder,
     by a discrete golden-section search, each at its own best x. Plans whose
-    ETTR is bounded below the best so far (the failure-free runtime, each
-    failure's least restart and its queue wait) are not solved. No checkpoint
-    at all is a candidate too.
+    ETTR is bounded below the best so far (`levels_wall_lower_bound`: each
+    segment between durable checkpoints redone after failures that fall back
+    to it, each failure's least restart and its queue wait) are not solved.
+    No checkpoint at all is a candidate too.
 
     Parameters
     ----------
@@ -405,34 +391,33 @@ def _best_level_intervals(sc: Scenario) -> Scenario:
     ranked = sorted(ladder, key=lambda m: -grids[m][0])
     found = {m: search.refine(m, *grids[m][2:]) for m in ranked[:4]}
     best_m = max(found, key=lambda m: found[m][0])
-    if best_m is not None:
-        at = ladder.index(best_m)
-        below = ladder[at - 1] if at > 0 else best_m
-        above = ladder[at + 1] if ladder[at + 1] is not None else best_m
-        x_best = found[best_m][1]
+    if best_m is not None and best_m > search.first + 15:
+        # Past the whole multiples, around the best: the durable interval D = m x and x are nearly
+        # independent (each trades its own writes against its own losses), so a few rounds of searches
+        # in log D at fixed x and in log x at fixed D reach the optimum where m is whole (rounded).
+        x, durable = found[best_m][1], best_m * found[best_m][1]
 
-        def at_multiple(m: int) -> float:
-            if m not in found:
-                found[m] = search.refine(m, x_best / 2, x_best * 2)
-            return found[m][0]
+        def multiple(x: float, durable: float) -> int:
+            return max(search.first, round(durable / x))
 
-        _golden_integer(at_multiple, below, above)
+        for _ in range(_ROUNDS):
+            durable = _log_argmax(lambda d: search.value(x, multiple(x, d)), durable / 1.3, durable * 1.3)
+            x = _log_argmax(lambda y: search.value(y, multiple(y, durable)) if search.low(multiple(y, durable))
+                            <= y <= search.high(multiple(y, durable)) else -1.0, x / 1.3, x * 1.3)
+        m = multiple(x, durable)
+        for near in (m - 1, m, m + 1):
+            if near >= search.first and search.low(near) <= x <= search.high(near):
+                search.value(x, near)
     return search.best[1] or search.plan(search.low(None), None)
 
 
-def _golden_integer(f, a: int, b: int) -> None:
-    """Evaluate f on whole numbers in [a, b] by a discrete golden-section search for its maximum."""
-    ratio = (math.sqrt(5) - 1) / 2
-    while b - a > 3:
-        c, d = b - round(ratio * (b - a)), a + round(ratio * (b - a))
-        if c >= d:
-            c, d = (a + b) // 2, (a + b) // 2 + 1
-        if f(c) >= f(d):
-            b = d
-        else:
-            a = c
-    for m in range(a, b + 1):
-        f(m)
+def _log_argmax(f, lo: float, hi: float) -> float:
+    """The point of [lo, hi] where f is highest, by a bounded search in log (f may be -inf: as -1)."""
+    from scipy.optimize import minimize_scalar
+
+    found = minimize_scalar(lambda y: -max(f(math.exp(y)), -1.0), bounds=(math.log(lo), math.log(hi)),
+                            method="bounded", options={"xatol": 3e-3})
+    return math.exp(found.x)
 
 
 def plan_checkpoints(scenario, *, strategies=None, n_jobs: int = 20_000, seed: int = 0,

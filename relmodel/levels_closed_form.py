@@ -10,8 +10,12 @@ for which levels survive (nested), restores the latest restorable checkpoint
 and restarts from it.
 
 `levels_expected_wall` is exact (to float rounding) where no write ever waits
-for the persistence of the one before it; `levels_first_order` is the
-first-order form for long jobs. Nothing here depends on a Scenario: the caller
+for the persistence of the one before it, and for one level alone also where
+its writes wait; `levels_first_order` is the first-order form for long jobs.
+Two engines solve the same equations: `_Cycles` (the default, a cycle of
+level-L positions at a time in `_kernels.levels_exact`, linear in the
+positions) and `_Exact` (a position at a time, the reference the tests hold
+the default to). Nothing here depends on a Scenario: the caller
 splits the work (`relmodel.scenario.split_work` on the base interval) and
 passes the levels as plain sequences.
 """
@@ -502,13 +506,56 @@ def _failure_free_wall(n_full, rem, lv: _Levels) -> float:
     return total
 
 
+def levels_wall_lower_bound(lam, n_full, rem, d0, mult, cost, restart, persist, survives, categories) -> float:
+    """Return a lower bound of E[wall] that costs no more than the failure-free wall (arguments as for
+    `levels_expected_wall`; it holds whether writes wait or not).
+
+    Failures are a Poisson process at lam on the runtime clock. A failure falls
+    back to the durable level with probability p = 1 - survives[L - 1] (1
+    without fast levels), independently of the rest, so those failures alone
+    are a Poisson process at lam p. A segment between two durable checkpoints
+    (C of failure-free runtime) is only done after C of runtime outside
+    restarts without such a failure, which takes (e^(lam p C) - 1) / (lam p) of
+    that runtime in expectation (the last segment runs to the job's end).
+    Restarts add to it: each failure starts an attempt of at least r (the
+    least restart) that the next failure may cut, E[min(T, r)] = (1 -
+    e^(-lam r)) / lam, and E[failures] = lam E[runtime]; so E[runtime] >=
+    (the segments' sum) e^(lam r). Each failure's queue wait (mean q by
+    category) adds lam q per hour of runtime. Lost work beyond that only adds.
+
+    Returns
+    -------
+    float
+        The bound in hours (inf where it exceeds float64).
+    """
+    lv = _Levels(d0, mult, cost, restart, persist, survives, categories)
+    lam, n_full, rem = float(lam), int(n_full), float(rem)
+    total = _failure_free_wall(n_full, rem, lv)
+    mL = lv.m[-1]
+    segment = _failure_free_wall(mL, 0.0, lv)  # (positions 1..mL: the same for every full segment)
+    full = n_full // mL
+    segments = [(full, segment), (1, total - full * segment)]
+    deep = lam * (lv.p_above[lv.L - 1] if lv.L else 1.0)
+    if deep > 0:
+        with np.errstate(over="ignore"):
+            runtime = sum(count * float(np.expm1(deep * length)) / deep for count, length in segments if count)
+    else:
+        runtime = total
+    r_min = min([r for _, r, _ in lv.categories] + lv.fast_restart)
+    with np.errstate(over="ignore"):
+        return float(runtime * np.exp(lam * r_min) * (1.0 + lam * lv.mean_queue))
+
+
 def levels_expected_wall(lam, n_full, rem, d0, mult, cost, restart, persist, survives, categories):
     """Return (E[wall], reason): the exact expected wall time of a job with checkpoint levels.
 
     Exponential failures at `lam` per hour of runtime. Exact to float rounding
     wherever no write waits for the persistence of its level's previous write
-    (persist[l] <= mult[l] * d0 is enough); the expectation is the same for
-    fixed and exponential queue waits of the same mean.
+    (persist[l] <= mult[l] * d0 is enough, and so is a level written at most
+    once), and with one level alone also where its writes wait (each write
+    after a restore's first then starts persist - d0 late, failures striking
+    during the wait); the expectation is the same for fixed and exponential
+    queue waits of the same mean.
 
     Method (exponential failures make every compute start a renewal point).
     After a restore of position q the future depends on q and on the older
@@ -538,6 +585,15 @@ def levels_expected_wall(lam, n_full, rem, d0, mult, cost, restart, persist, sur
     starting at persist[L]) V_ren(J) = B' + (1 - C') (R* + V_flat(J)).
     E[wall] = V_flat(0). Without persistence or fast levels every run is one
     interval and this is today's renewal form.
+
+    The default engine solves a cycle (the positions sharing the next
+    level-L position J) at a time on the cycle's failure-free clock, where the
+    stretches between durable times are the same for every run: the run from
+    p is the run from p + 1 discounted by its first piece, with p + 1 added to
+    the stretches where it is the latest of a level, so each stretch changes
+    its exit vector at most L times (`_kernels.levels_exact`); far from the
+    end it jumps over periods once the cycles repeat to rounding (`_Cycles`).
+    The reference engine takes the same shortcuts a position at a time (below).
 
     Two shortcuts change only rounding: the run from p is the run from p + 1
     a piece later, with p + 1 added to the staircases only until a newer
@@ -581,8 +637,9 @@ def levels_expected_wall(lam, n_full, rem, d0, mult, cost, restart, persist, sur
         form does not apply (then `reason` says why).
     reason : str or None
         None where `value` is exact; otherwise why it is NaN: a write that
-        waits for persistence, or more than MAX_STATES restore states (a
-        pattern that does not settle into periods).
+        waits for persistence where the job has fast levels, or more than
+        MAX_POSITIONS positions to solve one by one (a pattern too long to
+        jump over periods, or one that does not settle into them).
 
     Raises
     ------
@@ -661,7 +718,7 @@ class _Cycles:
         period = self.lv.period
         q = period // mL  # cycles per period
         window = 2 * mL + 1  # positions a cycle reads above its first one
-        far = last_cycle - 4  # cycles up to this one never reach the job's end
+        far = last_cycle - 3  # cycles up to this one never reach the job's end (a cycle reads two above)
         if not (periodic and period <= _PATTERN_MAX and far >= 5 * q):
             if n + 1 > MAX_POSITIONS:
                 return math.nan, (f"{n + 1} positions to solve, more than {MAX_POSITIONS} (a level pattern of "

@@ -66,12 +66,14 @@ class CheckpointLevel:
         ``restart_cost``); required.
     persist : float or str, default 0.0
         Time after the write (while the job computes) until the checkpoint can
-        be restored; a failure before then loses it, and the level's next write
+        be restored; a failure before then loses it (the level's previous
+        checkpoint stays restorable meanwhile), and the level's next write
         waits for it.
     survives : float
         Fraction of failures after which this level's checkpoints can still be
         restored (in [0, 1]; a more durable level survives at least as often);
-        required: it is the level's main assumption.
+        required: it is the level's main assumption. Drawn at every failure,
+        failures during a restart included.
     """
 
     interval: float

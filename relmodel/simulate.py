@@ -48,7 +48,18 @@ def simulate(scenario, n_jobs: int = 100_000, seed: int = 0, backend: str = "num
     `restores_by_level` and `persist_wait_by_level` (means per job). The
     component ``persist_wait`` of `time_mean` is the time spent waiting for a
     write to persist before the next one of its level (0 unless a level
-    persists for longer than its interval).
+    persists for longer than its interval; failures strike while waiting, and
+    a wait a failure cuts short counts up to the failure).
+
+    The level semantics (README, "Semantics the numbers rest on"): every
+    failure, during a restart too, draws again which levels survive, so a
+    restore can fall back a level; restoring the job's start pays
+    ``restart_cost`` and counts as a ``durable`` restore; a level's previous
+    checkpoint stays restorable while its next write is in flight or
+    persisting; `restores_by_level` counts one restore per failure;
+    ``checkpoint`` time is the failure-free run's writes and a write cut short
+    or written again after a restore is ``lost`` time (`writes_by_level`
+    counts every completed write).
 
     Parameters
     ----------

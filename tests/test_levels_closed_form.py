@@ -411,6 +411,24 @@ def test_a_write_that_waits_is_not_exact():
     assert math.isnan(value) and "wait" in reason and "fast levels" in reason
 
 
+@given(drawn_levels(), st.booleans())
+def test_the_lower_bound_is_below_the_exact_wall(case, waits):
+    # (The planner skips plans by it: it must hold everywhere, one level that waits included.)
+    if waits and len(case[4]) == 1:
+        case = case[:7] + ([case[3] * 3.5],) + case[8:]
+    want, reason = levels_expected_wall(*case)
+    assume(reason is None)
+    assert lcf.levels_wall_lower_bound(*case) <= want * (1 + 1e-12)
+
+
+def test_the_lower_bound_counts_segments_redone_after_failures_that_fall_back():
+    # No fast level, 10 intervals of 0.5 h at one failure an hour, free writes and restarts: each interval
+    # takes (e - 1) / 1 hours at least, as the exact wall of a restart-free interval does.
+    args = (1.0, 10, 0.0, 1.0, [1], [0.0], [0.0], [0.0], [1.0], [(1.0, 0.0, 0.0)])
+    assert lcf.levels_wall_lower_bound(*args) == pytest.approx(10 * math.expm1(1.0), rel=1e-12)
+    assert exact(*args) == pytest.approx(10 * math.expm1(1.0), rel=1e-12)
+
+
 def test_too_many_states_is_not_exact(monkeypatch):
     monkeypatch.setattr(lcf, "MAX_STATES", 50)
     value, reason = lcf._expected_wall(0.2, 400, 0.0, 0.25, [1, 4], [0.01, 0.05], [0.05, 0.0], [0.0, 0.5],
