@@ -334,8 +334,9 @@ CERTAINTY = 1e-6
 
 def failure_free_stretches(packed: Packed) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Per row: (the slowest job failure rate per hour, the longest piece of compute
-    with its checkpoint write (and, with no fast level, its persistence), the
-    shortest restart, the failure-free runtime), in hours.
+    with its checkpoint write (and a durable segment with its persistence, times
+    the share of failures that fall back to it), the shortest restart, the
+    failure-free runtime), in hours.
 
     A job must get through each such stretch without a failure, so at rate lam a
     stretch L takes e^(lam L) attempts on average (exponential failures).
@@ -353,12 +354,14 @@ def failure_free_stretches(packed: Packed) -> tuple[np.ndarray, np.ndarray, np.n
     for row in np.flatnonzero(packed.has_levels):
         table = packed.lv_table[packed.lv_offset[row]:packed.lv_offset[row + 1]]
         restart[row] = min(restart[row], table[:-1, V_RESTART].min(initial=np.inf))
-        if table.shape[0] == 1:
-            # No fast level: every failure restores the last durable checkpoint, so a job
-            # gets past one only through compute, a write and its persistence with no
-            # failure between (or by running to its end failure free).
-            durable = p[row, P_INTERVAL] + table[0, V_COST] + table[0, V_PERSIST]
-            longest[row] = max(longest[row], min(durable, runtime[row]))
+        # A failure falls back to the durable level when no fast level survives it (always, without
+        # one): those failures alone come at lam * deep, and a job gets past a durable checkpoint only
+        # through its segment (the compute to it, its write and its persistence) with none of them
+        # between (or by running to its end free of them). So the stretch counts deep times its length.
+        mult = packed.lv_mult[packed.lv_offset[row]:packed.lv_offset[row + 1]]
+        deep = 1.0 - table[-2, V_SURVIVES] if table.shape[0] > 1 else 1.0
+        durable = mult[-1] * p[row, P_INTERVAL] + table[-1, V_COST] + table[-1, V_PERSIST]
+        longest[row] = max(longest[row], deep * min(durable, runtime[row]))
     lam = np.minimum.reduceat(packed.rate_value, packed.rate_offset[:-1])
     return lam, longest, restart, runtime
 

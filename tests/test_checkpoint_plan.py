@@ -98,8 +98,8 @@ def brute_force_best(sc, points=20):
         if fast:
             first = round(fast[-1].interval / fast[0].interval) + 1
             multiples = set(range(first, first + 24)) | {int(first * 1.15**k) for k in range(200)
-                                                        if first * 1.15**k <= n} | {n + 1}
-            multiples = {m for m in multiples if m <= n + 1 and sc.checkpoint_persist <= m * x}
+                                                        if first * 1.15**k <= n} | {max(first, n + 1)}
+            multiples = {m for m in multiples if first <= m <= max(first, n + 1) and sc.checkpoint_persist <= m * x}
         else:
             multiples = {1}
         for m in multiples:

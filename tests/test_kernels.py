@@ -158,6 +158,26 @@ def test_a_persistence_no_job_gets_through_is_flagged_without_simulating(backend
                                                                  float(ds.wall_mean.sel(failure_rate=0.0)))
 
 
+@pytest.mark.parametrize("survives", [0.0, 0.5])
+def test_a_durable_level_no_job_gets_through_behind_fast_levels_is_flagged(survives):
+    """Issue 31, item 4, with fast levels: a failure no fast level survives goes back to a durable
+    checkpoint, so a job gets past one only through its segment and persistence with none of those
+    failures between (at half of them, 1000 days of it still never happens). A fast level that always
+    survives takes the bound away: that row is simulated."""
+    def run(survives):
+        fast = rm.CheckpointLevel(interval="1h", cost="1s", restart="3min", survives=survives)
+        sc = rm.Scenario(n_gpus=16384, failure_rate=6.5e-3, work="1d", checkpoint_interval="2h",
+                         checkpoint_cost="1min", restart_cost="10min", checkpoint_persist="1000d",
+                         fast_checkpoints=(fast,))
+        return rm.simulate(sc, n_jobs=100, max_failures=500)
+
+    with pytest.warns(rm.CappedJobsWarning, match="1 grid point.* not simulated"):
+        assert int(run(survives).n_capped) == 100
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert int(run(1.0).n_capped) == 0
+
+
 def test_no_warning_when_no_job_is_capped():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
