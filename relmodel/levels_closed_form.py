@@ -523,6 +523,23 @@ def levels_wall_lower_bound(lam, n_full, rem, d0, mult, cost, restart, persist, 
     (the segments' sum) e^(lam r). Each failure's queue wait (mean q by
     category) adds lam q per hour of runtime. Lost work beyond that only adds.
 
+    Parameters
+    ----------
+    lam : float
+        Job failure rate per hour of runtime, >= 0.
+    n_full : int
+        Base positions.
+    rem : float
+        The final remainder of compute (hours).
+    d0 : float
+        Base interval in hours.
+    mult : sequence of int
+        Each level's interval over d0.
+    cost, restart, persist, survives : sequence of float
+        Per level 0..L, as for `levels_expected_wall`.
+    categories : sequence of (share, restart, queue)
+        The failure taxonomy, as for `levels_expected_wall`.
+
     Returns
     -------
     float
@@ -782,6 +799,22 @@ def waiting_writes(d0, mult, cost, restart, persist, survives, categories) -> st
 
     The first-order form has no term for such waits; the exact one solves them
     with one level only.
+
+    Parameters
+    ----------
+    d0 : float
+        Base interval in hours.
+    mult : sequence of int
+        Each level's interval over d0.
+    cost, restart, persist, survives : sequence of float
+        Per level 0..L, as for `levels_expected_wall`.
+    categories : sequence of (share, restart, queue)
+        The failure taxonomy, as for `levels_expected_wall`.
+
+    Returns
+    -------
+    str or None
+        The reason, naming the level, or None.
     """
     return _waiting_writes(_Levels(d0, mult, cost, restart, persist, survives, categories))
 
