@@ -41,6 +41,7 @@ _GRID_STEP = 3.0  # and the fastest interval on a log grid this factor apart ove
 _ROUNDS = 3  # rounds of the search in the durable and the fastest interval around the best (past 16 multiples)
 _KINKS = 8  # around a refined interval, the numbers of positions whose teeth's ends are tried,
 _KINKS_UP_TO = 2000  # where it has at most this many (past it a tooth is below the planner's 0.1%)
+_ALL_TEETH = 256  # or every tooth's ends where the search's range holds no more teeth than this
 
 
 @dataclasses.dataclass(frozen=True)
@@ -208,9 +209,8 @@ class _Search:
     and the best plan so far.
 
     m = None is the plan with no durable write at all (every multiple past the
-    work is that plan). A plan whose failure-free ETTR (work over the wall of
-    a run that never fails, an upper bound of its ETTR) cannot beat the best so
-    far is scored by that bound and not solved.
+    work is that plan). A plan whose upper bound (`_ettr_bound`) cannot beat
+    the best so far is scored by that bound and not solved.
     """
 
     def __init__(self, sc: Scenario):
@@ -281,7 +281,11 @@ class _Search:
         # height about 1 / k): the search may stop on a tooth's slope, so the teeth's ends near it are
         # candidates too (at x, k positions; just past it, k - 1).
         n = round(self.work / found)
-        counts = set(range(max(1, n - _KINKS), n + _KINKS + 1)) if n <= _KINKS_UP_TO else set()
+        few = (max(1, math.ceil(self.work / hi)), math.floor(self.work / lo))  # the counts in [lo, hi]
+        if few[1] - few[0] <= _ALL_TEETH:  # (a sawtooth has a max on each tooth: with few, try them all)
+            counts = set(range(few[0], few[1] + 1))
+        else:
+            counts = set(range(max(1, n - _KINKS), n + _KINKS + 1)) if n <= _KINKS_UP_TO else set()
         if m is not None:  # and where the number of durable writes changes (n a multiple of m)
             durable = n // m
             counts.update(k * m for k in range(max(1, durable - 2), durable + 3))
