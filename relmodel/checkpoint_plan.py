@@ -263,13 +263,18 @@ class _Search:
         if hi <= lo:
             return (self.value(lo, m), lo, lo, lo) if hi == lo else (-math.inf, lo, lo, lo)
         points = max(4, int(math.ceil(math.log(hi / lo) / math.log(_GRID_STEP))) + 1)
-        xs = set(np.geomspace(lo, hi, points).tolist())
-        # Where the number of positions changes on a short job, and where the durable writes begin to wait.
-        xs.update(x for x in (*self.teeth(range(1, 9)), float(self.persist[-1]) / (m or 1)) if lo < x < hi)
-        xs = sorted(xs)
+        grid = np.geomspace(lo, hi, points).tolist()
+        # Where the number of positions changes on a short job (all of them where there are few), and where
+        # the durable writes begin to wait.
+        counts = range(max(1, math.ceil(self.work / hi)), math.floor(self.work / lo) + 1)
+        teeth = self.teeth(counts if len(counts) <= _ALL_TEETH // 2 else range(1, 9))
+        xs = sorted({*grid, *(x for x in (*teeth, float(self.persist[-1]) / (m or 1)) if lo < x < hi)})
         values = [self.value(x, m) for x in xs]
         k = int(np.argmax(values))
-        return values[k], xs[k], xs[max(k - 1, 0)], xs[min(k + 1, len(xs) - 1)]
+        # The bracket: the grid points on either side of the best (not a kink beside it).
+        below = max((x for x in grid if x < xs[k]), default=lo)
+        above = min((x for x in grid if x > xs[k]), default=hi)
+        return values[k], xs[k], below, above
 
     def refine(self, m: int | None, lo: float, hi: float) -> tuple[float, float]:
         """(value, x): the best fastest interval in [lo, hi] at multiple m, by a bounded search in log x."""
@@ -337,9 +342,11 @@ def best_intervals(sc: Scenario) -> Scenario:
     multiple on a ladder (the first 16 whole ones, then a factor 1.25 apart up
     to the largest that fits the work) the exact ETTR on a log grid of x over
     its whole range (a factor 3 apart, and the kinks where the number of
-    positions changes on a short job or the durable writes begin to wait); a
+    positions changes on a short job, all of them where there are at most
+    128, or the durable writes begin to wait); a
     bounded search in log x between the neighbours of the best grid points of
-    the four best multiples, with the ends of the sawtooth's teeth near it
+    the four best multiples and of no durable write, with the ends of the
+    sawtooth's teeth near it
     (the ETTR jumps where the number of positions changes); then, where the
     best multiple is past the whole ones, rounds of bounded searches in the
     durable interval D = m x (at fixed x) and in x (at fixed D), m rounded to
@@ -396,7 +403,7 @@ def _best_level_intervals(sc: Scenario) -> Scenario:
     grids = {None: search.grid(None)}
     grids.update((m, search.grid(m)) for m in ladder[:-1])
     ranked = sorted(ladder, key=lambda m: -grids[m][0])
-    found = {m: search.refine(m, *grids[m][2:]) for m in ranked[:4]}
+    found = {m: search.refine(m, *grids[m][2:]) for m in {*ranked[:4], None}}
     best_m = max(found, key=lambda m: found[m][0])
     # Among the whole multiples, walk from the best to its neighbours while they do better (a grid a
     # factor 3 apart can rank a sharp optimum's rung below others).
@@ -421,6 +428,7 @@ def _best_level_intervals(sc: Scenario) -> Scenario:
             durable = _log_argmax(lambda d: search.value(x, multiple(x, d)), durable / 1.3, durable * 1.3)
             x = _log_argmax(lambda y: search.value(y, multiple(y, durable)) if search.low(multiple(y, durable))
                             <= y <= search.high(multiple(y, durable)) else -1.0, x / 1.3, x * 1.3)
+
         search.refine(multiple(x, durable), x / 1.2, x * 1.2)  # and the teeth there (the durable count changes)
     return search.best[1] or search.plan(search.low(None), None)
 
