@@ -371,7 +371,7 @@ def test_no_failures_is_the_failure_free_wall():
 
 WAITING = {
     "persist 1.5 intervals": dict(BASE, checkpoint_persist=1.5, levels=[]),
-    "persist past the work": dict(BASE, checkpoint_persist=12.0, levels=[]),
+    "persist past the work": dict(BASE, checkpoint_persist=3.0, work=2.5, levels=[]),
     "short intervals, taxonomy": dict(BASE, checkpoint_persist=2.2, checkpoint_interval=0.5, work=4.0,
                                       categories=TAXONOMY, levels=[]),
 }
