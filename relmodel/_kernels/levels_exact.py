@@ -111,6 +111,35 @@ def renewal_value(res, roff, J, mL, r_star, has_persist):
 
 
 @njit(**JIT_OPTIONS)
+def _fail_from(start, bounds, rows, n_s, t_cut, empty, lam, out):
+    """Write to out the failure part of a run whose clock starts at `start` (on the cycle's clock):
+    each stretch by its row (the one holding `start` from there), nothing new durable before the first."""
+    out[:] = 0.0
+    for i in range(n_s):
+        if bounds[i + 1] <= start:
+            continue
+        from_ = max(bounds[i], start)
+        w = np.exp(-lam * (from_ - start)) * -np.expm1(-lam * (bounds[i + 1] - from_))
+        for s in range(out.size):
+            out[s] += w * rows[i, s]
+    if n_s == 0 or bounds[0] > start:
+        w = -np.expm1(-lam * ((bounds[0] if n_s else t_cut) - start))
+        for s in range(out.size):
+            out[s] += w * empty[s]
+
+
+@njit(**JIT_OPTIONS)
+def _close(table, r, span, lam, renew, v_renew):
+    """Add to table[r] what a run of `span` left after its failure part: its mean time, the chance of
+    surviving it, and then the renewal's value."""
+    survive = np.exp(-lam * span)
+    table[r, _B] += -np.expm1(-lam * span) / lam
+    table[r, _C] += survive
+    if renew:
+        table[r, _B] += survive * v_renew
+
+
+@njit(**JIT_OPTIONS)
 def solve_cycles(c_hi, c_lo, lam, n, rem, d0, mult, cost, persist, wait, p_first, p_above, through, cut, attempt,
                  r_star, res, roff):
     """Fill res (and roff) for the cycles c_hi down to c_lo; later cycles must be there already.
@@ -201,25 +230,13 @@ def solve_cycles(c_hi, c_lo, lam, n, rem, d0, mult, cost, persist, wait, p_first
         for i in range(n_s):  # a failure in stretch i, from its start: 1 - e^(-lam span)
             weight_of[i] = -np.expm1(-lam * (bounds[i + 1] - bounds[i]))
         # The run from hi, directly; then each run from the one above it.
-        fail[:] = 0.0
         for i in range(n_s):
             k = 0
             while k < L and G[i, k] > hi:
                 k += 1
             eta[i] = k
             _row(G, i, k, res, lev, lo, p_first, p_above, through, cut, attempt, X, rows, i)
-            if bounds[i] >= t[hi - lo]:
-                w = np.exp(-lam * (bounds[i] - t[hi - lo])) * weight_of[i]
-                for s in range(size):
-                    fail[s] += w * rows[i, s]
-        first = t_cut
-        for i in range(n_s):
-            if bounds[i] >= t[hi - lo]:
-                first = bounds[i]
-                break
-        front = -np.expm1(-lam * (first - t[hi - lo]))
-        for s in range(size):
-            acc[s] = fail[s] + front * empty[s]
+        _fail_from(t[hi - lo], bounds, rows, n_s, t_cut, empty, lam, acc)
         v_renew = renewal_value(res, roff, J, mL, r_star, has_persist) if renew else 0.0
         for p in range(hi, lo - 1, -1):
             if p < hi:
@@ -254,43 +271,19 @@ def solve_cycles(c_hi, c_lo, lam, n, rem, d0, mult, cost, persist, wait, p_first
                 for s in range(size):
                     acc[s] = keep * acc[s] + lost * empty[s]
             r = p % R
-            span = t_cut - t[p - lo]
-            survive = np.exp(-lam * span)
             for s in range(size):
                 res[r, s] = acc[s]
-            res[r, _B] += -np.expm1(-lam * span) / lam
-            res[r, _C] += survive
-            if renew:
-                res[r, _B] += survive * v_renew
+            _close(res, r, t_cut - t[p - lo], lam, renew, v_renew)
         if has_persist:
             # The run from lo with its clock at lo's durable moment: persist[L], less the wait of the
             # next write (it had computed only d0 of it by then); the job's remainder never waits.
-            off = roff[c % roff.shape[0]]
-            off[:] = 0.0
+            r = c % roff.shape[0]
             start = persist[L] - (wait if lo < n else 0.0)
             if t_cut <= start:
-                off[_C] = 1.0
+                roff[r, :] = 0.0
+                roff[r, _C] = 1.0
                 continue
-            for i in range(n_s):
-                if bounds[i + 1] <= start:
-                    continue
-                from_ = max(bounds[i], start)
-                w = np.exp(-lam * (from_ - start)) * -np.expm1(-lam * (bounds[i + 1] - from_))
-                for s in range(size):
-                    off[s] += w * rows[i, s]
-            first = t_cut
-            for i in range(n_s):
-                if bounds[i] > start:
-                    first = bounds[i]
-                    break
-            # Before the first stretch nothing new is durable.
-            if n_s == 0 or bounds[0] > start:
-                w = -np.expm1(-lam * (min(first, t_cut) - start))
-                for s in range(size):
-                    off[s] += w * empty[s]
-            span = t_cut - start
-            survive = np.exp(-lam * span)
-            off[_B] += -np.expm1(-lam * span) / lam
-            off[_C] += survive
-            if renew:
-                off[_B] += survive * v_renew
+            _fail_from(start, bounds, rows, n_s, t_cut, empty, lam, fail)
+            for s in range(size):
+                roff[r, s] = fail[s]
+            _close(roff, r, t_cut - start, lam, renew, v_renew)
