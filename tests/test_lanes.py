@@ -1,7 +1,7 @@
 """The plain path in lanes (`_kernels.lanes_numba`) gives every job the bits of
 the one-job path (`simulate_job`, and the Cython twin), over the whole valid
 space of the rows it takes: one exponential rate, no categories, a fixed queue,
-no levels, jobs that mostly fail."""
+no levels (the jobs that the first word does not settle)."""
 
 import numpy as np
 import pytest
@@ -23,7 +23,6 @@ from relmodel._kernels.layout import (
     P_RESTART,
     P_SHAPE,
     P_WORK,
-    SETTLE_MAX_HAZARD_MILLI,
 )
 from relmodel.engine import pack, run
 from relmodel.testing.strategies import scenarios
@@ -31,8 +30,7 @@ from relmodel.testing.strategies import scenarios
 
 def takes_lanes(packed) -> bool:
     """The row goes to the lanes (the condition in `run_blocks`)."""
-    return (packed.rate_value.size == 1 and packed.rate_value[0] > 0.0
-            and packed.rate_hazard[0] >= SETTLE_MAX_HAZARD_MILLI / 1000 and packed.n_categories == 0
+    return (packed.rate_value.size == 1 and packed.rate_value[0] > 0.0 and packed.n_categories == 0
             and packed.n_levels == 0 and packed.params[0, P_SHAPE] == 1.0 and packed.params[0, P_QUEUE_EXP] == 0.0)
 
 
@@ -40,8 +38,8 @@ def lane_jobs(packed, first, n, seed, max_failures):
     p = packed.params[0]
     out = np.full((n, J_CAPPED + 1), np.nan)
     lanes_numba.run_block(p[P_WORK], p[P_INTERVAL], p[P_CKPT], p[P_RESTART], p[P_QUEUE], p[P_N_FULL],
-                          p[P_REMAINDER], packed.rate_value[0], np.uint64(seed), np.uint64(0), first, n,
-                          max_failures, out)
+                          p[P_REMAINDER], packed.rate_value[0], np.uint64(seed), np.uint64(0),
+                          np.arange(first, first + n), max_failures, out)
     return out
 
 

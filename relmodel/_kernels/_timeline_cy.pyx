@@ -752,9 +752,8 @@ def run_blocks(const double[:, ::1] params, const double[::1] rate_cdf,
     cdef double work, failure_free_ckpt, failure_free_wall, failure_free_eff, d_wall, d_prod, d_eff, fail, y
     cdef double n, wall_sum, wall_sq, prod_sum, prod_sq, prod_wall, eff_sum, eff_sq
     cdef double ckpt_sum, lost_sum, restart_sum, queue_sum, fail_sum, fail_sq, capped_sum, wait_sum
-    cdef double bound, x
+    cdef double bound
     cdef bint single_rate, no_failures, settle, settle_all, with_levels
-    cdef uint64_t w
     cdef Words ws
     cdef int64_t* hist
     cdef JobResult r
@@ -795,8 +794,8 @@ def run_blocks(const double[:, ::1] params, const double[::1] rate_cdf,
                 last = first + BLOCK_SIZE
                 if last > n_jobs:
                     last = n_jobs
-                # The Numba kernel's settling pass, job by job: a job whose word 0 is an
-                # exponential accepted at once and at or above the bound is added last.
+                # The Numba kernel's settling pass, job by job: a job whose first
+                # exponential is at or above the bound is added last.
                 # Rows with levels are never settled.
                 n_rates = rate_offset[s + 1] - rate_offset[s]
                 single_rate = n_rates == 1
@@ -809,8 +808,7 @@ def run_blocks(const double[:, ::1] params, const double[::1] rate_cdf,
                 for job in range(first, first if settle_all else last):
                     if settle:
                         start_words(&ws, seed, scenario_key[s], job)
-                        w = word_at(&ws, 0)
-                        if ziggurat_candidate(w, &x) and x >= bound:
+                        if next_exponential(&ws) >= bound:
                             n_settled += 1
                             continue
                     if with_levels:

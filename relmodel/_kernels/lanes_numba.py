@@ -1,6 +1,6 @@
 """The timeline kernel's plain path in lanes (Numba only): rows with one
 exponential failure rate, no failure categories, a fixed queue wait and no
-checkpoint levels, whose jobs mostly fail (no settling by the first word).
+checkpoint levels; the jobs that their first draw does not settle.
 
 LANES jobs of a block run side by side, each on its own stream, one Philox call
 (two words) a step: loops over the lanes that LLVM vectorises, the Philox
@@ -8,10 +8,12 @@ rounds in one loop and each word's draw and event in another (short bodies,
 so the CPU overlaps lanes; one fused loop was latency-bound). Every word is an
 event, in the same arithmetic as `timeline_numba.simulate_job`: per job the
 same words, read in the same order, give the same bits, so the Cython twin,
-threads and chunking all agree. The 1.1% of words the ziggurat's first step
+threads and chunking all agree. The 2.2% of words the ziggurat's first step
 rejects stall their lane; the lane then draws that exponential alone
-(`rng_numba.next_exponential`), and one more event when that leaves it
-mid-call. A lane that finishes its job takes the block's next one; the job's
+(`rng_numba.ziggurat_rejected`, from the step's two words, then a call at a
+time), and one more event when that leaves it mid-call. Stalls are what is
+left to win: on the large scenario they take some 40% of the time (4.2 ns an
+event with every word accepted, 7.2 with them). A lane that finishes its job takes the block's next one; the job's
 fields go to a buffer that the caller sums in job order.
 """
 
@@ -20,7 +22,7 @@ from numba import njit
 
 from ._jit import JIT_OPTIONS
 from .layout import J_CAPPED, J_CHECKPOINT, J_FAILURES, J_LOST, J_PRODUCTIVE, J_QUEUE, J_RESTART, J_WALL
-from .rng_numba import BATCH, fill_words, next_exponential, philox_words, split_job, ziggurat_candidate
+from .rng_numba import next_exponential, philox_words, split_job, ziggurat_candidate, ziggurat_rejected
 
 LANES = 32  # a module constant, so LLVM knows the trip count of the lane loops (16 and 64 measured slower)
 
@@ -40,6 +42,13 @@ _RUNNING = 1.0
 _FINISHED = 2.0
 _CAPPED = 3.0
 _STALLED = 4.0  # at the step's first word; _STALLED + 1.0 at its second
+
+
+@njit(inline="always", **JIT_OPTIONS)
+def job_fields(state, lane):
+    """(phase, done, lost, restart, queue, failures) of the lane's job."""
+    return (state[_PHASE * LANES + lane], state[_DONE * LANES + lane], state[_LOST * LANES + lane],
+            state[_RESTART * LANES + lane], state[_QUEUE * LANES + lane], state[_FAILURES * LANES + lane])
 
 
 @njit(inline="always", **JIT_OPTIONS)
@@ -80,12 +89,7 @@ def step(state, calls, jobs, words, k0, k1, mean_ttf, segment, n_full, remainder
         words[LANES + lane] = w1
     for half in range(2):
         for lane in range(LANES):
-            phase = state[_PHASE * LANES + lane]
-            done = state[_DONE * LANES + lane]
-            lost = state[_LOST * LANES + lane]
-            restart_time = state[_RESTART * LANES + lane]
-            queue_time = state[_QUEUE * LANES + lane]
-            failures = state[_FAILURES * LANES + lane]
+            phase, done, lost, restart_time, queue_time, failures = job_fields(state, lane)
             status = state[_STATUS * LANES + lane]
             running = status == _RUNNING
             x, accepted, _ = ziggurat_candidate(words[half * LANES + lane])
@@ -104,35 +108,42 @@ def step(state, calls, jobs, words, k0, k1, mean_ttf, segment, n_full, remainder
         calls[lane] += np.uint64(1) if state[_STATUS * LANES + lane] == _RUNNING else np.uint64(0)
 
 
-@njit(**JIT_OPTIONS)
-def unstall(state, calls, jobs, lane, batch, k0, k1, mean_ttf, segment, n_full, remainder, restart, queue,
+@njit(inline="always", **JIT_OPTIONS)
+def unstall(state, calls, jobs, words, lane, pair, k0, k1, mean_ttf, segment, n_full, remainder, restart, queue,
             max_failures):
     """A lane stalled on a word the ziggurat's first step rejected: that draw
-    from the job's words (`next_exponential`, which may take several), and
-    draws after it until the lane is back at a call's first word."""
+    (`rng_numba.ziggurat_rejected`, from the step's two words in `pair`, a batch
+    of one call, then further calls one at a time), and draws after it until
+    the lane is back at a call's first word. (Inlined: 7% faster on the large
+    scenario than a call.)"""
     job_lo, job_hi = split_job(jobs[lane])
-    status = state[_STATUS * LANES + lane]
-    pos = np.int64(2 * calls[lane]) + (1 if status == _STALLED + 1.0 else 0)
-    # next_exponential fills `batch` only at a batch's first word: fill the one pos is in
-    fill_words(batch, np.uint64((pos - (pos & (BATCH - 1))) >> 1), job_lo, job_hi, k0, k1)
-    fields = state[lane::LANES]  # this lane's fields (off the hot path: a view is fine here)
-    phase, done, lost, restart_time, queue_time, failures = fields[:_STATUS]
+    half = 1 if state[_STATUS * LANES + lane] == _STALLED + 1.0 else 0
+    pair[0] = words[lane]
+    pair[1] = words[LANES + lane]
+    x, _, layer = ziggurat_candidate(pair[half])
+    x, pos = ziggurat_rejected(x, layer, pair, np.int64(2 * calls[lane]) + half + 1, job_lo, job_hi, k0, k1)
+    phase, done, lost, restart_time, queue_time, failures = job_fields(state, lane)
     while True:
-        x, pos = next_exponential(batch, pos, job_lo, job_hi, k0, k1)
         phase, done, lost, restart_time, queue_time, failures, status = event(
             x, phase, done, lost, restart_time, queue_time, failures, mean_ttf, segment, n_full, remainder,
             restart, queue, max_failures)
         if status != _RUNNING or pos % 2 == 0:
             break
-    fields[:] = (phase, done, lost, restart_time, queue_time, failures, status)
+        x, pos = next_exponential(pair, pos, job_lo, job_hi, k0, k1)
+    state[_PHASE * LANES + lane] = phase
+    state[_DONE * LANES + lane] = done
+    state[_LOST * LANES + lane] = lost
+    state[_RESTART * LANES + lane] = restart_time
+    state[_QUEUE * LANES + lane] = queue_time
+    state[_FAILURES * LANES + lane] = failures
+    state[_STATUS * LANES + lane] = status
     calls[lane] = np.uint64(pos >> 1)
 
 
 @njit(**JIT_OPTIONS)
-def run_block(work, interval, ckpt, restart, queue, n_full, remainder, rate, k0, k1, first, n_block,
-              max_failures, out):
+def run_block(work, interval, ckpt, restart, queue, n_full, remainder, rate, k0, k1, todo, max_failures, out):
     """out[i, J_WALL..J_CAPPED] = (wall, productive, checkpoint, lost, restart,
-    queue, failures, capped) of job first + i, for i < n_block, as `simulate_job` gives them."""
+    queue, failures, capped) of job todo[i], as `simulate_job` gives them."""
     mean_ttf = 1.0 / rate
     segment = interval + ckpt
     max_f = float(max_failures)
@@ -140,11 +151,14 @@ def run_block(work, interval, ckpt, restart, queue, n_full, remainder, rate, k0,
     calls = np.zeros(LANES, np.uint64)
     jobs = np.zeros(LANES, np.uint64)
     words = np.empty(2 * LANES, np.uint64)
-    batch = np.empty(BATCH, np.uint64)
+    pair = np.empty(2, np.uint64)
+    lane_job = np.zeros(LANES, np.int64)  # the lane's index in todo
+    n_block = todo.size
     next_job = 0
     running = 0
     for lane in range(min(LANES, n_block)):
-        jobs[lane] = np.uint64(first + lane)
+        jobs[lane] = np.uint64(todo[lane])
+        lane_job[lane] = lane
         state[_STATUS * LANES + lane] = _RUNNING
         next_job += 1
         running += 1
@@ -155,13 +169,13 @@ def run_block(work, interval, ckpt, restart, queue, n_full, remainder, rate, k0,
             if status == _RUNNING or status == _IDLE:
                 continue
             if status >= _STALLED:
-                unstall(state, calls, jobs, lane, batch, k0, k1, mean_ttf, segment, n_full, remainder, restart,
+                unstall(state, calls, jobs, words, lane, pair, k0, k1, mean_ttf, segment, n_full, remainder, restart,
                         queue, max_f)
                 status = state[_STATUS * LANES + lane]
                 if status == _RUNNING:
                     continue
             # The job is over (`simulate_job`'s closing arithmetic); the lane takes the next one.
-            row = out[np.int64(jobs[lane]) - first]
+            row = out[lane_job[lane]]
             finished = status == _FINISHED
             done = n_full if finished else state[_DONE * LANES + lane]
             productive = work if finished else done * interval
@@ -181,7 +195,8 @@ def run_block(work, interval, ckpt, restart, queue, n_full, remainder, rate, k0,
                 state[field * LANES + lane] = 0.0
             calls[lane] = np.uint64(0)
             if next_job < n_block:
-                jobs[lane] = np.uint64(first + next_job)
+                jobs[lane] = np.uint64(todo[next_job])
+                lane_job[lane] = next_job
                 state[_STATUS * LANES + lane] = _RUNNING
                 next_job += 1
             else:

@@ -50,20 +50,23 @@ def _philox4x32_10_inline(typingctx, c0, c1, c2, c3, k0, k1):
     def codegen(context, builder, signature, args):
         i64 = ir.IntType(64)
         mask, s32, m0, m1, w0, w1 = (ir.Constant(i64, int(c)) for c in (_MASK32, _S32, _M0, _M1, _W0, _W1))
-        # Masks that change nothing but show LLVM every word fits in 32 bits.
         x0, x1, x2, x3, key0, key1 = (builder.and_(a, mask) for a in args)
+        # Only the low 32 bits of each word matter until the end: the products'
+        # low halves go on unmasked and each multiplicand is masked, which
+        # vpmuludq does for free (it reads the low 32 bits). 20% fewer vector ops.
         for round_ in range(10):
             if round_:
                 key0 = builder.and_(builder.add(key0, w0), mask)
                 key1 = builder.and_(builder.add(key1, w1), mask)
-            p0 = builder.mul(m0, x0)
-            p1 = builder.mul(m1, x2)
+            p0 = builder.mul(m0, builder.and_(x0, mask))
+            p1 = builder.mul(m1, builder.and_(x2, mask))
             x0, x1, x2, x3 = (
                 builder.xor(builder.xor(builder.lshr(p1, s32), x1), key0),
-                builder.and_(p1, mask),
+                p1,
                 builder.xor(builder.xor(builder.lshr(p0, s32), x3), key1),
-                builder.and_(p0, mask),
+                p0,
             )
+        x0, x1, x2, x3 = (builder.and_(a, mask) for a in (x0, x1, x2, x3))
         return context.make_tuple(builder, signature.return_type, (x0, x1, x2, x3))
 
     return sig, codegen
@@ -104,8 +107,6 @@ _LN2_HI = 6.93147180369123816490e-01  # ln 2 in two parts (Cody and Waite): k * 
 _LN2_LO = 1.90821492927058770002e-10
 _INV_FACTORIAL = ziggurat.INV_FACTORIAL
 BATCH = 16  # words made at once per job: 8 Philox calls, 8 lanes of 64 bits in an AVX-512 register
-_BATCH_MASK = BATCH - 1
-_HALF_BATCH = BATCH // 2
 
 
 @njit(inline="always", **JIT_OPTIONS)
@@ -134,23 +135,24 @@ def fill_words(words, first_call, job_lo, job_hi, k0, k1):
 
 
 @njit(inline="always", **JIT_OPTIONS)
-def first_words(out, first_job, k0, k1):
-    """out[i] = word 0 of job first_job + i (SIMD across jobs)."""
+def first_words(word0, word1, first_job, k0, k1):
+    """word0[i], word1[i] = words 0 and 1 of job first_job + i (one Philox call each, SIMD across jobs)."""
     zero = np.uint64(0)
-    for i in range(out.size):
+    for i in range(word0.size):
         job = np.uint64(first_job + i)
-        w0, _ = philox_words(zero, job & _MASK32, job >> _S32, k0, k1)
-        out[i] = w0
+        w0, w1 = philox_words(zero, job & _MASK32, job >> _S32, k0, k1)
+        word0[i] = w0
+        word1[i] = w1
 
 
 @njit(inline="always", **JIT_OPTIONS)
 def next_word(words, pos, job_lo, job_hi, k0, k1):
-    """Word `pos` of a job, from batches of BATCH words (`fill_words`, refilled
-    when pos enters a new batch). Returns (word, pos + 1)."""
-    i = pos & _BATCH_MASK
+    """Word `pos` of a job, from batches of words.size words (a power of two, at
+    least 2; `fill_words`, refilled when pos enters a new batch). Returns (word, pos + 1)."""
+    i = pos & (words.size - 1)
     if i == 0:
         fill_words(words, np.uint64(pos >> 1), job_lo, job_hi, k0, k1)
-    return words[(i >> 1) + (i & 1) * _HALF_BATCH], pos + 1
+    return words[(i >> 1) + (i & 1) * (words.size >> 1)], pos + 1
 
 
 @njit(inline="always", **JIT_OPTIONS)
@@ -188,21 +190,33 @@ def ziggurat_candidate(w):
 @njit(inline="always", **JIT_OPTIONS)
 def next_exponential(words, pos, job_lo, job_hi, k0, k1):
     """The job's next standard exponential from word `pos` on, by the 256-layer
-    ziggurat (`ziggurat`): 98.9% of words are accepted at once; the others take
-    the tail (layer 0: R plus a fresh exponential) or the wedge test, with the
-    next words. Returns (x, pos after the words used)."""
+    ziggurat (`ziggurat`): 97.8% of words are accepted at once; the others go on
+    in `ziggurat_rejected`. Returns (x, pos after the words used)."""
+    w, pos = next_word(words, pos, job_lo, job_hi, k0, k1)
+    x, accepted, layer = ziggurat_candidate(w)
+    if accepted:
+        return x, pos
+    return ziggurat_rejected(x, layer, words, pos, job_lo, job_hi, k0, k1)
+
+
+@njit(**JIT_OPTIONS)
+def ziggurat_rejected(x, layer, words, pos, job_lo, job_hi, k0, k1):
+    """The exponential whose first candidate (x, layer) the ziggurat's first
+    step rejected, from the job's words `pos` on: the tail (layer 0: R plus a
+    fresh exponential) or the wedge test (the next word decides against f),
+    then fresh candidates until one is accepted. Returns (x, pos after the words used)."""
     base = 0.0
     while True:
+        if layer == 0:
+            base += _ZIG_R
+        else:
+            w, pos = next_word(words, pos, job_lo, job_hi, k0, k1)
+            lower = _ZIG_DENSITY[layer]
+            if lower + word_to_uniform(w) * (_ZIG_DENSITY[layer + 1] - lower) < exp_neg(x):
+                return base + x, pos
         w, pos = next_word(words, pos, job_lo, job_hi, k0, k1)
         x, accepted, layer = ziggurat_candidate(w)
         if accepted:
-            return base + x, pos
-        if layer == 0:
-            base += _ZIG_R
-            continue
-        w, pos = next_word(words, pos, job_lo, job_hi, k0, k1)
-        lower = _ZIG_DENSITY[layer]
-        if lower + word_to_uniform(w) * (_ZIG_DENSITY[layer + 1] - lower) < exp_neg(x):
             return base + x, pos
 
 
@@ -250,7 +264,7 @@ def job_draws(seed, scenario, job, words, xs):
 def exponential_generator_limit(seed, scenario, n_jobs, draws_per_job, block_size):
     """A floor of the generator: per job, the ceil(draws_per_job / 2) Philox calls
     its draws need and the ziggurat's first step on each word, SIMD across the
-    jobs of a block; accepted candidates summed per job, nothing else. The 1.1%
+    jobs of a block; accepted candidates summed per job, nothing else. The 2.2%
     of words that the ziggurat rejects are not resolved (that would only add
     time), so no kernel drawing these exponentials from this stream is faster."""
     k0 = np.uint64(seed)

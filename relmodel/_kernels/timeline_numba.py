@@ -7,7 +7,7 @@ Whole failure-free segments are skipped in O(1) per failure draw.
 
 A job's draws are its stream of 64-bit words (`rng_numba`), read in order:
 a uniform for its rate-table entry (only with two or more entries), then per
-failure time an exponential by the ziggurat (one word, 1.1% of the time more);
+failure time an exponential by the ziggurat (one word, 2.2% of the time more);
 with a failure taxonomy, each failure draws its category (a uniform, only with
 two or more categories), and the queue wait and restart after it are that
 category's; a failure during a restart draws again. An exponential queue wait
@@ -19,13 +19,14 @@ block, each failure drawing which levels survive it (one uniform) after its
 category. It jumps from one failure to the next with per-cycle tables where no
 write can wait, and steps position by position where one can.
 
-Speed: a block first makes word 0 of all its jobs at once (SIMD across jobs)
-and settles every job whose first failure falls after its failure-free end
-without simulating it; the other jobs draw their words in batches of
-`rng_numba.BATCH` (SIMD across calls). A block of a plain row (one
-exponential rate, no categories, a fixed queue, no levels) whose jobs mostly
-fail runs them in lanes instead (`lanes_numba`: SIMD across jobs, the same
-bits). No `log` anywhere on the hot path.
+Speed: a block first makes words 0 and 1 of all its jobs at once (SIMD
+across jobs) and settles every job whose first failure falls after its
+failure-free end without simulating it (its first exponential from those
+words, the 2.2% that the ziggurat's first step rejects going on from word 1);
+on a plain row (one exponential rate, no categories, a fixed queue, no levels)
+the jobs left run in lanes (`lanes_numba`: SIMD across jobs, the same bits),
+on any other row one at a time, drawing words in batches of `rng_numba.BATCH`
+(SIMD across calls). No `log` anywhere on the hot path.
 
 No fastmath: the Cython twin must produce the same bits, so no reassociation,
 no contraction into FMA, and the same libm `pow` on both sides.
@@ -97,6 +98,7 @@ from .rng_numba import (
     next_uniform_draw,
     split_job,
     ziggurat_candidate,
+    ziggurat_rejected,
 )
 
 
@@ -604,35 +606,46 @@ def run_blocks(
         ckpt_sum = lost_sum = restart_sum = queue_sum = fail_sum = fail_sq = capped_sum = wait_sum = 0.0
         first = item_block[it] * BLOCK_SIZE
         n_block = min(first + BLOCK_SIZE, n_jobs) - first
-        # With one rate and no failure before the end for most jobs, word 0 of
-        # each job (its first exponential) settles it: no simulation, nothing to add.
-        # (Loads hoisted out of the loops: an array read in the loop below stops
-        # LLVM from vectorising the one in first_words.)
+        # With one rate and no failure before the end for most jobs, the first
+        # exponential of each job settles it: no simulation, nothing to add. Words
+        # 0 and 1 of all the block's jobs are made at once (SIMD across jobs);
+        # the 2.2% that the ziggurat's first step rejects go on from word 1.
         single_rate = cdf.size == 1
         no_failures = single_rate and value[0] == 0.0
         bound = hazard[0] if single_rate else 0.0
         settle = single_rate and not no_failures and bound < _SETTLE_MAX_HAZARD and not with_levels
-        first_word = np.empty(n_block if settle else 0, np.uint64)
-        first_words(first_word, first, k0, k1)
+        word0 = np.empty(n_block if settle else 0, np.uint64)
+        word1 = np.empty(n_block if settle else 0, np.uint64)
+        first_words(word0, word1, first, k0, k1)
         settle_all = no_failures and not with_levels
-        n_settled = n_block if settle_all else 0
-        # Jobs that mostly fail, on the plain path: all of the block's jobs in lanes first.
-        in_lanes = (single_rate and not no_failures and not settle and not with_levels and c_cdf.size == 0
+        todo = np.empty(0 if settle_all else n_block, np.int64)  # the jobs to simulate, in job order
+        n_todo = 0
+        for i in range(todo.size):
+            if settle:
+                x, accepted, layer = ziggurat_candidate(word0[i])
+                if not accepted:
+                    words[0] = word0[i]
+                    words[1] = word1[i]
+                    job_lo, job_hi = split_job(first + i)
+                    x, _ = ziggurat_rejected(x, layer, words[:2], 1, job_lo, job_hi, k0, k1)
+                if x >= bound:
+                    continue
+            todo[n_todo] = first + i
+            n_todo += 1
+        n_settled = n_block - n_todo
+        # The plain path (one exponential rate, no categories, a fixed queue, no levels) runs in lanes.
+        in_lanes = (single_rate and not no_failures and not with_levels and c_cdf.size == 0
                     and p[P_SHAPE] == 1.0 and p[P_QUEUE_EXP] == 0.0)
-        lane_out = np.empty((n_block if in_lanes else 0, J_CAPPED + 1))
+        lane_out = np.empty((n_todo if in_lanes else 0, J_CAPPED + 1))
         if in_lanes:
             lanes_numba.run_block(work, p[P_INTERVAL], p[P_CKPT], p[P_RESTART], p[P_QUEUE], p[P_N_FULL],
-                                  p[P_REMAINDER], value[0], k0, k1, first, n_block, max_failures, lane_out)
-        for i in range(0 if settle_all else n_block):
-            if settle:
-                x, accepted, _ = ziggurat_candidate(first_word[i])
-                if accepted and x >= bound:
-                    n_settled += 1
-                    continue
+                                  p[P_REMAINDER], value[0], k0, k1, todo[:n_todo], max_failures, lane_out)
+        for i in range(n_todo):
+            job = todo[i]
             if with_levels:
                 wall, prod, ckpt, lost, restart, queue, failures, capped, wait = simulate_levels_job(
                     p, cdf, value, c_cdf, c_restart, c_queue, acc, mult, levels, c_value, c_index, lv_acc, state,
-                    words, k0, k1, first + i, max_failures
+                    words, k0, k1, job, max_failures
                 )
                 wait_sum += wait
             elif in_lanes:
@@ -641,7 +654,7 @@ def run_blocks(
                 failures, capped = np.int64(lane_out[i, J_FAILURES]), np.int64(lane_out[i, J_CAPPED])
             else:
                 wall, prod, ckpt, lost, restart, queue, failures, capped = simulate_job(
-                    p, cdf, value, hazard, c_cdf, c_restart, c_queue, acc, words, k0, k1, first + i, max_failures
+                    p, cdf, value, hazard, c_cdf, c_restart, c_queue, acc, words, k0, k1, job, max_failures
                 )
             d_wall = wall - failure_free_wall
             d_prod = prod - work

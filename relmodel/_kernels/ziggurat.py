@@ -8,7 +8,7 @@ f(x) = exp(-x), x[1] = R and x[256] = 0; every layer, and the base layer
 x[0] = V / f(R) lets one uniform point cover the base rectangle and the tail.
 
 A 64-bit word w gives the layer i = w & 0xFF and a 53-bit integer m = w >> 11
-(disjoint bits); x = m * WIDTH[i] is accepted at once when m < ACCEPT[i] (98.9%
+(disjoint bits); x = m * WIDTH[i] is accepted at once when m < ACCEPT[i] (97.8%
 of draws), else the tail (layer 0: R plus a fresh exponential) or the wedge
 (a second word decides against f) is taken.
 """

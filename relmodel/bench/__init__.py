@@ -432,7 +432,7 @@ def kernel_draws(run: dict) -> float:
     Returns
     -------
     float
-        Draws (ziggurat rejections, 1.1% of draws, not counted).
+        Draws (ziggurat rejections, 2.2% of draws, not counted).
     """
     return run["events"] + run["n_jobs"]
 
