@@ -144,15 +144,24 @@ def exclusive(store: Path, fingerprint: str, label: str):
     relmodel.study.StudyError
         If another run (of this study, another, or any command writing the
         same output, however spelled: `output_identity`) holds the lock: one
-        line naming the store and both writers.
+        line naming the store and both writers. Also if the folder the output
+        resolves to does not exist, or its lock file cannot be made there.
     """
     require("filelock", "a study's store")
     from filelock import FileLock, Timeout
 
+    if not lock_path(store).parent.is_dir():  # filelock would make the folders; a missing one is a wrong path
+        raise StudyError(str(store), f"no such folder: {lock_path(store).parent}")
     lock = FileLock(lock_path(store), thread_local=False)
     try:
         lock.acquire(timeout=0)
     except Timeout:
+        try:  # a lock file that cannot be made at all is the place, not another run holding it
+            with open(lock_path(store), "a"):
+                pass
+        except OSError as err:
+            raise StudyError(str(store), f"cannot make its lock file {lock_path(store)} "
+                                         f"({err.strerror or err}); choose another --out") from None
         raise StudyError(str(store), _busy_reason(store, fingerprint, label)) from None
     holder = lock_path(store).with_name(lock_path(store).name + ".json")
     try:
@@ -614,8 +623,8 @@ def check_room(path: Path, nbytes: int):
 def write_netcdf(ds, path, groups=None, checksums: bool = False) -> None:
     """Write a Dataset (and optional groups) as netCDF under a temporary name, then rename it.
 
-    A reader never meets a half-written file, and a killed writer leaves only
-    ``<path>.partial``.
+    A reader never meets a half-written file, a killed writer leaves only
+    ``<path>.partial``, and a write that fails leaves nothing.
 
     Parameters
     ----------
@@ -638,11 +647,15 @@ def write_netcdf(ds, path, groups=None, checksums: bool = False) -> None:
     path = Path(path)
     partial = path.with_name(path.name + ".partial")
     check_room(path, sum(data.nbytes for data in (ds, *(groups or {}).values()) if data is not None))
-    for group, data in {None: ds, **(groups or {})}.items():
-        if data is None:
-            continue
-        encoding = {name: {"fletcher32": True} for name in data.data_vars} if checksums else None
-        data.to_netcdf(partial, engine="h5netcdf", group=group, mode="w" if group is None else "a",
-                       encoding=encoding)
-    rename(partial, path)
+    try:
+        for group, data in {None: ds, **(groups or {})}.items():
+            if data is None:
+                continue
+            encoding = {name: {"fletcher32": True} for name in data.data_vars} if checksums else None
+            data.to_netcdf(partial, engine="h5netcdf", group=group, mode="w" if group is None else "a",
+                           encoding=encoding)
+        rename(partial, path)
+    except Exception:  # a write that failed (not a kill) leaves nothing behind
+        partial.unlink(missing_ok=True)
+        raise
 

@@ -612,3 +612,58 @@ def test_a_checksum_reads_every_nan_as_one():
     assert np.signbit(negative[1]) != np.signbit(values[1])
     assert checksum({"ettr": values}) == checksum({"ettr": negative})
     assert checksum({"ettr": values}) != checksum({"ettr": np.array([1.0, 0.0, 2.0])})
+
+
+def _simulate_out(out):
+    from click.testing import CliRunner
+
+    from relmodel.cli import main
+
+    return CliRunner().invoke(main, ["simulate", "--gpus", "8", "--n-jobs", "100", "--out", str(out)])
+
+
+@pytest.mark.parametrize("suffix", [".nc", ".zarr"])
+def test_an_output_through_a_link_is_written_where_the_link_points(tmp_path, suffix):
+    """The lock guarded the link's target while the data replaced the link."""
+    (tmp_path / "real").mkdir()
+    target = tmp_path / "real" / f"run{suffix}"
+    link = tmp_path / f"link{suffix}"
+    link.symlink_to(target)
+    result = _simulate_out(link)
+    assert result.exit_code == 0, result.output
+    assert link.is_symlink() and target.exists()
+    read = (lambda p: xr.open_dataset(p, engine="h5netcdf")) if suffix == ".nc" else xr.open_zarr
+    with read(link) as via_link, read(target) as direct:
+        assert float(via_link["ettr"]) == float(direct["ettr"])
+
+
+def test_a_dangling_link_to_a_missing_folder_is_refused_and_makes_nothing(tmp_path):
+    """Taking the lock made the missing folder (filelock makes parents), then the data replaced the link."""
+    link = tmp_path / "link.nc"
+    link.symlink_to(tmp_path / "missing" / "run.nc")
+    result = _simulate_out(link)
+    assert result.exit_code == 1 and "no such folder" in result.output
+    assert not (tmp_path / "missing").exists() and link.is_symlink()
+    with pytest.raises(StudyError, match="no such folder"):
+        with rm.store.exclusive(link, "", "test"):
+            pass
+    assert not (tmp_path / "missing").exists()
+
+
+def test_a_folder_named_as_a_netcdf_output_is_refused_and_nothing_is_left(tmp_path):
+    """It failed in the rename and left `<out>.partial` beside the folder."""
+    folder = tmp_path / "out.nc"
+    folder.mkdir()
+    result = _simulate_out(folder)
+    assert result.exit_code == 1 and "is a folder" in result.output
+    with pytest.raises(OSError):
+        rm.store.write_netcdf(xr.Dataset({"x": ("i", np.arange(3.0))}), folder)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.nc"]
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs a /proc, where no file can be made")
+def test_a_place_where_no_lock_file_can_be_made_is_named_not_blamed_on_another_run():
+    """`--out /proc/x.nc` said the output 'is being written by another run'."""
+    result = _simulate_out("/proc/x.nc")
+    assert result.exit_code == 1 and "cannot make its lock file" in result.output
+    assert "another run" not in result.output
