@@ -142,6 +142,42 @@ def test_oobleck_re_forms_pipelines_from_the_surviving_nodes():
     assert pl.strategies.group_stages(np.array([[1.0, 2.0, 3.0, 4.0]] * 3), 2).tolist() == [[6.0, 4.0]] * 3
 
 
+def test_oobleck_templates_shorter_than_the_pipeline_carry_their_own_memory():
+    """Under a budget that lets a 3-stage template fit, Oobleck raised 'memory: needs one
+    entry per stage (3), got 4' (each template kept the 4-stage memory)."""
+    cfg = pl.PipelineConfig(4, 4, 8, memory=pl.StageMemory(24, (10.0,) * 4, 1.0))
+    r = pl.evaluate(cfg, "oobleck", {0: 1}, pl.StrategyOptions(oobleck_min_stages=2))
+    assert r.detail == "4-stage x 9 + 4-stage x 9 + 4-stage x 9 + 3-stage x 5" and r.period == 36.0
+    grouped = pl.strategies.group_memory(cfg, 3)
+    assert sorted(grouped.static) == [10.0, 10.0, 20.0] and sorted(grouped.activation) == [1.0, 1.0, 2.0]
+    assert grouped.budget == 24
+
+
+@given(stages=st.integers(2, 5), replicas=st.integers(1, 3), microbatches=st.integers(1, 8),
+       static=st.lists(st.floats(0.0, 10.0), min_size=5, max_size=5),
+       activation=st.lists(st.floats(0.1, 3.0), min_size=5, max_size=5), slack=st.floats(0.0, 100.0),
+       min_stages=st.integers(1, 5), failed_stage=st.integers(0, 4))
+def test_oobleck_plans_within_any_budget_and_a_roomy_budget_changes_nothing(stages, replicas, microbatches, static,
+                                                                          activation, slack, min_stages,
+                                                                          failed_stage):
+    """Over budgets from where one micro-batch per stage just fits to unlimited, and any
+    smallest template: a plan or 'cannot run' (inf), never an error; with memory to spare
+    for everything the plan is the one without a budget."""
+    static, activation = tuple(static[:stages]), tuple(activation[:stages])
+    budget = sum(static) + sum(activation) * stages * microbatches * replicas + slack  # any grouping fits
+    base = pl.PipelineConfig(stages, replicas, microbatches)
+    failed = {failed_stage % stages: 1}
+    options = pl.StrategyOptions(oobleck_min_stages=min_stages)
+    tight = max(s + a for s, a in zip(static, activation)) + slack / 10
+    for cap in (tight, budget):
+        cfg = base.replace(memory=pl.StageMemory(cap, static, activation))
+        r = pl.evaluate(cfg, "oobleck", failed, options)
+        assert r.period > 0
+    roomy = pl.evaluate(base.replace(memory=pl.StageMemory(budget, static, activation)), "oobleck", failed, options)
+    free = pl.evaluate(base, "oobleck", failed, options)
+    assert roomy.period == free.period and roomy.detail == free.detail
+
+
 def test_throughput_table_is_labelled():
     cfg = pl.PipelineConfig(4, 4, 8)
     ds = pl.throughput_table(cfg, range(4))

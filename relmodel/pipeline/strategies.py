@@ -38,7 +38,7 @@ import math
 
 import numpy as np
 
-from .config import PipelineConfig, PipelineError, check_count, check_real, failed_workers, show
+from .config import PipelineConfig, PipelineError, StageMemory, check_count, check_real, failed_workers, show
 from .graph import R_KIND, build_graph, stage_order, task_index
 from .planner import check_method
 from .recycle import frozen, load_bound, plan_schedule, recycle_kind, recycle_plan
@@ -221,10 +221,12 @@ def ideal(cfg: PipelineConfig) -> Schedule:
 
 
 @functools.lru_cache(maxsize=1024)
-def _single_pipeline_period(cfg: PipelineConfig, stages: tuple, microbatches: int) -> float:
-    """Period of one pipeline with these per-stage (F, B, W) times and m micro-batches, cfg's schedule kind."""
+def _single_pipeline_period(cfg: PipelineConfig, stages: tuple, microbatches: int, memory=None) -> float:
+    """Period of one pipeline with these per-stage (F, B, W) times, m micro-batches and
+    per-stage memory (`group_memory`; None without a budget), cfg's schedule kind."""
     f, b, w = (list(x) for x in zip(*stages))
-    one = cfg.replace(stages=len(stages), replicas=1, microbatches=microbatches, fwd=f, bwd_input=b, bwd_weight=w)
+    one = cfg.replace(stages=len(stages), replicas=1, microbatches=microbatches, fwd=f, bwd_input=b, bwd_weight=w,
+                      memory=memory)
     return fault_free(one).period
 
 
@@ -393,18 +395,27 @@ def group_stages(times: np.ndarray, k: int) -> np.ndarray:
     return np.stack([times[:, a:b].sum(axis=1) for a, b in stage_groups(times, k)], axis=1)
 
 
+def group_memory(cfg: PipelineConfig, k: int) -> StageMemory | None:
+    """The memory of `stage_groups`' k groups: a group's worker holds all its stages'
+    static bytes and their activations per micro-batch; None without a budget."""
+    if cfg.memory is None:
+        return None
+    static, act = np.asarray(cfg.memory.static), np.asarray(cfg.memory.activation)
+    groups = stage_groups(cfg.times, k)
+    return StageMemory(cfg.memory.budget, tuple(float(static[a:b].sum()) for a, b in groups),
+                       tuple(float(act[a:b].sum()) for a, b in groups))
+
+
 def smallest_fitting_template(cfg: PipelineConfig, min_stages: int) -> int | None:
     """The fewest stages (>= min_stages) an Oobleck template may have so that each
     worker holds its group's parameters and 1F1B's micro-batches in flight; None
     when not even p stages fit."""
     if cfg.memory is None:
         return min(min_stages, cfg.stages)
-    static, act = np.asarray(cfg.memory.static), np.asarray(cfg.memory.activation)
     for k in range(min(min_stages, cfg.stages), cfg.stages + 1):
-        groups = stage_groups(cfg.times, k)
+        memory = group_memory(cfg, k)
         held = in_flight("1f1b", k, cfg.microbatches, cfg.backward)
-        need = np.array([static[a:b].sum() + h * act[a:b].sum() for (a, b), h in zip(groups, held)])
-        if np.all(need <= cfg.memory.budget):
+        if np.all(np.asarray(memory.static) + held * np.asarray(memory.activation) <= cfg.memory.budget):
             return k
     return None
 
@@ -423,7 +434,7 @@ def oobleck_plan(cfg: PipelineConfig, nodes: int, min_stages: int):
             continue
         else:
             sizes = [min(base + 1, p)] * extra + [base] * (n - extra)
-        templates = {k: tuple(map(tuple, group_stages(cfg.times, k).T)) for k in set(sizes)}
+        templates = {k: (tuple(map(tuple, group_stages(cfg.times, k).T)), group_memory(cfg, k)) for k in set(sizes)}
         period, batches = _split_batch(cfg, [templates[k] for k in sizes], total_mb)
         if best is None or period < best[0]:
             best = (period, sizes, batches)
@@ -431,11 +442,12 @@ def oobleck_plan(cfg: PipelineConfig, nodes: int, min_stages: int):
 
 
 def _split_batch(cfg, pipelines, total_mb):
-    """Deal micro-batches one at a time to the pipeline whose period grows least."""
+    """Deal micro-batches one at a time to the pipeline whose period grows least
+    (`pipelines`: each one's per-stage times and memory)."""
     batches = [0] * len(pipelines)
     periods = [0.0] * len(pipelines)
     for _ in range(total_mb):
-        trial = [_single_pipeline_period(cfg, pipe, mb + 1) for pipe, mb in zip(pipelines, batches)]
+        trial = [_single_pipeline_period(cfg, times, mb + 1, memory) for (times, memory), mb in zip(pipelines, batches)]
         i = int(np.argmin(trial))
         batches[i] += 1
         periods[i] = trial[i]
