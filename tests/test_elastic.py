@@ -314,6 +314,38 @@ def test_profiled_table_interpolates_and_refuses_to_extrapolate():
     assert np.isnan(points.throughput_table[0, 1]) and points.max_local_batch == 8
 
 
+def test_a_hole_in_the_profile_has_the_same_rule_on_every_side():
+    """A profiled point whose up-right neighbour was unprofiled read as NaN (scipy's cell
+    weights 0 x NaN), so a job submitted there had 'no throughput'; its other sides did not."""
+    table = np.array([[10.0, 20.0, 40.0], [30.0, np.nan, 50.0], [35.0, 45.0, 60.0]])
+    t = el.ProfiledThroughput("hole", (1, 2, 4), (8, 16, 32), table)
+    for i, g in enumerate(t.gpus):  # every profiled point is its own value, around the hole too
+        for k, b in enumerate(t.batch):
+            assert float(t.throughput(g, b)) == table[i, k] or (np.isnan(table[i, k]) and np.isnan(t.throughput(g, b)))
+    # along a grid line past the hole: linear in log2 between the two profiled ends
+    assert float(t.throughput(1, 8 * 2**0.25)) == pytest.approx(10.0 + 0.25 * 10.0)
+    assert float(t.throughput(2**1.5, 8)) == pytest.approx(30.0 + 0.5 * 5.0)
+    # inside any of the four cells that touch the hole: NaN, on each side alike
+    for g, b in ((2**0.5, 8 * 2**0.5), (2**1.5, 8 * 2**0.5), (2**0.5, 16 * 2**0.5), (2**1.5, 16 * 2**0.5)):
+        assert math.isnan(float(t.throughput(g, b)))
+
+
+@given(st.data())
+def test_a_full_profile_interpolates_as_scipy_does(data):
+    from scipy.interpolate import RegularGridInterpolator
+
+    gpus = tuple(sorted(data.draw(st.sets(st.sampled_from([1, 2, 4, 8, 16, 64]), min_size=2, max_size=5))))
+    batch = tuple(sorted(data.draw(st.sets(st.integers(1, 4096), min_size=2, max_size=6))))
+    table = np.array(data.draw(st.lists(st.floats(0.1, 1e6), min_size=len(gpus) * len(batch),
+                                        max_size=len(gpus) * len(batch)))).reshape(len(gpus), len(batch))
+    g = np.array(data.draw(st.lists(st.floats(0.5, 100.0), min_size=1, max_size=20)))
+    b = np.array(data.draw(st.lists(st.floats(0.5, 5000.0), min_size=g.size, max_size=g.size)))
+    got = el.ProfiledThroughput("full", gpus, batch, table).throughput(g, b)
+    scipy = RegularGridInterpolator((np.log2(gpus), np.log2(batch)), table, bounds_error=False,
+                                    fill_value=np.nan)(np.stack([np.log2(g), np.log2(b)], axis=-1))
+    np.testing.assert_allclose(got, scipy, rtol=1e-12, atol=0)
+
+
 def test_catalogue_models_are_usable_by_name():
     assert set(el.MODELS) == {"bert", "deepspeech2", "gpt2", "inception3", "resnet50", "vgg16"}
     for model in el.MODELS.values():

@@ -289,7 +289,8 @@ class RooflineThroughput(_StepTimeModel):
 class ProfiledThroughput:
     """Measured throughputs (samples/s) on a grid of GPU counts and global batches.
 
-    Interpolated linearly in (log2 g, log2 b); NaN outside the grid.
+    Interpolated linearly in (log2 g, log2 b); NaN outside the grid and
+    inside a cell with an unprofiled corner (`throughput`).
 
     Parameters
     ----------
@@ -382,6 +383,12 @@ class ProfiledThroughput:
     def throughput(self, gpus, batch):
         """Return samples per second, interpolated (arrays broadcast).
 
+        Bilinear in (log2 g, log2 b) within the cell that holds the point,
+        from the corners that carry weight: a profiled point is its own value
+        and a point on a grid line between two profiled points is interpolated
+        along it, whatever is unprofiled beside them; a corner with weight
+        that is unprofiled gives NaN (the same rule on every side of a hole).
+
         Parameters
         ----------
         gpus : int or numpy.ndarray
@@ -394,24 +401,37 @@ class ProfiledThroughput:
         float or numpy.ndarray
             Samples per second; NaN off the profiled grid.
         """
-        from scipy.interpolate import RegularGridInterpolator
-
         g, b = np.broadcast_arrays(np.asarray(gpus, dtype=float), np.asarray(batch, dtype=float))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            x, y = np.log2(g).ravel(), np.log2(b).ravel()
         x_axis, y_axis = np.log2(self.gpus), np.log2(self.batch)
-        points = np.stack([np.log2(g).ravel(), np.log2(b).ravel()], axis=-1)
-        # One-point axes: RegularGridInterpolator needs two, so match them exactly instead.
-        if len(x_axis) == 1 or len(y_axis) == 1:
-            return self._exact(g, b)
-        interp = RegularGridInterpolator((x_axis, y_axis), self.throughput_table, bounds_error=False,
-                                         fill_value=np.nan)
-        return interp(points).reshape(g.shape)
+        i, wx = _cell(x_axis, x)
+        k, wy = _cell(y_axis, y)
+        table = self.throughput_table
+        n_g, n_b = table.shape
+        out = np.zeros(x.size)
+        inside = (i >= 0) & (k >= 0)
+        for di, weight_x in ((0, 1.0 - wx), (1, wx)):
+            for dk, weight_y in ((0, 1.0 - wy), (1, wy)):
+                weight = weight_x * weight_y
+                corner = table[np.minimum(i + di, n_g - 1), np.minimum(k + dk, n_b - 1)]
+                out += np.where(weight > 0, weight * corner, 0.0)  # a weightless corner may be unprofiled
+        return np.where(inside, out, np.nan).reshape(g.shape)
 
-    def _exact(self, g, b):
-        out = np.full(g.shape, np.nan)
-        for i, gv in enumerate(self.gpus):
-            for k, bv in enumerate(self.batch):
-                out[(g == gv) & (b == bv)] = self.throughput_table[i, k]
-        return out
+
+def _cell(axis: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The cell of each x on a strictly increasing axis: (index of its lower edge, weight
+    of the upper edge in [0, 1)); index -1 off the axis (NaN included). A one-point axis
+    holds only its point."""
+    index = np.searchsorted(axis, x, side="right") - 1
+    index = np.where(x == axis[-1], axis.size - 1, index)  # the last point is its own cell
+    on = (index >= 0) & (index < axis.size) & (x <= axis[-1])
+    index = np.where(on, index, -1)
+    upper = np.minimum(index + 1, axis.size - 1)
+    span = axis[upper] - axis[np.maximum(index, 0)]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        weight = np.where(on & (span > 0), (x - axis[np.maximum(index, 0)]) / np.where(span > 0, span, 1.0), 0.0)
+    return index, weight
 
 
 def fit_parametric(name: str, gpus, batch, step_time, **kwargs) -> ParametricThroughput:
