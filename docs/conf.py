@@ -32,6 +32,9 @@ extensions = [
 ]
 
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
+# No smart quotes: they turned "--gpus" in the command help into an en dash, and a
+# command copied from the page then failed (.ci/run checks the built page).
+smartquotes = False
 exclude_patterns = ["_build", "auto_examples/*.ipynb", "auto_examples/*.py", "auto_examples/*.zip"]
 html_theme = "alabaster"
 html_theme_options = {"description": "Reliability of large ML training runs", "fixed_sidebar": True}
