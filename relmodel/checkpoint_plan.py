@@ -24,6 +24,7 @@ import warnings
 
 import numpy as np
 
+from ._display import key_value_table
 from .closed_form import (MIN_INTERVAL, ClosedFormWarning, _level_args, ettr, feasible_interval, levels_point_ettr,
                           linear_valid, optimal_interval)
 from .engine import check_run_args
@@ -86,6 +87,11 @@ class StrategyPlan:
         intervals = {**{f"fast{i}": lv.interval for i, lv in enumerate(fast)}, "durable": sc.checkpoint_interval}
         return {k: math.inf if v > sc.work else v for k, v in intervals.items()}
 
+    @property
+    def intervals_text(self) -> str:
+        """The intervals, fastest level first, "never" for a level never written."""
+        return " / ".join("never" if math.isinf(v) else format_hours(v) for v in self.intervals_h.values())
+
     def to_dict(self) -> dict:
         """Return the strategy's numbers, JSON-ready.
 
@@ -131,12 +137,22 @@ class CheckpointPlan:
         """
         return {"recommended": self.recommended.name, **{s.name: s.to_dict() for s in self.strategies}}
 
+    def __repr__(self) -> str:
+        return "CheckpointPlan(" + ", ".join(f"{s.name} {s.intervals_text} ETTR {s.ettr:.4f}"
+                                             for s in self.strategies) + ")"
+
+    def _repr_html_(self) -> str:
+        """The strategies as a small table for notebooks, the recommended first."""
+        rows = [(s.name + (" *" if s is self.recommended else ""), f"intervals {s.intervals_text}, ETTR {s.ettr:.4f}"
+                 + (f", simulated {s.simulated:.4f}" if s.simulated_jobs else "")) for s in self.strategies]
+        return key_value_table("CheckpointPlan (intervals fast..durable; * recommended)", rows)
+
     def __str__(self) -> str:
         best = self.recommended.ettr
         lines = [f"{'strategy':<13} {'intervals (fast..durable)':<28} {'ETTR':>7} {'first order':>12} "
                  f"{'simulated (95% CI)':>22} {'vs best':>8}"]
         for s in self.strategies:
-            intervals = " / ".join("never" if math.isinf(v) else format_hours(v) for v in s.intervals_h.values())
+            intervals = s.intervals_text
             first = f"{s.ettr_first_order:.4f}" + (" " if s.first_order_valid else "!")
             simulated = (f"{s.simulated:.4f} +- {1.96 * s.simulated_se:.5f}" if s.simulated_jobs
                          else "not simulated")

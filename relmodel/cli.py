@@ -171,6 +171,9 @@ def plan(target_ettr, n_jobs, seed, backend, plot, as_json, from_log, quiet, **f
         n_jobs, seed = check_plan(sc, target_ettr, n_jobs, seed)  # every refusal before the first line
     except ValueError as err:
         raise usage_error(err) from None
+    if sc.failure_rate >= 1.0 and fitted is None:  # 100 times the measured rates: a unit mistake, most likely
+        click.echo(f"note: {sc.failure_rate:g} failures per node-day is a job MTTF of {format_hours(sc.mttf)}; "
+                   "is --failure-rate per node-day?", err=True)
     if not as_json:
         # What needs no simulation first, so that the command answers at once.
         if fitted is not None:

@@ -173,6 +173,15 @@ def test_plan_says_so_only_when_no_interval_lets_a_job_finish():
     assert result.exit_code == 0, result.output
 
 
+def test_plan_at_a_rate_in_the_wrong_unit_asks_about_the_unit():
+    """`plan --failure-rate 6.5` printed an MTTF of 26 s and ETTR 0.0000 without the hint simulate gives."""
+    result = invoke("plan", "--gpus", "4096", "--work", "30d", "--failure-rate", "6.5", "--n-jobs", "200")
+    assert result.exit_code == 0, result.output
+    assert "note: 6.5 failures per node-day is a job MTTF of 25.96s; is --failure-rate per node-day?" in result.output
+    usual = invoke("plan", "--gpus", "4096", "--work", "30d", "--failure-rate", "6.5e-3", "--n-jobs", "200")
+    assert usual.exit_code == 0 and "per node-day?" not in usual.output
+
+
 def test_a_sweep_where_some_points_can_finish_is_a_table():
     with warnings.catch_warnings():
         warnings.simplefilter("default")  # as a user sees them (the suite turns relmodel's into errors)

@@ -20,6 +20,13 @@ def _fit():
     return rm.fit(synthetic_log(500, failure_rate=6.5e-3, seed=5).to_csv())
 
 
+def _checkpoint_plan():
+    fast = rm.CheckpointLevel(interval="10min", cost="5s", restart="3min", persist="30s", survives=0.85)
+    return rm.plan_checkpoints(rm.Scenario(n_gpus=16384, failure_rate=3.8e-3, work="54d", checkpoint_interval="1h",
+                                           checkpoint_cost="30s", checkpoint_persist="5min", restart_cost="10min",
+                                           fast_checkpoints=[fast]), n_jobs=500)
+
+
 def _allocation():
     jobs = el.synthetic_workload(16, "8h", seed=3).jobs[:4]
     return el.allocate(jobs, 32)
@@ -32,7 +39,8 @@ def _policy_run():
 
 
 # One entry per result class a user gets back: every property below runs over all of them.
-RESULTS = {"Plan": _plan, "FitResult": _fit, "Allocation": _allocation, "PolicyRun": _policy_run}
+RESULTS = {"Plan": _plan, "FitResult": _fit, "Allocation": _allocation, "PolicyRun": _policy_run,
+           "CheckpointPlan": _checkpoint_plan}
 
 
 @pytest.fixture(scope="module", params=sorted(RESULTS))
