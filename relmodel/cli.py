@@ -348,8 +348,9 @@ def sweep(study_file, out, verify_path, scheduler, workers, quiet, plot, x_dim, 
         raise click.UsageError(f"{study_file}: {err}") from None
     try:
         study = parse_study(source, name=str(study_file), folder=study_file.parent)
+        report = {}
         run_study(study, out, source=source, label=str(study_file), scheduler=scheduler, n_workers=workers,
-                  progress=feedback.enabled())
+                  progress=feedback.enabled(), report=report)
     except StudyError as err:
         raise click.UsageError(str(err)) from None
     except ConnectionError as err:  # the environment too (exit 1): an unreachable scheduler
@@ -380,7 +381,8 @@ def sweep(study_file, out, verify_path, scheduler, workers, quiet, plot, x_dim, 
             parameter, message = parameter_and_reason(err)
             raise click.UsageError(f"--{parameter}: {message}" if parameter in ("x", "y") else str(err)) from None
     if not quiet:
-        click.echo(f"wrote {out}" + (f" and {plot}" if plot else ""))
+        done = f"wrote {out}" if report["computed_chunks"] else f"{out} was finished: every chunk verified, none computed"
+        click.echo(done + (f"; wrote {plot}" if plot else ""))
 
 
 def verify_store(path: Path, quiet: bool):

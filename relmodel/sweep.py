@@ -232,7 +232,7 @@ def _heal(study: Study, store: Path, chunks, group):
 # ---- running a study -------------------------------------------------------------
 
 def run_study(study: Study, out, *, source: str = "", label: str = "", scheduler: str = "local",
-              n_workers: int | None = None, progress: bool = True) -> Path:
+              n_workers: int | None = None, progress: bool = True, report: dict | None = None) -> Path:
     """Run (or resume) a study into a zarr store or a netCDF file.
 
     The grid is cut into chunks, each simulated (here, or on Dask workers) and
@@ -264,6 +264,9 @@ def run_study(study: Study, out, *, source: str = "", label: str = "", scheduler
         Worker processes of a ``"dask-local"`` cluster; None: one per CPU core.
     progress : bool, default True
         Show a progress bar (chunks done, simulated jobs per second).
+    report : dict, optional
+        Filled with ``computed_chunks``: how many chunks this run computed (0
+        when the store was finished and every chunk verified).
 
     Returns
     -------
@@ -317,6 +320,8 @@ def run_study(study: Study, out, *, source: str = "", label: str = "", scheduler
                           RuntimeWarning, stacklevel=2)
             stores.unmark(store, damaged)
         todo = [r for r in regions if chunk_id(r) in problems]
+        if report is not None:
+            report["computed_chunks"] = len(todo)
         if todo:
             stores.set_status(store, "running")
             _compute(study, store, regions, todo, scheduler, n_workers, progress, client)

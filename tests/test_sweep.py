@@ -162,6 +162,21 @@ def test_compare_and_figures_work_on_a_study(tmp_path, reference):
     assert png.stat().st_size > 10_000
 
 
+def test_a_sweep_run_again_on_its_finished_store_says_it_computed_nothing(tmp_path):
+    """Re-running a finished sweep printed 'wrote s.zarr' though it wrote nothing."""
+    study_file = tmp_path / "study.toml"
+    study_file.write_text(STUDY)
+    out = tmp_path / "s.zarr"
+    first = CliRunner().invoke(main, ["sweep", str(study_file), "--out", str(out)])
+    assert first.exit_code == 0 and first.output.strip().splitlines()[-1] == f"wrote {out}", first.output
+    again = CliRunner().invoke(main, ["sweep", str(study_file), "--out", str(out)])
+    assert again.exit_code == 0, again.output
+    assert again.output.strip().splitlines()[-1] == f"{out} was finished: every chunk verified, none computed"
+    report = {}
+    run_study(parse_study(STUDY), out, progress=False, report=report)
+    assert report == {"computed_chunks": 0}
+
+
 @pytest.mark.parametrize("change, message", [
     (("checkpoint_cost = \"5min\"", "checkpoint_cost = \"5m\""), "line 3: [fixed] checkpoint_cost"),
     (("seed = 1", "seed = -1"), "line 11: [run] seed"),
