@@ -9,6 +9,7 @@ import xarray as xr
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 SCRIPTS = sorted(p.name for p in EXAMPLES.glob("*.py"))
+DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
 
 @pytest.fixture(scope="module")
@@ -77,3 +78,37 @@ def test_elastic_regimes_json(run_example):
     assert all(r["jct_ratio"] > 2 for r in light)  # idle GPUs: a wide range lets elastic jobs spread out
     ds = xr.open_dataset(out / "elastic_regimes.nc", engine="h5netcdf")
     assert set(ds.completed.dims) == {"curve", "width", "load", "queue", "admission", "seed", "policy"}
+
+
+def test_pipeline_failures_orders_the_strategies_and_runs_the_traces(run_example):
+    result, out = run_example("pipeline_failures.py")
+    assert "recycle" in result.stdout and "14-day runs" in result.stdout
+    steady = xr.open_dataset(out / "pipeline_failures.nc", engine="h5netcdf")
+    assert set(steady.dims) >= {"strategy", "n_failures"}
+    frac = steady.fraction_of_ideal
+    assert float(frac.sel(strategy="recycle", n_failures=4)) > float(frac.sel(strategy="oobleck", n_failures=4))
+    assert float(frac.sel(strategy="oobleck", n_failures=4)) > float(frac.sel(strategy="bamboo", n_failures=4))
+    runs = xr.open_dataset(out / "pipeline_failures.nc", engine="h5netcdf", group="runs")
+    assert set(runs.dims) == {"strategy", "n_failures", "bound"} and float(runs.time_fraction.sum()) == \
+        pytest.approx(1.0)
+    if (DATA / "spot-traces" / "p3-trace.csv").exists():
+        traces = xr.open_dataset(out / "pipeline_failures.nc", engine="h5netcdf", group="traces")
+        assert "p3-trace" in traces.trace.values
+
+
+def test_elastic_load_sweep_writes_what_it_promises(run_example):
+    result, out = run_example("elastic_load_sweep.py")
+    sweep = xr.open_dataset(out / "elastic_load_sweep.nc", engine="h5netcdf")
+    assert {"policy", "arrival_rate", "seed", "batch_scaling"} <= set(sweep.dims)
+    light = sweep.sel(arrival_rate=sweep.arrival_rate.min())
+    assert (light.completed == light.submitted).all()  # light load: every policy completes every job
+    assert (sweep.completed_ratio >= 1).all() and (sweep.jct_ratio < 1).all()
+    fails = xr.open_dataset(out / "elastic_failures.nc", engine="h5netcdf")
+    lost = fails.gpu_hours_lost_failures.sum("seed")
+    assert (lost.sel(policy="elastic") < lost.sel(policy="fifo")).all()
+    if (DATA / "elasticflow" / "195job.csv").is_file():
+        trace = xr.open_dataset(out / "elastic_trace_195job.nc", engine="h5netcdf")
+        assert trace.sizes["job"] == 195 and (trace.completed.sel(unplaceable="queue") == 195).all()
+        assert (out / "elastic_trace_195job.png").is_file()
+    else:
+        assert "trace replay skipped" in result.stdout

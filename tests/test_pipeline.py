@@ -2,9 +2,6 @@
 
 import json
 import math
-import subprocess
-import sys
-from pathlib import Path
 
 import click
 import numpy as np
@@ -19,8 +16,6 @@ from relmodel._cli_shared import OneLineErrors
 from relmodel.cli import main
 from relmodel.pipeline.cli import parse_failures, pipeline
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 STAGE_BOUND = ("recycle", "drop-pipeline")  # workers stay on their stage
 
 
@@ -287,24 +282,6 @@ def test_throughput_table_checks_a_range_before_walking_it():
 
 
 # -- the example -------------------------------------------------------------------------------
-
-
-def test_example_pipeline_failures(tmp_path):
-    done = subprocess.run([sys.executable, str(EXAMPLES / "pipeline_failures.py"), "--quick", "--out", str(tmp_path)],
-                          check=True, capture_output=True, text=True, timeout=600)
-    assert "recycle" in done.stdout and "14-day runs" in done.stdout
-    steady = xr.open_dataset(tmp_path / "pipeline_failures.nc", engine="h5netcdf")
-    assert set(steady.dims) >= {"strategy", "n_failures"}
-    frac = steady.fraction_of_ideal
-    assert float(frac.sel(strategy="recycle", n_failures=4)) > float(frac.sel(strategy="oobleck", n_failures=4))
-    assert float(frac.sel(strategy="oobleck", n_failures=4)) > float(frac.sel(strategy="bamboo", n_failures=4))
-    runs = xr.open_dataset(tmp_path / "pipeline_failures.nc", engine="h5netcdf", group="runs")
-    assert set(runs.dims) == {"strategy", "n_failures", "bound"} and float(runs.time_fraction.sum()) == \
-        pytest.approx(1.0)
-    if (DATA / "spot-traces" / "p3-trace.csv").exists():
-        traces = xr.open_dataset(tmp_path / "pipeline_failures.nc", engine="h5netcdf", group="traces")
-        assert "p3-trace" in traces.trace.values
-    assert (tmp_path / "pipeline_failures.png").stat().st_size > 10_000
 
 
 def test_cli_table_is_all_fractions_and_says_what_steady_state_means():
