@@ -79,6 +79,24 @@ def note(text: str):
         sys.stderr.flush()
 
 
+def bar_width() -> dict:
+    """tqdm's width options: follow the terminal, or a fixed 80 columns where it reports
+    fewer than 10 (0 on some detached or CI terminals, where a following bar drew nothing).
+
+    Returns
+    -------
+    dict
+        ``dynamic_ncols`` or ``ncols`` for tqdm.
+    """
+    import os
+
+    try:
+        columns = os.get_terminal_size(sys.stderr.fileno()).columns
+    except (OSError, ValueError, AttributeError):  # not a terminal: tqdm picks its own width
+        return {"dynamic_ncols": True}
+    return {"dynamic_ncols": True} if columns >= 10 else {"ncols": 80}
+
+
 def progress_bar(total: int | None, desc: str, unit: str = "job", enabled_: bool | None = None, **kwargs):
     """A tqdm bar on stderr, or a disabled one (every call a no-op) where feedback is off.
 
@@ -102,7 +120,7 @@ def progress_bar(total: int | None, desc: str, unit: str = "job", enabled_: bool
     from tqdm import tqdm
 
     return tqdm(total=total, desc=desc, unit=unit, unit_scale=True, file=sys.stderr, leave=False,
-                dynamic_ncols=True, mininterval=0.2, disable=not enabled(enabled_), **kwargs)
+                mininterval=0.2, disable=not enabled(enabled_), **bar_width(), **kwargs)
 
 
 def _njit_functions(path: str) -> dict[str, int]:

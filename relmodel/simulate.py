@@ -127,7 +127,9 @@ def simulate(scenario, n_jobs: int = 100_000, seed: int = 0, backend: str = "num
     if progress:
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=sc.size * n_jobs, unit="job", unit_scale=True, desc="simulate")
+        from ._feedback import bar_width
+
+        bar = tqdm(total=sc.size * n_jobs, unit="job", unit_scale=True, desc="simulate", **bar_width())
         callback = bar.update
     try:
         totals = run(packed, n_jobs, seed, backend, max_failures=max_failures, keep_jobs=keep_jobs,

@@ -371,12 +371,14 @@ def _compute(study: Study, store: Path, regions, todo, scheduler: str, n_workers
     """Simulate the chunks `todo` and write each to the store as it comes."""
     from tqdm.auto import tqdm
 
+    from ._feedback import bar_width
+
     # In jobs, not chunks (a study of two chunks moved in 50 % jumps): locally the bar
     # advances after each kernel call (blocks of jobs); on Dask, per chunk as it comes back.
     chunk_jobs = {r: int(np.prod([b - a for a, b in r])) * study.n_jobs for r in regions}
     jobs_total = sum(chunk_jobs.values())
     bar = tqdm(total=jobs_total, initial=jobs_total - sum(chunk_jobs[r] for r in todo), unit="job",
-               unit_scale=True, desc="sweep", disable=not progress)
+               unit_scale=True, desc="sweep", disable=not progress, **bar_width())
     reported = {}
     writer = stores.ChunkWriter(store, study.outputs)
 

@@ -152,6 +152,33 @@ def terminal(monkeypatch):
     monkeypatch.setattr(_feedback, "stderr_is_terminal", lambda: True)
 
 
+@pytest.mark.parametrize("size, expected", [((0, 24), {"ncols": 80}), ((5, 24), {"ncols": 80}),
+                                            ((120, 40), {"dynamic_ncols": True}), (None, {"dynamic_ncols": True})])
+def test_a_terminal_that_reports_no_width_still_gets_a_bar(monkeypatch, size, expected):
+    """On a terminal reporting 0 columns every bar drew nothing (tqdm followed the width)."""
+    import io
+
+    def terminal_size(fd=None):
+        if size is None:
+            raise OSError("not a terminal")
+        return os.terminal_size(size)
+
+    monkeypatch.setattr(os, "get_terminal_size", terminal_size)
+    assert _feedback.bar_width() == expected
+    if size == (0, 24):  # the bar itself at that width: drawn, 80 columns wide
+        class Terminal(io.StringIO):
+            def fileno(self):
+                return 2
+
+        out = Terminal()
+        monkeypatch.setattr(sys, "stderr", out)
+        with _feedback.progress_bar(100, "simulate", enabled_=True) as bar:
+            bar.update(100)
+            bar.refresh()
+        drawn = [line for line in out.getvalue().split("\r") if line.startswith("simulate")]
+        assert drawn and "100/100" in drawn[-1] and len(drawn[-1]) <= 80
+
+
 SMALL_SIMULATE = ["simulate", "--gpus", "1024", "--n-jobs", "20000", "--seed", "3"]
 
 
