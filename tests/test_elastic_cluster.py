@@ -269,3 +269,17 @@ def test_work_completed_weighs_jobs_by_their_submitted_size():
                                ["elastic", "fixed-batch"], n_gpus=64, seed=1)
     assert float(over.work_completed.sel(policy="elastic")) > float(over.work_completed.sel(policy="fixed-batch"))
     assert "work_completed_gpu_h" in el.summary(over)["elastic"]
+
+
+def test_the_figure_caption_names_every_setting_that_shapes_the_run():
+    """The `cluster --plot` footer left out the throughput curves, the admission rule and the queue's wait."""
+    from relmodel.elastic.plot import cluster_caption
+
+    workload = el.synthetic_workload(8, "4h", seed=1, curve="roofline")
+    queued = el.simulate_cluster(workload, ["elastic"], n_gpus=16, unplaceable="queue", max_wait=2.0,
+                                 admission="optimizer")
+    caption = cluster_caption(queued.attrs)
+    assert "admission optimizer" in caption and "throughput curves roofline" in caption
+    assert "waiting at most 2h" in caption
+    rejected = el.simulate_cluster(workload, ["elastic"], n_gpus=16)
+    assert "waiting" not in cluster_caption(rejected.attrs)  # a rejected job never waits

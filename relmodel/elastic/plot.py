@@ -40,10 +40,14 @@ def cluster_caption(attrs) -> str:
     if "failure_rate_per_node_day" in attrs:
         parts.append(f"failure rate {float(attrs['failure_rate_per_node_day']):g} per node-day")
     parts += [f"{words} {format_hours(float(attrs[key]))}" for key, words in hours if key in attrs]
-    for key, words in (("objective", "objective"), ("unplaceable", "unplaceable jobs:"),
-                       ("arrival_window", "arrivals over"), ("workload_workload", "workload")):
+    for key, words in (("objective", "objective"), ("admission", "admission"), ("unplaceable", "unplaceable jobs:"),
+                       ("arrival_window", "arrivals over"), ("workload_workload", "workload"),
+                       ("workload_curve", "throughput curves")):
         if key in attrs:
             parts.append(f"{words} {attrs[key]}")
+    if attrs.get("unplaceable") == "queue" and "max_wait_h" in attrs:  # a wait only a queue has
+        wait = float(attrs["max_wait_h"])
+        parts.append("waiting without limit" if wait == float("inf") else f"waiting at most {format_hours(wait)}")
     if "seeds" in attrs:
         parts.append(f"seeds {attrs['seeds']}")
     return "fixed: " + ", ".join(parts)
