@@ -197,8 +197,9 @@ def ettr_vs_interval(scenario, ax=None, *, n_points: int = 60, n_sim: int = 8, n
            ylim=(bottom, 1.0 + 0.02 * (1 - bottom)), xlim=(lo / 1.15, hi * 1.15))
     plain_log_axis(ax.xaxis)
     wall = sc.work / peak if peak > 0 else math.inf
+    # The exact form's expectation: the plan's text gives the simulated mean beside it.
     ax.set_title(f"{sc.n_gpus} GPUs, MTTF {format_hours(sc.mttf)}: {format_hours(sc.work)} of work "
-                 f"take {format_hours(wall)}\nat the exact optimum (ETTR {peak:.4f})", fontsize=10)
+                 f"take {format_hours(wall)} (exact form)\nat the exact optimum (ETTR {peak:.4f})", fontsize=10)
     ax.legend(fontsize=7, loc="best")
     if own_figure:
         _caption(ax.figure, scenario_caption(sc))

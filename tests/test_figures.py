@@ -53,6 +53,7 @@ def test_plan_figure_differs_with_work(plan_figures):
     renewal_short, renewal_long = (labelled(ax, "renewal")[0].get_ydata() for ax in (short, long))
     assert not np.array_equal(renewal_short, renewal_long)  # the curves are computed for each work
     assert "14d of work" in short.get_title() and "54d of work" in long.get_title()
+    assert "(exact form)" in short.get_title()  # the plan's text gives the simulated mean: say which this is
     assert "work 14d" in all_text(plan_figures["14d"]) and "work 54d" in all_text(plan_figures["54d"])
     a, b = rendered(plan_figures["14d"]), rendered(plan_figures["54d"])
     assert a.shape == b.shape and np.any(a != b)
