@@ -180,6 +180,16 @@ def test_pipeline_aim_line_left_out_when_it_is_nowhere_finite(pipeline_table):
     assert not any("aim" in line.get_label() for line in ax.get_lines())
 
 
+def test_pipeline_legend_says_which_strategy_memory_rules_out():
+    """Bamboo, ruled out by the budget, was a line at 0 with nothing saying why."""
+    import relmodel.pipeline as pl
+    from relmodel.pipeline.plot import throughput_figure
+
+    table = pl.throughput_table(pl.PipelineConfig(4, 4, 8, memory=pl.StageMemory(16, (10.0,) * 4, 1.0)), range(3))
+    labels = [t.get_text() for t in throughput_figure(table).axes[0].get_legend().get_texts()]
+    assert "bamboo (ruled out by memory)" in labels and "recycle" in labels
+
+
 def write_trace(path, nodes: int):
     """A node trace of `nodes` nodes that join, one leaves and comes back."""
     rows = [f"{1000 * i},add,node{i}" for i in range(nodes)]

@@ -194,11 +194,15 @@ def pipeline(stages, replicas, microbatches, fwd, bwd_input, bwd_weight, model_n
                 click.echo("")
                 click.echo(format_runs(ds, label))
     if plot is not None:
-        from .plot import throughput_figure
+        from .plot import config_title, throughput_figure
 
         sys.stdout.flush()
         feedback.note(f"drawing {plot} ...")
-        throughput_figure(table, replayed if replayed is not None else runs, plot)
+
+        named = None  # with --model, the model and GPU above the pipeline's shape
+        if model_name is not None:
+            named = f"{model_name} on {gpu} (TP {tensor_parallel})\n{config_title(table.attrs)}"
+        throughput_figure(table, replayed if replayed is not None else runs, plot, title=named)
     if not as_json:
         for path in (out, plot):
             if path is not None:

@@ -54,7 +54,7 @@ def throughput_figure(table, runs=None, path=None, *, title: str | None = None):
         offset = (i - (len(strategies) - 1) / 2) * step if len(strategies) > 1 else 0.0
         style = dict(lw=4, ls="-") if i == 0 else dict(lw=1.8, ls=(0, DASHES[(i - 1) % len(DASHES)]))
         ax.plot(n + offset, table.fraction_of_ideal.sel(strategy=strategy), marker=MARKERS.get(strategy, "o"),
-                ms=5, zorder=2 + i / 10, label=strategy, **style)
+                ms=5, zorder=2 + i / 10, label=strategy + _memory_note(table, strategy), **style)
     with np.errstate(divide="ignore", invalid="ignore"):
         aim = float(table.attrs["ideal_period"]) / table.recycle_target.values
     aim = np.where(np.isfinite(aim), aim, np.nan)
@@ -64,7 +64,7 @@ def throughput_figure(table, runs=None, path=None, *, title: str | None = None):
                               initial=1.0))
     # A plan may beat the configured fault-free schedule (ReCycle's decoupled backward): keep it in view.
     ax.set(xlabel="failed workers", ylabel="steady-state throughput / fault-free", ylim=(-0.02, max(1.05, 1.04 * highest)),
-           title=title or _config_title(table.attrs))
+           title=title or config_title(table.attrs))
     ax.set_xticks(n)
     ax.legend(fontsize=7, loc="best")
     for ax_runs, ds in zip(axes[1:], extra):
@@ -132,9 +132,28 @@ def _runs_panel(ax, runs):
                 bbox=dict(boxstyle="round", fc="w", ec="0.6", alpha=0.9), zorder=6)
 
 
-def _config_title(attrs) -> str:
+def config_title(attrs) -> str:
+    """The pipeline's shape and schedule kind, from a table's attrs (the figure's default title).
+
+    Parameters
+    ----------
+    attrs : dict
+        The attrs of a `throughput_table` Dataset.
+
+    Returns
+    -------
+    str
+    """
     return (f"p={attrs['stages']} stages, d={attrs['replicas']} replicas, m={attrs['microbatches']} "
             f"({attrs['order']}, {attrs['backward']}, {attrs['optimizer']})")
+
+
+def _memory_note(table, strategy: str) -> str:
+    """Why a strategy's line lies at 0: it does not fit the memory budget (everywhere or at some counts)."""
+    if "memory_limited" not in table:
+        return ""
+    limited = table.memory_limited.sel(strategy=strategy).values
+    return " (ruled out by memory)" if limited.all() else (" (memory-limited at some counts)" if limited.any() else "")
 
 
 def _times_text(values) -> str:
