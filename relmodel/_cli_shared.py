@@ -368,13 +368,11 @@ def write_dataset(ds, path: Path, *, overwrite: bool, writer: str, groups=None):
     groups : dict of str to xarray.Dataset, optional
         Further netCDF groups (`relmodel.store.write_netcdf`).
     """
-    from .store import exclusive, holds_study, output_identity, write_netcdf, write_zarr
+    from .store import exclusive, holds_study, write_netcdf, write_path, write_zarr
     from .study import StudyError
 
     require("filelock", "--out")
-    # Through a symbolic link to what it names, as the lock does (else the lock guards the
-    # target while the data replaces the link).
-    path = output_identity(path) if path.is_symlink() else path
+    path = write_path(path)
     if not path.parent.is_dir():  # the environment, not the command: exit 1
         raise click.ClickException(f"--out: no such folder: {path.parent}")
     if path.is_dir() and path.suffix != ".zarr":

@@ -75,6 +75,25 @@ def output_identity(path) -> Path:
     return real
 
 
+def write_path(path) -> Path:
+    """Return where a writer writes `path`: through a symbolic link to what it names, as
+    its lock (`lock_path`) is taken there (else the lock would guard the target while the
+    data replaced the link); any other path as given.
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        An output path, existing or not.
+
+    Returns
+    -------
+    pathlib.Path
+        The path the data goes to.
+    """
+    path = Path(path)
+    return output_identity(path) if path.is_symlink() else path
+
+
 def lock_path(store: Path) -> Path:
     """Return the lock file of a store (beside it: zarr meets no foreign file inside).
 

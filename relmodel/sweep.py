@@ -293,8 +293,7 @@ def run_study(study: Study, out, *, source: str = "", label: str = "", scheduler
     RuntimeWarning
         When finished chunks failed verification and are computed again.
     """
-    out = Path(out)
-    out = stores.output_identity(out) if out.is_symlink() else out  # through a link, as its lock is
+    out = stores.write_path(out)
     if out.suffix not in (".zarr", ".nc"):
         raise StudyError(str(out), "the output must end in .zarr or .nc")
     if scheduler not in ("local", "dask-local") and not scheduler.startswith(("tcp://", "tls://", "ucx://")):
