@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import relmodel as rm
-from relmodel._kernels import lanes_numba, timeline_numba
+from relmodel._kernels import lanes_numba, rng_numba, timeline_numba, ziggurat
 from relmodel._kernels.layout import (
     BLOCK_SIZE,
     J_CAPPED,
@@ -84,3 +84,49 @@ def test_the_reference_scenarios_go_to_the_lanes_and_agree(n_gpus):
     assert np.array_equal(lane_jobs(packed, first, n, 11, 100_000), reference[0, :, :J_CAPPED + 1])
     a, b = run(packed, 3000, 2, "numba"), run(packed, 3000, 2, "cython")
     assert np.array_equal(a.stats, b.stats) and np.array_equal(a.hist, b.hist)
+
+
+def ziggurat_branches(words):
+    """(tails, wedge tests the lines around f leave open) as the ziggurat reads these words in order."""
+    tails = open_tests = 0
+    pos = 0
+    while pos < words.size - 1:
+        w = int(words[pos])
+        layer, m = w & 0xFF, w >> 11
+        pos += 1
+        if m < int(ziggurat.ACCEPT[layer]):
+            continue
+        if layer == 0:
+            tails += 1
+            continue
+        x = m * ziggurat.WIDTH[layer]
+        u = ((int(words[pos]) >> 11) + 1) * 2.0**-53
+        pos += 1
+        lower = ziggurat.DENSITY[layer]
+        y = lower + u * (ziggurat.DENSITY[layer + 1] - lower)
+        slope = ziggurat.WEDGE_SLOPE[layer]
+        open_tests += not y < ziggurat.WEDGE_BELOW[layer] - slope * x and not y >= ziggurat.WEDGE_ABOVE[layer] - slope * x
+    return tails, open_tests
+
+
+def test_jobs_that_meet_the_ziggurats_tail_and_an_open_wedge_test_in_lanes():
+    """The lanes resolve the ziggurat's rare branches (a tail, a wedge test that
+    needs exp) as the one-job path does: jobs picked for having both early on."""
+    sc = rm.Scenario(n_gpus=16384, failure_rate=6.5e-3, checkpoint_interval="1h", checkpoint_cost="5min",
+                     restart_cost="10min", work="14d")
+    packed = pack(sc)
+    seed, words, xs = 5, np.empty(64, np.uint64), np.empty(0)
+    picked = []
+    for job in range(200_000):
+        rng_numba.job_draws(seed, 0, job, words, xs)
+        tails, open_tests = ziggurat_branches(words)
+        if tails and open_tests:
+            picked.append(job)
+        if len(picked) == 3:
+            break
+    assert len(picked) == 3
+    for job in picked:
+        reference = np.empty((1, 1, N_JOB_FIELDS))
+        timeline_numba.run_jobs(*packed.kernel_args(), np.uint64(seed), np.zeros(1, np.uint64), np.int64(job),
+                                np.int64(10**6), reference, np.empty((1, 1, 0, 4)), np.empty((1, 1, 0, 3)))
+        assert np.array_equal(lane_jobs(packed, job, 1, seed, 10**6)[0], reference[0, 0, :J_CAPPED + 1])

@@ -8,21 +8,23 @@ rounds in one loop and each word's draw and event in another (short bodies,
 so the CPU overlaps lanes; one fused loop was latency-bound). Every word is an
 event, in the same arithmetic as `timeline_numba.simulate_job`: per job the
 same words, read in the same order, give the same bits, so the Cython twin,
-threads and chunking all agree. The 2.2% of words the ziggurat's first step
-rejects stall their lane; the lane then draws that exponential alone
-(`rng_numba.ziggurat_rejected`, from the step's two words, then a call at a
-time), and one more event when that leaves it mid-call. Stalls are what is
-left to win: on the large scenario they take some 40% of the time (4.2 ns an
-event with every word accepted, 7.2 with them). A lane that finishes its job takes the block's next one; the job's
+threads and chunking all agree. The ziggurat runs in the lanes too: the 2.2%
+of words its first step rejects (`reject`, a short scalar pass when a half
+step has any) leave the lane a tail or a pending wedge test, which its next
+word decides against two lines around f (`ziggurat.WEDGE_*`) with no exp.
+Only a test the lines leave open (about 1 word in 10,000) stalls the lane,
+which then finishes that draw alone (`unstall`). Stalls used to take 40% of the
+large scenario's time, when every rejected word stalled its lane. A lane that finishes its job takes the block's next one; the job's
 fields go to a buffer that the caller sums in job order.
 """
 
 import numpy as np
 from numba import njit
 
+from . import ziggurat
 from ._jit import JIT_OPTIONS
 from .layout import J_CAPPED, J_CHECKPOINT, J_FAILURES, J_LOST, J_PRODUCTIVE, J_QUEUE, J_RESTART, J_WALL
-from .rng_numba import next_exponential, philox_words, split_job, ziggurat_candidate, ziggurat_rejected
+from .rng_numba import next_exponential, philox_words, split_job, word_to_uniform, ziggurat_candidate, ziggurat_rejected
 
 LANES = 32  # a module constant, so LLVM knows the trip count of the lane loops (16 and 64 measured slower)
 
@@ -35,13 +37,27 @@ _RESTART = 3
 _QUEUE = 4
 _FAILURES = 5
 _STATUS = 6
-_N_FIELDS = 7
+_BASE = 7  # the ziggurat's tails passed by the draw under way (R each)
+_PEND_X = 8  # a candidate that awaits its wedge test on the lane's next word
+_PEND_LAYER = 9  # its layer; 0.0: none
+_WEDGE_LOWER = 10  # its wedge test, y = lower + u * height against f(x), decided by the lines
+_WEDGE_HEIGHT = 11  # around f where they can: y below one accepts, y at or above the other rejects
+_WEDGE_BELOW = 12
+_WEDGE_ABOVE = 13
+_N_FIELDS = 14
+
+_ZIG_R = ziggurat.R
+_ZIG_DENSITY = ziggurat.DENSITY
+_WEDGE_SLOPE = ziggurat.WEDGE_SLOPE
+_LINE_ABOVE = ziggurat.WEDGE_ABOVE
+_LINE_BELOW = ziggurat.WEDGE_BELOW
 
 _IDLE = 0.0
 _RUNNING = 1.0
 _FINISHED = 2.0
 _CAPPED = 3.0
-_STALLED = 4.0  # at the step's first word; _STALLED + 1.0 at its second
+_REJECTED = 4.0  # the ziggurat's first step rejected the word: `reject` sets the lane's draw on
+_STALLED = 5.0  # a wedge test the lines left open at the step's first word; _STALLED + 1.0 at its second
 
 
 @njit(inline="always", **JIT_OPTIONS)
@@ -79,6 +95,25 @@ def event(x, phase, done, lost, restart_time, queue_time, failures, mean_ttf, se
     return 1.0, done, lost, restart_time, queue_time, failures, status
 
 
+@njit(inline="always", **JIT_OPTIONS)
+def reject(state, lane, w):
+    """The lane's word w failed the ziggurat's first step: the tail (R more,
+    a fresh candidate on the next word) or its wedge test, set up for the next word."""
+    x, _, layer = ziggurat_candidate(w)
+    if layer == 0:
+        state[_BASE * LANES + lane] += _ZIG_R
+    else:
+        lower = _ZIG_DENSITY[layer]
+        slope = _WEDGE_SLOPE[layer]
+        state[_PEND_X * LANES + lane] = x
+        state[_PEND_LAYER * LANES + lane] = float(np.int64(layer))
+        state[_WEDGE_LOWER * LANES + lane] = lower
+        state[_WEDGE_HEIGHT * LANES + lane] = _ZIG_DENSITY[layer + 1] - lower
+        state[_WEDGE_BELOW * LANES + lane] = _LINE_BELOW[layer] - slope * x
+        state[_WEDGE_ABOVE * LANES + lane] = _LINE_ABOVE[layer] - slope * x
+    state[_STATUS * LANES + lane] = _RUNNING
+
+
 @njit(**JIT_OPTIONS)
 def step(state, calls, jobs, words, k0, k1, mean_ttf, segment, n_full, remainder, restart, queue, max_failures):
     """One Philox call per lane, then its two words as events of the running lanes."""
@@ -88,12 +123,24 @@ def step(state, calls, jobs, words, k0, k1, mean_ttf, segment, n_full, remainder
         words[lane] = w0
         words[LANES + lane] = w1
     for half in range(2):
+        n_rejected = 0
         for lane in range(LANES):
             phase, done, lost, restart_time, queue_time, failures = job_fields(state, lane)
             status = state[_STATUS * LANES + lane]
             running = status == _RUNNING
-            x, accepted, _ = ziggurat_candidate(words[half * LANES + lane])
-            go = running and accepted
+            w = words[half * LANES + lane]
+            candidate, accepted, _ = ziggurat_candidate(w)
+            # A pending candidate's wedge test on this word, by the lines around f.
+            in_wedge = state[_PEND_LAYER * LANES + lane] != 0.0
+            y = state[_WEDGE_LOWER * LANES + lane] + word_to_uniform(w) * state[_WEDGE_HEIGHT * LANES + lane]
+            below = y < state[_WEDGE_BELOW * LANES + lane]
+            open_test = in_wedge and not below and not y >= state[_WEDGE_ABOVE * LANES + lane]
+            drawn = below if in_wedge else accepted
+            rejected = running and not in_wedge and not accepted
+            n_rejected += rejected
+            base = state[_BASE * LANES + lane]
+            x = base + (state[_PEND_X * LANES + lane] if in_wedge else candidate)
+            go = running and drawn
             phase_, done_, lost_, restart_, queue_, failures_, status_ = event(
                 x, phase, done, lost, restart_time, queue_time, failures, mean_ttf, segment, n_full, remainder,
                 restart, queue, max_failures)
@@ -103,7 +150,16 @@ def step(state, calls, jobs, words, k0, k1, mean_ttf, segment, n_full, remainder
             state[_RESTART * LANES + lane] = restart_ if go else restart_time
             state[_QUEUE * LANES + lane] = queue_ if go else queue_time
             state[_FAILURES * LANES + lane] = failures_ if go else failures
-            state[_STATUS * LANES + lane] = status_ if go else (_STALLED + half if running else status)
+            state[_STATUS * LANES + lane] = status_ if go else (
+                (_STALLED + half if open_test else (_REJECTED if rejected else _RUNNING)) if running else status)
+            # A decided wedge test ends the pending candidate; a drawn exponential, the tails.
+            decided = running and in_wedge and not open_test
+            state[_PEND_LAYER * LANES + lane] = 0.0 if decided else state[_PEND_LAYER * LANES + lane]
+            state[_BASE * LANES + lane] = 0.0 if go else base
+        if n_rejected:
+            for lane in range(LANES):
+                if state[_STATUS * LANES + lane] == _REJECTED:
+                    reject(state, lane, words[half * LANES + lane])
     for lane in range(LANES):
         calls[lane] += np.uint64(1) if state[_STATUS * LANES + lane] == _RUNNING else np.uint64(0)
 
@@ -111,17 +167,20 @@ def step(state, calls, jobs, words, k0, k1, mean_ttf, segment, n_full, remainder
 @njit(inline="always", **JIT_OPTIONS)
 def unstall(state, calls, jobs, words, lane, pair, k0, k1, mean_ttf, segment, n_full, remainder, restart, queue,
             max_failures):
-    """A lane stalled on a word the ziggurat's first step rejected: that draw
-    (`rng_numba.ziggurat_rejected`, from the step's two words in `pair`, a batch
-    of one call, then further calls one at a time), and draws after it until
-    the lane is back at a call's first word. (Inlined: 7% faster on the large
-    scenario than a call.)"""
+    """A lane stalled on a wedge test that the lines left open: that draw
+    (`rng_numba.ziggurat_rejected` from the pending candidate, its tails and
+    the deciding word, with the step's two words in `pair`, a batch of one
+    call, then further calls one at a time), and draws after it until the lane
+    is back at a call's first word."""
     job_lo, job_hi = split_job(jobs[lane])
     half = 1 if state[_STATUS * LANES + lane] == _STALLED + 1.0 else 0
     pair[0] = words[lane]
     pair[1] = words[LANES + lane]
-    x, _, layer = ziggurat_candidate(pair[half])
-    x, pos = ziggurat_rejected(x, layer, pair, np.int64(2 * calls[lane]) + half + 1, job_lo, job_hi, k0, k1)
+    x, pos = ziggurat_rejected(state[_PEND_X * LANES + lane], np.uint64(state[_PEND_LAYER * LANES + lane]), pair,
+                               np.int64(2 * calls[lane]) + half, job_lo, job_hi, k0, k1,
+                               state[_BASE * LANES + lane])
+    state[_PEND_LAYER * LANES + lane] = 0.0
+    state[_BASE * LANES + lane] = 0.0
     phase, done, lost, restart_time, queue_time, failures = job_fields(state, lane)
     while True:
         phase, done, lost, restart_time, queue_time, failures, status = event(

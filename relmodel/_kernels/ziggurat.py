@@ -35,3 +35,25 @@ WIDTH = EDGES[:N_LAYERS] * 2.0**-53  # x[i] per unit of m
 ACCEPT = np.array([int(EDGES[i + 1] / EDGES[i] * 2.0**53) for i in range(N_LAYERS)], dtype=np.uint64)
 DENSITY = np.exp(-EDGES)  # f(x[i]) for i = 0 .. 256
 INV_FACTORIAL = np.array([1.0 / math.factorial(n) for n in range(13)])  # Taylor terms of `rng_numba.exp_neg`
+
+
+def _wedge_bounds():
+    """Per layer i >= 1, lines below and above f on the layer's wedge [x[i+1], x[i]]:
+    f is convex, so the chord lies above it and the tangent of the same slope
+    below; either decides most wedge tests with no exp (`lanes_numba`). Each
+    line is moved out by WEDGE_MARGIN, far more than the rounding of the test
+    and of `rng_numba.exp_neg`, so a decision by the lines is the exact test's."""
+    slope = np.zeros(N_LAYERS)
+    above = np.full(N_LAYERS, -np.inf)  # layer 0 has no wedge: never decided by the lines
+    below = np.full(N_LAYERS, -np.inf)
+    for i in range(1, N_LAYERS):
+        a, b = EDGES[i + 1], EDGES[i]
+        s = (DENSITY[i + 1] - DENSITY[i]) / (b - a)
+        slope[i] = s
+        above[i] = DENSITY[i] + s * b + WEDGE_MARGIN  # chord: f(b) + s (b - x)
+        below[i] = s * (1.0 - math.log(s)) - WEDGE_MARGIN  # tangent at x = -log(s), where f' = -s
+    return slope, above, below
+
+
+WEDGE_MARGIN = 1e-12
+WEDGE_SLOPE, WEDGE_ABOVE, WEDGE_BELOW = _wedge_bounds()
