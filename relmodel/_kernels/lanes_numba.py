@@ -207,10 +207,8 @@ def run_block(work, interval, ckpt, restart, queue, n_full, remainder, rate, k0,
     segment = interval + ckpt
     max_f = float(max_failures)
     state = np.zeros(_N_FIELDS * LANES)
-    calls = np.zeros(LANES, np.uint64)
-    jobs = np.zeros(LANES, np.uint64)
-    words = np.empty(2 * LANES, np.uint64)
-    pair = np.empty(2, np.uint64)
+    counters = np.zeros(4 * LANES + 2, np.uint64)  # one allocation: each costs as much as some 70 settled jobs
+    calls, jobs, words, pair = counters[:LANES], counters[LANES:2 * LANES], counters[2 * LANES:4 * LANES], counters[4 * LANES:]
     lane_job = np.zeros(LANES, np.int64)  # the lane's index in todo
     n_block = todo.size
     next_job = 0

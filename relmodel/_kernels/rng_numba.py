@@ -148,14 +148,18 @@ def fill_words(words, first_call, job_lo, job_hi, k0, k1):
 
 
 @njit(inline="always", **JIT_OPTIONS)
-def first_words(word0, word1, first_job, k0, k1):
-    """word0[i], word1[i] = words 0 and 1 of job first_job + i (one Philox call each, SIMD across jobs)."""
+def first_words(word0, word1, look, first_job, k0, k1, bound):
+    """word0[i], word1[i] = words 0 and 1 of job first_job + i (one Philox call
+    each, SIMD across jobs); look[i] = 0 where word 0 alone makes the job's
+    first exponential at least `bound` (the ziggurat's first step accepts it), else 1."""
     zero = np.uint64(0)
     for i in range(word0.size):
         job = np.uint64(first_job + i)
         w0, w1 = philox_words(zero, job & _MASK32, job >> _S32, k0, k1)
         word0[i] = w0
         word1[i] = w1
+        x, accepted, _ = ziggurat_candidate(w0)
+        look[i] = not (accepted and x >= bound)
 
 
 @njit(inline="always", **JIT_OPTIONS)

@@ -19,11 +19,9 @@ block, each failure drawing which levels survive it (one uniform) after its
 category. It jumps from one failure to the next with per-cycle tables where no
 write can wait, and steps position by position where one can.
 
-Speed: a block first makes words 0 and 1 of all its jobs at once (SIMD
-across jobs) and settles every job whose first failure falls after its
-failure-free end without simulating it (its first exponential from those
-words, the 2.2% that the ziggurat's first step rejects going on from word 1);
-on a plain row (one exponential rate, no categories, a fixed queue, no levels)
+Speed: a block first settles every job whose first failure falls after its
+failure-free end without simulating it (`unsettled_jobs`: its first
+exponential decided in passes SIMD across jobs); on a plain row (one exponential rate, no categories, a fixed queue, no levels)
 the jobs left run in lanes (`lanes_numba`: SIMD across jobs, the same bits),
 on any other row one at a time, drawing words in batches of `rng_numba.BATCH`
 (SIMD across calls). No `log` anywhere on the hot path.
@@ -92,11 +90,15 @@ from .layout import (
     V_SURVIVES,
 )
 from .rng_numba import (
+    _ZIG_DENSITY,
     BATCH,
+    exp_neg,
     first_words,
     next_exponential,
     next_uniform_draw,
+    philox_words,
     split_job,
+    word_to_uniform,
     ziggurat_candidate,
     ziggurat_rejected,
 )
@@ -550,6 +552,55 @@ def simulate_levels_job(p, rate_cdf, rate_value, cat_cdf, cat_restart, cat_queue
     return wall, productive, checkpoint, lost, restart_time, queue_time, failures, capped, wait_time
 
 
+@njit(**JIT_OPTIONS)
+def unsettled_jobs(first, n, bound, k0, k1, todo):
+    """todo[:count] = the jobs first .. first + n - 1 whose first exponential
+    falls below `bound` (0 < bound < R), in job order; returns count. The draws
+    are decided in passes SIMD across jobs: words 0 and 1 of every job, then of
+    the few that word 0 leaves open (word 0 rejected or below bound), word 1's
+    wedge test, then word 2 for those whose wedge test failed; the scalar
+    ziggurat only past that (0.02% of jobs). A tail draw is at least R, so
+    settled. The decisions are those of `simulate_job`'s first draw."""
+    # Three allocations, not nine: each costs more than a job that is settled.
+    words = np.empty(4 * n + 2, np.uint64)
+    word0, word1, word2, word3, pair = words[:n], words[n:2 * n], words[2 * n:3 * n], words[3 * n:4 * n], words[4 * n:]
+    flags = np.empty(2 * n, np.uint8)
+    look, verdict = flags[:n], flags[n:]  # verdict, 1: simulate it; 0: settled; 2: its draw goes on past word 1
+    indices = np.empty(2 * n, np.int64)
+    open_jobs, going_on = indices[:n], indices[n:]
+    first_words(word0, word1, look, first, k0, k1, bound)
+    n_open = 0
+    for i in range(n):  # branch free: most jobs are settled
+        open_jobs[n_open] = i
+        n_open += look[i]
+    n_going_on = 0
+    for c in range(n_open):
+        i = open_jobs[c]
+        x, accepted, layer = ziggurat_candidate(word0[i])
+        lower = _ZIG_DENSITY[layer]
+        wedge = lower + word_to_uniform(word1[i]) * (_ZIG_DENSITY[layer + 1] - lower) < exp_neg(x)
+        v = 1 if accepted else (0 if layer == 0 else ((1 if x < bound else 0) if wedge else 2))
+        verdict[c] = v
+        going_on[n_going_on] = c
+        n_going_on += v == 2
+    for g in range(n_going_on):
+        job = np.uint64(first + open_jobs[going_on[g]])
+        word2[g], word3[g] = philox_words(np.uint64(1), job & np.uint64(0xFFFFFFFF), job >> np.uint64(32), k0, k1)
+    for g in range(n_going_on):
+        x, accepted, layer = ziggurat_candidate(word2[g])
+        if not accepted:
+            pair[0] = word2[g]
+            pair[1] = word3[g]
+            job_lo, job_hi = split_job(first + open_jobs[going_on[g]])
+            x, _ = ziggurat_rejected(x, layer, pair, 3, job_lo, job_hi, k0, k1)
+        verdict[going_on[g]] = 1 if x < bound else 0
+    count = 0
+    for c in range(n_open):
+        todo[count] = first + open_jobs[c]
+        count += verdict[c]
+    return count
+
+
 _SETTLE_MAX_HAZARD = SETTLE_MAX_HAZARD_MILLI / 1000.0
 
 
@@ -607,31 +658,19 @@ def run_blocks(
         first = item_block[it] * BLOCK_SIZE
         n_block = min(first + BLOCK_SIZE, n_jobs) - first
         # With one rate and no failure before the end for most jobs, the first
-        # exponential of each job settles it: no simulation, nothing to add. Words
-        # 0 and 1 of all the block's jobs are made at once (SIMD across jobs);
-        # the 2.2% that the ziggurat's first step rejects go on from word 1.
+        # exponential of each job settles it: no simulation, nothing to add.
         single_rate = cdf.size == 1
         no_failures = single_rate and value[0] == 0.0
         bound = hazard[0] if single_rate else 0.0
         settle = single_rate and not no_failures and bound < _SETTLE_MAX_HAZARD and not with_levels
-        word0 = np.empty(n_block if settle else 0, np.uint64)
-        word1 = np.empty(n_block if settle else 0, np.uint64)
-        first_words(word0, word1, first, k0, k1)
         settle_all = no_failures and not with_levels
         todo = np.empty(0 if settle_all else n_block, np.int64)  # the jobs to simulate, in job order
-        n_todo = 0
-        for i in range(todo.size):
-            if settle:
-                x, accepted, layer = ziggurat_candidate(word0[i])
-                if not accepted:
-                    words[0] = word0[i]
-                    words[1] = word1[i]
-                    job_lo, job_hi = split_job(first + i)
-                    x, _ = ziggurat_rejected(x, layer, words[:2], 1, job_lo, job_hi, k0, k1)
-                if x >= bound:
-                    continue
-            todo[n_todo] = first + i
-            n_todo += 1
+        if settle:
+            n_todo = unsettled_jobs(first, n_block, bound, k0, k1, todo)
+        else:
+            n_todo = todo.size
+            for i in range(n_todo):
+                todo[i] = first + i
         n_settled = n_block - n_todo
         # The plain path (one exponential rate, no categories, a fixed queue, no levels) runs in lanes.
         in_lanes = (single_rate and not no_failures and not with_levels and c_cdf.size == 0
