@@ -24,7 +24,7 @@ from numba import njit
 from . import ziggurat
 from ._jit import JIT_OPTIONS
 from .layout import J_CAPPED, J_CHECKPOINT, J_FAILURES, J_LOST, J_PRODUCTIVE, J_QUEUE, J_RESTART, J_WALL
-from .rng_numba import next_exponential, philox_words, split_job, word_to_uniform, ziggurat_candidate, ziggurat_rejected
+from .rng_numba import next_exponential, philox_words, split_job, ziggurat_candidate, ziggurat_rejected
 
 LANES = 32  # a module constant, so LLVM knows the trip count of the lane loops (16 and 64 measured slower)
 
@@ -39,18 +39,23 @@ _FAILURES = 5
 _STATUS = 6
 _BASE = 7  # the ziggurat's tails passed by the draw under way (R each)
 _PEND_X = 8  # a candidate that awaits its wedge test on the lane's next word
-_PEND_LAYER = 9  # its layer; 0.0: none
-_WEDGE_LOWER = 10  # its wedge test, y = lower + u * height against f(x), decided by the lines
-_WEDGE_HEIGHT = 11  # around f where they can: y below one accepts, y at or above the other rejects
-_WEDGE_BELOW = 12
-_WEDGE_ABOVE = 13
-_N_FIELDS = 14
+_PEND_LAYER = 9  # its layer (read only when a test is left open)
+# Its wedge test, y = lower + u * height against f(x), decided by the lines
+# around f where they can, in terms of the next word's 53-bit integer m (u =
+# (m + 1) / 2**53): m below _ACCEPT_BELOW accepts, m from _REJECT_FROM on
+# rejects, between the two the test is open. _REJECT_FROM is at least 1 while
+# a test is pending, 0 (a fresh job's zero) when none is.
+_ACCEPT_BELOW = 10
+_REJECT_FROM = 11
+_N_FIELDS = 12
 
 _ZIG_R = ziggurat.R
 _ZIG_DENSITY = ziggurat.DENSITY
 _WEDGE_SLOPE = ziggurat.WEDGE_SLOPE
 _LINE_ABOVE = ziggurat.WEDGE_ABOVE
 _LINE_BELOW = ziggurat.WEDGE_BELOW
+_TWO53 = 2.0**53
+_S11 = np.uint64(11)
 
 _IDLE = 0.0
 _RUNNING = 1.0
@@ -103,14 +108,15 @@ def reject(state, lane, w):
     if layer == 0:
         state[_BASE * LANES + lane] += _ZIG_R
     else:
+        # The lines as bounds on m: their 1e-12 margin dwarfs every rounding here (under 1e-15 of y).
         lower = _ZIG_DENSITY[layer]
+        height = _ZIG_DENSITY[layer + 1] - lower
         slope = _WEDGE_SLOPE[layer]
         state[_PEND_X * LANES + lane] = x
         state[_PEND_LAYER * LANES + lane] = float(np.int64(layer))
-        state[_WEDGE_LOWER * LANES + lane] = lower
-        state[_WEDGE_HEIGHT * LANES + lane] = _ZIG_DENSITY[layer + 1] - lower
-        state[_WEDGE_BELOW * LANES + lane] = _LINE_BELOW[layer] - slope * x
-        state[_WEDGE_ABOVE * LANES + lane] = _LINE_ABOVE[layer] - slope * x
+        state[_ACCEPT_BELOW * LANES + lane] = np.floor((_LINE_BELOW[layer] - slope * x - lower) / height * _TWO53) - 4.0
+        state[_REJECT_FROM * LANES + lane] = max(
+            np.ceil((_LINE_ABOVE[layer] - slope * x - lower) / height * _TWO53) + 4.0, 1.0)
     state[_STATUS * LANES + lane] = _RUNNING
 
 
@@ -131,10 +137,10 @@ def step(state, calls, jobs, words, k0, k1, mean_ttf, segment, n_full, remainder
             w = words[half * LANES + lane]
             candidate, accepted, _ = ziggurat_candidate(w)
             # A pending candidate's wedge test on this word, by the lines around f.
-            in_wedge = state[_PEND_LAYER * LANES + lane] != 0.0
-            y = state[_WEDGE_LOWER * LANES + lane] + word_to_uniform(w) * state[_WEDGE_HEIGHT * LANES + lane]
-            below = y < state[_WEDGE_BELOW * LANES + lane]
-            open_test = in_wedge and not below and not y >= state[_WEDGE_ABOVE * LANES + lane]
+            in_wedge = state[_REJECT_FROM * LANES + lane] > 0.0
+            m = float(np.int64(w >> _S11))
+            below = m < state[_ACCEPT_BELOW * LANES + lane]
+            open_test = in_wedge and not below and not m >= state[_REJECT_FROM * LANES + lane]
             drawn = below if in_wedge else accepted
             rejected = running and not in_wedge and not accepted
             n_rejected += rejected
@@ -154,7 +160,7 @@ def step(state, calls, jobs, words, k0, k1, mean_ttf, segment, n_full, remainder
                 (_STALLED + half if open_test else (_REJECTED if rejected else _RUNNING)) if running else status)
             # A decided wedge test ends the pending candidate; a drawn exponential, the tails.
             decided = running and in_wedge and not open_test
-            state[_PEND_LAYER * LANES + lane] = 0.0 if decided else state[_PEND_LAYER * LANES + lane]
+            state[_REJECT_FROM * LANES + lane] = 0.0 if decided else state[_REJECT_FROM * LANES + lane]
             state[_BASE * LANES + lane] = 0.0 if go else base
         if n_rejected:
             for lane in range(LANES):
@@ -179,7 +185,7 @@ def unstall(state, calls, jobs, words, lane, pair, k0, k1, mean_ttf, segment, n_
     x, pos = ziggurat_rejected(state[_PEND_X * LANES + lane], np.uint64(state[_PEND_LAYER * LANES + lane]), pair,
                                np.int64(2 * calls[lane]) + half, job_lo, job_hi, k0, k1,
                                state[_BASE * LANES + lane])
-    state[_PEND_LAYER * LANES + lane] = 0.0
+    state[_REJECT_FROM * LANES + lane] = 0.0
     state[_BASE * LANES + lane] = 0.0
     phase, done, lost, restart_time, queue_time, failures = job_fields(state, lane)
     while True:
