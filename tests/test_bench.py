@@ -78,3 +78,23 @@ def test_the_generator_floor_draws_exponentials():
     n_jobs, draws = 3000, 7
     total = exponential_generator_limit(0, 0, n_jobs, draws, 1024).sum()
     assert 0.95 < total / (n_jobs * draws) < 1.02
+
+
+def test_interleaved_rounds_keep_each_ones_best_and_say_how_many():
+    """Numba on one thread and the NumPy peer alternate; a round can only lower a best time."""
+    from relmodel.bench import interleaved_rounds
+
+    sc = rm.Scenario(n_gpus=8, failure_rate=6.5e-3, checkpoint_interval="1h", checkpoint_cost="5min",
+                     restart_cost="10min", work="7d")
+    runs = {"numba-1-thread": {"n_jobs": 2000, "seconds": 1e-12}, "numpy": {"n_jobs": 1000, "chunk": 300, "seconds": 5.0}}
+    calls = []
+
+    def peer(sc_, n, seed):
+        calls.append(n)
+        return numpy_timelines(sc_, n, seed)
+
+    interleaved_rounds(runs, sc, peer, rounds=2)
+    assert runs["numba-1-thread"]["seconds"] == 1e-12  # nothing beats it: kept
+    assert runs["numpy"]["seconds"] < 5.0
+    assert calls == [300, 300, 300, 100] * 2  # the chunking kept, both rounds
+    assert runs["numpy"]["interleaved_rounds"] == runs["numba-1-thread"]["interleaved_rounds"] == 2

@@ -14,6 +14,9 @@ GPUs x 14 days.
   job-level fast path, state for running jobs only, whole intervals skipped per
   failure, failed restarts redrawn for those jobs alone), run in its fastest
   chunking of those in NUMPY_CHUNKS, best of 3; and a SimPy discrete-event model;
+  then Numba on 1 thread and the NumPy peer alternate INTERLEAVED_ROUNDS more
+  times and each keeps its best, so the ratio the goal reads compares them on
+  the same machine state;
 * the limit: a floor of the kernel's own generator (the Philox4x32-10 calls a
   job's draws need and the ziggurat's first step on each word, SIMD across
   jobs, nothing else; `rng_numba.exponential_generator_limit`) for as many
@@ -63,6 +66,7 @@ SCENARIOS = {
 MIN_JOBS = {"small": 2_000_000, "medium": 1_000_000, "large": 40_000}
 NUMPY_CHUNKS = (10_000, 30_000, 100_000, 300_000, 1_000_000)  # and the whole run in one call
 SEED, REPEATS = 0, 3
+INTERLEAVED_ROUNDS = 3  # then Numba on one thread and the NumPy peer alternate (`interleaved_rounds`)
 # Checkpoint levels on the large scenario (jobs per run): one blocking level (the
 # kernels' plain path), one asynchronous level, and an in-memory level below it.
 FAST_LEVEL = dict(interval="10min", cost="5s", restart="3min", persist="30s", survives=0.85)
@@ -223,6 +227,37 @@ def measure_peer_chunked(peer, sc, n_jobs):
         tried[chunk] = measure_peer(chunked(peer, chunk), sc, n_jobs)
     best = min(tried, key=lambda c: tried[c]["seconds"])
     return dict(tried[best], chunk=best, chunk_seconds={str(c): r["seconds"] for c, r in tried.items()})
+
+
+def interleaved_rounds(runs: dict, sc, numpy_peer, rounds: int = INTERLEAVED_ROUNDS):
+    """Time Numba on one thread and the NumPy peer (in its fastest chunking) in
+    alternation, `rounds` more times each, and keep each one's best: the ratio
+    the goal reads then compares the two on the same machine state (on a
+    virtual machine the speed drifts by tens of per cent within minutes).
+
+    Parameters
+    ----------
+    runs : dict
+        A scenario's measurements (`measure_relmodel`, `measure_peer_chunked`);
+        the ``"numba-1-thread"`` and ``"numpy"`` entries' seconds are updated.
+    sc : Scenario
+        The scenario.
+    numpy_peer : callable
+        ``peer(sc, n_jobs, seed) -> (productive, wall, failures)``.
+    rounds : int, default INTERLEAVED_ROUNDS
+        Alternations.
+    """
+    from ..simulate import simulate
+
+    mine, peer = runs["numba-1-thread"], runs["numpy"]
+    calls = {"numba-1-thread": lambda: simulate(sc, n_jobs=mine["n_jobs"], seed=SEED, backend="numba", n_threads=1),
+             "numpy": lambda: chunked(numpy_peer, peer["chunk"])(sc, peer["n_jobs"], SEED)}
+    for _ in range(rounds):
+        for label, call in calls.items():
+            seconds, _ = best_of(call, repeats=1, warm_up=False)
+            runs[label]["seconds"] = min(runs[label]["seconds"], seconds)
+    for label in calls:
+        runs[label]["interleaved_rounds"] = rounds
 
 
 def measure_peer(peer, sc, n_jobs):
@@ -513,6 +548,7 @@ def run(quick: bool = False, json_path=None, figures=None) -> dict:
             "numpy": measure_peer_chunked(numpy_timelines, sc, max(n_numpy // scale, min(n_numpy, 20_000))),
             "simpy": measure_peer(simpy_timelines, sc, max(10, n_simpy // scale)),
         }
+        interleaved_rounds(runs, sc, numpy_timelines)
         results[name] = runs
         ref = runs["numba"]
         per_job = max(1, round(kernel_draws(ref) / ref["n_jobs"]))
