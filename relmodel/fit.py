@@ -926,9 +926,15 @@ def _lemon_nodes(node_lists, n_nodes, runtime_d, infra, rate, alpha: float = 0.0
     one degree of freedom) below ``alpha`` / number of nodes (Bonferroni).
     """
     from scipy import stats  # here, not at import: `import relmodel` stays light
-    lengths = np.fromiter((len(n) for n in node_lists), dtype=np.int64, count=len(node_lists))
-    flat = [name for names in node_lists for name in names]
-    names, where = np.unique(np.array(flat, dtype=str), return_inverse=True)
+    lengths = np.diff(node_lists.offsets)
+    # The nodes that jobs name, sorted by name; where: each entry's node among them.
+    used = np.unique(node_lists.ids)
+    used_names = node_lists.names[used].astype(str)
+    order = np.argsort(used_names, kind="stable")
+    names = used_names[order]
+    position = np.empty(node_lists.names.size, dtype=np.int64)
+    position[used[order]] = np.arange(used.size)
+    where = position[node_lists.ids]
     job = np.repeat(np.arange(len(node_lists)), lengths)
     exposure = np.bincount(where, weights=runtime_d[job], minlength=names.size)  # node-days on the node
     failed = infra[job]

@@ -16,6 +16,7 @@ import os
 import re
 import stat
 from collections import Counter
+from collections.abc import Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -148,8 +149,8 @@ class JobLog:
         end - start; see `read_log`), ``state`` (canonical end state), ``cause``,
         ``infrastructure`` (bool), ``nodelist`` (as logged, compressed),
         ``line`` (first source line).
-    node_lists : tuple of tuple of str
-        Node names, one tuple per job (empty when unknown).
+    node_lists : NodeLists
+        Node names, one tuple per job (empty when unknown), held compactly.
     summary : LogSummary
         What happened to each row.
     taxonomy : Taxonomy
@@ -157,7 +158,7 @@ class JobLog:
     """
 
     dataset: xr.Dataset
-    node_lists: tuple
+    node_lists: NodeLists
     summary: LogSummary
     taxonomy: Taxonomy
 
@@ -167,7 +168,69 @@ class JobLog:
     @property
     def has_node_lists(self) -> bool:
         """Whether the log gives any job's node list."""
-        return any(self.node_lists)
+        return self.node_lists.ids.size > 0
+
+
+class NodeLists(Sequence):
+    """Every job's node names, held compactly: a log of millions of jobs names
+    tens of millions of nodes, but only as many distinct ones as the cluster has.
+
+    ``node_lists[i]`` is job i's tuple of names (empty when unknown). The
+    arrays: ``names`` (each distinct node once, in first-seen order), ``ids``
+    (indices into ``names``, job after job) and ``offsets`` (job i's are
+    ``ids[offsets[i]:offsets[i + 1]]``).
+    """
+
+    def __init__(self, names, ids, offsets):
+        self.names = np.asarray(names, dtype=object)
+        self.ids = np.asarray(ids, dtype=np.int32)
+        self.offsets = np.asarray(offsets, dtype=np.int64)
+
+    def __len__(self) -> int:
+        return self.offsets.size - 1
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return tuple(self[i] for i in range(*index.indices(len(self))))
+        i = range(len(self))[index]  # negative indices, and IndexError past the end
+        return tuple(self.names[self.ids[self.offsets[i]:self.offsets[i + 1]]].tolist())
+
+    def __eq__(self, other):
+        if not isinstance(other, Sequence) or isinstance(other, str):
+            return NotImplemented
+        return len(self) == len(other) and all(a == tuple(b) for a, b in zip(self, other))
+
+    __hash__ = None
+
+    def __repr__(self) -> str:
+        return f"NodeLists({len(self)} jobs, {self.ids.size} node entries, {self.names.size} distinct nodes)"
+
+
+class _NodeIndex:
+    """Node names to ids while reading, each distinct compressed list expanded once."""
+
+    def __init__(self):
+        self.ids: dict[str, int] = {}
+        self._lists: dict[str, np.ndarray] = {}
+
+    def expand(self, text: str, line: int) -> np.ndarray:
+        """The ids of `expand_nodelist(text)`; an empty array for no list."""
+        found = self._lists.get(text)
+        if found is None:
+            ids = self.ids
+            found = np.fromiter((ids.setdefault(name, len(ids)) for name in expand_nodelist(text, line)),
+                                dtype=np.int32)
+            self._lists[text] = found
+        return found
+
+    def node_lists(self, rows) -> NodeLists:
+        offsets = np.zeros(len(rows) + 1, dtype=np.int64)
+        np.cumsum([r.nodes.size for r in rows], out=offsets[1:])
+        ids = np.concatenate([r.nodes for r in rows]) if rows else np.empty(0, np.int32)
+        return NodeLists(list(self.ids), ids, offsets)
+
+
+_NO_NODES = np.empty(0, dtype=np.int32)
 
 
 # --------------------------------------------------------------------------- fields
@@ -343,13 +406,22 @@ def expand_nodelist(text: str, line: int = 0) -> tuple[str, ...]:
     return tuple(names)
 
 
+_FLAT_BRACKETS = re.compile(r"(?:[^\[\]]|\[[^\[\]]*\])*")
+_TOP_LEVEL_COMMA = re.compile(r",(?![^\[]*\])")
+
+
 def _split_top_level(value: str, line: int) -> list[str]:
     if "[" not in value and "]" not in value:  # the common case, without a character loop
         parts = [p.strip() for p in value.split(",")]
         if not all(parts):
             raise LogError(line, "bad node list", f"empty name in {value[:60]!r}")
         return parts
-    parts, depth, current = [], 0, []
+    if _FLAT_BRACKETS.fullmatch(value):  # balanced, none nested: split on the commas outside brackets
+        parts = _TOP_LEVEL_COMMA.split(value)
+        if any(not p.strip() for p in parts):
+            raise LogError(line, "bad node list", f"empty name in {value[:60]!r}")
+        return [p.strip() for p in parts]
+    parts, depth, current = [], 0, []  # malformed: find what to say, a character at a time
     for char in value:
         if char == "[":
             depth += 1
@@ -370,8 +442,12 @@ def _split_top_level(value: str, line: int) -> list[str]:
     return [p.strip() for p in parts]
 
 
+_BRACKET_GROUP = re.compile(r"^([^\[\]]*)\[([^\[\]]*)\](.*)$")
+_RANGE = re.compile(r"(\d{1,9})(?:-(\d{1,9}))?")
+
+
 def _expand_one(part: str, line: int) -> list[str]:
-    match = re.match(r"^([^\[\]]*)\[([^\[\]]*)\](.*)$", part)
+    match = _BRACKET_GROUP.match(part)
     if match is None:
         if "[" in part or "]" in part or any(c.isspace() for c in part):
             raise LogError(line, "bad node list", repr(part[:60]))
@@ -380,14 +456,17 @@ def _expand_one(part: str, line: int) -> list[str]:
     tails = _expand_one(rest, line) if rest else [""]
     out = []
     for item in ranges.split(","):
-        bounds = re.fullmatch(r"(\d{1,9})(?:-(\d{1,9}))?", item.strip())
+        bounds = _RANGE.fullmatch(item.strip())
         if bounds is None:
             raise LogError(line, "bad node list", f"range {item!r} in {part[:60]!r}")
         low, high = bounds.group(1), bounds.group(2) or bounds.group(1)
         if int(high) < int(low) or (int(high) - int(low) + 1) * len(tails) > MAX_NODES_PER_LIST:
             raise LogError(line, "bad node list", f"range {item!r} in {part[:60]!r}")
         width = len(low) if low.startswith("0") else 0
-        out.extend(f"{prefix}{i:0{width}d}{tail}" for i in range(int(low), int(high) + 1) for tail in tails)
+        if rest:
+            out.extend(f"{prefix}{i:0{width}d}{tail}" for i in range(int(low), int(high) + 1) for tail in tails)
+        else:  # the common case: nothing after the brackets
+            out.extend([f"{prefix}{i:0{width}d}" for i in range(int(low), int(high) + 1)])
     return out
 
 
@@ -406,7 +485,7 @@ class _Row:
     cause: str
     n_gpus: int | None
     n_nodes: int | None
-    nodes: tuple
+    nodes: np.ndarray  # node ids (`_NodeIndex`)
     nodelist: str = ""
     runtime_s: float | None = None  # from Elapsed where the log has it, else End - Start
     component: str | None = None  # heterogeneous-job component ("0" of 123+0)
@@ -489,7 +568,8 @@ def read_log(path_or_text, format: str = "auto", *, taxonomy="meta-2024", errors
     summary = LogSummary(source=source, format=format)
     reader = _sacct_rows if format == "sacct" else _csv_rows
     rows = []
-    for item in reader(lines, first, tax, summary):
+    node_index = _NodeIndex()
+    for item in reader(lines, first, tax, summary, node_index):
         if isinstance(item, LogError):
             if errors == "raise":
                 raise item
@@ -501,7 +581,7 @@ def read_log(path_or_text, format: str = "auto", *, taxonomy="meta-2024", errors
             rows.append(item)
     rows = _merge_components(rows, summary)
     summary.rows_used = len(rows)
-    return _to_joblog(rows, tax, summary)
+    return _to_joblog(rows, tax, summary, node_index)
 
 
 # Reading a log holds about this many bytes per byte of it (text, lines, fields, rows).
@@ -570,7 +650,7 @@ def _split_fields(line_text: str, sep: str, n: int, line: int) -> list[str]:
     return fields
 
 
-def _sacct_rows(lines, first, tax, summary):
+def _sacct_rows(lines, first, tax, summary, node_index):
     header_text = lines[first]
     sep = "^|^" if "^|^" in header_text else "|"  # reportseff runs sacct with --delimiter=^|^
     header = [h.strip() for h in header_text.split(sep)]
@@ -602,9 +682,9 @@ def _sacct_rows(lines, first, tax, summary):
                     continue
                 summary.rows_folded += 1
                 parent = parents[key]
-                if parent is not None and not parent.nodes and get("nodelist"):
-                    parent.nodes = expand_nodelist(get("nodelist"), line)
-                    parent.nodelist = get("nodelist").strip() if parent.nodes else ""
+                if parent is not None and not parent.nodes.size and get("nodelist"):
+                    parent.nodes = node_index.expand(get("nodelist"), line)
+                    parent.nodelist = get("nodelist").strip() if parent.nodes.size else ""
                 continue
             parents[key] = None  # later steps belong to the latest attempt, used or not
             state, word = _state(get("state"), tax, line)
@@ -616,7 +696,7 @@ def _sacct_rows(lines, first, tax, summary):
                 yield "never started"
                 continue
             start, end, runtime = times
-            nodes = expand_nodelist(get("nodelist"), line) if "nodelist" in lower else ()
+            nodes = node_index.expand(get("nodelist"), line) if "nodelist" in lower else _NO_NODES
             n_nodes = _sacct_nodes(get, lower, nodes, line)
             n_gpus = _sacct_gpus(get, lower, line)
             cause = get(cause_column).strip() if cause_column is not None else ""
@@ -624,7 +704,7 @@ def _sacct_rows(lines, first, tax, summary):
             yield err
             continue
         row = _Row(line, run if het is None else key, run, start, end, state, word, cause, n_gpus, n_nodes, nodes,
-                   get("nodelist").strip() if nodes else "", runtime_s=runtime, component=het)
+                   get("nodelist").strip() if nodes.size else "", runtime_s=runtime, component=het)
         parents[key] = row
         yield row
 
@@ -760,7 +840,7 @@ def _gpus_from_gres(gres: str, line: int, field: str = "GRES") -> int | None:
     return untyped[0] if untyped else sum(typed)
 
 
-def _csv_rows(lines, first, tax, summary):
+def _csv_rows(lines, first, tax, summary, node_index):
     try:
         header_fields = next(csv.reader([lines[first]]))
     except csv.Error as err:
@@ -800,8 +880,8 @@ def _csv_rows(lines, first, tax, summary):
                 raise LogError(line, "end before start", f"start {_iso(start)}, end {_iso(end)}")
             n_gpus = parse_count(get("n_gpus"), line, "n_gpus") if "n_gpus" in lower else None
             n_nodes = parse_count(get("n_nodes"), line, "n_nodes") if "n_nodes" in lower else None
-            nodes = expand_nodelist(get("nodes"), line) if "nodes" in lower else ()
-            if n_gpus is None and n_nodes is None and not nodes and start is not None:
+            nodes = node_index.expand(get("nodes"), line) if "nodes" in lower else _NO_NODES
+            if n_gpus is None and n_nodes is None and not nodes.size and start is not None:
                 raise LogError(line, "missing field", "neither n_gpus nor n_nodes is given")
         except LogError as err:
             yield err
@@ -809,7 +889,7 @@ def _csv_rows(lines, first, tax, summary):
         run, _, component = job_id.split(".", 1)[0].partition("+")
         row = _Row(line, job_id, run, start, end, state, word, get("cause").strip(), n_gpus,
                    n_nodes if n_nodes is not None else (len(nodes) or None), nodes,
-                   get("nodes").strip() if nodes else "",
+                   get("nodes").strip() if nodes.size else "",
                    runtime_s=None if start is None or end is None else end - start, component=component or None)
         verdict = _verdict(row)
         yield verdict if verdict else row
@@ -848,7 +928,7 @@ def _merge_components(rows: list, summary: LogSummary) -> list:
         summary.rows_folded += 1
         first.n_gpus = _add(first.n_gpus, row.n_gpus)
         first.n_nodes = _add(first.n_nodes, row.n_nodes)
-        first.nodes = first.nodes + row.nodes
+        first.nodes = np.concatenate([first.nodes, row.nodes])
         first.nodelist = ",".join(n for n in (first.nodelist, row.nodelist) if n)
         first.end = _latest(first.end, row.end)
         first.runtime_s = _latest(first.runtime_s, row.runtime_s)
@@ -865,7 +945,7 @@ def _add(a, b):
     return None if a is None and b is None else (a or 0) + (b or 0)
 
 
-def _to_joblog(rows: list, tax: Taxonomy, summary: LogSummary) -> JobLog:
+def _to_joblog(rows: list, tax: Taxonomy, summary: LogSummary, node_index: _NodeIndex) -> JobLog:
     n = len(rows)
     start = np.array([r.start for r in rows], dtype=float)
     end = np.array([r.end for r in rows], dtype=float)
@@ -892,7 +972,7 @@ def _to_joblog(rows: list, tax: Taxonomy, summary: LogSummary) -> JobLog:
                "rows_skipped": summary.rows_skipped},
     )
     ds.runtime_h.attrs["units"] = "h"
-    return JobLog(dataset=ds, node_lists=tuple(r.nodes for r in rows), summary=summary, taxonomy=tax)
+    return JobLog(dataset=ds, node_lists=node_index.node_lists(rows), summary=summary, taxonomy=tax)
 
 
 def _datetimes(seconds: np.ndarray) -> np.ndarray:

@@ -409,3 +409,29 @@ def test_steps_of_a_skipped_job_fold_into_it_not_into_the_unknown():
             "8.batch|RUNNING|2024-01-01T00:00:00|Unknown|01:00:00\n")
     s = read_log(text).summary
     assert s.skipped == {"not finished (RUNNING)": 1} and s.rows_folded == 1
+
+
+def test_node_lists_are_held_once_per_node_and_read_as_tuples():
+    """A log names each node once however many jobs ran on it; `node_lists` reads as a tuple of tuples."""
+    text = ("job_id,n_gpus,start,end,state,nodes\n"
+            "1,16,2024-01-01T00:00:00,2024-01-01T01:00:00,COMPLETED,\"gpu[01-02]\"\n"
+            "2,8,2024-01-01T00:00:00,2024-01-01T01:00:00,NODE_FAIL,gpu02\n"
+            "3,8,2024-01-01T00:00:00,2024-01-01T01:00:00,COMPLETED,\n"
+            "4,24,2024-01-01T00:00:00,2024-01-01T01:00:00,COMPLETED,\"gpu[02-03],cpu1\"\n")
+    lists = read_log(text, "csv").node_lists
+    expected = (("gpu01", "gpu02"), ("gpu02",), (), ("gpu02", "gpu03", "cpu1"))
+    assert lists == expected and tuple(lists) == expected and len(lists) == 4
+    assert lists[-1] == expected[-1] and lists[1:3] == expected[1:3]
+    assert sorted(lists.names) == ["cpu1", "gpu01", "gpu02", "gpu03"]  # gpu02 once, for three jobs
+    assert lists.ids.size == 6 and list(lists.offsets) == [0, 2, 3, 3, 6]
+    with pytest.raises(IndexError):
+        lists[4]
+    assert "4 jobs" in repr(lists) and "4 distinct nodes" in repr(lists)
+
+
+def test_a_bracketed_node_list_splits_as_the_character_reader_did():
+    """The regular-expression split of well-formed lists, and the errors of malformed ones."""
+    assert expand_nodelist("a[1-2],b[07-08,10],c3,d[1,3]x") == ("a1", "a2", "b07", "b08", "b10", "c3", "d1x", "d3x")
+    for bad in ("a[1-2", "a[[1]]", "a[1]],b", "a[1],,b"):
+        with pytest.raises(LogError, match="bad node list"):
+            expand_nodelist(bad)
