@@ -271,6 +271,7 @@ class Totals:
     cat_jobs: np.ndarray | None  # (n, n_jobs, n_categories, N_CAT_STATS) when kept
     level_stats: np.ndarray  # (n, n_levels, N_LEVEL_STATS) sums, folded in block order
     level_jobs: np.ndarray | None  # (n, n_jobs, n_levels, N_LEVEL_STATS) when kept
+    backend: str = ""  # the kernel that ran: "numba", "cython", or "cython then numba" (`BackgroundCompile`)
 
 
 # Jobs per scenario point: 2**40 (10^12) is days of kernel time per point, so more
@@ -390,11 +391,11 @@ def certainly_capped(packed: Packed, max_failures: int) -> np.ndarray:
 # Backend "auto": the Cython twin (no JIT, serial, bit for bit the Numba kernel) for
 # runs of up to this many events (jobs plus expected failures): about 1 s serial,
 # about what importing Numba and loading its cached kernels costs. Longer runs take
-# Numba (parallel); while its cache is cold, only past COLD_CYTHON_EVENTS (~3 s
-# serial, less than a compile): a longer run pays the compile once (announced),
-# and every later one is parallel.
+# Numba (parallel). While Numba's cache is cold (a compile takes 45 to 70 s on 2
+# cores), a longer run starts on the twin, compiles Numba in a background thread
+# (the twin's loop releases the GIL) and goes on with Numba from the first chunk
+# after the compile: the same bits, no frozen minute.
 AUTO_CYTHON_EVENTS = 3e7
-COLD_CYTHON_EVENTS = 1e8
 _NUMBA_MODULE = "relmodel._kernels.timeline_numba"
 _NUMBA_ENTRY_POINTS = ("run_blocks", "run_jobs")
 
@@ -481,12 +482,12 @@ def cython_available() -> bool:
 
 def resolve_backend(backend: str, packed: Packed, n_jobs: int, max_failures: int = DEFAULT_MAX_FAILURES,
                     keep_jobs: bool = False) -> str:
-    """The kernel backend a run uses: `backend` itself, or for "auto" the faster to
-    answer of the two (they give the same bits, so only the time differs).
+    """The kernel backend a run starts on: `backend` itself, or for "auto" the faster
+    to answer of the two (they give the same bits, so only the time differs).
 
     "auto" takes the Cython twin for runs of up to AUTO_CYTHON_EVENTS events
-    (`expected_events`), and up to COLD_CYTHON_EVENTS while Numba's cache is cold
-    (a compile would take longer than the serial run); otherwise Numba.
+    (`expected_events`) and while Numba's cache is cold (`run` then switches to
+    Numba once a background compile ends); otherwise Numba.
 
     Parameters
     ----------
@@ -508,7 +509,31 @@ def resolve_backend(backend: str, packed: Packed, n_jobs: int, max_failures: int
     events = expected_events(packed, n_jobs, max_failures)
     if events <= AUTO_CYTHON_EVENTS:
         return "cython"
-    return "numba" if events > COLD_CYTHON_EVENTS or numba_ready() else "cython"
+    return "numba" if numba_ready() else "cython"
+
+
+class BackgroundCompile:
+    """The Numba timeline kernels compiled (or loaded) in a daemon thread; `ready`
+    says when they can run. A failed compile leaves the run on the Cython twin."""
+
+    def __init__(self):
+        import threading
+
+        self._done = threading.Event()
+        self.error = None
+        threading.Thread(target=self._compile, name="relmodel-numba-compile", daemon=True).start()
+
+    def _compile(self):
+        try:
+            get_backend("numba")
+        except Exception as err:  # noqa: BLE001 - reported by `ready`'s caller, never raised in the thread
+            self.error = err
+        finally:
+            self._done.set()
+
+    def ready(self) -> bool:
+        """Whether the compile has ended without an error."""
+        return self._done.is_set() and self.error is None
 
 
 def run(packed: Packed, n_jobs: int, seed: int, backend: str = "numba", *, scenario_keys=None,
@@ -552,7 +577,16 @@ def run(packed: Packed, n_jobs: int, seed: int, backend: str = "numba", *, scena
     """
     n_jobs, seed, max_failures = check_run_args(n_jobs, seed, max_failures)
     keep_jobs = check_flag("keep_jobs", keep_jobs)
+    requested = backend
     backend = resolve_backend(backend, packed, n_jobs, max_failures, keep_jobs)
+    compiling = None
+    if requested == "auto" and backend == "cython" and not keep_jobs and (
+            expected_events(packed, n_jobs, max_failures) > AUTO_CYTHON_EVENTS):
+        from ._feedback import note
+
+        note("compiling relmodel's simulation kernels in the background (45 to 70 s on 2 cores, cached once done); "
+             "running on the Cython twin meanwhile, the same bits")
+        compiling = BackgroundCompile()
     if backend == "numba":
         from ._feedback import announce_compile
 
@@ -589,8 +623,12 @@ def run(packed: Packed, n_jobs: int, seed: int, backend: str = "numba", *, scena
 
             threads = n_threads or numba.get_num_threads()
         chunk_items = int(min(CHUNK_ITEMS, max(threads, -(-todo.size * n_blocks // 100))))
-    with numba_threads(n_threads if backend == "numba" else None):
+    ran = [backend]
+    with numba_threads(n_threads if backend == "numba" or compiling else None):
         for start in range(0, todo.size * n_blocks, chunk_items):
+            if compiling is not None and compiling.ready():  # the same bits from here on, in parallel
+                backend, kernel, compiling = "numba", get_backend("numba"), None
+                ran.append(backend)
             item = np.arange(start, min(start + chunk_items, todo.size * n_blocks), dtype=np.int64)
             row_index, block = np.divmod(item, n_blocks)
             row = todo[row_index]
@@ -615,7 +653,7 @@ def run(packed: Packed, n_jobs: int, seed: int, backend: str = "numba", *, scena
             level_jobs = np.empty((n_rows, n_jobs, n_lv, N_LEVEL_STATS))
             kernel.run_jobs(*args, np.int64(0), np.int64(max_failures), jobs, cat_jobs, level_jobs)
     return Totals(stats=stats, hist=hist, jobs=jobs, cat_stats=cat_stats, cat_jobs=cat_jobs,
-                  level_stats=level_stats, level_jobs=level_jobs)
+                  level_stats=level_stats, level_jobs=level_jobs, backend=" then ".join(ran))
 
 
 def chunk_histograms(row_index: np.ndarray, todo: np.ndarray, threads: int):

@@ -12,7 +12,7 @@ from ._kernels import BACKENDS
 from ._kernels.layout import BLOCK_SIZE, N_BINS
 from .closed_form import LINEAR_TOLERANCE, grid_closed_forms
 from .engine import (COMPONENTS, DEFAULT_MAX_FAILURES, RNG_SCHEME, check_run_args, check_run_memory, check_threads,
-                     pack, resolve_backend, run, summarize)
+                     pack, run, summarize)
 from .errors import check_choice, check_flag, check_levels
 from .scenario import Scenario, as_scenario
 
@@ -72,8 +72,10 @@ def simulate(scenario, n_jobs: int = 100_000, seed: int = 0, backend: str = "num
         count or chunking.
     backend : {"numba", "cython", "auto"}, default "numba"
         "numba" (parallel), "cython" (serial, no JIT) or "auto" (the quicker
-        to answer: Cython for short runs, `engine.resolve_backend`). The same
-        bits whichever; the `backend` attr says which ran.
+        to answer: Cython for short runs, and on a cold Numba cache Cython
+        while Numba compiles in the background, then Numba;
+        `engine.resolve_backend`). The same bits whichever; the `backend`
+        attr says which ran ("cython then numba" for such a switch).
     keep_jobs : bool, default False
         Also return per-job variables `job_*` along a `job` dim (memory grows
         with n_jobs; otherwise it does not). A run whose arrays would not fit
@@ -122,7 +124,6 @@ def simulate(scenario, n_jobs: int = 100_000, seed: int = 0, backend: str = "num
     check_run_memory(sc.size, n_jobs, len(sc.taxonomy or ()), keep_jobs,
                      len(sc.fast_checkpoints) + 1 if sc.fast_checkpoints else int(sc.has_levels))
     packed = pack(sc)
-    backend = resolve_backend(backend, packed, n_jobs, max_failures, keep_jobs)
     bar = None
     if progress:
         from tqdm.auto import tqdm
@@ -156,7 +157,8 @@ def simulate(scenario, n_jobs: int = 100_000, seed: int = 0, backend: str = "num
                 values[f"job_{field}_by_level"] = totals.level_jobs[:, :, :, i]
     ds = labels.grid_dataset(sc, CATALOGUE, values, quantiles=quantiles, components=COMPONENTS,
                              attrs=labels.provenance("relmodel Monte Carlo job timelines", seed=seed, rng=RNG_SCHEME,
-                                                     backend=backend, n_jobs=n_jobs, max_failures=max_failures,
+                                                     backend=totals.backend, n_jobs=n_jobs,
+                                                     max_failures=max_failures,
                                                      block_size=BLOCK_SIZE, histogram_bins=N_BINS))
     if keep_jobs:
         ds = ds.assign_coords(job=("job", np.arange(n_jobs)))

@@ -268,10 +268,32 @@ def test_auto_takes_numba_for_long_runs(monkeypatch):
     assert engine.resolve_backend("auto", packed, 1000) == "cython"
     monkeypatch.setattr(engine, "numba_ready", lambda: True)
     assert engine.resolve_backend("auto", packed, 10**7) == "numba"
-    monkeypatch.setattr(engine, "numba_ready", lambda: False)  # cold: the twin while it is quicker than a compile
+    monkeypatch.setattr(engine, "numba_ready", lambda: False)  # cold: the twin, while Numba compiles (`run`)
     assert engine.resolve_backend("auto", packed, 2 * 10**5) == "cython"
-    assert engine.resolve_backend("auto", packed, 10**7) == "numba"
+    assert engine.resolve_backend("auto", packed, 10**7) == "cython"
     assert engine.resolve_backend("numba", packed, 10) == "numba"
+
+
+def test_a_cold_auto_run_goes_on_in_numba_after_the_background_compile_with_the_same_bits(monkeypatch):
+    """On a cold cache, "auto" starts a long run on the Cython twin, compiles Numba in
+    a thread and takes it from the first chunk after: no frozen bar, the same bits."""
+    from relmodel import engine
+
+    sc = rm.Scenario(n_gpus=[4096, 16384], failure_rate=2e-2, checkpoint_interval="1h", work="14d")
+    packed = engine.pack(sc)
+    n_jobs = 40 * 1024
+    assert engine.expected_events(packed, n_jobs) > engine.AUTO_CYTHON_EVENTS
+    monkeypatch.setattr(engine, "numba_ready", lambda: False)
+    chunks = []
+    # Switch after the third chunk, once the compile has ended (it may be cold here).
+    monkeypatch.setattr(engine.BackgroundCompile, "ready",
+                        lambda self: len(chunks) >= 3 and self._done.wait(900) and self.error is None)
+    switched = engine.run(packed, n_jobs, 9, "auto", chunk_items=8, progress=chunks.append)
+    numba = engine.run(packed, n_jobs, 9, "numba", chunk_items=64)
+    assert switched.backend == "cython then numba" and len(chunks) == 10  # 2 rows x 40 blocks, 8 a chunk
+    assert np.array_equal(switched.stats, numba.stats) and np.array_equal(switched.hist, numba.hist)
+    ds = rm.simulate(sc, n_jobs=1000, seed=1, backend="cython")
+    assert ds.attrs["backend"] == "cython"
 
 
 def test_pipeline_progress_changes_no_number():
