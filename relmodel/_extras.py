@@ -1,5 +1,6 @@
-"""Optional dependencies: studies at scale (zarr, netCDF, Dask) install with
-``pip install 'relmodel[studies]'``, so that a planner's install stays small."""
+"""Optional dependencies, so that a planner's install stays small: studies at
+scale (zarr, netCDF, Dask) install with ``pip install 'relmodel[studies]'``,
+ReCycle's exact pipeline planner (OR-Tools CP-SAT) with ``pip install 'relmodel[exact]'``."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import importlib.util
 
 # module: the distribution that provides it
 STUDIES = {"zarr": "zarr", "h5netcdf": "h5netcdf", "distributed": "dask[distributed]", "filelock": "filelock"}
+EXACT = {"ortools": "ortools"}
+EXTRA_OF = {**{module: "studies" for module in STUDIES}, **{module: "exact" for module in EXACT}}
 
 
 class MissingExtraError(ImportError):
@@ -19,9 +22,25 @@ def require(module: str, feature: str) -> None:
     Parameters
     ----------
     module : str
-        The importable module the feature needs (a key of `STUDIES`).
+        The importable module the feature needs (a key of `STUDIES` or `EXACT`).
     feature : str
         What the user asked for, as the message's subject (".zarr output").
     """
-    if importlib.util.find_spec(module) is None:
-        raise MissingExtraError(f"{feature} needs {STUDIES[module]}: pip install 'relmodel[studies]'")
+    if not available(module):
+        extra = EXTRA_OF[module]
+        raise MissingExtraError(f"{feature} needs {({**STUDIES, **EXACT})[module]}: pip install 'relmodel[{extra}]'")
+
+
+def available(module: str) -> bool:
+    """Whether `module` can be imported (without importing it).
+
+    Parameters
+    ----------
+    module : str
+        The importable module.
+
+    Returns
+    -------
+    bool
+    """
+    return importlib.util.find_spec(module) is not None

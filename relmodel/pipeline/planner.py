@@ -432,6 +432,19 @@ def _plan_candidates(kind, mask, cap_per_worker, seed_orders, restarts):
             yield executor, graph, orders
 
 
+def _note_no_exact_search():
+    """Say once per process that `auto` plans without the exact search (OR-Tools missing)."""
+    from .._feedback import note
+
+    if not _NOTED_NO_EXACT:
+        _NOTED_NO_EXACT.append(True)
+        note("ReCycle plans come from the heuristic alone: the exact search needs OR-Tools "
+             "(pip install 'relmodel[exact]')")
+
+
+_NOTED_NO_EXACT: list = []
+
+
 def plan(cfg: PipelineConfig, mask: np.ndarray, *, method: str = "auto", time_limit: float | None = None,
          seed_orders=None) -> AdaptedPlan | None:
     """Return the adapted plan of `cfg` (already in ReCycle's kind) with the failed workers `mask`.
@@ -482,6 +495,16 @@ def plan(cfg: PipelineConfig, mask: np.ndarray, *, method: str = "auto", time_li
                                 detail=f"best of {tries} list schedules" + (", reaches the bound" if reached else ""))
     if method == "heuristic" or reached:
         return heuristic
+    from .. import _extras
+
+    if not _extras.available("ortools"):
+        if method == "exact":
+            _extras.require("ortools", "the exact search (method='exact')")
+        if heuristic is not None:  # auto: the heuristic's plan, saying why no proof was tried
+            _note_no_exact_search()
+            return dataclasses.replace(heuristic, detail=heuristic.detail + "; no exact search: it needs OR-Tools "
+                                       "(pip install 'relmodel[exact]')")
+        _extras.require("ortools", "a plan that no list schedule finds")
     from . import plan_exact
 
     if method == "auto" and (cfg.n_workers * cfg.microbatches * cfg.stages > EXACT_TASKS

@@ -256,3 +256,18 @@ def test_the_same_plan_every_time():
     first, second = (planner.plan(cfg, mask, method=method) for method in ("exact", "exact"))
     assert first.period == second.period and np.array_equal(first.executor, second.executor)
     assert all(np.array_equal(a, b) for a, b in zip(first.orders, second.orders))
+
+
+def test_without_or_tools_auto_plans_by_the_heuristic_and_exact_names_the_extra(monkeypatch):
+    """OR-Tools is the `exact` extra: `auto` then keeps the heuristic's plan and says why; `exact` names the install."""
+    from relmodel import _extras
+
+    cfg, mask = pl.PipelineConfig(2, 3, 4), pl.failed_workers({0: 1, 1: 1}, 3, 2)
+    heuristic = planner.plan(cfg, mask, method="heuristic")
+    assert (heuristic.period, heuristic.lower_bound) == (23.0, 21.0)  # auto would search: exact finds 21
+    real = _extras.available
+    monkeypatch.setattr(_extras, "available", lambda module: module != "ortools" and real(module))
+    auto = planner.plan(cfg, mask, method="auto")
+    assert auto.method == "heuristic" and auto.period == heuristic.period and "relmodel[exact]" in auto.detail
+    with pytest.raises(_extras.MissingExtraError, match=r"ortools: pip install 'relmodel\[exact\]'"):
+        planner.plan(cfg, mask, method="exact")
