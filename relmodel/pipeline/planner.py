@@ -48,9 +48,11 @@ from .schedule import DeadlockError, kernels, worker_orders
 
 PLAN_METHODS = ("auto", "exact", "heuristic")
 ASSIGNMENTS = ("round-robin", "blocks")
-EXACT_TASKS = 256
-"""Most micro-batch stages (d m p) for which "auto" runs the exact search after
-the heuristic leaves a gap (4 x 4 x 16 and below); "exact" runs it at any size."""
+EXACT_TASKS = 128
+"""Most micro-batch stages (replicas x micro-batches x stages, d m p) for which
+"auto" runs the exact search after the heuristic leaves a gap (4 x 4 x 8 and
+below); "exact" runs it at any size. (It once compared d p m p, the workers
+times m p, so that 4 x 4 x 8 never got the search the docs promised.)"""
 EXACT_TIME_LIMIT = 300.0
 """How long "exact" may search before it gives up (the result then says it is
 not proven), in CP-SAT's deterministic time: about seconds on a typical core,
@@ -507,7 +509,7 @@ def plan(cfg: PipelineConfig, mask: np.ndarray, *, method: str = "auto", time_li
         _extras.require("ortools", "a plan that no list schedule finds")
     from . import plan_exact
 
-    if method == "auto" and (cfg.n_workers * cfg.microbatches * cfg.stages > EXACT_TASKS
+    if method == "auto" and (cfg.replicas * cfg.microbatches * cfg.stages > EXACT_TASKS
                              or not plan_exact.quantum(cfg)[1]):
         return heuristic  # too large, or times off a common grid: the search could not prove its plan
     hint = None
