@@ -460,7 +460,7 @@ def _log_argmax(f, lo: float, hi: float, xatol: float = 3e-3) -> float:
 
 
 def plan_checkpoints(scenario, *, strategies=None, n_jobs: int = 20_000, seed: int = 0,
-                     backend: str = "auto") -> CheckpointPlan:
+                     backend: str = "auto", progress: bool = False) -> CheckpointPlan:
     """Compare checkpoint strategies, each at its best intervals.
 
     Parameters
@@ -478,6 +478,9 @@ def plan_checkpoints(scenario, *, strategies=None, n_jobs: int = 20_000, seed: i
         Seed of the check simulations.
     backend : str, default "auto"
         Simulation backend.
+    progress : bool, default False
+        A bar on stderr, a step per strategy searched and per check
+        simulation (a search takes seconds). The numbers do not depend on it.
 
     Returns
     -------
@@ -503,9 +506,15 @@ def plan_checkpoints(scenario, *, strategies=None, n_jobs: int = 20_000, seed: i
     if unknown:
         why = {"asynchronous": "it needs checkpoint_persist > 0", "multilevel": "it needs fast_checkpoints"}
         raise ParameterError("strategies", f"{unknown[0]!r}: " + why.get(unknown[0], f"use some of {STRATEGIES}"))
+    from ._feedback import progress_bar
+
     out = []
+    bar = progress_bar(len(names) * (2 if n_jobs else 1), "checkpoint strategies", unit="step",
+                       enabled_=bool(progress))
     for name in names:
+        bar.set_postfix_str(f"{name}: best intervals")
         best = best_intervals(allowed[name])
+        bar.update(1)
         value = _ettr(best, "renewal")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ClosedFormWarning)
@@ -516,9 +525,12 @@ def plan_checkpoints(scenario, *, strategies=None, n_jobs: int = 20_000, seed: i
                 first, valid = ettr(best, "linear"), linear_valid(best)
         simulated = se = math.nan
         if n_jobs:
+            bar.set_postfix_str(f"{name}: check simulation")
             ds = simulate(best, n_jobs=n_jobs, seed=seed, backend=backend)
             simulated, se = float(ds.ettr), float(ds.ettr_se)
+            bar.update(1)
         out.append(StrategyPlan(name, best, float(value), float(first), bool(valid), simulated, se, int(n_jobs)))
+    bar.close()
     return CheckpointPlan(tuple(sorted(out, key=lambda s: -s.ettr)))
 
 

@@ -288,6 +288,9 @@ def fit_command(log_file, log_format, min_gpus, gpus_per_node, taxonomy, confide
                 click.echo(f"wrote {path}")
 
 
+_NOTED_LOG_BYTES = 1_000_000  # a log larger than this may take over a second to read and fit
+
+
 def fit_log(path: Path, *, flag: str, **kwargs):
     """`relmodel.fit` on a log file, its errors as one-line usage errors naming the file and line."""
     from .fit import FitError, fit
@@ -296,6 +299,9 @@ def fit_log(path: Path, *, flag: str, **kwargs):
 
     if not path.is_file():
         raise click.UsageError(f"{flag}: no such file: {path}")
+    size = path.stat().st_size
+    if size > _NOTED_LOG_BYTES:  # up to about a second a megabyte (CSV; sacct is faster): say what the wait is
+        feedback.note(f"reading and fitting {path} ({size / 1e6:.3g} MB, up to about a second a MB) ...")
     try:
         return fit(path, **kwargs)
     except LogError as err:

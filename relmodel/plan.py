@@ -446,7 +446,7 @@ def plan_checked(sc: Scenario, has_current: bool, target_ettr, n_jobs: int, seed
     """
     checkpoints = None
     if sc.has_levels:  # the strategies side by side; the classic plan below is the blocking one's
-        checkpoints = plan_checkpoints(sc, n_jobs=n_jobs, seed=seed, backend=backend)
+        checkpoints = plan_checkpoints(sc, n_jobs=n_jobs, seed=seed, backend=backend, progress=bool(progress))
         sc = strategy_scenarios(sc)["blocking"]
     intervals = {m: optimal_interval(sc, m) for m in ("young", "daly", "exact")}
     if has_current:

@@ -399,3 +399,27 @@ def test_fit_result_has_a_short_repr_and_an_html_table():
     assert text.startswith("FitResult(") and "\n" not in text and len(text) < 250
     assert "per 1000 node-days" in text
     assert fitted._repr_html_().startswith("<table") and "MTTF at 16384 GPUs" in fitted._repr_html_()
+
+
+def test_plan_with_strategies_shows_its_search_on_a_terminal(terminal):
+    """Each strategy's search takes seconds: a bar names the step (issue: 5 s of silence before)."""
+    result = invoke("plan", "--gpus", "1024", "--n-jobs", "1000", "--checkpoint-cost", "30s",
+                    "--checkpoint-persist", "5min", "--fast-checkpoint",
+                    "interval=10min,cost=5s,restart=3min,persist=30s,survives=0.85")
+    assert result.exit_code == 0, result.output
+    assert "checkpoint strategies" in result.stderr and "multilevel: best intervals" in result.stderr
+    quiet = invoke("plan", "--gpus", "1024", "--n-jobs", "1000", "--checkpoint-cost", "30s",
+                   "--checkpoint-persist", "5min", "--quiet")
+    assert quiet.exit_code == 0 and quiet.stderr == ""
+
+
+def test_fit_on_a_large_log_says_what_it_is_reading_on_a_terminal(terminal, tmp_path):
+    """A log of some megabytes takes seconds to read: one note first (a 17k-row log waited 3.9 s in silence)."""
+    from relmodel.synthetic_log import synthetic_log
+
+    path = tmp_path / "big.csv"
+    synthetic_log(12_000, failure_rate=6.5e-3, seed=1, format="csv", path=path)
+    assert path.stat().st_size > 1_000_000
+    result = invoke("fit", str(path))
+    assert result.exit_code == 0, result.output
+    assert result.stderr.startswith(f"reading and fitting {path} (")
