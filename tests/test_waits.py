@@ -423,3 +423,14 @@ def test_fit_on_a_large_log_says_what_it_is_reading_on_a_terminal(terminal, tmp_
     result = invoke("fit", str(path))
     assert result.exit_code == 0, result.output
     assert result.stderr.startswith(f"reading and fitting {path} (")
+
+
+def test_the_pipeline_table_shows_its_strategies_on_a_terminal_and_the_same_numbers(terminal):
+    """A ReCycle plan of a large pipeline takes seconds: the table's bar names the strategy and failures."""
+    import relmodel.pipeline as pl
+
+    result = invoke("pipeline", "--stages", "4", "--replicas", "2", "--microbatches", "4", "--failures", "0..2")
+    assert result.exit_code == 0, result.output
+    assert "strategies" in result.stderr and "recycle, 2 down" in result.stderr
+    cfg = pl.PipelineConfig(4, 2, 4)
+    assert pl.throughput_table(cfg, range(3), progress=True).period.equals(pl.throughput_table(cfg, range(3)).period)

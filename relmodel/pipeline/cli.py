@@ -166,7 +166,7 @@ def pipeline(stages, replicas, microbatches, fwd, bwd_input, bwd_weight, model_n
                                   oobleck_min_stages=oobleck_min_stages, method=method)
         # The schedule kernels compile (or load) on their first use, just below.
         feedback.announce_compile("relmodel.pipeline._schedule_kernel", what="pipeline kernels", seconds=10)
-        table = throughput_table(cfg, counts, names, options)
+        table = throughput_table(cfg, counts, names, options, progress=feedback.enabled())
         model = RunModel(duration="14d" if run_duration is None else run_duration, failure_rate=failure_rate, repair_time=repair_time,
                          swap_time=swap_time, restart_cost=restart_cost, checkpoint_interval=checkpoint_interval,
                          time_unit=time_unit)

@@ -44,7 +44,7 @@ def _strategies(strategies) -> list[str]:
 
 
 def throughput_table(cfg: PipelineConfig, n_failures=range(5), strategies=STRATEGIES,
-                     options: StrategyOptions | None = None) -> xr.Dataset:
+                     options: StrategyOptions | None = None, progress: bool = False) -> xr.Dataset:
     """Return the steady-state throughput of each strategy with n failed workers.
 
     The failed workers are placed by `spread_failures` (distinct replicas,
@@ -60,6 +60,9 @@ def throughput_table(cfg: PipelineConfig, n_failures=range(5), strategies=STRATE
         The fault-tolerance strategies to evaluate.
     options : StrategyOptions, optional
         Knobs of the strategies (default `StrategyOptions()`).
+    progress : bool, default False
+        A bar on stderr, a step per strategy and failure count (a ReCycle
+        plan of a large pipeline takes seconds). The numbers do not depend on it.
 
     Returns
     -------
@@ -84,7 +87,15 @@ def throughput_table(cfg: PipelineConfig, n_failures=range(5), strategies=STRATE
     if counts and counts[-1] > cfg.n_workers:
         raise PipelineError("n_failures", f"{counts[-1]} failures but only {cfg.n_workers} workers")
     masks = [spread_failures(n, cfg.replicas, cfg.stages) for n in counts]
-    results = [[evaluate(cfg, s, mask, options) for mask in masks] for s in strategies]
+    with _progress_bar(progress, len(strategies) * len(masks), "strategies") as bar:
+        results = []
+        for s in strategies:
+            row = []
+            for n, mask in zip(counts, masks):
+                bar.set_postfix_str(f"{s}, {n} down")
+                row.append(evaluate(cfg, s, mask, options))
+                bar.update(1)
+            results.append(row)
     grab = lambda name: np.array([[getattr(r, name) for r in row] for row in results])  # noqa: E731
     t0 = ideal(cfg).period
     bound = np.array([load_bound(cfg, mask) for mask in masks])
