@@ -178,3 +178,19 @@ def test_the_settling_pass_keeps_exactly_the_jobs_whose_first_exponential_is_bel
     todo = np.empty(n, np.int64)
     count = unsettled_jobs(first, n, bound, U(seed), U(4), todo)
     assert np.array_equal(todo[:count], first + np.flatnonzero(first_draws < bound))
+
+
+def test_kernels_that_draw_words_ask_llvm_for_512_bit_vectors():
+    """`prefer_wide_vectors`: a function the Philox intrinsic is emitted into carries the attribute
+    (LLVM's default on AVX-512 CPUs is 256 bits; 512 measured 12% faster on the large scenario)."""
+
+    @njit
+    def draw(n):
+        total = U(0)
+        for i in range(n):
+            w0, w1 = nb.philox_words(U(i), U(1), U(0), U(7), U(3))
+            total ^= w0 ^ w1
+        return total
+
+    draw(4)
+    assert '"prefer-vector-width"="512"' in draw.inspect_llvm(draw.signatures[0])

@@ -46,8 +46,12 @@ def prefer_wide_vectors(function):
     AVX-512 (8 jobs or calls a vector; its default for such CPUs is 256): the
     lanes run 12-25% faster on the reference scenarios. The same operations on
     each element, so the same bits at any width. llvmlite takes only attributes
-    it knows by name, so the string attribute goes into its set directly."""
-    set.add(function.attributes, _WIDE_VECTORS)
+    it knows by name, so the string attribute goes into its set directly (were
+    that set to change shape, the kernels keep LLVM's default width)."""
+    try:
+        set.add(function.attributes, _WIDE_VECTORS)
+    except TypeError:
+        pass
 
 
 @intrinsic
