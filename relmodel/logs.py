@@ -175,10 +175,16 @@ class NodeLists(Sequence):
     """Every job's node names, held compactly: a log of millions of jobs names
     tens of millions of nodes, but only as many distinct ones as the cluster has.
 
-    ``node_lists[i]`` is job i's tuple of names (empty when unknown). The
-    arrays: ``names`` (each distinct node once, in first-seen order), ``ids``
-    (indices into ``names``, job after job) and ``offsets`` (job i's are
-    ``ids[offsets[i]:offsets[i + 1]]``).
+    ``node_lists[i]`` is job i's tuple of names (empty when unknown).
+
+    Parameters
+    ----------
+    names : sequence of str
+        Each distinct node once, in first-seen order.
+    ids : array of int
+        Indices into `names`, job after job.
+    offsets : array of int
+        Job i's nodes are ``ids[offsets[i]:offsets[i + 1]]`` (one more entry than jobs).
     """
 
     def __init__(self, names, ids, offsets):

@@ -49,10 +49,12 @@ from .schedule import DeadlockError, kernels, worker_orders
 PLAN_METHODS = ("auto", "exact", "heuristic")
 ASSIGNMENTS = ("round-robin", "blocks")
 EXACT_TASKS = 128
-"""Most micro-batch stages (replicas x micro-batches x stages, d m p) for which
-"auto" runs the exact search after the heuristic leaves a gap (4 x 4 x 8 and
-below); "exact" runs it at any size. (It once compared d p m p, the workers
-times m p, so that 4 x 4 x 8 never got the search the docs promised.)"""
+"""Most micro-batch stages (d m p) for which "auto" runs the exact search.
+
+Replicas x micro-batches x stages: "auto" runs the exact search after the
+heuristic leaves a gap on 4 x 4 x 8 and below; "exact" runs it at any size.
+(It once compared d p m p, the workers times m p, so that 4 x 4 x 8 never got
+the search the docs promised.)"""
 EXACT_TIME_LIMIT = 300.0
 """How long "exact" may search before it gives up (the result then says it is
 not proven), in CP-SAT's deterministic time: about seconds on a typical core,
