@@ -62,10 +62,10 @@ def main():
 
     cfg = PROFILE.config(replicas=16, microbatches=32, **LINKS)
     model = pl.RunModel(duration="14d", failure_rate=6.5e-3, repair_time="4h", time_unit="1s")
-    table = pl.throughput_table(cfg, range(9))
+    table = pl.throughput_table(cfg, range(5 if args.quick else 9))  # a ReCycle plan of 4,096 tasks takes ~1 s
     print(format_table(table, model))
 
-    runs = pl.simulate_runs(cfg, model, n_runs=40 if args.quick else 400, seed=0)
+    runs = pl.simulate_runs(cfg, model, n_runs=20 if args.quick else 400, seed=0)
     print()
     print(format_runs(runs, "14-day runs"))
 
@@ -74,7 +74,7 @@ def main():
     found = [TRACES / name for name in names if (TRACES / name).exists()]
     if found:
         small = pl.PipelineConfig(4, 4, 32, fwd=0.14, bwd_input=0.14, bwd_weight=0.14, **LINKS)  # no memory limit
-        replayed = pl.replay_traces(small, found, model, n_runs=3 if args.quick else 16, seed=0)
+        replayed = pl.replay_traces(small, found, model, n_runs=2 if args.quick else 16, seed=0)
         print()
         print(format_runs(replayed, "AWS spot traces (Bamboo artifact, MIT), 4 replicas x 4 stages"))
     if not found:
