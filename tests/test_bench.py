@@ -98,3 +98,6 @@ def test_interleaved_rounds_keep_each_ones_best_and_say_how_many():
     assert runs["numpy"]["seconds"] < 5.0
     assert calls == [300, 300, 300, 100] * 2  # the chunking kept, both rounds
     assert runs["numpy"]["interleaved_rounds"] == runs["numba-1-thread"]["interleaved_rounds"] == 2
+    runs["numba"] = {"n_jobs": 2000, "seconds": 1e9}
+    interleaved_rounds(runs, sc, peer, rounds=1)
+    assert runs["numba"]["seconds"] < 1e9 and runs["numba"]["interleaved_rounds"] == 1  # all threads, too

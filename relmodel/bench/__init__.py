@@ -14,9 +14,9 @@ GPUs x 14 days.
   job-level fast path, state for running jobs only, whole intervals skipped per
   failure, failed restarts redrawn for those jobs alone), run in its fastest
   chunking of those in NUMPY_CHUNKS, best of 3; and a SimPy discrete-event model;
-  then Numba on 1 thread and the NumPy peer alternate INTERLEAVED_ROUNDS more
-  times and each keeps its best, so the ratio the goal reads compares them on
-  the same machine state;
+  then Numba on 1 thread and on all, and the NumPy peer, alternate
+  INTERLEAVED_ROUNDS more times and each keeps its best, so the ratios the
+  goals read compare them on the same machine state;
 * the limit: a floor of the kernel's own generator (the Philox4x32-10 calls a
   job's draws need and the ziggurat's first step on each word, SIMD across
   jobs, nothing else; `rng_numba.exponential_generator_limit`) for as many
@@ -230,16 +230,16 @@ def measure_peer_chunked(peer, sc, n_jobs):
 
 
 def interleaved_rounds(runs: dict, sc, numpy_peer, rounds: int = INTERLEAVED_ROUNDS):
-    """Time Numba on one thread and the NumPy peer (in its fastest chunking) in
-    alternation, `rounds` more times each, and keep each one's best: the ratio
-    the goal reads then compares the two on the same machine state (on a
-    virtual machine the speed drifts by tens of per cent within minutes).
+    """Time Numba on one thread and on all, and the NumPy peer (in its fastest
+    chunking), in alternation, `rounds` more times each, and keep each one's
+    best: the ratios the goals read then compare them on the same machine
+    state (on a virtual machine the speed drifts by tens of per cent within minutes).
 
     Parameters
     ----------
     runs : dict
         A scenario's measurements (`measure_relmodel`, `measure_peer_chunked`);
-        the ``"numba-1-thread"`` and ``"numpy"`` entries' seconds are updated.
+        the ``"numba"``, ``"numba-1-thread"`` and ``"numpy"`` entries' seconds are updated.
     sc : Scenario
         The scenario.
     numpy_peer : callable
@@ -252,6 +252,8 @@ def interleaved_rounds(runs: dict, sc, numpy_peer, rounds: int = INTERLEAVED_ROU
     mine, peer = runs["numba-1-thread"], runs["numpy"]
     calls = {"numba-1-thread": lambda: simulate(sc, n_jobs=mine["n_jobs"], seed=SEED, backend="numba", n_threads=1),
              "numpy": lambda: chunked(numpy_peer, peer["chunk"])(sc, peer["n_jobs"], SEED)}
+    if "numba" in runs:
+        calls["numba"] = lambda: simulate(sc, n_jobs=runs["numba"]["n_jobs"], seed=SEED, backend="numba")
     for _ in range(rounds):
         for label, call in calls.items():
             seconds, _ = best_of(call, repeats=1, warm_up=False)
