@@ -536,6 +536,21 @@ class BackgroundCompile:
         return self._done.is_set() and self.error is None
 
 
+_background: list[BackgroundCompile] = []  # the process's one background compile, once started
+
+
+def background_compile() -> BackgroundCompile:
+    """The process's background compile of the Numba kernels: started (with a note) on the first call,
+    the same one after, so that the runs of a plan or a study share it."""
+    if not _background:
+        from ._feedback import note
+
+        note("compiling relmodel's simulation kernels in the background (45 to 70 s on 2 cores, cached once done); "
+             "running on the Cython twin meanwhile, the same bits")
+        _background.append(BackgroundCompile())
+    return _background[0]
+
+
 def run(packed: Packed, n_jobs: int, seed: int, backend: str = "numba", *, scenario_keys=None,
         max_failures: int = DEFAULT_MAX_FAILURES, keep_jobs: bool = False, n_threads=None, progress=None,
         chunk_items: int = CHUNK_ITEMS) -> Totals:
@@ -582,11 +597,7 @@ def run(packed: Packed, n_jobs: int, seed: int, backend: str = "numba", *, scena
     compiling = None
     if requested == "auto" and backend == "cython" and not keep_jobs and (
             expected_events(packed, n_jobs, max_failures) > AUTO_CYTHON_EVENTS):
-        from ._feedback import note
-
-        note("compiling relmodel's simulation kernels in the background (45 to 70 s on 2 cores, cached once done); "
-             "running on the Cython twin meanwhile, the same bits")
-        compiling = BackgroundCompile()
+        compiling = background_compile()
     if backend == "numba":
         from ._feedback import announce_compile
 
@@ -623,11 +634,12 @@ def run(packed: Packed, n_jobs: int, seed: int, backend: str = "numba", *, scena
 
             threads = n_threads or numba.get_num_threads()
         chunk_items = int(min(CHUNK_ITEMS, max(threads, -(-todo.size * n_blocks // 100))))
-    ran = [backend]
+    ran = []  # the backends that ran chunks, in order
     with numba_threads(n_threads if backend == "numba" or compiling else None):
         for start in range(0, todo.size * n_blocks, chunk_items):
             if compiling is not None and compiling.ready():  # the same bits from here on, in parallel
                 backend, kernel, compiling = "numba", get_backend("numba"), None
+            if not ran or ran[-1] != backend:
                 ran.append(backend)
             item = np.arange(start, min(start + chunk_items, todo.size * n_blocks), dtype=np.int64)
             row_index, block = np.divmod(item, n_blocks)
@@ -653,7 +665,7 @@ def run(packed: Packed, n_jobs: int, seed: int, backend: str = "numba", *, scena
             level_jobs = np.empty((n_rows, n_jobs, n_lv, N_LEVEL_STATS))
             kernel.run_jobs(*args, np.int64(0), np.int64(max_failures), jobs, cat_jobs, level_jobs)
     return Totals(stats=stats, hist=hist, jobs=jobs, cat_stats=cat_stats, cat_jobs=cat_jobs,
-                  level_stats=level_stats, level_jobs=level_jobs, backend=" then ".join(ran))
+                  level_stats=level_stats, level_jobs=level_jobs, backend=" then ".join(ran) or backend)
 
 
 def chunk_histograms(row_index: np.ndarray, todo: np.ndarray, threads: int):

@@ -284,6 +284,7 @@ def test_a_cold_auto_run_goes_on_in_numba_after_the_background_compile_with_the_
     n_jobs = 40 * 1024
     assert engine.expected_events(packed, n_jobs) > engine.AUTO_CYTHON_EVENTS
     monkeypatch.setattr(engine, "numba_ready", lambda: False)
+    monkeypatch.setattr(engine, "_background", [])  # no compile started yet in this process
     chunks = []
     # Switch after the third chunk, once the compile has ended (it may be cold here).
     monkeypatch.setattr(engine.BackgroundCompile, "ready",
@@ -292,6 +293,9 @@ def test_a_cold_auto_run_goes_on_in_numba_after_the_background_compile_with_the_
     numba = engine.run(packed, n_jobs, 9, "numba", chunk_items=64)
     assert switched.backend == "cython then numba" and len(chunks) == 10  # 2 rows x 40 blocks, 8 a chunk
     assert np.array_equal(switched.stats, numba.stats) and np.array_equal(switched.hist, numba.hist)
+    first = engine._background[0]
+    assert engine.run(packed, n_jobs, 9, "auto", chunk_items=8).backend == "numba"  # compiled: from the start
+    assert engine.background_compile() is first and len(engine._background) == 1  # one compile a process
     ds = rm.simulate(sc, n_jobs=1000, seed=1, backend="cython")
     assert ds.attrs["backend"] == "cython"
 
