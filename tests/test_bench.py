@@ -86,7 +86,8 @@ def test_interleaved_rounds_keep_each_ones_best_and_say_how_many():
 
     sc = rm.Scenario(n_gpus=8, failure_rate=6.5e-3, checkpoint_interval="1h", checkpoint_cost="5min",
                      restart_cost="10min", work="7d")
-    runs = {"numba-1-thread": {"n_jobs": 2000, "seconds": 1e-12}, "numpy": {"n_jobs": 1000, "chunk": 300, "seconds": 5.0}}
+    runs = {"numba-1-thread": {"n_jobs": 2000, "seconds": 1e-12},
+            "numpy": {"n_jobs": 1000, "chunk": 300, "seconds": 5.0}}
     calls = []
 
     def peer(sc_, n, seed):

@@ -105,7 +105,8 @@ def ziggurat_branches(words):
         lower = ziggurat.DENSITY[layer]
         y = lower + u * (ziggurat.DENSITY[layer + 1] - lower)
         slope = ziggurat.WEDGE_SLOPE[layer]
-        open_tests += not y < ziggurat.WEDGE_BELOW[layer] - slope * x and not y >= ziggurat.WEDGE_ABOVE[layer] - slope * x
+        below, above = ziggurat.WEDGE_BELOW[layer] - slope * x, ziggurat.WEDGE_ABOVE[layer] - slope * x
+        open_tests += not y < below and not y >= above
     return tails, open_tests
 
 

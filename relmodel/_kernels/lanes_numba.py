@@ -13,9 +13,10 @@ of words its first step rejects (`reject`, a short scalar pass when a half
 step has any) leave the lane a tail or a pending wedge test, which its next
 word decides against two lines around f (`ziggurat.WEDGE_*`) with no exp.
 Only a test the lines leave open (about 1 word in 10,000) stalls the lane,
-which then finishes that draw alone (`unstall`). Stalls used to take 40% of the
-large scenario's time, when every rejected word stalled its lane. A lane that finishes its job takes the block's next one; the job's
-fields go to a buffer that the caller sums in job order.
+which then finishes that draw alone (`unstall`). Stalls used to take 40% of
+the large scenario's time, when every rejected word stalled its lane. A lane
+that finishes its job takes the block's next one; the job's fields go to a
+buffer that the caller sums in job order.
 """
 
 import numpy as np
@@ -213,8 +214,9 @@ def run_block(work, interval, ckpt, restart, queue, n_full, remainder, rate, k0,
     segment = interval + ckpt
     max_f = float(max_failures)
     state = np.zeros(_N_FIELDS * LANES)
-    counters = np.zeros(4 * LANES + 2, np.uint64)  # one allocation: each costs as much as some 70 settled jobs
-    calls, jobs, words, pair = counters[:LANES], counters[LANES:2 * LANES], counters[2 * LANES:4 * LANES], counters[4 * LANES:]
+    counters = np.zeros(4 * LANES + 2, np.uint64)  # one allocation: each costs as much as ~20 settled jobs
+    calls, jobs = counters[:LANES], counters[LANES:2 * LANES]
+    words, pair = counters[2 * LANES:4 * LANES], counters[4 * LANES:]
     lane_job = np.zeros(LANES, np.int64)  # the lane's index in todo
     n_block = todo.size
     next_job = 0

@@ -21,10 +21,11 @@ write can wait, and steps position by position where one can.
 
 Speed: a block first settles every job whose first failure falls after its
 failure-free end without simulating it (`unsettled_jobs`: its first
-exponential decided in passes SIMD across jobs); on a plain row (one exponential rate, no categories, a fixed queue, no levels)
-the jobs left run in lanes (`lanes_numba`: SIMD across jobs, the same bits),
-on any other row one at a time, drawing words in batches of `rng_numba.BATCH`
-(SIMD across calls). No `log` anywhere on the hot path.
+exponential decided in passes SIMD across jobs); on a plain row (one
+exponential rate, no categories, a fixed queue, no levels) the jobs left run
+in lanes (`lanes_numba`: SIMD across jobs, the same bits), on any other row
+one at a time, drawing words in batches of `rng_numba.BATCH` (SIMD across
+calls). No `log` anywhere on the hot path.
 
 No fastmath: the Cython twin must produce the same bits, so no reassociation,
 no contraction into FMA, and the same libm `pow` on both sides.
