@@ -220,6 +220,15 @@ def next_exponential(words, pos, job_lo, job_hi, k0, k1):
     return ziggurat_rejected(x, layer, words, pos, job_lo, job_hi, k0, k1)
 
 
+@njit(inline="always", **JIT_OPTIONS)
+def wedge_accepts(x, layer, w):
+    """The ziggurat's wedge test: candidate x of layer `layer` (>= 1) is taken if
+    word w's uniform point in the layer's height falls below f(x) (the exact test;
+    `lanes_numba` decides most of them first by two lines around f)."""
+    lower = _ZIG_DENSITY[layer]
+    return lower + word_to_uniform(w) * (_ZIG_DENSITY[layer + 1] - lower) < exp_neg(x)
+
+
 @njit(**JIT_OPTIONS)
 def ziggurat_rejected(x, layer, words, pos, job_lo, job_hi, k0, k1, base=0.0):
     """The exponential whose first candidate (x, layer) the ziggurat's first
@@ -233,8 +242,7 @@ def ziggurat_rejected(x, layer, words, pos, job_lo, job_hi, k0, k1, base=0.0):
             base += _ZIG_R
         else:
             w, pos = next_word(words, pos, job_lo, job_hi, k0, k1)
-            lower = _ZIG_DENSITY[layer]
-            if lower + word_to_uniform(w) * (_ZIG_DENSITY[layer + 1] - lower) < exp_neg(x):
+            if wedge_accepts(x, layer, w):
                 return base + x, pos
         w, pos = next_word(words, pos, job_lo, job_hi, k0, k1)
         x, accepted, layer = ziggurat_candidate(w)

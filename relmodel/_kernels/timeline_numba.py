@@ -91,15 +91,13 @@ from .layout import (
     V_SURVIVES,
 )
 from .rng_numba import (
-    _ZIG_DENSITY,
     BATCH,
-    exp_neg,
     first_words,
     next_exponential,
     next_uniform_draw,
     philox_words,
     split_job,
-    word_to_uniform,
+    wedge_accepts,
     ziggurat_candidate,
     ziggurat_rejected,
 )
@@ -578,8 +576,7 @@ def unsettled_jobs(first, n, bound, k0, k1, todo):
     for c in range(n_open):
         i = open_jobs[c]
         x, accepted, layer = ziggurat_candidate(word0[i])
-        lower = _ZIG_DENSITY[layer]
-        wedge = lower + word_to_uniform(word1[i]) * (_ZIG_DENSITY[layer + 1] - lower) < exp_neg(x)
+        wedge = wedge_accepts(x, layer, word1[i])
         v = 1 if accepted else (0 if layer == 0 else ((1 if x < bound else 0) if wedge else 2))
         verdict[c] = v
         going_on[n_going_on] = c

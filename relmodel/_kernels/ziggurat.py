@@ -35,6 +35,7 @@ WIDTH = EDGES[:N_LAYERS] * 2.0**-53  # x[i] per unit of m
 ACCEPT = np.array([int(EDGES[i + 1] / EDGES[i] * 2.0**53) for i in range(N_LAYERS)], dtype=np.uint64)
 DENSITY = np.exp(-EDGES)  # f(x[i]) for i = 0 .. 256
 INV_FACTORIAL = np.array([1.0 / math.factorial(n) for n in range(13)])  # Taylor terms of `rng_numba.exp_neg`
+WEDGE_MARGIN = 1e-12  # moves the lines of `_wedge_bounds` out
 
 
 def _wedge_bounds():
@@ -55,5 +56,4 @@ def _wedge_bounds():
     return slope, above, below
 
 
-WEDGE_MARGIN = 1e-12
 WEDGE_SLOPE, WEDGE_ABOVE, WEDGE_BELOW = _wedge_bounds()
