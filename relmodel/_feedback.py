@@ -79,6 +79,19 @@ def note(text: str):
         sys.stderr.flush()
 
 
+def note_once(text: str):
+    """`note`, once per process for each text (the set `announce_compile` keeps).
+
+    Parameters
+    ----------
+    text : str
+        The line, without its newline.
+    """
+    if text not in _announced:
+        _announced.add(text)
+        note(text)
+
+
 def bar_width() -> dict:
     """tqdm's width options: follow the terminal, or a fixed 80 columns where it reports
     fewer than 10 (0 on some detached or CI terminals, where a following bar drew nothing).

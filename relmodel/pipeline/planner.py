@@ -436,19 +436,6 @@ def _plan_candidates(kind, mask, cap_per_worker, seed_orders, restarts):
             yield executor, graph, orders
 
 
-def _note_no_exact_search():
-    """Say once per process that `auto` plans without the exact search (OR-Tools missing)."""
-    from .._feedback import note
-
-    if not _NOTED_NO_EXACT:
-        _NOTED_NO_EXACT.append(True)
-        note("ReCycle plans come from the heuristic alone: the exact search needs OR-Tools "
-             "(pip install 'relmodel[exact]')")
-
-
-_NOTED_NO_EXACT: list = []
-
-
 def plan(cfg: PipelineConfig, mask: np.ndarray, *, method: str = "auto", time_limit: float | None = None,
          seed_orders=None) -> AdaptedPlan | None:
     """Return the adapted plan of `cfg` (already in ReCycle's kind) with the failed workers `mask`.
@@ -500,20 +487,22 @@ def plan(cfg: PipelineConfig, mask: np.ndarray, *, method: str = "auto", time_li
     if method == "heuristic" or reached:
         return heuristic
     from .. import _extras
-
-    if not _extras.available("ortools"):
-        if method == "exact":
-            _extras.require("ortools", "the exact search (method='exact')")
-        if heuristic is not None:  # auto: the heuristic's plan, saying why no proof was tried
-            _note_no_exact_search()
-            return dataclasses.replace(heuristic, detail=heuristic.detail + "; no exact search: it needs OR-Tools "
-                                       "(pip install 'relmodel[exact]')")
-        _extras.require("ortools", "a plan that no list schedule finds")
-    from . import plan_exact
+    from . import plan_exact  # (it imports OR-Tools only to search)
 
     if method == "auto" and (cfg.replicas * cfg.microbatches * cfg.stages > EXACT_TASKS
                              or not plan_exact.quantum(cfg)[1]):
         return heuristic  # too large, or times off a common grid: the search could not prove its plan
+    if not _extras.available("ortools"):
+        if method == "exact":
+            _extras.require("ortools", "the exact search (method='exact')")
+        if heuristic is not None:  # auto: the heuristic's plan, saying why no proof was tried
+            from .._feedback import note_once
+
+            note_once("ReCycle plans come from the heuristic alone: the exact search needs OR-Tools "
+                      "(pip install 'relmodel[exact]')")
+            return dataclasses.replace(heuristic, detail=heuristic.detail + "; no exact search: it needs OR-Tools "
+                                       "(pip install 'relmodel[exact]')")
+        _extras.require("ortools", "a plan that no list schedule finds")
     hint = None
     if best is not None:
         hint = (best[1], build_graph(cfg, 1, executor=best[1]), best[2], best[3])
