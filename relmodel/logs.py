@@ -417,11 +417,6 @@ _TOP_LEVEL_COMMA = re.compile(r",(?![^\[]*\])")
 
 
 def _split_top_level(value: str, line: int) -> list[str]:
-    if "[" not in value and "]" not in value:  # the common case, without a character loop
-        parts = [p.strip() for p in value.split(",")]
-        if not all(parts):
-            raise LogError(line, "bad node list", f"empty name in {value[:60]!r}")
-        return parts
     if _FLAT_BRACKETS.fullmatch(value):  # balanced, none nested: split on the commas outside brackets
         parts = _TOP_LEVEL_COMMA.split(value)
         if any(not p.strip() for p in parts):
