@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import inspect
 import subprocess
 import sys
 import tempfile
@@ -27,6 +28,7 @@ import numpy as np
 
 import relmodel as rm
 from relmodel import engine
+from relmodel.engine import items_per_group
 from relmodel._kernels import timeline_numba
 from relmodel._kernels.layout import BLOCK_SIZE, N_BINS, N_STATS
 from relmodel.bench import SCENARIOS
@@ -58,9 +60,12 @@ def block_sums(kernel, packed, n_jobs):
     """Per-block sums of n_jobs jobs of the row (seed 0)."""
     items = n_jobs // BLOCK_SIZE
     stats = np.zeros((items, N_STATS))
-    kernel.run_blocks(*packed.kernel_args(), np.uint64(0), np.zeros(1, np.uint64), np.zeros(items, np.int64),
-                      np.arange(items, dtype=np.int64), n_jobs, 10**6, stats, np.zeros(items, np.int64),
-                      np.zeros((1, 1, N_BINS + 1), np.int64), np.empty((items, 0, 4)), np.empty((items, 0, 3)))
+    args = (*packed.kernel_args(), np.uint64(0), np.zeros(1, np.uint64), np.zeros(items, np.int64),
+            np.arange(items, dtype=np.int64), n_jobs, 10**6, stats, np.zeros(items, np.int64),
+            np.zeros((1, 1, N_BINS + 1), np.int64), np.empty((items, 0, 4)), np.empty((items, 0, 3)))
+    if "items_per_group" in inspect.signature(kernel.run_blocks.py_func).parameters:  # a revision with groups
+        args += (items_per_group(items, 1),)
+    kernel.run_blocks(*args)
     return stats
 
 

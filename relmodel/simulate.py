@@ -162,9 +162,9 @@ def simulate(scenario, n_jobs: int = 100_000, seed: int = 0, backend: str = "num
                                                      block_size=BLOCK_SIZE, histogram_bins=N_BINS))
     if keep_jobs:
         ds = ds.assign_coords(job=("job", np.arange(n_jobs)))
-    n_capped = int(ds["n_capped"].sum())
+    n_capped = int(est["n_capped"].sum())
     if n_capped:
-        skipped = int((np.isnan(ds["failures_mean"]) & (ds["n_capped"] == n_jobs)).sum())
+        skipped = int((np.isnan(est["failures_mean"]) & (est["n_capped"] == n_jobs)).sum())
         unsimulated = (f"; {skipped} grid point(s) not simulated, as every job would hit it "
                        "(NaN estimates)") if skipped else ""
         warnings.warn(

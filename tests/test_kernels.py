@@ -60,6 +60,24 @@ def test_chunking_and_backend_do_not_change_the_sums():
             assert np.array_equal(ref.stats, other.stats) and np.array_equal(ref.hist, other.hist)
 
 
+@pytest.mark.parametrize("group", [1, 2, 5, 32])
+def test_how_threads_group_the_items_does_not_change_the_sums(group, monkeypatch):
+    """A Numba thread takes consecutive items in groups (`engine.items_per_group`),
+    and the jobs their blocks leave unsettled share the lanes: any grouping,
+    any thread count, the Cython twin's bits. Rows of every path: settled and
+    in lanes, Weibull one job at a time, levels; blocks short and whole."""
+    from relmodel import engine
+
+    packed = pack(REFERENCE.sweep(n_gpus=[8, 2048], weibull_shape=[1.0, 0.7], checkpoint_persist=[0.0, "5min"]))
+    ref = run(packed, 9000, 4, "cython")
+    monkeypatch.setattr(engine, "items_per_group", lambda n_items, n_threads: group)
+    for threads in (1, 2):
+        for chunk_items in (7, 1000):
+            other = run(packed, 9000, 4, "numba", n_threads=threads, chunk_items=chunk_items)
+            assert np.array_equal(ref.stats, other.stats) and np.array_equal(ref.hist, other.hist)
+            assert np.array_equal(ref.level_stats, other.level_stats)
+
+
 def test_a_sub_grid_with_its_global_keys_reproduces_the_full_grid():
     grid = REFERENCE.sweep(n_gpus=[64, 512, 4096])
     full = run(pack(grid), 3000, 9, "numba")

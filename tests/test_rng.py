@@ -176,7 +176,9 @@ def test_the_settling_pass_keeps_exactly_the_jobs_whose_first_exponential_is_bel
         nb.job_draws(seed, 4, first + i, words, xs)
         first_draws[i] = xs[0]
     todo = np.empty(n, np.int64)
-    count = unsettled_jobs(first, n, bound, U(seed), U(4), todo)
+    # Scratch larger than needed, as the kernel passes it; its spare words must not matter.
+    scratch = np.full(4 * n + 64, 2**64 - 1, np.uint64), np.ones(2 * n + 5, np.uint8), np.ones(2 * n + 5, np.int64)
+    count = unsettled_jobs(first, n, bound, U(seed), U(4), todo, *scratch)
     assert np.array_equal(todo[:count], first + np.flatnonzero(first_draws < bound))
 
 

@@ -552,21 +552,20 @@ def simulate_levels_job(p, rate_cdf, rate_value, cat_cdf, cat_restart, cat_queue
 
 
 @njit(**JIT_OPTIONS)
-def unsettled_jobs(first, n, bound, k0, k1, todo):
+def unsettled_jobs(first, n, bound, k0, k1, todo, words, flags, indices):
     """todo[:count] = the jobs first .. first + n - 1 whose first exponential
     falls below `bound` (0 < bound < R), in job order; returns count. The draws
     are decided in passes SIMD across jobs: words 0 and 1 of every job, then of
     the few that word 0 leaves open (word 0 rejected or below bound), word 1's
     wedge test, then word 2 for those whose wedge test failed; the scalar
     ziggurat only past that (0.02% of jobs). A tail draw is at least R, so
-    settled. The decisions are those of `simulate_job`'s first draw."""
-    # Three allocations, not nine: each costs more than a job that is settled.
-    words = np.empty(4 * n + 2, np.uint64)
-    word0, word1, word2, word3, pair = words[:n], words[n:2 * n], words[2 * n:3 * n], words[3 * n:4 * n], words[4 * n:]
-    flags = np.empty(2 * n, np.uint8)
-    look, verdict = flags[:n], flags[n:]  # verdict, 1: simulate it; 0: settled; 2: its draw goes on past word 1
-    indices = np.empty(2 * n, np.int64)
-    open_jobs, going_on = indices[:n], indices[n:]
+    settled. The decisions are those of `simulate_job`'s first draw. Scratch
+    (the caller's, reused: an allocation costs more than a settled job):
+    words, at least 4 n + 2; flags and indices, at least 2 n."""
+    word0, word1, word2, word3 = words[:n], words[n:2 * n], words[2 * n:3 * n], words[3 * n:4 * n]
+    pair = words[4 * n:4 * n + 2]  # a batch of one Philox call: its size must be 2
+    look, verdict = flags[:n], flags[n:2 * n]  # verdict, 1: simulate it; 0: settled; 2: its draw goes on past word 1
+    open_jobs, going_on = indices[:n], indices[n:2 * n]
     first_words(word0, word1, look, first, k0, k1, bound)
     n_open = 0
     for i in range(n):  # branch free: most jobs are settled
@@ -600,6 +599,9 @@ def unsettled_jobs(first, n, bound, k0, k1, todo):
 
 
 _SETTLE_MAX_HAZARD = SETTLE_MAX_HAZARD_MILLI / 1000.0
+# The jobs that a group's blocks leave unsettled share the lanes up to this
+# many at a time (room for a whole block more before each block).
+TODO_CAPACITY = 2 * BLOCK_SIZE
 
 
 @njit(
@@ -607,7 +609,7 @@ _SETTLE_MAX_HAZARD = SETTLE_MAX_HAZARD_MILLI / 1000.0
     " float64[::1], float64[::1], float64[::1], int64[::1], int64[::1], float64[:, ::1], int64[::1], float64[::1],"
     " int64[::1], int64[::1], int64[::1], uint64,"
     " uint64[::1], int64[::1], int64[::1], int64, int64, float64[:, ::1], int64[::1],"
-    " int64[:, :, ::1], float64[:, :, ::1], float64[:, :, ::1])",
+    " int64[:, :, ::1], float64[:, :, ::1], float64[:, :, ::1], int64)",
     parallel=True,
     **JIT_OPTIONS,
 )
@@ -615,6 +617,7 @@ def run_blocks(
     params, rate_cdf, rate_value, rate_hazard, rate_offset, cat_cdf, cat_restart, cat_queue,
     cat_offset, lv_mult, lv_table, lv_offset, cyc_value, cyc_value_offset, cyc_index, cyc_index_offset, seed,
     scenario_key, item_scenario, item_block, n_jobs, max_failures, out_stats, item_hist, out_hist, out_cat, out_level,
+    items_per_group,
 ):
     """Sums of each work item (scenario row, block of BLOCK_SIZE jobs) in
     out_stats[item]; its jobs counted into the histogram
@@ -622,122 +625,154 @@ def run_blocks(
     caller gives one slot per item (`engine.chunk_histograms`; zeroed by the
     caller: counts are integers, so which thread adds them does not matter);
     out_cat[item, category] gets the per-category sums (no columns without a
-    taxonomy), out_level[item, level] the per-level ones (none without levels)."""
+    taxonomy), out_level[item, level] the per-level ones (none without levels).
+    Threads take groups of `items_per_group` consecutive items
+    (`engine.items_per_group`): scratch allocated once a group, and the jobs
+    its blocks leave unsettled run in the lanes together."""
     k0 = np.uint64(seed)
-    for it in prange(item_scenario.size):
-        s = item_scenario[it]
-        p = params[s]
-        cdf = rate_cdf[rate_offset[s]:rate_offset[s + 1]]
-        value = rate_value[rate_offset[s]:rate_offset[s + 1]]
-        hazard = rate_hazard[rate_offset[s]:rate_offset[s + 1]]
-        c_cdf = cat_cdf[cat_offset[s]:cat_offset[s + 1]]
-        c_restart = cat_restart[cat_offset[s]:cat_offset[s + 1]]
-        c_queue = cat_queue[cat_offset[s]:cat_offset[s + 1]]
-        acc = out_cat[it]
-        acc[:, :] = 0.0
-        mult = lv_mult[lv_offset[s]:lv_offset[s + 1]]
-        levels = lv_table[lv_offset[s]:lv_offset[s + 1]]
-        c_value = cyc_value[cyc_value_offset[s]:cyc_value_offset[s + 1]]
-        c_index = cyc_index[cyc_index_offset[s]:cyc_index_offset[s + 1]]
-        lv_acc = out_level[it]
-        lv_acc[:, :] = 0.0
-        with_levels = mult.size > 0
-        state = np.empty((5, mult.size))
-        k1 = scenario_key[s]
-        words = np.empty(BATCH, np.uint64)
-        # Sums of deviations from the failure-free job: exact zeros when no job fails.
-        work = p[P_WORK]
-        failure_free_ckpt = p[P_FF_CKPT]
-        failure_free_wall = work + failure_free_ckpt + p[P_FF_WAIT]
-        failure_free_eff = work / failure_free_wall
-        hist = out_hist[numba.get_thread_id() % out_hist.shape[0], item_hist[it]]
-        n = wall_sum = wall_sq = prod_sum = prod_sq = prod_wall = eff_sum = eff_sq = 0.0
-        ckpt_sum = lost_sum = restart_sum = queue_sum = fail_sum = fail_sq = capped_sum = wait_sum = 0.0
-        first = item_block[it] * BLOCK_SIZE
-        n_block = min(first + BLOCK_SIZE, n_jobs) - first
-        # With one rate and no failure before the end for most jobs, the first
-        # exponential of each job settles it: no simulation, nothing to add.
-        single_rate = cdf.size == 1
-        no_failures = single_rate and value[0] == 0.0
-        bound = hazard[0] if single_rate else 0.0
-        settle = single_rate and not no_failures and bound < _SETTLE_MAX_HAZARD and not with_levels
-        settle_all = no_failures and not with_levels
-        todo = np.empty(0 if settle_all else n_block, np.int64)  # the jobs to simulate, in job order
-        if settle:
-            n_todo = unsettled_jobs(first, n_block, bound, k0, k1, todo)
-        else:
-            n_todo = todo.size
-            for i in range(n_todo):
-                todo[i] = first + i
-        n_settled = n_block - n_todo
-        # The plain path (one exponential rate, no categories, a fixed queue, no levels) runs in lanes.
-        in_lanes = (single_rate and not no_failures and not with_levels and c_cdf.size == 0
-                    and p[P_SHAPE] == 1.0 and p[P_QUEUE_EXP] == 0.0)
-        lane_out = np.empty((n_todo if in_lanes else 0, J_CAPPED + 1))
-        if in_lanes:
-            lanes_numba.run_block(work, p[P_INTERVAL], p[P_CKPT], p[P_RESTART], p[P_QUEUE], p[P_N_FULL],
-                                  p[P_REMAINDER], value[0], k0, k1, todo[:n_todo], max_failures, lane_out)
-        for i in range(n_todo):
-            job = todo[i]
-            if with_levels:
-                wall, prod, ckpt, lost, restart, queue, failures, capped, wait = simulate_levels_job(
-                    p, cdf, value, c_cdf, c_restart, c_queue, acc, mult, levels, c_value, c_index, lv_acc, state,
-                    words, k0, k1, job, max_failures
-                )
-                wait_sum += wait
-            elif in_lanes:
-                wall, prod, ckpt = lane_out[i, J_WALL], lane_out[i, J_PRODUCTIVE], lane_out[i, J_CHECKPOINT]
-                lost, restart, queue = lane_out[i, J_LOST], lane_out[i, J_RESTART], lane_out[i, J_QUEUE]
-                failures, capped = np.int64(lane_out[i, J_FAILURES]), np.int64(lane_out[i, J_CAPPED])
-            else:
-                wall, prod, ckpt, lost, restart, queue, failures, capped = simulate_job(
-                    p, cdf, value, hazard, c_cdf, c_restart, c_queue, acc, words, k0, k1, job, max_failures
-                )
-            d_wall = wall - failure_free_wall
-            d_prod = prod - work
-            d_eff = prod / wall - failure_free_eff
-            fail = float(failures)
-            n += 1.0
-            wall_sum += d_wall
-            wall_sq += d_wall * d_wall
-            prod_sum += d_prod
-            prod_sq += d_prod * d_prod
-            prod_wall += d_prod * d_wall
-            eff_sum += d_eff
-            eff_sq += d_eff * d_eff
-            ckpt_sum += ckpt
-            lost_sum += lost
-            restart_sum += restart
-            queue_sum += queue
-            fail_sum += fail
-            fail_sq += fail * fail
-            capped_sum += capped
-            y = failure_free_wall / wall
-            if y >= 1.0:
-                hist[N_BINS] += 1
-            else:
-                hist[int(y * N_BINS)] += 1
-        # Settled jobs ran failure free: deviations of exactly zero, the full checkpoint time.
-        n += float(n_settled)
-        ckpt_sum += float(n_settled) * failure_free_ckpt
-        hist[N_BINS] += n_settled
-        st = out_stats[it]
-        st[S_N] = n
-        st[S_WALL] = wall_sum
-        st[S_WALL_SQ] = wall_sq
-        st[S_PRODUCTIVE] = prod_sum
-        st[S_PRODUCTIVE_SQ] = prod_sq
-        st[S_PRODUCTIVE_WALL] = prod_wall
-        st[S_EFF] = eff_sum
-        st[S_EFF_SQ] = eff_sq
-        st[S_CHECKPOINT] = ckpt_sum
-        st[S_LOST] = lost_sum
-        st[S_RESTART] = restart_sum
-        st[S_QUEUE] = queue_sum
-        st[S_FAILURES] = fail_sum
-        st[S_FAILURES_SQ] = fail_sq
-        st[S_CAPPED] = capped_sum
-        st[S_WAIT] = wait_sum
+    n_items = item_scenario.size
+    group = max(np.int64(1), items_per_group)
+    for g in prange((n_items + group - 1) // group):
+        group_end = min(n_items, (g + 1) * group)
+        todo = np.empty(TODO_CAPACITY, np.int64)  # the jobs to simulate, in job order
+        lane_out = np.empty((TODO_CAPACITY, J_CAPPED + 1))
+        settle_words = np.empty(4 * BLOCK_SIZE + 2, np.uint64)
+        settle_flags = np.empty(2 * BLOCK_SIZE, np.uint8)
+        settle_indices = np.empty(2 * BLOCK_SIZE, np.int64)
+        batch_start = np.empty(group + 1, np.int64)  # an item's jobs in todo, from batch_start[b]
+        it = g * group
+        while it < group_end:
+            s = item_scenario[it]
+            run_end = it + 1  # the group's items of this row: one setting, one batch of lanes
+            while run_end < group_end and item_scenario[run_end] == s:
+                run_end += 1
+            p = params[s]
+            cdf = rate_cdf[rate_offset[s]:rate_offset[s + 1]]
+            value = rate_value[rate_offset[s]:rate_offset[s + 1]]
+            hazard = rate_hazard[rate_offset[s]:rate_offset[s + 1]]
+            c_cdf = cat_cdf[cat_offset[s]:cat_offset[s + 1]]
+            c_restart = cat_restart[cat_offset[s]:cat_offset[s + 1]]
+            c_queue = cat_queue[cat_offset[s]:cat_offset[s + 1]]
+            mult = lv_mult[lv_offset[s]:lv_offset[s + 1]]
+            levels = lv_table[lv_offset[s]:lv_offset[s + 1]]
+            c_value = cyc_value[cyc_value_offset[s]:cyc_value_offset[s + 1]]
+            c_index = cyc_index[cyc_index_offset[s]:cyc_index_offset[s + 1]]
+            with_levels = mult.size > 0
+            state = np.empty((5, mult.size))
+            k1 = scenario_key[s]
+            words = np.empty(BATCH, np.uint64)
+            # Sums of deviations from the failure-free job: exact zeros when no job fails.
+            work = p[P_WORK]
+            failure_free_ckpt = p[P_FF_CKPT]
+            failure_free_wall = work + failure_free_ckpt + p[P_FF_WAIT]
+            failure_free_eff = work / failure_free_wall
+            # With one rate and no failure before the end for most jobs, the first
+            # exponential of each job settles it: no simulation, nothing to add.
+            single_rate = cdf.size == 1
+            no_failures = single_rate and value[0] == 0.0
+            bound = hazard[0] if single_rate else 0.0
+            settle = single_rate and not no_failures and bound < _SETTLE_MAX_HAZARD and not with_levels
+            settle_all = no_failures and not with_levels
+            # The plain path (one exponential rate, no categories, a fixed queue, no levels) runs in lanes.
+            in_lanes = (single_rate and not no_failures and not with_levels and c_cdf.size == 0
+                        and p[P_SHAPE] == 1.0 and p[P_QUEUE_EXP] == 0.0)
+            while it < run_end:
+                # A batch: the row's next items, as many as leave todo room for a whole block more.
+                n_batch = 0
+                n_todo = 0
+                batch_start[0] = 0
+                while it + n_batch < run_end and n_todo + BLOCK_SIZE <= TODO_CAPACITY:
+                    first = item_block[it + n_batch] * BLOCK_SIZE
+                    n_block = min(first + BLOCK_SIZE, n_jobs) - first
+                    if settle_all:
+                        count = 0
+                    elif settle:
+                        count = unsettled_jobs(first, n_block, bound, k0, k1, todo[n_todo:], settle_words,
+                                               settle_flags, settle_indices)
+                    else:
+                        count = n_block
+                        for i in range(n_block):
+                            todo[n_todo + i] = first + i
+                    n_todo += count
+                    n_batch += 1
+                    batch_start[n_batch] = n_todo
+                if in_lanes and n_todo > 0:
+                    lanes_numba.run_block(work, p[P_INTERVAL], p[P_CKPT], p[P_RESTART], p[P_QUEUE], p[P_N_FULL],
+                                          p[P_REMAINDER], value[0], k0, k1, todo[:n_todo], max_failures, lane_out)
+                for b in range(n_batch):
+                    item = it + b
+                    acc = out_cat[item]
+                    acc[:, :] = 0.0
+                    lv_acc = out_level[item]
+                    lv_acc[:, :] = 0.0
+                    hist = out_hist[numba.get_thread_id() % out_hist.shape[0], item_hist[item]]
+                    n = wall_sum = wall_sq = prod_sum = prod_sq = prod_wall = eff_sum = eff_sq = 0.0
+                    ckpt_sum = lost_sum = restart_sum = queue_sum = fail_sum = fail_sq = capped_sum = wait_sum = 0.0
+                    for i in range(batch_start[b], batch_start[b + 1]):
+                        job = todo[i]
+                        if with_levels:
+                            wall, prod, ckpt, lost, restart, queue, failures, capped, wait = simulate_levels_job(
+                                p, cdf, value, c_cdf, c_restart, c_queue, acc, mult, levels, c_value, c_index,
+                                lv_acc, state, words, k0, k1, job, max_failures
+                            )
+                            wait_sum += wait
+                        elif in_lanes:
+                            wall, prod, ckpt = lane_out[i, J_WALL], lane_out[i, J_PRODUCTIVE], lane_out[i, J_CHECKPOINT]
+                            lost, restart, queue = lane_out[i, J_LOST], lane_out[i, J_RESTART], lane_out[i, J_QUEUE]
+                            failures, capped = np.int64(lane_out[i, J_FAILURES]), np.int64(lane_out[i, J_CAPPED])
+                        else:
+                            wall, prod, ckpt, lost, restart, queue, failures, capped = simulate_job(
+                                p, cdf, value, hazard, c_cdf, c_restart, c_queue, acc, words, k0, k1, job,
+                                max_failures
+                            )
+                        d_wall = wall - failure_free_wall
+                        d_prod = prod - work
+                        d_eff = prod / wall - failure_free_eff
+                        fail = float(failures)
+                        n += 1.0
+                        wall_sum += d_wall
+                        wall_sq += d_wall * d_wall
+                        prod_sum += d_prod
+                        prod_sq += d_prod * d_prod
+                        prod_wall += d_prod * d_wall
+                        eff_sum += d_eff
+                        eff_sq += d_eff * d_eff
+                        ckpt_sum += ckpt
+                        lost_sum += lost
+                        restart_sum += restart
+                        queue_sum += queue
+                        fail_sum += fail
+                        fail_sq += fail * fail
+                        capped_sum += capped
+                        y = failure_free_wall / wall
+                        if y >= 1.0:
+                            hist[N_BINS] += 1
+                        else:
+                            hist[int(y * N_BINS)] += 1
+                    # Settled jobs ran failure free: deviations of exactly zero, the full checkpoint time.
+                    first = item_block[item] * BLOCK_SIZE
+                    n_settled = min(first + BLOCK_SIZE, n_jobs) - first - (batch_start[b + 1] - batch_start[b])
+                    n += float(n_settled)
+                    ckpt_sum += float(n_settled) * failure_free_ckpt
+                    hist[N_BINS] += n_settled
+                    st = out_stats[item]
+                    st[S_N] = n
+                    st[S_WALL] = wall_sum
+                    st[S_WALL_SQ] = wall_sq
+                    st[S_PRODUCTIVE] = prod_sum
+                    st[S_PRODUCTIVE_SQ] = prod_sq
+                    st[S_PRODUCTIVE_WALL] = prod_wall
+                    st[S_EFF] = eff_sum
+                    st[S_EFF_SQ] = eff_sq
+                    st[S_CHECKPOINT] = ckpt_sum
+                    st[S_LOST] = lost_sum
+                    st[S_RESTART] = restart_sum
+                    st[S_QUEUE] = queue_sum
+                    st[S_FAILURES] = fail_sum
+                    st[S_FAILURES_SQ] = fail_sq
+                    st[S_CAPPED] = capped_sum
+                    st[S_WAIT] = wait_sum
+                it += n_batch
 
 
 # Lazily compiled (no signature): only keep_jobs needs it, so simulate does not load it at start-up.
