@@ -5,6 +5,7 @@ tokens, Korthikanti et al.'s activation bytes), not taken from the module.
 """
 
 import math
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -231,26 +232,89 @@ def test_uneven_split_gives_the_first_stages_more():
 # -- presets and configurations -----------------------------------------------
 
 
+# name: (layers, hidden, seq_len, vocab, params given, published size)
 EXPECTED_MODELS = {
-    "gpt3-1.3b": (24, 2048, 2048, 50257, 1.3e9),
-    "gpt3-6.7b": (32, 4096, 2048, 50257, 6.7e9),
-    "gpt3-13b": (40, 5140, 2048, 50257, 13e9),
-    "gpt3-175b": (96, 12288, 2048, 50257, 175e9),
-    "llama2-7b": (32, 4096, 4096, 32000, 6.74e9),
-    "llama2-70b": (80, 8192, 4096, 32000, 69e9),
+    "gpt3-1.3b": (24, 2048, 2048, 50257, 1.3e9, 1.3e9),
+    "gpt3-6.7b": (32, 4096, 2048, 50257, 6.7e9, 6.7e9),
+    "gpt3-13b": (40, 5140, 2048, 50257, 13e9, 13e9),
+    "gpt3-175b": (96, 12288, 2048, 50257, 175e9, 175e9),
+    "llama2-7b": (32, 4096, 4096, 32000, None, 6.738e9),
+    "llama2-70b": (80, 8192, 4096, 32000, None, 68.977e9),
 }
 
 
 def test_presets_are_the_expected_ones():
     assert set(MODELS) == set(EXPECTED_MODELS)
-    for name, (layers, hidden, seq_len, vocab, params) in EXPECTED_MODELS.items():
+    for name, (layers, hidden, seq_len, vocab, params, published) in EXPECTED_MODELS.items():
         spec = MODELS[name]
         assert (spec.layers, spec.hidden, spec.seq_len, spec.vocab, spec.params) == (
             layers, hidden, seq_len, vocab, params)
-        assert spec.total_params == params and spec.name == name
-        # 12 L h^2 + V h is within 7% of the stated size (Llama's gated MLP is bigger).
-        assert abs(12 * layers * hidden**2 + vocab * hidden - params) < 0.07 * params
+        assert spec.total_params == pytest.approx(published, rel=1e-3) and spec.name == name
     assert (MODELS["gpt3-175b"].heads, MODELS["llama2-70b"].heads, MODELS["llama2-7b"].heads) == (96, 64, 32)
+    gpt = [spec for name, spec in MODELS.items() if name.startswith("gpt3")]
+    assert all((s.kv_heads, s.mlp, s.ffn_hidden, s.tied_embeddings) == (s.heads, "gelu", 4 * s.hidden, True)
+               for s in gpt)
+    assert (MODELS["llama2-7b"].kv_heads, MODELS["llama2-7b"].ffn_hidden) == (32, 11008)
+    assert (MODELS["llama2-70b"].kv_heads, MODELS["llama2-70b"].ffn_hidden) == (8, 28672)
+    assert all(MODELS[n].mlp == "swiglu" and not MODELS[n].tied_embeddings for n in ("llama2-7b", "llama2-70b"))
+
+
+def test_llama2_parameters_from_its_sizes_by_hand():
+    # 7B: attention 4 h^2 (32 KV heads of 32), SwiGLU 3 h f; embedding and untied output V h each.
+    h, f, v = 4096, 11008, 32000
+    norms = (2 * 32 + 1) * h  # two per layer and a final one: the released count has them, the formula not
+    assert MODELS["llama2-7b"].total_params == 32 * (4 * h * h + 3 * h * f) + 2 * v * h == 6_738_415_616 - norms
+    # 70B: K and V projections 2 h^2 x 8 / 64 (grouped-query attention).
+    h, f = 8192, 28672
+    assert MODELS["llama2-70b"].layer_params == 2 * h * h + 2 * h * h * 8 // 64 + 3 * h * f
+    assert MODELS["llama2-70b"].total_params == 80 * (2 * h * h + h * h // 4 + 3 * h * f) + 2 * v * h
+    assert MODELS["llama2-70b"].total_params == 68_976_648_192 - (2 * 80 + 1) * h  # released, less the norms
+
+
+# A small grouped-query model: 4 heads, 2 of them with keys and values, SwiGLU of width 96, untied output.
+GQA = ModelSpec("gqa", layers=4, hidden=64, heads=4, seq_len=16, vocab=100, kv_heads=2, mlp="swiglu",
+                ffn_hidden=96, tied_embeddings=False)
+
+
+def test_gqa_swiglu_untied_model_by_hand():
+    # P_l = 2 h^2 + 2 h^2 (2 / 4) + 3 h f = 8192 + 4096 + 18432 = 30720; V h = 6400 twice.
+    assert GQA.layer_params == 30720
+    assert (GQA.embedding_params, GQA.output_params) == (6400, 6400)
+    assert GQA.total_params == 4 * 30720 + 2 * 6400
+    prof = stage_profile(GQA, SLOW_GPU, stages=2, microbatch_size=2, recompute="none", bytes_per_param=1.0)
+    dense = 2 * 30720 * 32                   # 2 P_l T
+    scores = 4 * 2 * 16**2 * 64              # 4 b s^2 h: every query head attends
+    logits = 2 * 6400 * 32
+    assert prof.fwd == pytest.approx([2 * (dense + scores) / 5e5, (2 * (dense + scores) + logits) / 5e5], rel=1e-14)
+    assert prof.bwd_weight == pytest.approx([2 * dense / 5e5, (2 * dense + logits) / 5e5], rel=1e-14)
+    # Stage 0: 2 layers + the embedding; stage 1: 2 layers + the output layer's own weights.
+    assert prof.memory.static == pytest.approx([2 * 30720 + 6400, 2 * 30720 + 6400], rel=1e-15)
+    # Per layer (bytes): s b h (4 + 7 + 4 x 2/4 + 3) + 6 s b f + 5 a s^2 b = 2048 x 16 + 6 x 32 x 96 + 5 x 4 x 512.
+    per_layer = 2048 * 16 + 6 * 32 * 96 + 5 * 4 * 16 * 16 * 2
+    assert prof.memory.activation == pytest.approx([2 * per_layer] * 2, rel=1e-15)
+    selective = stage_profile(GQA, SLOW_GPU, stages=2, microbatch_size=2, recompute="selective")
+    assert selective.memory.activation == pytest.approx([2 * (2048 * 16 + 6 * 32 * 96)] * 2, rel=1e-15)
+
+
+def test_one_stage_holds_an_untied_output_layer_beside_the_embedding():
+    prof = stage_profile(GQA, SLOW_GPU, stages=1, bytes_per_param=1.0)
+    assert prof.memory.static == pytest.approx([4 * 30720 + 2 * 6400], rel=1e-15)
+
+
+def test_mha_gelu_of_4h_is_korthikantis_34_sbh_and_12_h_squared():
+    # The general terms reduce to the published ones: A + M f / h = 4 + 7 + 4 + 3 + 4 x 4 = 34.
+    spec = ModelSpec("m", layers=2, hidden=64, heads=4, seq_len=16, vocab=100, kv_heads=4, mlp="gelu",
+                     ffn_hidden=256)
+    assert spec.layer_params == 12 * 64**2
+    prof = stage_profile(spec, SLOW_GPU, stages=1, microbatch_size=2, recompute="selective")
+    assert prof.memory.activation == pytest.approx([2 * 34 * 16 * 2 * 64], rel=1e-15)
+
+
+def test_default_swiglu_width_is_llamas_rule():
+    # 8 h / 3 rounded up to a multiple of 256: 4096 -> 11008 (Llama 2 7B's width).
+    assert ModelSpec("s", 1, 4096, 32, 8, mlp="swiglu").ffn_hidden == 11008
+    assert ModelSpec("s", 1, 64, 4, 8, mlp="swiglu").ffn_hidden == 256
+    assert ModelSpec("g", 1, 64, 4, 8).ffn_hidden == 256
     assert {name: (gpu.peak_flops, gpu.memory, gpu.mfu) for name, gpu in GPUS.items()} == {
         "v100-32gb": (125e12, 32 * GIB, 0.4), "a100-40gb": (312e12, 40 * GIB, 0.4),
         "a100-80gb": (312e12, 80 * GIB, 0.4), "h100-sxm": (989e12, 80 * GIB, 0.4)}
@@ -313,7 +377,11 @@ def model_fields(**changes):
     ({"seq_len": 0}, "seq_len"), ({"seq_len": "16"}, "seq_len"), ({"vocab": 0}, "vocab"),
     ({"params": float("nan")}, "params"), ({"params": float("inf")}, "params"), ({"params": 0}, "params"),
     ({"params": -1e9}, "params"), ({"params": 6400}, "params"), ({"params": "1e9"}, "params"),
-    ({"params": 10**400}, "params"),
+    ({"params": 10**400}, "params"), ({"params": 12800, "tied_embeddings": False}, "params"),
+    ({"kv_heads": 0}, "kv_heads"), ({"kv_heads": 3}, "kv_heads"), ({"kv_heads": 8}, "kv_heads"),
+    ({"kv_heads": True}, "kv_heads"), ({"mlp": "relu"}, "mlp"), ({"mlp": None}, "mlp"),
+    ({"ffn_hidden": 0}, "ffn_hidden"), ({"ffn_hidden": 2**53 + 1}, "ffn_hidden"),
+    ({"tied_embeddings": "yes"}, "tied_embeddings"), ({"tied_embeddings": 1}, "tied_embeddings"),
 ])
 def test_bad_model_fields_are_named(changes, parameter):
     with pytest.raises(PipelineError) as info:
@@ -389,7 +457,11 @@ sizes = {
 
 @st.composite
 def layouts(draw):
-    spec = ModelSpec("drawn", **{name: draw(strategy) for name, strategy in sizes.items()})
+    fields = {name: draw(strategy) for name, strategy in sizes.items()}
+    divisors = [g for g in range(1, fields["heads"] + 1) if fields["heads"] % g == 0]
+    fields.update(kv_heads=draw(st.sampled_from(divisors)), mlp=draw(st.sampled_from(["gelu", "swiglu"])),
+                  ffn_hidden=draw(st.one_of(st.none(), st.integers(1, 2**18))), tied_embeddings=draw(st.booleans()))
+    spec = ModelSpec("drawn", **fields)
     stages = draw(st.integers(1, min(spec.layers, 128)))
     return {"model": spec, "stages": stages, "microbatch_size": draw(st.sampled_from([1, 2, 7, 2**12, 2**40])),
             "recompute": draw(st.sampled_from(["none", "selective", "full"]))}
@@ -402,13 +474,15 @@ gpus = st.builds(GPUSpec, name=st.just("g"), peak_flops=st.floats(1e6, 1e20),
 def hand_total_flops(spec, b, recompute):
     """F + B + W FLOPs of one micro-batch over the whole model, all GPUs of a stage together."""
     tokens = b * spec.seq_len
-    layer = 12 * spec.hidden**2                              # no `params` in the drawn models
+    h, a, g, f = spec.hidden, spec.heads, spec.kv_heads, spec.ffn_hidden
+    # No `params` in the drawn models: the layer from its sizes (a Fraction: exact where h^2 g / a is not whole).
+    layer = 2 * h**2 + Fraction(2 * h**2 * g, a) + (2 if spec.mlp == "gelu" else 3) * h * f
     dense = 6 * spec.layers * layer * tokens                 # 6 P T
     attention = 12 * spec.layers * b * spec.seq_len**2 * spec.hidden   # 4 b s^2 h in F, 8 in B
-    logits = 6 * spec.vocab * spec.hidden * tokens
+    logits = 6 * spec.vocab * spec.hidden * tokens           # the logits layer, tied or not, once
     redo = {"none": 0, "selective": 4 * spec.layers * b * spec.seq_len**2 * spec.hidden,
             "full": spec.layers * (2 * layer * tokens + 4 * b * spec.seq_len**2 * spec.hidden)}[recompute]
-    return dense + attention + logits + redo                 # exact Python integers
+    return float(dense + attention + logits + redo)          # exact, then rounded once
 
 
 @given(layouts(), gpus, st.integers(1, 2**20))

@@ -11,18 +11,23 @@ Presets: `MODELS` and `GPUS` (`model_preset`, `gpu_preset`). For example::
     profile = stage_profile("gpt3-175b", "a100-80gb", stages=8, tensor_parallel=8)
     cfg = profile.config(replicas=4, microbatches=16, backward="decoupled")
 
-Notation: L transformer layers of hidden size h, a attention heads, sequence
-length s, vocabulary V; p pipeline stages, t-way tensor parallelism,
-micro-batches of b sequences, so T = b s tokens per micro-batch.
+Notation: L transformer layers of hidden size h, a attention heads of which
+g hold keys and values (`ModelSpec.kv_heads`: g = a is multi-head attention,
+1 < g < a grouped-query, g = 1 multi-query), MLP width f, sequence length s,
+vocabulary V; p pipeline stages, t-way tensor parallelism, micro-batches of b
+sequences, so T = b s tokens per micro-batch.
 
-Parameters. A transformer layer has P_l = 12 h^2 parameters (4 h^2 in
-attention, 8 h^2 in the MLP; biases and norms left out), the embedding V h;
-so P = 12 L h^2 + V h in all. When `ModelSpec.params` gives the total, P_l =
-(params - V h) / L instead (the embedding stays V h): this absorbs what 12 h^2
-leaves out (a gated MLP, an untied output layer, position embeddings). Layers
-are split over the stages as evenly as possible, the first L mod p stages
-taking one more. The embedding lives on stage 0; the output (logits) layer is
-tied to it and computed on the last stage.
+Parameters. A transformer layer has P_l = 2 h^2 (the query and output
+projections) + 2 h^2 g / a (keys and values, one head of h / a each per KV
+head) + the MLP: 2 h f for a GELU MLP (f = 4 h by default: 12 h^2 per layer in
+all with a = g), 3 h f for a SwiGLU one (gate, up and down projections; biases
+and norms left out). The embedding has V h; an untied output (logits) layer
+another V h, a tied one none. So P = L P_l + V h (tied) or + 2 V h (untied).
+When `ModelSpec.params` gives the total, P_l = (params - V h) / L, or (params
+- 2 V h) / L untied, instead: the embedding and output layer are counted once
+each, and P_l absorbs whatever the formula leaves out. Layers are split over
+the stages as evenly as possible, the first L mod p stages taking one more.
+The embedding lives on stage 0; the output layer is computed on the last stage.
 
 FLOPs of one micro-batch. The standard 2/4/6 x parameters x tokens counts
 (Kaplan et al. 2020, "Scaling laws for neural language models"; Narayanan et
@@ -32,8 +37,9 @@ forward pass, 2 P T for the gradient with respect to its input (B) and 2 P T
 for the gradient with respect to its weights (W), 6 P T in all. Per
 transformer layer, with P = P_l; on the last stage also for the logits layer,
 with P = V h. Attention's score and context products (Q K^T and scores x V)
-have no weights: 4 b s^2 h FLOPs per layer forward, twice that in B (the
-gradients of both operands), none in W. So for a stage with n layers::
+have no weights: 4 b s^2 h FLOPs per layer forward (every query head attends,
+however few heads hold keys and values), twice that in B (the gradients of
+both operands), none in W. So for a stage with n layers::
 
     F = n (2 P_l T + 4 b s^2 h)  [+ 2 V h T on the last stage]
     B = n (2 P_l T + 8 b s^2 h)  [+ 2 V h T on the last stage]  + recomputation
@@ -57,15 +63,21 @@ recomputation in large transformer models", Table 2, with tensor and
 sequence parallelism). Static: a stage's parameters / t x `bytes_per_param`
 (16 for mixed-precision Adam: 2 for 16-bit weights, 2 for 16-bit gradients,
 12 for the 32-bit master weights and two moments). Stage 0 holds the
-embedding; with p > 1 the last stage holds a copy of it too, for the tied
-logits layer (as Megatron-LM does, the two copies' gradients all-reduced).
-Activations kept per micro-batch in flight and layer, 16-bit values, one byte
-per dropout-mask entry:
+embedding; the last stage holds the output layer: its own weights when
+untied, else (with p > 1) a copy of the embedding (as Megatron-LM does, the
+two copies' gradients all-reduced). Activations kept per micro-batch in
+flight and layer, 16-bit values, one byte per dropout-mask entry:
 
-- recompute="none": s b h (34 + 5 a s / h) / t;
-- recompute="selective" (attention's scores recomputed in B): 34 s b h / t;
+- recompute="none": (A s b h + M s b f + 5 a s^2 b) / t;
+- recompute="selective" (attention's scores recomputed in B): (A s b h + M s b f) / t;
 - recompute="full" (only each layer's input kept, the layer recomputed in
   B): 2 s b h.
+
+Here A = 4 (the two layer norms' inputs) + 7 + 4 g / a (attention: its
+input, Q, K and V, the output projection's input, a dropout mask) + 3 (the
+MLP's input and its dropout mask), and M = 4 for GELU (its input and output)
+or 6 for SwiGLU (gate and up outputs, and their product). With g = a and a
+GELU MLP of f = 4 h this is Korthikanti et al.'s 34 s b h (+ 5 a s^2 b).
 
 A stage's activation bytes are its layers times that (the embedding's and
 the logits layer's own activations are left out: small next to the layers'
@@ -79,6 +91,10 @@ import dataclasses
 import math
 
 from .config import PipelineConfig, PipelineError, StageMemory, check_choice, check_count, check_real, check_time
+
+MLPS = ("gelu", "swiglu")
+"""MLP kinds: GELU (two projections, width 4 h by default) or SwiGLU (gate, up
+and down projections; width by default Llama's: 8 h / 3 rounded up to a multiple of 256)."""
 
 RECOMPUTE = ("none", "selective", "full")
 """Activation recomputation: none, Korthikanti et al.'s selective (attention's
@@ -136,14 +152,30 @@ class ModelSpec:
     vocab : int, default 50257
         Vocabulary size V (GPT-2's BPE by default).
     params : float, optional
-        Total parameters. None: 12 L h^2 + V h. Given: each layer has
-        (params - V h) / L, so the total matches with the embedding still V h.
+        Total parameters. None: from the sizes (the module's description).
+        Given: each layer has (params - V h) / L, or (params - 2 V h) / L
+        with an untied output layer, so the total matches with the embedding
+        and output layer counted once each.
+    kv_heads : int, optional
+        Heads g that hold keys and values, dividing `heads`: None (or
+        `heads`) for multi-head attention, fewer for grouped-query
+        attention, 1 for multi-query attention.
+    mlp : {"gelu", "swiglu"}, default "gelu"
+        The MLP kind (`MLPS`).
+    ffn_hidden : int, optional
+        MLP width f. None: 4 h for GELU; for SwiGLU Llama's rule, 8 h / 3
+        rounded up to a multiple of 256.
+    tied_embeddings : bool, default True
+        Whether the output (logits) layer shares the embedding's weights
+        (GPT) or has its own (Llama).
 
     Raises
     ------
     PipelineError
-        If a size is not an integer in [1, 2**53], or `params` is not a finite
-        number above the embedding's V h (the error names the field).
+        If a size is not an integer in [1, 2**53], `kv_heads` does not
+        divide `heads`, `mlp` is not one of `MLPS`, or `params` is not a
+        finite number above the embedding and output layer's parameters (the
+        error names the field).
     """
 
     name: str
@@ -153,6 +185,10 @@ class ModelSpec:
     seq_len: int
     vocab: int = 50257
     params: float | None = None
+    kv_heads: int | None = None
+    mlp: str = "gelu"
+    ffn_hidden: int | None = None
+    tied_embeddings: bool = True
 
     def __post_init__(self):
         def put(name, value):  # a frozen dataclass: normalised fields are set past its guard
@@ -162,32 +198,50 @@ class ModelSpec:
             raise PipelineError("name", f"must be a non-empty string (got {self.name!r})")
         for field in ("layers", "hidden", "heads", "seq_len", "vocab"):
             put(field, _size(field, getattr(self, field)))
+        put("kv_heads", self.heads if self.kv_heads is None else _size("kv_heads", self.kv_heads))
+        if self.kv_heads > self.heads or self.heads % self.kv_heads:
+            raise PipelineError("kv_heads", f"must divide heads = {self.heads} (got {self.kv_heads!r})")
+        put("mlp", check_choice("mlp", self.mlp, MLPS))
+        if self.ffn_hidden is None:  # derived from hidden (<= 2**53), so exact in float64 as it is
+            put("ffn_hidden", 4 * self.hidden if self.mlp == "gelu" else -(-(8 * self.hidden // 3) // 256) * 256)
+        else:
+            put("ffn_hidden", _size("ffn_hidden", self.ffn_hidden))
+        if not isinstance(self.tied_embeddings, bool):
+            raise PipelineError("tied_embeddings", f"must be True or False (got {self.tied_embeddings!r})")
         if self.params is not None:
             params = check_real("params", self.params)
-            embedding = float(self.vocab) * self.hidden
-            if not params > embedding:
-                raise PipelineError("params", f"must exceed the embedding's vocab x hidden = {embedding:.6g} "
-                                              f"(got {self.params!r})")
+            outer = self.embedding_params + self.output_params
+            if not params > outer:
+                what = "embedding's vocab x hidden" if self.tied_embeddings else "embedding and output layer's"
+                raise PipelineError("params", f"must exceed the {what} {outer:.6g} (got {self.params!r})")
             put("params", params)
 
     @property
     def layer_params(self) -> float:
-        """Parameters of one transformer layer, P_l (12 h^2 unless `params` is given)."""
+        """Parameters of one transformer layer, P_l (from the sizes unless `params` is given)."""
         if self.params is None:
-            return 12.0 * float(self.hidden) ** 2
-        return (self.params - self.embedding_params) / self.layers
+            h = float(self.hidden)
+            attention = 2.0 * h * h + 2.0 * h * h * self.kv_heads / self.heads
+            mlp = (2.0 if self.mlp == "gelu" else 3.0) * h * float(self.ffn_hidden)
+            return attention + mlp
+        return (self.params - self.embedding_params - self.output_params) / self.layers
 
     @property
     def embedding_params(self) -> float:
-        """Parameters of the token embedding (tied to the logits layer), V h."""
+        """Parameters of the token embedding, V h."""
         return float(self.vocab) * float(self.hidden)
 
     @property
+    def output_params(self) -> float:
+        """Parameters of the output (logits) layer of its own: V h untied, 0 tied to the embedding."""
+        return 0.0 if self.tied_embeddings else self.embedding_params
+
+    @property
     def total_params(self) -> float:
-        """All parameters, L P_l + V h (`params` when given)."""
+        """All parameters, L P_l + V h (+ V h untied); `params` when given."""
         if self.params is not None:
             return self.params
-        return self.layers * self.layer_params + self.embedding_params
+        return self.layers * self.layer_params + self.embedding_params + self.output_params
 
 
 @dataclasses.dataclass(frozen=True)
@@ -230,19 +284,23 @@ class GPUSpec:
 
 
 # Sizes from Brown et al. 2020, "Language models are few-shot learners", Table 2.1
-# (context 2048, GPT-2's 50257-token vocabulary); that table gives the 13B model
-# d_model 5140 with 40 heads of 128, and the XL (1.3B) 24 heads of 128 with
-# d_model 2048: copied as printed. Llama 2 from Touvron et al. 2023, "Llama 2: open
-# foundation and fine-tuned chat models", and its released configurations (4096
-# context, 32000 tokens; 6.74e9 and 68.98e9 parameters counted from the weights).
+# (context 2048, GPT-2's 50257-token vocabulary, tied embeddings, GELU MLPs of 4 h);
+# that table gives the 13B model d_model 5140 with 40 heads of 128, and the XL
+# (1.3B) 24 heads of 128 with d_model 2048: copied as printed. Llama 2 from
+# Touvron et al. 2023, "Llama 2: open foundation and fine-tuned chat models", and
+# its released configurations (4096 context, 32000 tokens, untied output layer,
+# SwiGLU MLPs of 11008 and 28672, 70B with 8 KV heads): their parameters follow
+# from the sizes (6.738e9 and 68.977e9; the released weights add only the norms).
 MODELS: dict[str, ModelSpec] = {
     spec.name: spec for spec in (
         ModelSpec("gpt3-1.3b", layers=24, hidden=2048, heads=24, seq_len=2048, params=1.3e9),
         ModelSpec("gpt3-6.7b", layers=32, hidden=4096, heads=32, seq_len=2048, params=6.7e9),
         ModelSpec("gpt3-13b", layers=40, hidden=5140, heads=40, seq_len=2048, params=13e9),
         ModelSpec("gpt3-175b", layers=96, hidden=12288, heads=96, seq_len=2048, params=175e9),
-        ModelSpec("llama2-7b", layers=32, hidden=4096, heads=32, seq_len=4096, vocab=32000, params=6.74e9),
-        ModelSpec("llama2-70b", layers=80, hidden=8192, heads=64, seq_len=4096, vocab=32000, params=69e9),
+        ModelSpec("llama2-7b", layers=32, hidden=4096, heads=32, seq_len=4096, vocab=32000, mlp="swiglu",
+                  ffn_hidden=11008, tied_embeddings=False),
+        ModelSpec("llama2-70b", layers=80, hidden=8192, heads=64, seq_len=4096, vocab=32000, kv_heads=8,
+                  mlp="swiglu", ffn_hidden=28672, tied_embeddings=False),
     )
 }
 """Preset models by lower-case name: GPT-3 1.3B, 6.7B, 13B and 175B; Llama 2 7B and 70B.
@@ -506,11 +564,16 @@ def stage_profile(model: str | ModelSpec, gpu: str | GPUSpec, *, stages: int, te
         raise PipelineError(culprit, "gives stage times outside float64's range (0 or overflowing); the model's "
                                      f"FLOPs per GPU span {min(flops):.3g} to {max(flops):.3g}")
 
-    # Korthikanti et al. 2022, Table 2: bytes kept per layer and micro-batch (sequence parallelism with t > 1).
+    # Korthikanti et al. 2022, Table 2, by the layer's attention and MLP kind: bytes kept per layer
+    # and micro-batch (sequence parallelism with t > 1); the module's description has the terms.
     sbh = s * b * h
-    per_layer = {"none": sbh * (34.0 + 5.0 * a * s / h) / t, "selective": 34.0 * sbh / t, "full": 2.0 * sbh}[recompute]
-    # Stage 0 holds the embedding; the last stage a copy for the tied logits layer (one copy when p == 1).
-    embedding = [spec.embedding_params * ((i == 0) + (i == last and p > 1)) for i in range(p)]
+    mlp_kept = (4.0 if spec.mlp == "gelu" else 6.0) * s * b * spec.ffn_hidden
+    kept = (14.0 + 4.0 * spec.kv_heads / spec.heads) * sbh + mlp_kept
+    per_layer = {"none": (kept + 5.0 * a * s * s * b) / t, "selective": kept / t, "full": 2.0 * sbh}[recompute]
+    # Stage 0 holds the embedding; the last stage the output layer: its own weights, or a copy of the
+    # tied embedding (none when p == 1: the one stage has it).
+    output = spec.output_params if not spec.tied_embeddings else (spec.embedding_params if p > 1 else 0.0)
+    embedding = [spec.embedding_params * (i == 0) + output * (i == last) for i in range(p)]
     static = [(n * spec.layer_params + e) / t * bytes_per_param for n, e in zip(layers, embedding, strict=True)]
     memory = StageMemory(budget=device.memory, static=tuple(static), activation=tuple(n * per_layer for n in layers))
     return StageProfile(model=spec, gpu=device, stages=p, tensor_parallel=t, microbatch_size=b, layers=layers,
@@ -522,6 +585,7 @@ __all__ = [
     "GIB",
     "GPUS",
     "MAX_COUNT",
+    "MLPS",
     "MODELS",
     "RECOMPUTE",
     "GPUSpec",
