@@ -314,3 +314,22 @@ def test_a_runs_fraction_is_its_states_rates_over_their_durations_and_is_not_cli
     assert np.all(independent - steps <= paths.failures_per_run + 1e-9 * independent)
     fraction = steps / runs.ideal_steps(cfg, model, paths.horizon)
     assert fraction.max() > 1.0
+
+
+@pytest.mark.parametrize("options", [pl.StrategyOptions(method="heuristic"),
+                                     pl.StrategyOptions(method="heuristic", recycle_decoupled=False,
+                                                        recycle_staggered=False)])
+def test_a_replays_recycle_period_is_evaluates_without_its_schedule(options):
+    """`runs.recycle_period` takes the period from the plan alone (no schedule built): for every
+    placement of failures on a 3 x 3 pipeline, the period `evaluate` reports, memory limits included.
+    (The heuristic: the exact search would take seconds a state and decides nothing here.)"""
+    from relmodel.pipeline.config import StageMemory
+
+    cfgs = [pl.PipelineConfig(stages=3, replicas=3, microbatches=4, fwd=(1.0, 1.5, 1.0)),
+            pl.PipelineConfig(stages=3, replicas=3, microbatches=4, memory=StageMemory(5.0, (1.0, 1.0, 1.0), 1.0))]
+    for cfg in cfgs:
+        for counts in np.ndindex(3, 3, 3):
+            counts = tuple(int(c) for c in counts)
+            mask = runs.failed_workers(dict(enumerate(counts)), cfg.replicas, cfg.stages)
+            expected = pl.evaluate(cfg, "recycle", mask, options).period
+            assert runs.recycle_period.__wrapped__(cfg, options, counts) == expected, (cfg.memory, counts)

@@ -19,11 +19,11 @@ from ._schedule_kernel import successors
 
 
 @njit(**JIT_OPTIONS)
-def _earliest_end(w, by_worker_ptr, by_worker, done, waiting, ready, free, duration, holds, inflight, cap):
+def _earliest_end(w, ready_ptr, ready_list, n_ready, ready, free, duration, holds, inflight, cap):
     best = math.inf
-    for k in range(by_worker_ptr[w], by_worker_ptr[w + 1]):
-        i = by_worker[k]
-        if done[i] or waiting[i] != 0 or (holds[i] > 0 and inflight[w] >= cap[w]):
+    for k in range(ready_ptr[w], ready_ptr[w] + n_ready[w]):
+        i = ready_list[k]
+        if holds[i] > 0 and inflight[w] >= cap[w]:
             continue
         e = max(ready[i], free[w]) + duration[i]
         if e < best:
@@ -35,24 +35,30 @@ def _earliest_end(w, by_worker_ptr, by_worker, done, waiting, ready, free, durat
 def plan_list_schedule(duration, worker, pred_ptr, pred_idx, pred_delay, priority, holds, cap, n_workers, start,
                        end, sequence):
     """Fill start, end and sequence (placement step) of every task; return
-    the number placed (< n: the caps left no task ready)."""
+    the number placed (< n: the caps left no task ready).
+
+    Each worker keeps the list of its tasks whose predecessors have all ended
+    and that are not placed (in any order: ties of priority go to the lowest
+    task index), so a step looks at a few tasks, not at all of a worker's."""
     n = duration.size
     succ_ptr, succ_idx, succ_edge = successors(pred_ptr, pred_idx)
     waiting = np.empty(n, dtype=np.int64)
     ready = np.zeros(n)
-    done = np.zeros(n, dtype=np.bool_)
     count = np.zeros(n_workers + 1, dtype=np.int64)
     for i in range(n):
         waiting[i] = pred_ptr[i + 1] - pred_ptr[i]
         if worker[i] >= 0:
             count[worker[i] + 1] += 1
-    by_worker_ptr = np.cumsum(count)
-    fill = by_worker_ptr[:-1].copy()
-    by_worker = np.empty(by_worker_ptr[-1], dtype=np.int64)
+    ready_ptr = np.cumsum(count)  # worker w's ready tasks: ready_list[ready_ptr[w]:ready_ptr[w] + n_ready[w]]
+    ready_list = np.empty(ready_ptr[-1], dtype=np.int64)
+    n_ready = np.zeros(n_workers, dtype=np.int64)
+    slot = np.empty(n, dtype=np.int64)  # a ready task's place in its worker's list
     for i in range(n):
-        if worker[i] >= 0:
-            by_worker[fill[worker[i]]] = i
-            fill[worker[i]] += 1
+        if worker[i] >= 0 and waiting[i] == 0:
+            w = worker[i]
+            slot[i] = ready_ptr[w] + n_ready[w]
+            ready_list[slot[i]] = i
+            n_ready[w] += 1
     free = np.zeros(n_workers)
     inflight = np.zeros(n_workers, dtype=np.int64)
     best_end = np.full(n_workers, math.inf)
@@ -80,21 +86,25 @@ def plan_list_schedule(duration, worker, pred_ptr, pred_idx, pred_delay, priorit
                             queue[q_tail] = j
                             q_tail += 1
                     else:
-                        stale[worker[j]] = True
+                        v = worker[j]
+                        if waiting[j] == 0:
+                            slot[j] = ready_ptr[v] + n_ready[v]
+                            ready_list[slot[j]] = j
+                            n_ready[v] += 1
+                        stale[v] = True
             if q_head == q_tail:
                 break
             i = queue[q_head]
             q_head += 1
             start[i] = ready[i]
             end[i] = ready[i] + duration[i]
-            done[i] = True
             sequence[i] = placed
             placed += 1
         w = -1
         cut = math.inf
         for v in range(n_workers):
             if stale[v]:
-                best_end[v] = _earliest_end(v, by_worker_ptr, by_worker, done, waiting, ready, free, duration, holds,
+                best_end[v] = _earliest_end(v, ready_ptr, ready_list, n_ready, ready, free, duration, holds,
                                             inflight, cap)
                 stale[v] = False
             if best_end[v] < cut:
@@ -103,22 +113,27 @@ def plan_list_schedule(duration, worker, pred_ptr, pred_idx, pred_delay, priorit
         if w < 0:
             break
         pick = -1
-        for k in range(by_worker_ptr[w], by_worker_ptr[w + 1]):
-            j = by_worker[k]
-            if done[j] or waiting[j] != 0 or (holds[j] > 0 and inflight[w] >= cap[w]):
+        for k in range(ready_ptr[w], ready_ptr[w] + n_ready[w]):
+            j = ready_list[k]
+            if holds[j] > 0 and inflight[w] >= cap[w]:
                 continue
             s = max(ready[j], free[w])
-            if (s < cut or s + duration[j] == cut) and (pick < 0 or priority[j] < priority[pick]):
+            if (s < cut or s + duration[j] == cut) and (
+                    pick < 0 or priority[j] < priority[pick] or (priority[j] == priority[pick] and j < pick)):
                 pick = j
         if pick < 0:  # unreachable: the task ending at `cut` qualifies
             break
         i = pick
+        # Out of the ready list: the list's last task takes its place.
+        last = ready_list[ready_ptr[w] + n_ready[w] - 1]
+        ready_list[slot[i]] = last
+        slot[last] = slot[i]
+        n_ready[w] -= 1
         s = max(ready[i], free[w])
         start[i] = s
         end[i] = s + duration[i]
         free[w] = end[i]
         inflight[w] += holds[i]
-        done[i] = True
         sequence[i] = placed
         placed += 1
         stale[w] = True

@@ -32,6 +32,26 @@ from .._kernels.rng_numba import next_uniform, split_job
 
 
 @njit(**JIT_OPTIONS)
+def csr_lists(n, src, dst, delay):
+    """(ptr, pred_idx, pred_delay): CSR predecessor lists of the edges src -> dst,
+    each task's in edge order (a counting sort: stable)."""
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    for k in range(dst.size):
+        ptr[dst[k] + 1] += 1
+    for i in range(n):
+        ptr[i + 1] += ptr[i]
+    fill = ptr[:-1].copy()
+    pred_idx = np.empty(dst.size, dtype=np.int64)
+    pred_delay = np.empty(dst.size, dtype=np.float64)
+    for k in range(dst.size):
+        at = fill[dst[k]]
+        pred_idx[at] = src[k]
+        pred_delay[at] = delay[k]
+        fill[dst[k]] = at + 1
+    return ptr, pred_idx, pred_delay
+
+
+@njit(**JIT_OPTIONS)
 def successors(pred_ptr, pred_idx):
     """CSR successor lists (succ_ptr, succ_idx, succ_edge) of a CSR predecessor list."""
     n = pred_ptr.size - 1
@@ -91,6 +111,26 @@ def longest_path(order, duration, release, pred_ptr, pred_idx, pred_delay, start
                 s = t
         start[i] = s
         end[i] = s + duration[i]
+
+
+@njit(**JIT_OPTIONS)
+def tail_lengths(duration, pred_ptr, pred_idx, pred_delay):
+    """Longest path from each task through the end of the graph (its own duration
+    included), by reverse topological order: a task's tail is its duration plus
+    the largest of its successors' tails, each with the edge's delay."""
+    order, _ = topological_order(pred_ptr, pred_idx)
+    succ_ptr, succ_idx, succ_edge = successors(pred_ptr, pred_idx)
+    tail = duration.copy()
+    for r in range(order.size - 1, -1, -1):
+        i = order[r]
+        if succ_ptr[i + 1] > succ_ptr[i]:
+            longest = -np.inf
+            for k in range(succ_ptr[i], succ_ptr[i + 1]):
+                t = tail[succ_idx[k]] + pred_delay[succ_edge[k]]
+                if t > longest:
+                    longest = t
+            tail[i] = duration[i] + longest
+    return tail
 
 
 @njit(**JIT_OPTIONS)

@@ -66,10 +66,10 @@ def task_index(shape, k, r, j, s, t):
 
 def csr(n: int, src: np.ndarray, dst: np.ndarray, delay: np.ndarray):
     """Predecessor lists in CSR form from edge arrays (stable in edge order)."""
-    by_dst = np.argsort(dst, kind="stable")
-    ptr = np.zeros(n + 1, dtype=np.int64)
-    np.cumsum(np.bincount(dst, minlength=n), out=ptr[1:])
-    return ptr, np.ascontiguousarray(src[by_dst], dtype=np.int64), np.ascontiguousarray(delay[by_dst], dtype=np.float64)
+    from ._schedule_kernel import csr_lists  # compiled on first use: importing the package stays light
+
+    return csr_lists(n, np.ascontiguousarray(src, dtype=np.int64), np.ascontiguousarray(dst, dtype=np.int64),
+                     np.ascontiguousarray(delay, dtype=np.float64))
 
 
 def build_graph(cfg, n_iterations: int, *, executor=None, split=None, redundant=None, staggered=None) -> TaskGraph:

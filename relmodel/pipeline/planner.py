@@ -36,6 +36,7 @@ is what the schedule simulator measures once the iterations settle.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import time
 import warnings
@@ -386,25 +387,24 @@ def _list_plan(graph, priority, cap_per_worker):
 
 def _tail_priority(graph) -> np.ndarray:
     """-(longest path from each task to the end of the iteration): the most urgent first."""
-    kernel = kernels()
-    order, _ = kernel.topological_order(graph.pred_ptr, graph.pred_idx)
-    succ_ptr, succ_idx, succ_edge = kernel.successors(graph.pred_ptr, graph.pred_idx)
-    tail = graph.duration.copy()
-    for i in order[::-1]:
-        after = succ_idx[succ_ptr[i]:succ_ptr[i + 1]]
-        if after.size:
-            tail[i] = graph.duration[i] + np.max(tail[after] + graph.pred_delay[succ_edge[succ_ptr[i]:succ_ptr[i + 1]]])
-    return -tail
+    return -kernels().tail_lengths(graph.duration, graph.pred_ptr, graph.pred_idx, graph.pred_delay)
 
 
 def _order_priority(graph, order: str) -> np.ndarray:
     """Each task's position in its own (fault-free) worker's order, by micro-batch slot."""
-    d, m, p = graph.shape
-    priority = np.zeros(graph.size)
+    return _order_priority_of(graph.shape, graph.size, order)
+
+
+@functools.lru_cache(maxsize=64)
+def _order_priority_of(shape, size, order):
+    """`_order_priority` by the graph's shape (a trace replay plans thousands of states of one shape); read-only."""
+    d, m, p = shape
+    priority = np.zeros(size)
     for s in range(p):
         types, micro = stage_order(order, p, m, s)
         for r in range(d):
-            priority[task_index(graph.shape, 0, r, micro, s, types)] = np.arange(types.size)
+            priority[task_index(shape, 0, r, micro, s, types)] = np.arange(types.size)
+    priority.flags.writeable = False
     return priority
 
 

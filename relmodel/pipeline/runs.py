@@ -38,7 +38,7 @@ import numpy as np
 from ..units import to_hours
 from .config import PipelineConfig, PipelineError, check_real, failed_workers, show
 from .schedule import kernels
-from .strategies import STRATEGIES, StrategyOptions, evaluate, ideal
+from .strategies import STRATEGIES, StrategyOptions, evaluate, ideal, recycle_adapted
 from .traces import Trace
 
 LOSS_NONE, LOSS_STEP, LOSS_CHECKPOINT = 0, 1, 2
@@ -338,7 +338,10 @@ def recycle_period(cfg: PipelineConfig, options: StrategyOptions, counts: tuple)
     if max(counts) >= cfg.replicas:
         return math.inf
     mask = failed_workers(dict(enumerate(counts)), cfg.replicas, cfg.stages)
-    return evaluate(cfg, "recycle", mask, options).period
+    if not mask.any():
+        return evaluate(cfg, "recycle", mask, options).period
+    adapted = recycle_adapted(cfg, mask, options)  # the plan alone: its period, without evaluate's schedule
+    return math.inf if adapted is None else adapted.period
 
 
 def bamboo_dropped(down3: np.ndarray) -> np.ndarray:

@@ -268,6 +268,31 @@ def evaluate(cfg: PipelineConfig, strategy: str, failed=None, options: StrategyO
     return _RULES[strategy](cfg, mask, options, base, result)
 
 
+def recycle_adapted(cfg: PipelineConfig, mask: np.ndarray, options: StrategyOptions):
+    """Return ReCycle's adapted plan (`recycle_plan`) under `options`, for a mask with failures.
+
+    Its ``period`` is ReCycle's steady state (`evaluate` adds the schedule,
+    which a run's replay does not need); None when a stage has no room for a
+    micro-batch (period inf).
+
+    Parameters
+    ----------
+    cfg : PipelineConfig
+        The pipeline.
+    mask : numpy.ndarray
+        (d, p) boolean mask of failed workers: at least one, and a survivor at every stage.
+    options : StrategyOptions
+        The strategies' knobs.
+
+    Returns
+    -------
+    AdaptedPlan or None
+        The plan.
+    """
+    return recycle_plan(cfg, mask, decoupled=options.recycle_decoupled, staggered=options.recycle_staggered,
+                        method=options.method)
+
+
 def _recycle(cfg, mask, options, base, result):
     if not mask.any():
         if not memory_fits(cfg):
@@ -275,8 +300,7 @@ def _recycle(cfg, mask, options, base, result):
         return result(period=base.period, schedule=base, detail="fault-free schedule")
     if np.any(mask.all(axis=0)):
         return result(period=math.inf, detail="every replica of a stage lost")
-    adapted = recycle_plan(cfg, mask, decoupled=options.recycle_decoupled, staggered=options.recycle_staggered,
-                           method=options.method)
+    adapted = recycle_adapted(cfg, mask, options)
     if adapted is None:
         return result(period=math.inf, detail="limited by memory: a stage holds no micro-batch", memory_limited=True)
     kind = recycle_kind(cfg, options.recycle_decoupled, options.recycle_staggered)

@@ -1,0 +1,110 @@
+"""The planner's compiled helpers against plain references: the list scheduler
+(`_plan_kernel.plan_list_schedule`, which keeps each worker's ready tasks) and
+the tail lengths (`_schedule_kernel.tail_lengths`), bit for bit."""
+
+import math
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from relmodel.pipeline import _plan_kernel, planner
+from relmodel.pipeline._schedule_kernel import tail_lengths
+from relmodel.pipeline.config import PipelineConfig
+from relmodel.pipeline.graph import build_graph
+
+
+def reference_list_schedule(g, priority, holds, cap, n_workers):
+    """Giffler-Thompson as the kernel's docstring states it, scanning every task at every step."""
+    n = g.size
+    preds = [list(range(g.pred_ptr[i], g.pred_ptr[i + 1])) for i in range(n)]
+    start, end, sequence = np.full(n, -1.0), np.full(n, -1.0), np.full(n, -1, dtype=np.int64)
+    done = np.zeros(n, dtype=bool)
+    free, inflight = np.zeros(n_workers), np.zeros(n_workers, dtype=np.int64)
+    placed = 0
+
+    def ready_at(i):  # None while a predecessor has not ended
+        if not all(done[g.pred_idx[k]] for k in preds[i]):
+            return None
+        return max([end[g.pred_idx[k]] + g.pred_delay[k] for k in preds[i]], default=0.0)
+
+    def place(i, s):
+        nonlocal placed
+        start[i], end[i], sequence[i], done[i] = s, s + g.duration[i], placed, True
+        placed += 1
+
+    while True:
+        moved = True
+        while moved:  # worker-less tasks run as soon as their predecessors end
+            moved = False
+            for i in range(n):
+                if not done[i] and g.worker[i] < 0 and ready_at(i) is not None:
+                    place(i, ready_at(i))
+                    moved = True
+        candidates = [i for i in range(n) if not done[i] and g.worker[i] >= 0 and ready_at(i) is not None
+                      and not (holds[i] > 0 and inflight[g.worker[i]] >= cap[g.worker[i]])]
+        if not candidates:
+            return placed, start, end, sequence
+        ends = {i: max(ready_at(i), free[g.worker[i]]) + g.duration[i] for i in candidates}
+        cut = min(ends.values())
+        w = min(g.worker[i] for i in candidates if ends[i] == cut)  # the lowest worker reaching the cut
+        eligible = [i for i in candidates if g.worker[i] == w
+                    and (max(ready_at(i), free[w]) < cut or ends[i] == cut)]
+        i = min(eligible, key=lambda j: (priority[j], j))  # ties: the lowest task index
+        s = max(ready_at(i), free[w])
+        place(i, s)
+        free[w] = end[i]
+        inflight[w] += holds[i]
+
+
+@st.composite
+def planner_graphs(draw):
+    p, d, m = draw(st.integers(1, 3)), draw(st.integers(1, 3)), draw(st.integers(1, 4))
+    cfg = PipelineConfig(stages=p, replicas=d, microbatches=m, backward=draw(st.sampled_from(["fused", "decoupled"])),
+                         fwd=tuple(draw(st.sampled_from([0.5, 1.0, 1.25])) for _ in range(p)),
+                         bwd_input=(2.0,) * p, bwd_weight=(1.0,) * p, p2p_delay=draw(st.sampled_from([0.0, 0.125])))
+    mask = np.array(draw(st.lists(st.booleans(), min_size=d * p, max_size=d * p))).reshape(d, p)
+    if mask.all(axis=0).any():
+        mask[:, :] = False
+    executor = planner.reroute(mask, m, draw(st.sampled_from(planner.ASSIGNMENTS)))
+    return build_graph(cfg, 1, executor=executor), d * p
+
+
+@settings(max_examples=60)
+@given(planner_graphs(), st.data())
+def test_the_list_scheduler_is_the_reference_bit_for_bit(graph_workers, data):
+    g, n_workers = graph_workers
+    holds = planner.holds(g)
+    # Priorities with ties (whole numbers), and caps that may stop the schedule (0 opens nothing).
+    priority = np.array(data.draw(st.lists(st.integers(0, 3), min_size=g.size, max_size=g.size)), dtype=float)
+    cap = np.array(data.draw(st.lists(st.sampled_from([0, 1, 2, 10**6]), min_size=n_workers, max_size=n_workers)))
+    start, end, sequence = np.full(g.size, -1.0), np.full(g.size, -1.0), np.full(g.size, -1, dtype=np.int64)
+    placed = _plan_kernel.plan_list_schedule(g.duration, g.worker, g.pred_ptr, g.pred_idx, g.pred_delay, priority,
+                                             holds, cap, n_workers, start, end, sequence)
+    ref = reference_list_schedule(g, priority, holds, cap, n_workers)
+    assert placed == ref[0]
+    assert np.array_equal(start, ref[1]) and np.array_equal(end, ref[2]) and np.array_equal(sequence, ref[3])
+
+
+@settings(max_examples=40)
+@given(planner_graphs())
+def test_tail_lengths_are_the_longest_paths_to_the_end(graph_workers):
+    g, _ = graph_workers
+    tail = g.duration.astype(float).copy()
+    succ = {i: [] for i in range(g.size)}
+    for i in range(g.size):
+        for k in range(g.pred_ptr[i], g.pred_ptr[i + 1]):
+            succ[int(g.pred_idx[k])].append((i, g.pred_delay[k]))
+    # Longest path by memoised recursion over successors, in plain Python.
+    memo = {}
+
+    def longest(i):
+        if i not in memo:
+            memo[i] = g.duration[i] + max([longest(j) + delay for j, delay in succ[i]], default=0.0)
+        return memo[i]
+
+    for i in sorted(range(g.size), key=lambda i: -len(succ[i])):
+        tail[i] = longest(i)
+    got = tail_lengths(g.duration, g.pred_ptr, g.pred_idx, g.pred_delay)
+    assert np.array_equal(got, tail)
+    assert all(math.isfinite(x) for x in got)
