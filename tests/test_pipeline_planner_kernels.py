@@ -5,6 +5,7 @@ the tail lengths (`_schedule_kernel.tail_lengths`), bit for bit."""
 import math
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -108,3 +109,38 @@ def test_tail_lengths_are_the_longest_paths_to_the_end(graph_workers):
     got = tail_lengths(g.duration, g.pred_ptr, g.pred_idx, g.pred_delay)
     assert np.array_equal(got, tail)
     assert all(math.isfinite(x) for x in got)
+
+
+def test_a_wall_clock_limit_stops_the_exact_search_with_its_best_plan_and_gap():
+    """`wall_limit` bounds the exact search in wall seconds (deterministic time alone grows with the load):
+    a search whose proof takes ~100 CPU s, told 1 s, returns its best plan, says why it is not proven
+    and warns with the period against the bound."""
+    pytest.importorskip("ortools")
+    import warnings
+
+    from relmodel.pipeline import recycle_plan
+    from relmodel.pipeline.planner import PlannerWarning
+
+    cfg = PipelineConfig(stages=3, replicas=3, microbatches=4, fwd=(2.0,) * 3, bwd_input=(3.0,) * 3,
+                         bwd_weight=(1.0,) * 3)
+    mask = np.zeros((3, 3), dtype=bool)
+    mask[0, 1] = True
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        adapted = recycle_plan(cfg, mask, method="exact", wall_limit=1.0)
+    if adapted.optimal:  # a machine fast enough to prove it within the second: nothing to stop
+        return
+    assert adapted.method == "exact" and "stopped at the wall-clock limit before a proof" in adapted.detail
+    assert adapted.period >= adapted.lower_bound and adapted.gap >= 0
+    assert any(issubclass(w.category, PlannerWarning) and "not proven least" in str(w.message) for w in caught)
+
+
+@pytest.mark.parametrize("bad", [0, -1.0, float("nan"), "5s", True])
+def test_a_bad_wall_limit_is_named(bad):
+    from relmodel.pipeline import recycle_plan
+    from relmodel.pipeline.config import PipelineError
+
+    cfg = PipelineConfig(stages=2, replicas=2, microbatches=2)
+    with pytest.raises(PipelineError) as info:
+        recycle_plan(cfg, np.array([[True, False], [False, False]]), wall_limit=bad)
+    assert info.value.parameter == "wall_limit"

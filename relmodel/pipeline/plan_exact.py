@@ -71,7 +71,8 @@ def quantum(cfg: PipelineConfig) -> tuple[float, bool]:
     return largest * 1e-6, False
 
 
-def solve(cfg: PipelineConfig, mask: np.ndarray, *, hint=None, time_limit: float, bound: float | None = None):
+def solve(cfg: PipelineConfig, mask: np.ndarray, *, hint=None, time_limit: float, bound: float | None = None,
+          wall_limit: float | None = None):
     """Return the least-period plan the search finds.
 
     Parameters
@@ -87,12 +88,15 @@ def solve(cfg: PipelineConfig, mask: np.ndarray, *, hint=None, time_limit: float
         same on every machine.
     bound : float, optional
         A proven lower bound on the period, added as a constraint.
+    wall_limit : float, optional
+        Wall-clock seconds the search may run besides (None: no limit).
 
     Returns
     -------
     tuple or None
-        (executor, orders, proven, exact_times); None when the search found no
-        plan in its time.
+        (executor, orders, proven, exact_times, stopped_by: what stopped an
+        unproven search, "at the time limit", "at the wall-clock limit" or "by
+        an interrupt"); None when the search found no plan in its time.
     """
     from ortools.sat.python import cp_model
 
@@ -179,9 +183,16 @@ def solve(cfg: PipelineConfig, mask: np.ndarray, *, hint=None, time_limit: float
     # plan on any machine, however busy.
     solver.parameters.max_deterministic_time = float(time_limit)
     solver.parameters.num_workers = 1
+    if wall_limit is not None:  # a busy machine's bound: only it can make a plan depend on the machine
+        solver.parameters.max_time_in_seconds = float(wall_limit)
+    solver.parameters.catch_sigint_signal = True  # Ctrl-C stops the search with its best plan
     status = solver.Solve(model)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return None
+    stopped_by = "at the time limit"
+    if status != cp_model.OPTIMAL and solver.ResponseProto().deterministic_time < 0.999 * time_limit:
+        wall_hit = wall_limit is not None and solver.WallTime() >= 0.999 * wall_limit
+        stopped_by = "at the wall-clock limit" if wall_hit else "by an interrupt"
     executor = default_executor(d, m, p)
     for (key, c), lit in present.items():
         if solver.BooleanValue(lit):  # a failed worker's micro-batch moves even to a lone survivor
@@ -193,7 +204,7 @@ def solve(cfg: PipelineConfig, mask: np.ndarray, *, hint=None, time_limit: float
         r, j, s = key
         at[((r * m + j) * p + s) * 3 + t] = solver.Value(var)
     orders = tuple(worker_orders(graph, np.lexsort((graph.kind, at)).argsort()))  # by start, F before B before W
-    return executor, orders, status == cp_model.OPTIMAL, on_grid
+    return executor, orders, status == cp_model.OPTIMAL, on_grid, stopped_by
 
 
 def _hint(model, hint, start, present, peers, types, q, p):

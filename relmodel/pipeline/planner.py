@@ -31,6 +31,19 @@ is what the schedule simulator measures once the iterations settle.
 - **Auto** (the default): the heuristic, then the exact search where the
   heuristic leaves a gap, the pipeline is small (`EXACT_TASKS`) and the task
   times lie on a common grid (so the search can prove its plan).
+
+How long it takes. The heuristic takes milliseconds to a second (a 4,096-task
+plan about 1 s). The exact search stops after `AUTO_TIME_LIMIT` (auto) or
+`EXACT_TIME_LIMIT` (exact) seconds of CP-SAT's deterministic time, which
+counts the same on every machine, so a plan does not depend on the load; in
+CPU seconds it is several times more (auto's 2 took 0.6 to 16 s on 3 x 3 x 4
+and 4 x 3 x 8; a proof of 37 on 3 x 3 x 4 took 105 s), and wall seconds grow
+further on a busy machine. So a wall-clock cap bounds it too
+(`wall_limit`: `AUTO_WALL_LIMIT` for auto, none for exact unless given),
+which only a very busy machine reaches (the plan's detail then says so: only
+then can a plan depend on the machine). Ctrl-C during an exact search stops it
+with the best plan found and its gap to the lower bound, as a time limit does.
+A search expected to pass 2 s says so first on a terminal.
 """
 
 from __future__ import annotations
@@ -62,6 +75,9 @@ not proven), in CP-SAT's deterministic time: about seconds on a typical core,
 but counted the same on every machine, so a plan never depends on the load."""
 AUTO_TIME_LIMIT = 2.0
 """The same for "auto"."""
+AUTO_WALL_LIMIT = 30.0
+"""Wall-clock seconds after which "auto"'s exact search stops whatever its
+deterministic time (a busy machine's): the bound on auto's planning time."""
 RESTARTS = 12
 """Randomised list schedules the heuristic tries after its fixed rules."""
 TOLERANCE = 1e-9  # relative: a period this close to the bound has reached it
@@ -437,7 +453,7 @@ def _plan_candidates(kind, mask, cap_per_worker, seed_orders, restarts):
 
 
 def plan(cfg: PipelineConfig, mask: np.ndarray, *, method: str = "auto", time_limit: float | None = None,
-         seed_orders=None) -> AdaptedPlan | None:
+         seed_orders=None, wall_limit: float | None = None) -> AdaptedPlan | None:
     """Return the adapted plan of `cfg` (already in ReCycle's kind) with the failed workers `mask`.
 
     Parameters
@@ -455,6 +471,10 @@ def plan(cfg: PipelineConfig, mask: np.ndarray, *, method: str = "auto", time_li
     seed_orders : iterable of (executor, orders), optional
         Further plans to start from (the simulator's greedy merge); read
         only if the first list schedules leave a gap.
+    wall_limit : float, optional
+        Wall-clock seconds the exact search may run (default
+        `AUTO_WALL_LIMIT` for "auto", no limit for "exact"); stopped by it,
+        the plan is the best found, with its gap to the bound.
 
     Returns
     -------
@@ -463,6 +483,9 @@ def plan(cfg: PipelineConfig, mask: np.ndarray, *, method: str = "auto", time_li
         no micro-batch.
     """
     method = check_method(method)
+    if wall_limit is not None and (isinstance(wall_limit, bool) or not isinstance(wall_limit, (int, float))
+                                   or not wall_limit > 0):
+        raise PipelineError("wall_limit", f"must be a number of seconds > 0 (got {wall_limit!r})")
     began = time.perf_counter()
     bound = lower_bound(cfg, mask)
     if not math.isfinite(bound):
@@ -507,7 +530,14 @@ def plan(cfg: PipelineConfig, mask: np.ndarray, *, method: str = "auto", time_li
     if best is not None:
         hint = (best[1], build_graph(cfg, 1, executor=best[1]), best[2], best[3])
     limit = (EXACT_TIME_LIMIT if method == "exact" else AUTO_TIME_LIMIT) if time_limit is None else time_limit
-    exact = plan_exact.solve(cfg, mask, hint=hint, time_limit=limit, bound=bound)
+    wall = (AUTO_WALL_LIMIT if method == "auto" else None) if wall_limit is None else float(wall_limit)
+    if limit > 2.0 or method == "exact":
+        from .._feedback import note_once
+
+        note_once(f"ReCycle's planner: an exact search of up to {limit:g} deterministic s"
+                  + (f" (at most {wall:g} s of wall time)" if wall is not None else "")
+                  + "; Ctrl-C stops it with the best plan found and its gap to the lower bound")
+    exact = plan_exact.solve(cfg, mask, hint=hint, time_limit=limit, bound=bound, wall_limit=wall)
     elapsed = time.perf_counter() - began
     if exact is None:
         if heuristic is None:
@@ -518,13 +548,13 @@ def plan(cfg: PipelineConfig, mask: np.ndarray, *, method: str = "auto", time_li
                           stacklevel=2)
         return dataclasses.replace(heuristic, planning_time=elapsed, detail=heuristic.detail + "; the exact search "
                                    f"found no plan in {limit:g} s")
-    executor, orders, proven, on_grid = exact
+    executor, orders, proven, on_grid, stopped_by = exact
     graph = build_graph(cfg, 1, executor=executor)
     period, start = orders_period(graph, orders)
     proven = proven and on_grid
     if heuristic is not None and heuristic.period <= period:
         period, executor, orders, start = heuristic.period, heuristic.executor, heuristic.orders, heuristic.start
-    detail = "exact search" + ("" if proven else (", stopped at the time limit before a proof" if on_grid else
+    detail = "exact search" + ("" if proven else (f", stopped {stopped_by} before a proof" if on_grid else
                                                   ", optimal for the times rounded to 1e-6 of the largest"))
     if method == "exact" and not proven:
         warnings.warn(PlannerWarning(f"the plan's period {period:.6g} is not proven least: {detail} "

@@ -56,7 +56,8 @@ def frozen(schedule: Schedule) -> Schedule:
 
 
 def recycle_plan(cfg: PipelineConfig, mask: np.ndarray, *, decoupled: bool = True, staggered: bool = True,
-                 method: str = "auto", time_limit: float | None = None) -> AdaptedPlan | None:
+                 method: str = "auto", time_limit: float | None = None,
+                 wall_limit: float | None = None) -> AdaptedPlan | None:
     """Return ReCycle's adapted plan for the failed workers in `mask` (see `planner.plan`).
 
     Parameters
@@ -72,7 +73,9 @@ def recycle_plan(cfg: PipelineConfig, mask: np.ndarray, *, decoupled: bool = Tru
     method : {"auto", "exact", "heuristic"}, default "auto"
         How to plan.
     time_limit : float, optional
-        Seconds the exact search may run.
+        Deterministic seconds the exact search may run (`planner.plan`).
+    wall_limit : float, optional
+        Wall-clock seconds the exact search may run (`planner.plan`).
 
     Returns
     -------
@@ -82,7 +85,7 @@ def recycle_plan(cfg: PipelineConfig, mask: np.ndarray, *, decoupled: bool = Tru
     method = check_method(method)
     kind = recycle_kind(cfg, decoupled, staggered)
     seeds = () if method == "exact" else greedy_seeds(kind, mask)
-    return plan(kind, mask, method=method, time_limit=time_limit, seed_orders=seeds)
+    return plan(kind, mask, method=method, time_limit=time_limit, seed_orders=seeds, wall_limit=wall_limit)
 
 
 def recycle_schedule(cfg: PipelineConfig, mask: np.ndarray, *, decoupled: bool = True, staggered: bool = True,
