@@ -43,7 +43,7 @@ further on a busy machine. So a wall-clock cap bounds it too
 which only a very busy machine reaches (the plan's detail then says so: only
 then can a plan depend on the machine). Ctrl-C during an exact search stops it
 with the best plan found and its gap to the lower bound, as a time limit does.
-A search expected to pass 2 s says so first on a terminal.
+The first exact search of a process says so on a terminal.
 """
 
 from __future__ import annotations
@@ -531,12 +531,11 @@ def plan(cfg: PipelineConfig, mask: np.ndarray, *, method: str = "auto", time_li
         hint = (best[1], build_graph(cfg, 1, executor=best[1]), best[2], best[3])
     limit = (EXACT_TIME_LIMIT if method == "exact" else AUTO_TIME_LIMIT) if time_limit is None else time_limit
     wall = (AUTO_WALL_LIMIT if method == "auto" else None) if wall_limit is None else float(wall_limit)
-    if limit > 2.0 or method == "exact":
-        from .._feedback import note_once
+    from .._feedback import note_once  # even auto's 2 deterministic s can be 15 s of CPU: said once, on a terminal
 
-        note_once(f"ReCycle's planner: an exact search of up to {limit:g} deterministic s"
-                  + (f" (at most {wall:g} s of wall time)" if wall is not None else "")
-                  + "; Ctrl-C stops it with the best plan found and its gap to the lower bound")
+    note_once(f"ReCycle's planner: an exact search of up to {limit:g} deterministic s"
+              + (f" (at most {wall:g} s of wall time)" if wall is not None else "")
+              + "; Ctrl-C stops it with the best plan found and its gap to the lower bound")
     exact = plan_exact.solve(cfg, mask, hint=hint, time_limit=limit, bound=bound, wall_limit=wall)
     elapsed = time.perf_counter() - began
     if exact is None:
