@@ -2,6 +2,7 @@
 
 import json
 import math
+from pathlib import Path
 
 import click
 import numpy as np
@@ -219,6 +220,20 @@ def test_cli_prints_a_table():
     header = lines[2].split()
     assert header[:2] == ["failed", "recycle"] and "bamboo" in header
     assert lines[4].split()[:2] == ["1", "1.0000"]
+
+
+def test_cli_with_a_model_speaks_seconds():
+    """--model sizes the task times in seconds: the table says so, and a --time-unit other than 1 s is refused."""
+    args = ("--model", "gpt3-1.3b", "--gpu", "a100-80gb", "--stages", "2", "--replicas", "2", "--microbatches", "2",
+            "--failures", "0..1")
+    result = invoke(*args)
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines()[0].endswith(" s") and "time units" not in result.output.splitlines()[0]
+    plain = invoke("--stages", "2", "--replicas", "2", "--microbatches", "2", "--failures", "0..1")
+    assert plain.output.splitlines()[0].endswith("(time units)")
+    trace = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "spot-traces" / "p3-trace.csv"
+    refused = invoke(*args, "--trace", str(trace), "--time-unit", "1min")
+    assert refused.exit_code == 2 and "--time-unit" in refused.output and "seconds" in refused.output
 
 
 def test_cli_json_plot_and_netcdf(tmp_path):

@@ -157,6 +157,8 @@ def pipeline(stages, replicas, microbatches, fwd, bwd_input, bwd_weight, model_n
             profile = stage_profile(model_name, gpu, stages=stages, tensor_parallel=tensor_parallel,
                                     microbatch_size=microbatch_size, mfu=mfu)
             cfg = profile.config(replicas, microbatches, **kind)
+            if not math.isclose(RunModel(time_unit=time_unit).time_unit, 1 / 3600, rel_tol=1e-12):
+                raise click.UsageError("--time-unit: --model gives the task times in seconds; leave it out")
         else:
             cfg = PipelineConfig(stages, replicas, microbatches, fwd=_times(fwd or "1", "--fwd"),
                                  bwd_input=_times(bwd_input or "1", "--bwd-input"),
@@ -167,6 +169,8 @@ def pipeline(stages, replicas, microbatches, fwd, bwd_input, bwd_weight, model_n
         # The schedule kernels compile (or load) on their first use, just below.
         feedback.announce_compile("relmodel.pipeline._schedule_kernel", what="pipeline kernels", seconds=10)
         table = throughput_table(cfg, counts, names, options, progress=feedback.enabled())
+        if model_name is not None:  # sized from the model: its task times are seconds
+            table.attrs["task_time_unit"] = "s"
         model = RunModel(duration="14d" if run_duration is None else run_duration, failure_rate=failure_rate, repair_time=repair_time,
                          swap_time=swap_time, restart_cost=restart_cost, checkpoint_interval=checkpoint_interval,
                          time_unit=time_unit)
@@ -244,6 +248,11 @@ def _runs_dict(ds) -> dict:
     return {"failures_per_run": float(ds.failures_per_run), **per_strategy(ds)}
 
 
+def _unit_text(attrs) -> str:
+    """The task times' unit: seconds where a model sized them, else the unit the user chose."""
+    return "s" if attrs.get("task_time_unit") == "s" else "(time units)"
+
+
 def format_table(table, model=None) -> str:
     """The steady-state table: every column a fraction of fault-free throughput,
     plus ReCycle's aim and the busiest survivor's load, with footnotes on what
@@ -255,7 +264,7 @@ def format_table(table, model=None) -> str:
     t0 = float(a["ideal_period"])
     mark = {"restart": "*", "spare": "*"}
     head = (f"{p} stages x {d} replicas, {m} micro-batches ({a['order']}, {a['backward']} backward, "
-            f"{a['optimizer']} optimizer); fault-free period T0 = {t0:.6g} (time units)\n"
+            f"{a['optimizer']} optimizer); fault-free period T0 = {t0:.6g} {_unit_text(a)}\n"
             f"Steady-state throughput as a fraction of fault-free, n workers down (failure i on replica i mod d):")
     rows = [["failed"] + [s + mark.get(s, "") for s in strategies] + ["aim", "max L"]]
     for n in table.n_failures.values:

@@ -165,7 +165,8 @@ def _caption(attrs, runs) -> str:
     """The fixed parameters: the pipeline, its task times, and each runs panel's failure model."""
     parts = [(f"fixed: p={attrs['stages']}, d={attrs['replicas']}, m={attrs['microbatches']}, "
               f"F={_times_text(attrs['fwd'])}, B={_times_text(attrs['bwd_input'])}, "
-              f"W={_times_text(attrs['bwd_weight'])} (task time units), {attrs['order']}, {attrs['backward']} "
+              f"W={_times_text(attrs['bwd_weight'])} "
+              f"({'s' if attrs.get('task_time_unit') == 's' else 'task time units'}), {attrs['order']}, {attrs['backward']} "
               f"backward, {attrs['optimizer']} optimizer")]
     if "spares" in attrs:
         parts.append(f"{attrs['spares']} spares")
