@@ -33,32 +33,66 @@ def solve_allocation(offsets, opt_gpus, opt_value, capacity):
     cur = np.empty(capacity + 1)
     choice = np.full((n_jobs, capacity + 1), -1, dtype=np.int64)
     for j in range(n_jobs):
-        first = offsets[j]
-        last = offsets[j + 1]
-        for c in range(capacity + 1):
-            best = -np.inf
-            arg = -1
-            for k in range(first, last):
-                g = opt_gpus[k]
-                if g > c:
-                    break
-                v = prev[c - g] + opt_value[k]
-                if v > best:
-                    best = v
-                    arg = k
-            cur[c] = best
-            choice[j, c] = arg
+        _job_row(prev, cur, choice[j], opt_gpus, opt_value, offsets[j], offsets[j + 1], capacity)
         prev, cur = cur, prev
-    chosen = np.full(n_jobs, -1, dtype=np.int64)
     total = prev[capacity] if n_jobs > 0 else 0.0
+    return _backtrack(choice, opt_gpus, n_jobs, capacity, total), total
+
+
+@njit(**JIT_OPTIONS)
+def extend_allocation(starts, ends, opt_gpus, opt_value, capacity, first, best, choice):
+    """`solve_allocation` on tables kept between calls, the rows of jobs before `first` reused.
+
+    Job j's options are opt_*[starts[j]:ends[j]] (a pool that jobs share).
+    best: (>= J + 1, capacity + 1) float64, row j the best total of the first j
+    jobs at each capacity (row 0 zeros); choice: (>= J, capacity + 1) int64.
+    Rows up to best[first] and choice[first - 1] must be those of this job
+    list's first `first` jobs; the rest are computed.
+    """
+    n_jobs = starts.size
+    for j in range(first, n_jobs):
+        _job_row(best[j], best[j + 1], choice[j], opt_gpus, opt_value, starts[j], ends[j], capacity)
+    total = best[n_jobs, capacity] if n_jobs > 0 else 0.0
+    return _backtrack(choice, opt_gpus, n_jobs, capacity, total), total
+
+
+@njit(**JIT_OPTIONS)
+def _job_row(prev, cur, choice_row, opt_gpus, opt_value, first, last, capacity):
+    """One job's row: cur[c] = max over its options (first:last) of prev[c - g] + V(g).
+
+    Options outer, capacities inner, on slices with unsigned indices (no
+    wraparound test): a loop the compiler vectorises. Each cur[c] still sees
+    the options in ascending g and keeps the first best, as the recurrence
+    scanned per c does.
+    """
+    n = np.uint64(capacity + 1)
+    for c in range(n):
+        cur[c] = -np.inf
+        choice_row[c] = -1
+    for k in range(first, last):
+        g = np.uint64(opt_gpus[k])
+        if g >= n:
+            break
+        value = opt_value[k]
+        source, target, chosen = prev[:n - g], cur[g:], choice_row[g:]
+        for c in range(n - g):
+            v = source[c] + value
+            if v > target[c]:
+                target[c] = v
+                chosen[c] = k
+
+
+@njit(**JIT_OPTIONS)
+def _backtrack(choice, opt_gpus, n_jobs, capacity, total):
+    chosen = np.full(n_jobs, -1, dtype=np.int64)
     if total == -np.inf:
-        return chosen, total
+        return chosen
     c = capacity
     for j in range(n_jobs - 1, -1, -1):
         k = choice[j, c]
         chosen[j] = k
         c -= opt_gpus[k]
-    return chosen, total
+    return chosen
 
 
 @njit(**JIT_OPTIONS)

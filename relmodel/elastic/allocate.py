@@ -130,19 +130,128 @@ def solve(options: Sequence[Options], capacity: int, objective: str) -> tuple[np
     when the jobs' minimum allocations exceed `capacity`."""
     from ._allocation_kernel import solve_allocation
 
-    counts = np.array([o.gpus.size for o in options], dtype=np.int64)
-    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
     if not options:
         return np.zeros(0, dtype=np.int64), 0.0
-    entries = float(len(options)) * (int(capacity) + 1)
-    if entries > MAX_TABLE_ENTRIES:
-        raise ParameterError("n_gpus", f"{len(options)} jobs x {int(capacity) + 1} GPU counts make a "
-                                       f"{entries:.2g}-entry allocation table (limit {MAX_TABLE_ENTRIES:.0e}); "
-                                       "use fewer GPUs or jobs")
-    gpus = np.concatenate([o.gpus for o in options])
-    value = np.concatenate([o.value(objective) for o in options])
+    _check_table(len(options), capacity)
+    offsets, gpus, value = _flatten(options, objective)
     chosen, total = solve_allocation(offsets, gpus, value, int(capacity))
     return np.where(chosen >= 0, chosen - offsets[:-1], -1), float(total)
+
+
+def _check_table(n_jobs: int, capacity: int):
+    entries = float(n_jobs) * (int(capacity) + 1)
+    if entries > MAX_TABLE_ENTRIES:
+        raise ParameterError("n_gpus", f"{n_jobs} jobs x {int(capacity) + 1} GPU counts make a "
+                                       f"{entries:.2g}-entry allocation table (limit {MAX_TABLE_ENTRIES:.0e}); "
+                                       "use fewer GPUs or jobs")
+
+
+def _flatten(options: Sequence[Options], objective: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The kernel's arrays: offsets of each job's options, and their GPUs and values end to end."""
+    counts = np.array([o.gpus.size for o in options], dtype=np.int64)
+    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+    gpus = np.concatenate([o.gpus for o in options])
+    value = np.concatenate([o.value(objective) for o in options])
+    return offsets, gpus, value
+
+
+class PrefixSolver:
+    """`solve` over a sequence of job lists, keeping the dynamic program's rows between calls.
+
+    Row j depends on the first j jobs' options alone, so the rows before the
+    first job that differs from the last call's list are reused: a simulator
+    whose arrivals come last in the list computes one row on an arrival. Each
+    distinct `Options` is copied once into a pool that the kernel reads (jobs
+    of one shape share theirs). The same results as `solve`, bit for bit.
+
+    Parameters
+    ----------
+    objective : str
+        One of `OBJECTIVES`.
+    """
+
+    def __init__(self, objective: str):
+        self.objective = objective
+        self._spans: dict[int, tuple[int, int]] = {}  # id(options) -> its slice of the pool
+        self._held: list[Options] = []  # the pooled options, held so that no others take their ids
+        self._gpus = np.zeros(64, dtype=np.int64)
+        self._value = np.zeros(64)
+        self._size = 0  # of the pool, in options
+        self._options: list = []  # the job list of the rows held
+        self._starts = np.zeros(0, dtype=np.int64)  # the list's slices of the pool
+        self._ends = np.zeros(0, dtype=np.int64)
+        self.pooled = np.zeros(0, dtype=np.int64)  # the last call's choices in the pool: equal, the same option
+        self._capacity = -1
+        self._best = np.zeros((1, 1))
+        self._choice = np.zeros((0, 1), dtype=np.int64)
+
+    def solve(self, options: Sequence[Options], capacity: int) -> tuple[np.ndarray, float]:
+        """Return `solve(options, capacity, objective)`.
+
+        Parameters
+        ----------
+        options : sequence of Options
+            Each job's options, in the order of the program.
+        capacity : int
+            GPUs to allocate.
+
+        Returns
+        -------
+        tuple of numpy.ndarray and float
+            The chosen option of each job (-1 for all when the minimums exceed
+            `capacity`), and the best total.
+        """
+        from ._allocation_kernel import extend_allocation
+
+        if not options:
+            self.pooled = np.zeros(0, dtype=np.int64)
+            return self.pooled, 0.0
+        _check_table(len(options), capacity)
+        capacity = int(capacity)
+        if capacity != self._capacity:  # rows span capacity + 1 columns
+            self._options, self._capacity = [], capacity
+            self._best = np.zeros((1, capacity + 1))
+            self._choice = np.zeros((0, capacity + 1), dtype=np.int64)
+        kept = 0
+        for held, new in zip(self._options, options):
+            if held is not new:
+                break
+            kept += 1
+        n_jobs = len(options)
+        self._grow(n_jobs)
+        for j in range(kept, n_jobs):
+            self._starts[j], self._ends[j] = self._spans.get(id(options[j])) or self._pool(options[j])
+        starts = self._starts[:n_jobs]
+        self.pooled, total = extend_allocation(starts, self._ends[:n_jobs], self._gpus, self._value, capacity, kept,
+                                               self._best, self._choice)
+        self._options = list(options)
+        return np.where(self.pooled >= 0, self.pooled - starts, -1), float(total)
+
+    def _pool(self, options: Options) -> tuple[int, int]:
+        start, end = self._size, self._size + options.gpus.size
+        if end > self._gpus.size:  # doubled: amortised O(1) a pooled option
+            more = max(end, 2 * self._gpus.size) - self._gpus.size
+            self._gpus = np.concatenate([self._gpus, np.zeros(more, dtype=np.int64)])
+            self._value = np.concatenate([self._value, np.zeros(more)])
+        self._gpus[start:end] = options.gpus
+        self._value[start:end] = options.value(self.objective)
+        self._size = end
+        self._held.append(options)
+        self._spans[id(options)] = (start, end)
+        return start, end
+
+    def _grow(self, n_jobs: int):
+        rows = self._choice.shape[0]
+        if n_jobs > rows:
+            rows = max(n_jobs, 2 * rows)
+            best = np.zeros((rows + 1, self._capacity + 1))
+            choice = np.zeros((rows, self._capacity + 1), dtype=np.int64)
+            best[:self._best.shape[0]] = self._best
+            choice[:self._choice.shape[0]] = self._choice
+            self._best, self._choice = best, choice
+        if n_jobs > self._starts.size:
+            self._starts = np.concatenate([self._starts, np.zeros(rows, dtype=np.int64)])
+            self._ends = np.concatenate([self._ends, np.zeros(rows, dtype=np.int64)])
 
 
 def allocate(jobs: Sequence[Job], n_gpus: int, policy: str = "elastic", objective: str = "throughput", *,

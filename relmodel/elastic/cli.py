@@ -95,7 +95,8 @@ def cluster(n_gpus, gpus_per_node, arrival_rate, duration, seed, policy, failure
     factors = _factors(batch_range)
     try:
         # The workload's and the allocator's kernels compile (or load) on first use, below.
-        feedback.announce_compile("relmodel.elastic._allocation_kernel", what="cluster kernels", seconds=2)
+        feedback.announce_compile("relmodel.elastic._allocation_kernel", ("extend_allocation", "stream_uniforms"),
+                                  what="cluster kernels", seconds=2)
         if trace is not None:
             refuse_unused(True, "not used with --trace (arrivals come from the trace)", "arrival_rate")
             if not trace.is_file():
@@ -104,14 +105,12 @@ def cluster(n_gpus, gpus_per_node, arrival_rate, duration, seed, policy, failure
         else:
             workload = synthetic_workload(arrival_rate, duration or "24h", seed, batch_range_factor=factors,
                                           curve=curve)
-        # The simulator reports no progress of its own: an elapsed-time display on a terminal.
-        with feedback.ticker(f"simulating {policy} polic{'ies' if policy == 'all' else 'y'}"):
-            ds = simulate_cluster(workload, policy, n_gpus=n_gpus, gpus_per_node=gpus_per_node, seed=seed,
-                                  failure_rate=failure_rate, repair_time=repair_time,
-                                  checkpoint_interval=checkpoint_interval, checkpoint_cost=checkpoint_cost,
-                                  restart_cost=restart_cost, pause=pause, unplaceable=unplaceable,
-                                  max_wait=max_wait, admission=admission, reoptimize_every=reoptimize_every,
-                                  objective=objective)
+        ds = simulate_cluster(workload, policy, n_gpus=n_gpus, gpus_per_node=gpus_per_node, seed=seed,
+                              failure_rate=failure_rate, repair_time=repair_time,
+                              checkpoint_interval=checkpoint_interval, checkpoint_cost=checkpoint_cost,
+                              restart_cost=restart_cost, pause=pause, unplaceable=unplaceable,
+                              max_wait=max_wait, admission=admission, reoptimize_every=reoptimize_every,
+                              objective=objective)  # its progress bar: on a terminal, not with --quiet
     except TraceError as err:
         raise click.UsageError(f"--trace: {err}") from None
     except ValueError as err:

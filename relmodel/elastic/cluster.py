@@ -29,15 +29,16 @@ import dataclasses
 import heapq
 import math
 import warnings
+from array import array
 from collections import deque
 
 import numpy as np
 
 from .._display import key_value_table
 from ..errors import ParameterError
-from .allocate import check_choice, solve
+from .allocate import PrefixSolver, check_choice
 from .config import ClusterConfig
-from .jobs import JobError, Options, check_job, options_for, speedup_reference
+from .jobs import JobError, Options, OptionsTable
 from .nodes import FailureProcess, Placement, node_sizes
 
 POLICIES = ("elastic", "fixed-batch", "fifo")
@@ -50,6 +51,7 @@ MAX_TICKS = 100_000  # periodic re-optimisations a run may take (each one re-sol
 _COMPLETE, _REPAIR, _FAIL, _ARRIVE, _TICK, _TIMEOUT = range(6)
 # Overhead at the start of a job's configuration (an "epoch").
 _NONE, _RESTART, _FAILURE_PAUSE, _PAUSE = range(4)
+_PROGRESS_EVERY = 4096  # arrivals between calls of a run's progress callback
 
 
 class UnfinishedJobsWarning(UserWarning):
@@ -84,7 +86,7 @@ class PolicyRun:
     counters : dict
         Event counts (failures, restarts, resizes, ...).
     events : list
-        The event log.
+        The event log (empty from ``run_policy(..., keep_events=False)``).
     end_time : float
         When the simulation stopped (h).
     """
@@ -137,8 +139,60 @@ class _Epoch:
         self.struck = False
 
 
+class _Queue:
+    """Waiting jobs in order, with membership and removal in O(1): a removed job's
+    entry stays in the deque, stale (its ticket no longer the job's), until it is
+    skipped at the head or the deque is rebuilt."""
+
+    def __init__(self):
+        self._entries: deque[tuple[int, int]] = deque()  # (job, ticket)
+        self._ticket: dict[int, int] = {}
+        self._issued = 0
+
+    def __len__(self) -> int:
+        return len(self._ticket)
+
+    def __contains__(self, i) -> bool:
+        return i in self._ticket
+
+    def __iter__(self):
+        return (i for i, ticket in self._entries if self._ticket.get(i) == ticket)
+
+    def _ticket_for(self, i) -> int:
+        self._issued += 1
+        self._ticket[i] = self._issued
+        return self._issued
+
+    def append(self, i):
+        self._entries.append((i, self._ticket_for(i)))
+
+    def push_front(self, jobs):
+        """Put `jobs`, in their order, ahead of every waiting job."""
+        self._entries.extendleft((i, self._ticket_for(i)) for i in reversed(jobs))
+
+    def head(self) -> int:
+        entries = self._entries
+        while self._ticket.get(entries[0][0]) != entries[0][1]:
+            entries.popleft()
+        return entries[0][0]
+
+    def popleft(self) -> int:
+        i = self.head()
+        self._entries.popleft()
+        del self._ticket[i]
+        return i
+
+    def remove(self, i):
+        del self._ticket[i]
+        entries = self._entries
+        while entries and self._ticket.get(entries[-1][0]) != entries[-1][1]:  # most often the job just queued
+            entries.pop()
+        if len(entries) > 2 * len(self._ticket) + 64:  # mostly stale: rebuild
+            self._entries = deque(e for e in entries if self._ticket.get(e[0]) == e[1])
+
+
 class _Simulation:
-    def __init__(self, jobs, policy: str, cfg: ClusterConfig):
+    def __init__(self, jobs, policy: str, cfg: ClusterConfig, keep_events: bool = True, on_arrivals=None):
         self.jobs, self.policy, self.cfg = jobs, policy, cfg
         self.resizable = policy != "fifo"
         self.optimizer_admits = self.resizable and cfg.admission == "optimizer"
@@ -149,14 +203,22 @@ class _Simulation:
         self.end = np.full(n, np.nan)
         self.done = np.zeros(n)  # samples saved, for jobs not running
         self.rejected = []
-        self.options: dict[int, Options] = {}
+        self.table = OptionsTable(cfg.n_gpus, policy)
+        self.options: list[Options | None] = [None] * n
+        self.solver = PrefixSolver(cfg.objective)
         self.epochs: dict[int, _Epoch] = {}
-        self.waiting: deque[int] = deque()
+        # Kept as epochs change, not summed over them on every event: GPUs held, and minimums of the jobs admitted.
+        self.held = self.minimums = 0
+        # Each job's option as the solver's pool index (-1: none, or unknown): a job picked again is left alone.
+        self.running_option = np.full(n, -1, dtype=np.int64)
+        self.waiting = _Queue()
         self.restart_due: set[int] = set()
         self.place = Placement(node_sizes(cfg.n_gpus, cfg.gpus_per_node))
         self.failures = FailureProcess(cfg.n_nodes, cfg.failure_rate, cfg.seed, cfg.failures)
         self.heap, self.seq, self.now = [], 0, 0.0
-        self.events, self.alloc = [], [(0.0, 0)]
+        self.keep_events, self.on_arrivals = keep_events, on_arrivals
+        self.events = []
+        self.alloc_times, self.alloc_gpus = array("d", [0.0]), array("q", [0])
         self.counters = dict.fromkeys(
             ("rescales", "shrinks", "restarts", "job_interruptions", "node_failures", "timeouts"), 0)
         self.counters.update(dict.fromkeys(
@@ -169,7 +231,8 @@ class _Simulation:
         self.seq += 1
 
     def log(self, what, who, gpus=0, batch=0):
-        self.events.append((self.now, what, who, gpus, batch))
+        if self.keep_events:
+            self.events.append((self.now, what, who, gpus, batch))
 
     def _check_ticks(self, ticks: float):
         if ticks > MAX_TICKS:
@@ -177,13 +240,31 @@ class _Simulation:
                                                      f"{MAX_TICKS:,} re-optimisations in this run; choose a longer "
                                                      "interval")
 
+    def arrivals(self) -> tuple[np.ndarray, np.ndarray]:
+        """Jobs in order of arrival (submission time, NaN as 0, then index) and their arrival times (>= 0)."""
+        key = np.nan_to_num(self.submit, nan=0.0)
+        order = np.argsort(key, kind="stable")
+        key = key[order]
+        return order, np.where(key > 0.0, key, 0.0)
+
+    def next_event(self, arrival_t: float):
+        """(t, kind, a, b) of the next event: the heap's first, or the next arrival, at
+        `arrival_t` (inf: none left; the caller knows its job); None when neither is left.
+        Arrivals stay out of the heap: they come sorted, and a million would slow every push."""
+        heap = self.heap
+        if heap:
+            top = heap[0]
+            if top[0] < arrival_t or (top[0] == arrival_t and top[1] < _ARRIVE):
+                t, kind, _, a, b = heapq.heappop(heap)
+                return t, kind, a, b
+        return None if arrival_t == math.inf else (arrival_t, _ARRIVE, None, 0)
+
     def run(self) -> PolicyRun:
-        order = sorted(range(len(self.jobs)), key=lambda i: (np.nan_to_num(self.submit[i], nan=0.0), i))
-        for i in order:
-            self.push(max(0.0, np.nan_to_num(self.submit[i], nan=0.0)), _ARRIVE, i)
+        order, arrive_at = self.arrivals()
+        finite = self.submit[np.isfinite(self.submit)]
+        last = finite.max() if finite.size else 0.0
         for t, node in self.failures.first_failures():
             self.push(t, _FAIL, node)
-        last = max((self.submit[i] for i in order if np.isfinite(self.submit[i])), default=0.0)
         horizon = self.cfg.until if self.cfg.until is not None else last + DRAIN_FACTOR * max(last, 24.0)
         if self.cfg.reoptimize_every is not None:
             # Each tick re-solves the allocation: a tiny interval would run on for hours, silently.
@@ -191,18 +272,24 @@ class _Simulation:
             self._check_ticks(last / self.cfg.reoptimize_every)
             self.push(self.cfg.reoptimize_every, _TICK, 0)
         ticks = 0
-        pending = len(order)
-        while self.heap:
-            t, kind, _, a, b = self.heap[0]
-            if t > horizon:
+        arrived = 0
+        arrival_t = float(arrive_at[0]) if order.size else math.inf
+        while True:
+            event = self.next_event(arrival_t)
+            if event is None or event[0] > horizon:
                 break
-            heapq.heappop(self.heap)
-            if kind == _COMPLETE and (a not in self.epochs or self.epochs[a].version != b):
+            t, kind, a, b = event
+            if kind == _ARRIVE:
+                a = int(order[arrived])
+                arrived += 1
+                arrival_t = float(arrive_at[arrived]) if arrived < order.size else math.inf
+                if self.on_arrivals is not None and arrived % _PROGRESS_EVERY == 0:
+                    self.on_arrivals(_PROGRESS_EVERY)
+            elif kind == _COMPLETE and (a not in self.epochs or self.epochs[a].version != b):
                 continue  # superseded by a reconfiguration
             self.now = t
             arrival, changed = None, True
             if kind == _ARRIVE:
-                pending -= 1
                 arrival, changed = self.arrive(a), False
             elif kind == _COMPLETE:
                 self.complete(a)
@@ -217,15 +304,17 @@ class _Simulation:
             else:
                 changed = self.time_out(a)
             self.schedule(arrival, changed)
-            held = sum(e.gpus for e in self.epochs.values())
-            if held != self.alloc[-1][1]:
-                self.alloc.append((t, held))
-            if pending == 0 and not self.epochs and not self.waiting:
+            if self.held != self.alloc_gpus[-1]:
+                self.alloc_times.append(t)
+                self.alloc_gpus.append(self.held)
+            if arrived == order.size and not self.epochs and not self.waiting:
                 break
+        if self.on_arrivals is not None:  # the rest, arrived or past the horizon
+            self.on_arrivals(order.size - arrived // _PROGRESS_EVERY * _PROGRESS_EVERY)
         self.finish(horizon)
-        times, gpus = zip(*self.alloc)
         return PolicyRun(self.policy, self.outcome, self.submit, self.start, self.end, self.rejected,
-                         np.array(times), np.array(gpus, dtype=np.int64), self.counters, self.events, self.now)
+                         np.array(self.alloc_times), np.array(self.alloc_gpus, dtype=np.int64), self.counters,
+                         self.events, self.now)
 
     def finish(self, horizon):
         left = [i for i in self.epochs] + list(self.waiting)
@@ -237,29 +326,41 @@ class _Simulation:
             warnings.warn(f"{self.policy}: stopped at {self.now:.4g} h with {len(left)} job(s) unfinished",
                           UnfinishedJobsWarning, stacklevel=4)
 
+    # -- jobs entering and leaving the cluster ----------------------------
+    def enter(self, i, ep):
+        """Job i's new epoch, replacing its last one if it has one."""
+        old = self.epochs.get(i)
+        if old is None:
+            self.minimums += self.options[i].as_lists()[0][0]
+        else:
+            self.held -= old.gpus
+        self.held += ep.gpus
+        self.epochs[i] = ep
+
+    def leave(self, i) -> _Epoch:
+        ep = self.epochs.pop(i)
+        self.minimums -= self.options[i].as_lists()[0][0]
+        self.held -= ep.gpus
+        self.running_option[i] = -1
+        return ep
+
     # -- event handlers --------------------------------------------------
     def arrive(self, i) -> int | None:
         job = self.jobs[i]
         try:
-            bounds = check_job(job, self.cfg.n_gpus)
+            self.options[i] = self.table.options(job)
         except JobError as err:
             self.outcome[i] = REJECTED
             self.rejected.append((i, str(err)))
             self.log("reject", job.job_id)
             return None
         self.outcome[i] = UNFINISHED
-        if self.resizable:
-            self.options[i] = options_for(bounds, self.policy == "fixed-batch")
-        else:  # rigid: the submitted GPUs and batch only
-            x = np.array([float(bounds.model.throughput(bounds.gpus, bounds.batch))])
-            gpus, batch = np.array([bounds.gpus]), np.array([bounds.batch])
-            self.options[i] = Options(gpus.astype(np.int64), batch.astype(np.int64), x, speedup_reference(bounds))
         self.log("submit", job.job_id)
         return i
 
     def complete(self, i):
         self.close(i, self.now)
-        ep = self.epochs.pop(i)
+        ep = self.leave(i)
         self.place.release(i)
         self.outcome[i] = COMPLETED
         self.end[i] = self.now
@@ -280,12 +381,14 @@ class _Simulation:
             if self.resizable and survivors >= self.options[i].gpus[0]:
                 self.close(i, self.now)
                 self.counters["shrinks"] += 1
+                self.held -= lost[i]
+                self.running_option[i] = -1
                 ep.gpus, ep.struck = survivors, True
                 self.log("shrink", self.jobs[i].job_id, survivors, ep.batch)
             else:
                 self.evict(i, ep)
                 evicted.append(i)
-        self.waiting.extendleft(reversed(evicted))
+        self.waiting.push_front(evicted)
         return True
 
     def evict(self, i, ep):
@@ -299,7 +402,7 @@ class _Simulation:
         self.counters["restarts"] += 1
         self.done[i] = ep.done0 + ep.rate * k * self.cfg.checkpoint_interval
         self.place.release(i)
-        del self.epochs[i]
+        self.leave(i)
         self.restart_due.add(i)
         self.log("evict", self.jobs[i].job_id)
 
@@ -350,7 +453,7 @@ class _Simulation:
         length = {_NONE: 0.0, _RESTART: self.cfg.restart_cost}.get(overhead, self.cfg.pause)
         version = old.version + 1 if old else 0
         ep = _Epoch(gpus, batch, rate, self.now, self.now + length, overhead, done0, version)
-        self.epochs[i] = ep
+        self.enter(i, ep)
         if np.isnan(self.start[i]):
             self.start[i] = self.now
         # Wall time for the remaining compute: checkpoints after each full interval, none after the last.
@@ -360,10 +463,10 @@ class _Simulation:
 
     # -- placement ---------------------------------------------------------
     def fits(self, i) -> bool:
-        need = int(self.options[i].gpus[0])
+        need = self.options[i].as_lists()[0][0]
         if not self.resizable:
             return need <= self.place.total_free
-        return need + sum(int(self.options[j].gpus[0]) for j in self.epochs) <= self.place.capacity
+        return need + self.minimums <= self.place.capacity
 
     def schedule(self, arrival, changed):
         if self.optimizer_admits:
@@ -375,14 +478,16 @@ class _Simulation:
                 self.wait_or_drop(arrival)
             return
         admitted = []
-        while self.waiting and self.fits(self.waiting[0]):
+        while self.waiting and self.fits(self.waiting.head()):
             admitted.append(self.admit(self.waiting.popleft()))
         if arrival is not None:
             if not self.waiting and self.fits(arrival):
                 admitted.append(self.admit(arrival))
-            else:
+            elif self.cfg.max_wait > 0:
                 self.waiting.append(arrival)
                 self.wait_or_drop(arrival)
+            else:  # as wait_or_drop would, without queueing it first
+                self.drop(arrival)
         if self.resizable and (changed or admitted):
             self.reallocate(set(admitted))
 
@@ -394,14 +499,17 @@ class _Simulation:
                 self.push(self.submit[i] + self.cfg.max_wait, _TIMEOUT, i)
         else:
             self.waiting.remove(i)
-            self.outcome[i] = DROPPED
-            self.log("drop", self.jobs[i].job_id)
+            self.drop(i)
+
+    def drop(self, i):
+        self.outcome[i] = DROPPED
+        self.log("drop", self.jobs[i].job_id)
 
     def admit(self, i) -> int:
         overhead = _RESTART if i in self.restart_due else _NONE
         self.restart_due.discard(i)
         if self.resizable:  # GPUs come from the next reallocation
-            self.epochs[i] = _Epoch(0, 0, 0.0, self.now, self.now, overhead, self.done[i], -1)
+            self.enter(i, _Epoch(0, 0, 0.0, self.now, self.now, overhead, self.done[i], -1))
             return i
         opts = self.options[i]
         self.place.acquire(i, int(opts.gpus[0]))
@@ -416,12 +524,16 @@ class _Simulation:
         waiting = set(self.waiting) if admit else set()
         order = sorted(set(self.epochs) | waiting)
         options = [self.options[i].or_wait() if i in waiting else self.options[i] for i in order]
-        chosen, total = solve(options, self.place.capacity, self.cfg.objective)
+        chosen, total = self.solver.solve(options, self.place.capacity)
         if total == -np.inf:  # admission keeps the minimums within capacity
             raise RuntimeError("allocation: the running jobs' minimums exceed the GPUs up")
+        pooled = self.solver.pooled
         plan = []
-        for i, opts, k in zip(order, options, chosen):
-            g, b = int(opts.gpus[k]), int(opts.batch[k])
+        # Only jobs picked otherwise than they run are looked at: the rest stay as they are.
+        for p in np.flatnonzero(pooled != self.running_option[order]).tolist():
+            i, opts, k = order[p], options[p], int(chosen[p])
+            gpus, batch, throughput = opts.as_lists()
+            g, b = gpus[k], batch[k]
             if g == 0:
                 continue  # left waiting
             if i in waiting:
@@ -429,7 +541,8 @@ class _Simulation:
                 new.add(self.admit(i))
             ep = self.epochs[i]
             if i in new or ep.struck or (g, b) != (ep.gpus, ep.batch):
-                plan.append((i, g, b, float(opts.throughput[k]) * 3600.0))
+                plan.append((i, g, b, throughput[k] * 3600.0))
+            self.running_option[i] = pooled[p]  # (a job admitted from the queue chose among other options)
         for i, g, _, _ in plan:  # shrink first, so the growing jobs find the GPUs
             held = self.place.gpus_of(i)
             if g < held:
@@ -456,7 +569,8 @@ def _finite(x) -> bool:
         return False
 
 
-def run_policy(jobs, policy: str, config: ClusterConfig) -> PolicyRun:
+def run_policy(jobs, policy: str, config: ClusterConfig, *, keep_events: bool = True,
+               on_arrivals=None) -> PolicyRun:
     """Simulate `jobs` under one policy.
 
     Parameters
@@ -467,6 +581,12 @@ def run_policy(jobs, policy: str, config: ClusterConfig) -> PolicyRun:
         One of `POLICIES`.
     config : ClusterConfig
         The cluster and its rules.
+    keep_events : bool, default True
+        Keep the event log (``PolicyRun.events``; several entries a job). False:
+        an empty log, and the memory it takes on a large trace saved.
+    on_arrivals : callable, optional
+        Called now and then with the number of jobs that arrived since its last
+        call (to drive a progress bar); the calls add up to the number of jobs.
 
     Returns
     -------
@@ -474,4 +594,4 @@ def run_policy(jobs, policy: str, config: ClusterConfig) -> PolicyRun:
         What happened.
     """
     check_choice("policy", policy, POLICIES)
-    return _Simulation(tuple(jobs), policy, config).run()
+    return _Simulation(tuple(jobs), policy, config, keep_events, on_arrivals).run()

@@ -8,10 +8,12 @@ import numpy as np
 import xarray as xr
 
 from .. import labels
+from .._feedback import progress_bar
 from ..errors import ParameterError
 from .cluster import COMPLETED, DROPPED, OUTCOMES, POLICIES, REJECTED, UNFINISHED, run_policy
 from .config import ClusterConfig
 from .nodes import FailureProcess, capacity_timeline, node_sizes
+from .throughput import as_model
 
 _PER_POLICY = {  # name: (long_name, units)
     "submitted": ("jobs that arrived", "1"),
@@ -41,7 +43,8 @@ RNG = ("Philox4x32-10; key (seed, stream); counter (draw, row): workload arrival
 
 
 def simulate_cluster(workload, policies="all", *, config: ClusterConfig | None = None, time_bins: int = 96,
-                     quantiles=(0.5, 0.9, 0.99), return_runs: bool = False, **fields) -> xr.Dataset:
+                     quantiles=(0.5, 0.9, 0.99), return_runs: bool = False, progress: bool | None = None,
+                     **fields) -> xr.Dataset:
     """Run a workload under each policy on the same cluster and failures.
 
     Parameters
@@ -58,6 +61,10 @@ def simulate_cluster(workload, policies="all", *, config: ClusterConfig | None =
         Job completion time quantiles.
     return_runs : bool, default False
         Also return the per-policy `PolicyRun` objects (event logs).
+    progress : bool, optional
+        A progress bar on stderr over the jobs' arrivals, all policies
+        together. None (the default): on a terminal, unless the command line
+        was given ``--quiet``.
     **fields
         `ClusterConfig` fields: n_gpus (64), gpus_per_node (8),
         failure_rate (per node-day, 0), repair_time ("2h"), checkpoint_interval
@@ -91,7 +98,9 @@ def simulate_cluster(workload, policies="all", *, config: ClusterConfig | None =
     if q.ndim != 1 or np.any((q < 0) | (q > 1)):
         raise ParameterError("quantiles", f"must be in [0, 1] (got {quantiles!r})")
     jobs = tuple(workload)
-    runs = [run_policy(jobs, name, cfg) for name in names]
+    with progress_bar(len(jobs) * len(names), f"simulating {', '.join(names)}", enabled_=progress) as bar:
+        # Without return_runs nobody reads the event logs: a large trace's would take gigabytes.
+        runs = [run_policy(jobs, name, cfg, keep_events=return_runs, on_arrivals=bar.update) for name in names]
     ds = _dataset(jobs, runs, cfg, q, time_bins, getattr(workload, "attrs", {}))
     return (ds, runs) if return_runs else ds
 
@@ -100,7 +109,7 @@ def _dataset(jobs, runs, cfg, q, time_bins, workload_attrs) -> xr.Dataset:
     t_max = max([r.end_time for r in runs] + [1e-9])
     edges = np.linspace(0.0, t_max, time_bins + 1)
     data = {name: [] for name in _PER_POLICY}
-    jct_q, util, outcome, jct = [], [], [], []
+    jct_q, util, jct = [], [], []
     size = _submitted_gpu_hours(jobs)
     for r in runs:
         done = r.outcome == COMPLETED
@@ -123,7 +132,6 @@ def _dataset(jobs, runs, cfg, q, time_bins, workload_attrs) -> xr.Dataset:
             data[key].append(r.counters[key])
         jct_q.append(np.quantile(times, q) if times.size else np.full(q.size, np.nan))
         util.append(_bin_means(r.alloc_times, r.alloc_gpus, r.end_time, edges) / cfg.n_gpus)
-        outcome.append([OUTCOMES[k] for k in r.outcome])
         jct.append(np.where(done, r.jct, np.nan))
 
     data_vars = {name: ("policy", values, _attrs(*_PER_POLICY[name])) for name, values in data.items()}
@@ -136,7 +144,7 @@ def _dataset(jobs, runs, cfg, q, time_bins, workload_attrs) -> xr.Dataset:
                                    cfg.repair_time, t_max)
     data_vars["gpus_up"] = ("time", _bin_means(up_t, up_g, t_max, edges),
                             _attrs("GPUs on nodes that are up, averaged over each time bin", "GPU"))
-    data_vars["outcome"] = (("policy", "job"), np.array(outcome, dtype=str).reshape(len(runs), len(jobs)),
+    data_vars["outcome"] = (("policy", "job"), _outcome_names(np.array([r.outcome for r in runs])),
                             {"long_name": "what became of each job: " + ", ".join(OUTCOMES)})
     data_vars["jct"] = (("policy", "job"), np.array(jct).reshape(len(runs), len(jobs)),
                         _attrs("job completion time (NaN: not completed)", "h"))
@@ -150,7 +158,7 @@ def _dataset(jobs, runs, cfg, q, time_bins, workload_attrs) -> xr.Dataset:
         "job": ("job", np.arange(len(jobs))),
         "job_id": ("job", np.array([str(j.job_id) for j in jobs], dtype=str)),
         "submit_time": ("job", runs[0].submit, _attrs("submission time", "h")),
-        "model": ("job", np.array([getattr(j.model, "name", str(j.model)) for j in jobs], dtype=str)),
+        "model": ("job", _model_names(jobs)),
         "rejected_job": ("rejected_job", np.array([i for i, _ in rejected], dtype=np.int64),
                      {"long_name": "index (job) of each rejected job"}),
     }
@@ -162,17 +170,48 @@ def _submitted_gpu_hours(jobs) -> np.ndarray:
     (work / X(gpus, batch) x gpus); NaN for a job that is invalid. Completed
     jobs counted this way weigh a large job above a small one, which the
     number completed does not."""
-    from .throughput import as_model
-
     out = np.full(len(jobs), np.nan)
-    for k, job in enumerate(jobs):
-        try:
-            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # an invalid job's size is NaN
-                x = float(as_model(job.model).throughput(job.gpus, job.batch))
-                out[k] = float(job.work) / (x * 3600.0) * float(job.gpus)
-        except (ValueError, TypeError, ZeroDivisionError):
-            continue
+    rates: dict = {}  # X of each (model, GPUs, batch) met: a trace repeats a few
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):  # an invalid job's size is NaN
+        for k, job in enumerate(jobs):
+            try:
+                out[k] = float(job.work) / (_submitted_rate(job, rates) * 3600.0) * float(job.gpus)
+            except (ValueError, TypeError, ZeroDivisionError):
+                continue
     return np.where(np.isfinite(out) & (out >= 0), out, np.nan)
+
+
+def _submitted_rate(job, rates: dict) -> float:
+    """X(gpus, batch) of the job's model, looked up in `rates` where its GPUs and batch are
+    integers (a float's sign of zero would be lost in the key)."""
+    gpus, batch = job.gpus, job.batch
+    keyed = type(gpus) in _INTEGERS and type(batch) in _INTEGERS
+    key = (id(job.model), gpus, batch, type(gpus), type(batch))  # the jobs hold their models
+    if keyed and key in rates:
+        return rates[key]
+    x = float(as_model(job.model).throughput(gpus, batch))
+    if keyed:
+        rates[key] = x
+    return x
+
+
+_INTEGERS = frozenset((int, np.int64, np.int32))
+
+
+def _model_names(jobs) -> np.ndarray:
+    """Each job's model name (the model's str where it has none), once per model object."""
+    names: dict = {}
+    for job in jobs:
+        if id(job.model) not in names:
+            names[id(job.model)] = getattr(job.model, "name", str(job.model))
+    return np.array([names[id(job.model)] for job in jobs], dtype=str)
+
+
+def _outcome_names(codes: np.ndarray) -> np.ndarray:
+    """`OUTCOMES` names of the codes, as wide as the longest one present (as an array of them
+    built from a list would be)."""
+    width = max((len(OUTCOMES[c]) for c in np.unique(codes).tolist()), default=1)
+    return np.array(OUTCOMES)[codes].astype(f"<U{width}")
 
 
 def _attrs(long_name: str, units: str) -> dict:

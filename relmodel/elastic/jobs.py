@@ -17,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import numbers
+import operator
 
 import numpy as np
 
@@ -42,7 +43,7 @@ class JobError(ParameterError):
         self.job_id, self.field = job_id, field
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, slots=True)  # slots: a trace holds a million of them
 class Job:
     """A training job. Work in samples, times in hours, throughputs in samples/s.
 
@@ -139,6 +140,20 @@ class Options:
                 else self.throughput / self.reference
         return self._cache[objective]
 
+    def as_lists(self) -> tuple[list, list, list]:
+        """Return GPUs, batch and throughput as lists of Python numbers (built once).
+
+        A simulation reads single options on every event, which lists do fastest.
+
+        Returns
+        -------
+        tuple of list
+            ``gpus``, ``batch`` and ``throughput``.
+        """
+        if "lists" not in self._cache:
+            self._cache["lists"] = (self.gpus.tolist(), self.batch.tolist(), self.throughput.tolist())
+        return self._cache["lists"]
+
     @property
     def minimum(self) -> int:
         """The fewest GPUs the job runs on (its first option that runs)."""
@@ -199,16 +214,35 @@ def check_job(job: Job, n_gpus: int) -> Bounds:
         or GPU count outside its bounds, or no feasible GPU count.
     """
     jid = str(job.job_id)
+    model = _check_model(jid, job.model)
+    _check_amounts(jid, job)
+    return _check_shape(jid, job, model, n_gpus)
+
+
+def _check_model(jid: str, model):
     try:
-        model = as_model(job.model)
+        return as_model(model)
     except ValueError as err:
         raise JobError(jid, "model", str(err).split(": ", 1)[1]) from None
+
+
+def _check_amounts(jid: str, job: Job):
+    """The job's work and submission time: what sets one job apart from another of its shape."""
     work = job.work
-    if isinstance(work, bool) or not isinstance(work, numbers.Real) or not math.isfinite(work) or work <= 0:
+    if not _real(work) or not math.isfinite(work) or work <= 0:
         raise JobError(jid, "work", f"must be a finite number of samples > 0 (got {work!r})")
     st = job.submit_time
-    if isinstance(st, bool) or not isinstance(st, numbers.Real) or not 0 <= st <= _MAX_SUBMIT_TIME:
+    if not _real(st) or not 0 <= st <= _MAX_SUBMIT_TIME:
         raise JobError(jid, "submit_time", f"must be a time in [0, 2**40 s] (got {st!r} h)")
+
+
+def _real(x) -> bool:
+    """A real number and not a bool; float and int answered without the slower ABC check."""
+    return type(x) in (float, int) or (not isinstance(x, bool) and isinstance(x, numbers.Real))
+
+
+def _check_shape(jid: str, job: Job, model, n_gpus: int) -> Bounds:
+    """The bounds from the job's batch and GPU fields (its shape, `_SHAPE_FIELDS`)."""
     batch = _whole(jid, "batch", job.batch)
     gpus = _whole(jid, "gpus", job.gpus)
     lo = batch if job.min_batch is None else _whole(jid, "min_batch", job.min_batch)
@@ -306,3 +340,90 @@ def options_for(bounds: Bounds, fixed_batch: bool) -> Options:
         x[pos] = x_all[first]
     ok = np.isfinite(x) & (x > 0)
     return Options(g[ok].astype(np.int64), batch[ok].astype(np.int64), x[ok], speedup_reference(bounds))
+
+
+def rigid_options(bounds: Bounds) -> Options:
+    """Return the one allocation of a rigid (FIFO) job: its submitted GPUs and batch.
+
+    Parameters
+    ----------
+    bounds : Bounds
+        The checked job (`check_job`).
+
+    Returns
+    -------
+    Options
+        One option, with its throughput.
+    """
+    x = np.array([float(bounds.model.throughput(bounds.gpus, bounds.batch))])
+    gpus, batch = np.array([bounds.gpus]), np.array([bounds.batch])
+    return Options(gpus.astype(np.int64), batch.astype(np.int64), x, speedup_reference(bounds))
+
+
+_SHAPE_FIELDS = ("batch", "gpus", "min_batch", "max_batch", "min_local_batch", "max_local_batch", "min_gpus",
+                 "max_gpus")
+_shape_of = operator.attrgetter(*_SHAPE_FIELDS)
+# Field types whose equal values print alike: a float field (0.0 and -0.0 compare equal but print apart in an
+# error message) is checked job by job instead.
+_KEYED_TYPES = frozenset((int, bool, type(None), np.int64, np.int32))
+
+
+class OptionsTable:
+    """Each job's `Options` under one policy, computed once per model and shape.
+
+    The options (or the error) `check_job` and then `options_for` (or
+    `rigid_options`) give on a cluster of `n_gpus`. A trace's jobs repeat a few
+    models, batches and GPU counts, and a job's options depend on its model and
+    `_SHAPE_FIELDS` alone: every job of a shape shares one `Options` (and one
+    error, named after each job). Work and submission time are checked job by job.
+
+    Parameters
+    ----------
+    n_gpus : int
+        GPUs in the cluster.
+    policy : {"elastic", "fixed-batch", "fifo"}
+        "fifo" runs the submitted allocation only (`rigid_options`).
+    """
+
+    def __init__(self, n_gpus: int, policy: str):
+        self.n_gpus, self.policy = n_gpus, policy
+        self._by_shape: dict = {}  # (model id, shape values, their types) -> Options, or (field, reason)
+        self._models: dict = {}  # id -> model: held, so that no other model takes its id
+
+    def options(self, job: Job) -> Options:
+        """Return the job's options, raising `JobError` where `check_job` does.
+
+        Parameters
+        ----------
+        job : Job
+            The job.
+
+        Returns
+        -------
+        Options
+            Its feasible allocations.
+        """
+        jid = str(job.job_id)
+        model = _check_model(jid, job.model)
+        _check_amounts(jid, job)
+        values = _shape_of(job)
+        types = tuple(map(type, values))
+        if not _KEYED_TYPES.issuperset(types):
+            return self._options(_check_shape(jid, job, model, self.n_gpus))
+        key = (id(model), values, types)
+        found = self._by_shape.get(key)
+        if found is None:
+            self._models[id(model)] = model
+            try:
+                found = self._options(_check_shape(jid, job, model, self.n_gpus))
+            except JobError as err:
+                found = (err.field, err.reason)
+            self._by_shape[key] = found
+        if isinstance(found, tuple):
+            raise JobError(jid, *found)
+        return found
+
+    def _options(self, bounds: Bounds) -> Options:
+        if self.policy == "fifo":
+            return rigid_options(bounds)
+        return options_for(bounds, self.policy == "fixed-batch")

@@ -62,14 +62,9 @@ class Placement:
         self.free = sizes.copy()
         self.up = np.ones(sizes.size, dtype=bool)
         self.held: dict[int, dict[int, int]] = {}  # job -> {node: GPUs}
-
-    @property
-    def capacity(self) -> int:
-        return int(self.sizes[self.up].sum())
-
-    @property
-    def total_free(self) -> int:
-        return int(self.free[self.up].sum())
+        # Kept as GPUs move, not summed over the nodes on every question.
+        self.capacity = int(sizes.sum())  # GPUs on nodes that are up
+        self.total_free = self.capacity  # free GPUs on them (a node down has none free)
 
     def gpus_of(self, job: int) -> int:
         return sum(self.held.get(job, {}).values())
@@ -85,6 +80,7 @@ class Placement:
             take = min(n, int(self.free[k])) if self.up[k] else 0
             if take:
                 self.free[k] -= take
+                self.total_free -= take
                 mine[k] = mine.get(k, 0) + take
                 n -= take
         if n:
@@ -100,6 +96,7 @@ class Placement:
             give = min(n, mine[k])
             mine[k] -= give
             self.free[k] += give
+            self.total_free += give
             n -= give
             if mine[k] == 0:
                 del mine[k]
@@ -108,7 +105,10 @@ class Placement:
 
     def fail(self, node: int) -> dict[int, int]:
         """Node down: the GPUs each job lost there."""
+        if self.up[node]:
+            self.capacity -= int(self.sizes[node])
         self.up[node] = False
+        self.total_free -= int(self.free[node])
         self.free[node] = 0
         lost = {}
         for job, mine in self.held.items():
@@ -119,7 +119,10 @@ class Placement:
         return lost
 
     def repair(self, node: int):
+        if not self.up[node]:
+            self.capacity += int(self.sizes[node])
         self.up[node] = True
+        self.total_free += int(self.sizes[node] - self.free[node])
         self.free[node] = self.sizes[node]
 
 

@@ -106,9 +106,9 @@ def _models_for(models: Mapping | None, curve: str) -> tuple[dict, str]:
 
 MAX_SYNTHETIC_JOBS = 200_000
 """Most expected jobs (arrival_rate x duration) of `synthetic_workload`:
-`relmodel cluster` on 64 GPUs took about 5 s for 5,000 jobs and 24 s for
-50,000 (all three policies), so a run stays under about two minutes; a rate
-typed in the wrong unit (jobs per second as per hour) is refused, not run."""
+`relmodel cluster` on 64 GPUs takes about 3 s for 5,000 jobs, 5 s for
+50,000 and 15 s for 200,000 (all three policies); a rate typed in the wrong
+unit (jobs per second as per hour) is refused, not run."""
 
 
 def synthetic_workload(arrival_rate, duration, seed: int = 0, *, model_mix: Mapping[str, float] | None = None,
@@ -176,7 +176,7 @@ def synthetic_workload(arrival_rate, duration, seed: int = 0, *, model_mix: Mapp
     window = _positive("duration", duration, duration=True)
     if rate * window > MAX_SYNTHETIC_JOBS:
         raise ParameterError("arrival_rate", f"{rate:g} jobs/h over {window:g} h is about {rate * window:.3g} "
-                                             f"jobs (limit {MAX_SYNTHETIC_JOBS:,}, about two minutes of cluster "
+                                             f"jobs (limit {MAX_SYNTHETIC_JOBS:,}, some 15 s of cluster "
                                              "simulation); lower the arrival rate (--arrival-rate) or the window "
                                              "(--duration)")
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**32:
