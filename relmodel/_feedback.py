@@ -237,38 +237,3 @@ def announce_compile(module: str, entry_points=None, what: str = "kernels", seco
         return False
     note(COMPILE_NOTE.format(what=what, seconds=seconds))
     return True
-
-
-@contextmanager
-def ticker(desc: str, every: float = 0.5):
-    """A bar without a total, for a step that reports no progress of its own: its
-    elapsed time, redrawn every `every` seconds by a background thread, on a
-    terminal only (where feedback is enabled).
-
-    Parameters
-    ----------
-    desc : str
-        What is running.
-    every : float
-        Seconds between redraws.
-    """
-    import threading
-
-    bar = progress_bar(None, desc, unit="step", bar_format="{desc}: {elapsed} elapsed")
-    if bar.disable:
-        yield bar
-        return
-    stop = threading.Event()
-
-    def tick():
-        while not stop.wait(every):
-            bar.refresh()
-
-    thread = threading.Thread(target=tick, daemon=True)
-    thread.start()
-    try:
-        yield bar
-    finally:
-        stop.set()
-        thread.join()
-        bar.close()

@@ -301,7 +301,7 @@ def fit_log(path: Path, *, flag: str, **kwargs):
         raise click.UsageError(f"{flag}: no such file: {path}")
     size = path.stat().st_size
     if size > _NOTED_LOG_BYTES:  # up to about a second a megabyte (CSV; sacct is faster): say what the wait is
-        feedback.note(f"reading and fitting {path} ({size / 1e6:.3g} MB, up to about a second a MB) ...")
+        feedback.note(f"reading and fitting {path} ({size / 1e6:.3g} MB, about 0.1 s a MB) ...")
     try:
         return fit(path, **kwargs)
     except LogError as err:

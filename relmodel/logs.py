@@ -23,6 +23,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
+from . import _fast_csv
 from .errors import ParameterError, check_memory
 from .taxonomy import Taxonomy
 from .taxonomy import load as load_taxonomy
@@ -495,7 +496,8 @@ class _Row:
     component: str | None = None  # heterogeneous-job component ("0" of 123+0)
 
 
-def read_log(path_or_text, format: str = "auto", *, taxonomy="meta-2024", errors: str = "raise") -> JobLog:
+def read_log(path_or_text, format: str = "auto", *, taxonomy="meta-2024", errors: str = "raise",
+             progress: bool | None = None) -> JobLog:
     """Read a scheduler job log.
 
     Parameters
@@ -514,6 +516,10 @@ def read_log(path_or_text, format: str = "auto", *, taxonomy="meta-2024", errors
     errors : {"raise", "skip"}, default "raise"
         "raise": a malformed row raises `LogError`; "skip": it is skipped and
         recorded in ``summary.errors`` and ``summary.skipped``.
+    progress : bool, optional
+        A progress bar on stderr while a large log (over 16 MiB) is read.
+        None (the default): on a terminal, unless the command line was given
+        ``--quiet``.
 
     Returns
     -------
@@ -555,27 +561,50 @@ def read_log(path_or_text, format: str = "auto", *, taxonomy="meta-2024", errors
       (SPECIAL_EXIT). Any other state word is malformed ("unknown state").
     - Jobs that never started (no Start, or without a Start column a
       CANCELLED row with zero Elapsed) are skipped as "never started".
+    - Bytes that are not UTF-8 are read as U+FFFD (no number depends on
+      them); ``summary.notes`` names the lines that held them.
+
+    The log is read by columns, a block of lines at a time (pandas' C reader;
+    each distinct value of a field parsed once), and, if any row is malformed
+    or not plainly written, again line by line, which names the row: the two
+    give the same `JobLog`.
     """
     if format not in FORMATS:
         raise ParameterError("format", f"must be one of {FORMATS} (got {format!r})")
     if errors not in ("raise", "skip"):
         raise ParameterError("errors", f"must be 'raise' or 'skip' (got {errors!r})")
     tax = load_taxonomy(taxonomy)
-    text, source = _read_text(path_or_text)
+    log = _read_columns(path_or_text, format, tax, progress)
+    return log if log is not None else _read_lines(path_or_text, format, tax, errors, progress)
+
+
+def _read_lines(path_or_text, format: str, tax: Taxonomy, errors: str, progress: bool | None = False) -> JobLog:
+    """`read_log` a line at a time: every row's fate, malformed ones named by their line."""
+    from ._feedback import enabled, progress_bar
+
+    text, source, undecodable = _read_text(path_or_text)
     lines = text.replace("\r\n", "\n").split("\n")  # only newlines end lines, so line numbers match editors
+    del text
     first = next((i for i, ln in enumerate(lines) if ln.strip() and not ln.lstrip().startswith("#")), None)
     if first is None:
         raise LogError(1, "empty log", "no header line")
     if format == "auto":
-        header = lines[first]
-        format = "sacct" if "|" in header and "jobid" in header.lower().replace("_", "") else "csv"
+        format = _format_of(lines[first])
     summary = LogSummary(source=source, format=format)
+    _note_undecodable(summary, undecodable)
     reader = _sacct_rows if format == "sacct" else _csv_rows
     rows = []
     node_index = _NodeIndex()
+    bar = progress_bar(len(lines), "reading log", unit="line",
+                       enabled_=enabled(progress) and len(lines) > _LINES_FOR_A_BAR)
+    shown = 0
     for item in reader(lines, first, tax, summary, node_index):
+        if summary.rows_read - shown >= _LINES_FOR_A_BAR:
+            bar.update(summary.rows_read - shown)
+            shown = summary.rows_read
         if isinstance(item, LogError):
             if errors == "raise":
+                bar.close()
                 raise item
             summary.errors.append(item)
             summary.skipped[f"malformed ({item.reason})"] += 1
@@ -583,33 +612,67 @@ def read_log(path_or_text, format: str = "auto", *, taxonomy="meta-2024", errors
             summary.skipped[item] += 1
         else:
             rows.append(item)
+    bar.close()
     rows = _merge_components(rows, summary)
     summary.rows_used = len(rows)
     return _to_joblog(rows, tax, summary, node_index)
+
+
+_LINES_FOR_A_BAR = 100_000  # a log shorter than this is read line by line in about a second
+
+
+def _format_of(header: str) -> str:
+    """The format "auto" reads: sacct if the header has ``|`` and JobID, else CSV."""
+    return "sacct" if "|" in header and "jobid" in header.lower().replace("_", "") else "csv"
+
+
+def _note_undecodable(summary: LogSummary, lines: list):
+    if lines:
+        more = f" and {len(lines) - 1} more" if len(lines) > 1 else ""
+        summary.notes[f"bytes that are not UTF-8, read as U+FFFD (line {lines[0]}{more})"] = len(lines)
 
 
 # Reading a log holds about this many bytes per byte of it (text, lines, fields, rows).
 _BYTES_PER_LOG_BYTE = 40
 
 
-def _read_text(path_or_text) -> tuple[str, str]:
-    """(text, source): a path is read if it is a regular file that fits in memory;
-    a one-line string that names something else on disk is refused, not parsed as a log."""
+def _log_file(path_or_text) -> tuple[Path | None, int]:
+    """(the log file and its size) that `path_or_text` names, or (None, 0) for the log's text.
+
+    A path must be a regular file; a one-line string that names something else on disk is
+    refused, not parsed as a log."""
     one_line = isinstance(path_or_text, str) and "\n" not in path_or_text and path_or_text.strip()
     if isinstance(path_or_text, Path) or (one_line and os.path.exists(path_or_text)):
         path = Path(path_or_text)
         try:
             info = path.stat()
-            if not stat.S_ISREG(info.st_mode):
-                raise LogError(0, "cannot read the log", f"{path}: not a regular file (a directory, device or FIFO)")
-            check_memory("log", info.st_size * _BYTES_PER_LOG_BYTE, f"reading {info.st_size} bytes of log would")
-            # Undecodable bytes (a job name in Latin-1) become U+FFFD: no number depends on them.
-            return path.read_text(encoding="utf-8-sig", errors="replace"), str(path)
         except OSError as err:
             raise LogError(0, "cannot read the log", f"{path}: {err.strerror}") from None
+        if not stat.S_ISREG(info.st_mode):
+            raise LogError(0, "cannot read the log", f"{path}: not a regular file (a directory, device or FIFO)")
+        return path, info.st_size
     if isinstance(path_or_text, str):
-        return path_or_text, "<text>"
+        return None, 0
     raise TypeError(f"read_log takes a path or the log text (got {type(path_or_text).__name__})")
+
+
+def _read_text(path_or_text) -> tuple[str, str, list]:
+    """(text, source, the lines that are not UTF-8) of a log file that fits in memory, or of the text."""
+    path, size = _log_file(path_or_text)
+    if path is None:
+        return path_or_text, "<text>", []
+    check_memory("log", size * _BYTES_PER_LOG_BYTE, f"reading {size} bytes of log would")
+    try:
+        data = path.read_bytes()
+    except OSError as err:
+        raise LogError(0, "cannot read the log", f"{path}: {err.strerror}") from None
+    # As a text file reads: CRLF, and a CR alone, end a line.
+    data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n") if b"\r" in data else data
+    try:
+        return data.decode("utf-8-sig"), str(path), []
+    except UnicodeDecodeError:
+        # Undecodable bytes (a job name in Latin-1) become U+FFFD: no number depends on them.
+        return data.decode("utf-8-sig", errors="replace"), str(path), _fast_csv.undecodable_lines(data)
 
 
 def _split_job_id(raw: str, line: int):
@@ -654,21 +717,26 @@ def _split_fields(line_text: str, sep: str, n: int, line: int) -> list[str]:
     return fields
 
 
-def _sacct_rows(lines, first, tax, summary, node_index):
-    header_text = lines[first]
+def _sacct_header(header_text: str, line: int):
+    """(separator, number of fields, column name -> index, JobID column, cause column) of a sacct header."""
     sep = "^|^" if "^|^" in header_text else "|"  # reportseff runs sacct with --delimiter=^|^
     header = [h.strip() for h in header_text.split(sep)]
     lower = {h.lower(): i for i, h in enumerate(header)}
     id_column = "jobid" if "jobid" in lower else "jobidraw"
     for need in (id_column, "state"):
         if need not in lower:
-            raise LogError(first + 1, "missing field", f"the header has no {need!r} column ({header_text[:80]!r})")
+            raise LogError(line, "missing field", f"the header has no {need!r} column ({header_text[:80]!r})")
     has_elapsed = "elapsed" in lower or "elapsedraw" in lower
     if not has_elapsed and not ("start" in lower and "end" in lower):
         missing = "start" if "start" not in lower else "end"
-        raise LogError(first + 1, "missing field", f"the header has no Elapsed or ElapsedRaw column, and no "
-                                                   f"{missing!r} column for End - Start ({header_text[:80]!r})")
+        raise LogError(line, "missing field", f"the header has no Elapsed or ElapsedRaw column, and no "
+                                              f"{missing!r} column for End - Start ({header_text[:80]!r})")
     cause_column = next((c for c in ("cause", "admincomment", "comment", "reason") if c in lower), None)
+    return sep, len(header), lower, id_column, cause_column
+
+
+def _sacct_rows(lines, first, tax, summary, node_index):
+    sep, n_fields, lower, id_column, cause_column = _sacct_header(lines[first], first + 1)
     parents: dict[str, _Row | None] = {}  # None: the job's row was skipped; its steps fold into nothing
     for index in range(first + 1, len(lines)):
         text = lines[index]
@@ -677,7 +745,7 @@ def _sacct_rows(lines, first, tax, summary, node_index):
         summary.rows_read += 1
         line = index + 1
         try:
-            get = _getter(_split_fields(text, sep, len(header), line), lower)
+            get = _getter(_split_fields(text, sep, n_fields, line), lower)
             run, het, step = _split_job_id(get(id_column), line)
             key = f"{run}+{het}"
             if step is not None:
@@ -844,18 +912,23 @@ def _gpus_from_gres(gres: str, line: int, field: str = "GRES") -> int | None:
     return untyped[0] if untyped else sum(typed)
 
 
-def _csv_rows(lines, first, tax, summary, node_index):
+def _csv_header(header_text: str, line: int):
+    """(number of fields, column name -> index) of a CSV log's header."""
     try:
-        header_fields = next(csv.reader([lines[first]]))
+        header_fields = next(csv.reader([header_text]))
     except csv.Error as err:
-        raise LogError(first + 1, "bad csv", f"header: {err}") from None
+        raise LogError(line, "bad csv", f"header: {err}") from None
     lower = {h.strip().lower(): i for i, h in enumerate(header_fields)}
     missing = [c for c in ("job_id", "start", "end", "state") if c not in lower]
     if "n_gpus" not in lower and "n_nodes" not in lower:
         missing.append("n_gpus or n_nodes")
     if missing:
-        raise LogError(first + 1, "missing field", f"the header lacks {', '.join(missing)} ({lines[first][:80]!r})")
-    n = len(header_fields)
+        raise LogError(line, "missing field", f"the header lacks {', '.join(missing)} ({header_text[:80]!r})")
+    return len(header_fields), lower
+
+
+def _csv_rows(lines, first, tax, summary, node_index):
+    n, lower = _csv_header(lines[first], first + 1)
     for index in range(first + 1, len(lines)):
         text = lines[index]
         if not text.strip() or text.lstrip().startswith("#"):
@@ -953,33 +1026,43 @@ def _add(a, b):
 
 
 def _to_joblog(rows: list, tax: Taxonomy, summary: LogSummary, node_index: _NodeIndex) -> JobLog:
-    n = len(rows)
-    start = np.array([r.start for r in rows], dtype=float)
-    end = np.array([r.end for r in rows], dtype=float)
+    return _joblog({
+        "job_id": [r.job_id for r in rows], "run_id": [r.run_id for r in rows],
+        "n_gpus": [-1 if r.n_gpus is None else r.n_gpus for r in rows],
+        "n_nodes": [-1 if r.n_nodes is None else r.n_nodes for r in rows],
+        "start": [r.start for r in rows], "end": [r.end for r in rows],
+        "runtime_s": [np.nan if r.runtime_s is None else r.runtime_s for r in rows],
+        "state": [r.state for r in rows], "cause": [r.cause for r in rows],
+        "infrastructure": [tax.is_infrastructure(r.state, r.cause) for r in rows],
+        "nodelist": [r.nodelist for r in rows], "line": [r.line for r in rows],
+    }, tax, summary, node_index.node_lists(rows))
+
+
+def _joblog(c: dict, tax: Taxonomy, summary: LogSummary, node_lists: NodeLists) -> JobLog:
+    """The `JobLog` of columns (lists or arrays, one entry per job attempt; None or NaN where unknown)."""
     ds = xr.Dataset(
         {
-            "job_id": ("job", np.array([r.job_id for r in rows], dtype=object).astype(str)),
-            "run_id": ("job", np.array([r.run_id for r in rows], dtype=object).astype(str)),
-            "n_gpus": ("job", np.array([-1 if r.n_gpus is None else r.n_gpus for r in rows], dtype=np.int64)),
-            "n_nodes": ("job", np.array([-1 if r.n_nodes is None else r.n_nodes for r in rows], dtype=np.int64)),
-            "start": ("job", _datetimes(start)),
-            "end": ("job", _datetimes(end)),
-            "runtime_h": ("job", np.array([np.nan if r.runtime_s is None else r.runtime_s for r in rows],
-                                          dtype=float) / 3600.0),
-            "state": ("job", np.array([r.state for r in rows], dtype=object).astype(str)),
-            "cause": ("job", np.array([r.cause for r in rows], dtype=object).astype(str)),
-            "infrastructure": ("job", np.array([tax.is_infrastructure(r.state, r.cause) for r in rows], dtype=bool)),
+            "job_id": ("job", np.array(c["job_id"], dtype=object).astype(str)),
+            "run_id": ("job", np.array(c["run_id"], dtype=object).astype(str)),
+            "n_gpus": ("job", np.array(c["n_gpus"], dtype=np.int64)),
+            "n_nodes": ("job", np.array(c["n_nodes"], dtype=np.int64)),
+            "start": ("job", _datetimes(np.array(c["start"], dtype=float))),
+            "end": ("job", _datetimes(np.array(c["end"], dtype=float))),
+            "runtime_h": ("job", np.array(c["runtime_s"], dtype=float) / 3600.0),
+            "state": ("job", np.array(c["state"], dtype=object).astype(str)),
+            "cause": ("job", np.array(c["cause"], dtype=object).astype(str)),
+            "infrastructure": ("job", np.array(c["infrastructure"], dtype=bool)),
             # As logged (compressed); a fixed-width string array of expanded lists would be huge.
-            "nodelist": ("job", np.array([r.nodelist for r in rows], dtype=object)),
-            "line": ("job", np.array([r.line for r in rows], dtype=np.int64)),
+            "nodelist": ("job", np.array(c["nodelist"], dtype=object)),
+            "line": ("job", np.array(c["line"], dtype=np.int64)),
         },
-        coords={"job": np.arange(n)},
+        coords={"job": np.arange(len(c["line"]))},
         attrs={"source": summary.source, "format": summary.format, "taxonomy": tax.name,
                "taxonomy_version": tax.version, "rows_read": summary.rows_read, "rows_used": summary.rows_used,
                "rows_skipped": summary.rows_skipped},
     )
     ds.runtime_h.attrs["units"] = "h"
-    return JobLog(dataset=ds, node_lists=node_index.node_lists(rows), summary=summary, taxonomy=tax)
+    return JobLog(dataset=ds, node_lists=node_lists, summary=summary, taxonomy=tax)
 
 
 def _datetimes(seconds: np.ndarray) -> np.ndarray:
@@ -988,3 +1071,761 @@ def _datetimes(seconds: np.ndarray) -> np.ndarray:
     out = np.full(seconds.shape, np.datetime64("NaT"), dtype="datetime64[s]")
     out[ok] = np.round(seconds[ok]).astype(np.int64).astype("datetime64[s]")
     return out
+
+
+# --------------------------------------------------------------------------- reading by columns
+# `read_log`'s first path: the log read a block of lines at a time (`_fast_csv`), each distinct
+# value of a field parsed once by the functions above (times and job ids in bulk where plainly
+# written), the rows' fates worked out on arrays. A malformed row, or one it cannot vouch for,
+# sends the whole log to `_read_lines`, which names it: either path gives the same JobLog.
+
+# Reading by columns holds up to about this many bytes per byte of log (a block's strings, a few
+# numbers and codes per row, every node of every list, and the JobLog): 4 for the synthetic sacct
+# log of benches/bench_readers.py, 10 for its CSV log, with 18 nodes per job.
+_COLUMN_BYTES_PER_LOG_BYTE = 12
+
+
+def _read_columns(path_or_text, format: str, tax: Taxonomy, progress) -> JobLog | None:
+    """`read_log` by columns; None where the log needs `_read_lines`."""
+    from ._feedback import enabled
+
+    path, size = _log_file(path_or_text)
+    if path is None:
+        try:
+            source, name = path_or_text.encode("utf-8"), "<text>"
+        except UnicodeEncodeError:  # lone surrogates: only as text, line by line
+            return None
+    else:
+        check_memory("log", size * _COLUMN_BYTES_PER_LOG_BYTE, f"reading {size} bytes of log would")
+        source, name = path, str(path)
+    reader, undecodable = None, []
+    try:
+        for data, first_line in _fast_csv.blocks(source, bom=path is not None, universal=path is not None,
+                                                 progress=enabled(progress), desc="reading log"):
+            data, bad = _fast_csv.utf8(data, first_line)
+            undecodable += bad
+            if reader is None:
+                found = _header_in(data, first_line)
+                if found is None:  # blank lines and comments so far
+                    continue
+                header, line, start = found
+                kind = _format_of(header) if format == "auto" else format
+                try:
+                    reader = (_SacctColumns if kind == "sacct" else _CsvColumns)(header, line, tax)
+                except LogError:  # a header the per-line reader refuses, and says why
+                    return None
+                first_line, data = line + 1, data[start:]
+            reader.add(*_fast_csv.parse(reader.separated(data), first_line, **reader.layout))
+        if reader is None:
+            return None
+        summary = LogSummary(source=name, format=reader.format)
+        _note_undecodable(summary, undecodable)
+        return reader.joblog(summary)
+    except (_fast_csv.Doubt, _Malformed, OSError):
+        return None
+
+
+class _Malformed(Exception):
+    """A row the per-line reader would call malformed: it reads the log again, and names it."""
+
+
+def _header_in(data: bytes, first_line: int):
+    """(header, its line, the offset after it) of the first line that is neither blank nor a
+    comment; None if the block has none."""
+    start, line = 0, first_line
+    while start < len(data):
+        end = data.index(b"\n", start)
+        text = data[start:end].decode("utf-8")
+        if text.strip() and not text.lstrip().startswith("#"):
+            return text, line, end + 1
+        start, line = end + 1, line + 1
+    return None
+
+
+def _or_malformed(read):
+    """read(value, line, field), a LogError as `_MALFORMED`."""
+    def safe(value):
+        try:
+            return read(value, 0, "")
+        except LogError:
+            return _MALFORMED
+    return safe
+
+
+_MALFORMED = object()
+
+
+def _floats(values: np.ndarray, read) -> tuple[np.ndarray, np.ndarray]:
+    """(read(value) as floats, NaN for None; which are malformed), read once per distinct value."""
+    results, codes = _fast_csv.per_value(values, _or_malformed(read))
+    bad = np.array([r is _MALFORMED for r in results], dtype=bool)
+    floats = np.array([np.nan if r is None or r is _MALFORMED else r for r in results], dtype=float)
+    return floats[codes], bad[codes]
+
+
+def _times(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`parse_time` of a column: (seconds, NaN for None; which are malformed)."""
+    return _in_bulk(values, *_fast_csv.iso_seconds(values), parse_time)
+
+
+def _counts(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`parse_count` of a column, as floats."""
+    numbers, plain = _fast_csv.whole_numbers(values, max_digits=12)
+    return _in_bulk(values, numbers.astype(float), plain, parse_count)
+
+
+def _durations(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """`parse_duration_seconds` of a column: HH:MM:SS and D-HH:MM:SS in bulk."""
+    lengths, points = _fast_csv.codepoints(values, 12)
+    hours, ok_h = _fast_csv.digits_at(points, lengths, 8, 2)
+    minutes, ok_m = _fast_csv.digits_at(points, lengths, 5, 2)
+    seconds, ok_s = _fast_csv.digits_at(points, lengths, 2, 2)
+    plain = ok_h & ok_m & ok_s & (_fast_csv.char_at(points, lengths, 6) == 58) \
+        & (_fast_csv.char_at(points, lengths, 3) == 58) & (minutes < 60) & (seconds < 60)
+    days, dated = np.zeros(values.size, dtype=np.int64), np.zeros(values.size, dtype=bool)
+    for width in range(1, 4):  # D-HH:MM:SS: days of 1 to 3 digits, hours below 24
+        count, ok_d = _fast_csv.digits_at(points, lengths, 9 + width, width)
+        these = ok_d & (lengths == 9 + width) & (_fast_csv.char_at(points, lengths, 9) == 45) & (hours < 24)
+        days, dated = np.where(these, count, days), dated | these
+    plain &= (lengths == 8) | dated
+    total = (days * 86400 + hours * 3600 + minutes * 60 + seconds).astype(float)
+    return _in_bulk(values, total, plain, parse_duration_seconds)
+
+
+def _in_bulk(values: np.ndarray, numbers: np.ndarray, plain: np.ndarray, read) -> tuple[np.ndarray, np.ndarray]:
+    """(numbers, NaN for None; which are malformed): `numbers` where `plain`, else read(value)
+    once per distinct value."""
+    numbers = np.where(plain, numbers, np.nan)
+    bad = np.zeros(values.size, dtype=bool)
+    if not plain.all():
+        numbers[~plain], bad[~plain] = _floats(values[~plain], read)
+    return numbers, bad
+
+
+def _plain_job_ids(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(which JobIDs are JOB[_TASK][.STEP], digits and an alphanumeric step, at most 24
+    characters; which of those have a step)."""
+    lengths, c = _fast_csv.codepoints(values, 24)
+    position = np.arange(24)[None, :]
+    digit, underscore, dot = (c >= 48) & (c <= 57), c == 95, c == 46
+    alnum = digit | ((c >= 65) & (c <= 90)) | ((c >= 97) & (c <= 122))
+    has_dot = dot.any(axis=1)
+    first_dot = np.where(has_dot, dot.argmax(axis=1), lengths)
+    before = position < first_dot[:, None]
+    after = (position > first_dot[:, None]) & (position < lengths[:, None])
+    plain = (lengths >= 1) & (lengths <= 24) & digit[:, 0]
+    plain &= (before <= (digit | underscore)).all(axis=1) & ((underscore & before).sum(axis=1) <= 1)
+    plain &= np.take_along_axis(digit, np.maximum(first_dot - 1, 0)[:, None], axis=1)[:, 0]
+    plain &= (after <= alnum).all(axis=1) & (~has_dot | (lengths > first_dot + 1))
+    return plain, has_dot
+
+
+class _Columns:
+    """What the two formats' column readers share: per-row arrays kept a block at a time,
+    tables of distinct strings, node lists, and the JobLog of the rows used."""
+
+    format = ""
+
+    def __init__(self, tax: Taxonomy, lower: dict, tabled, plain):
+        self.tax, self.lower = tax, lower
+        self.names = {name: lower[name] for name in (*tabled, *plain) if name is not None and name in lower}
+        self.tables = {name: _fast_csv.Table() for name in tabled if name in self.names}
+        self.parts: dict[str, list] = {}
+        self.expanded: dict[int, np.ndarray | None] = {}  # node list -> its node numbers (None: malformed)
+        self.node_keys = _NodeKeys()
+        self.usecols = sorted(set(self.names.values()))
+
+    def separated(self, data: bytes) -> bytes:
+        return data
+
+    def keep(self, **arrays):
+        for name, array in arrays.items():
+            self.parts.setdefault(name, []).append(array)
+
+    def column(self, name: str, dtype=None) -> np.ndarray:
+        """Column `name` of every row so far (its blocks joined once)."""
+        parts = self.parts.get(name)
+        if not parts:
+            return np.empty(0, dtype=dtype)
+        if len(parts) > 1:
+            parts[:] = [np.concatenate(parts)]
+        return parts[0]
+
+    def codes(self, columns: dict, name: str) -> np.ndarray:
+        """The row's numbers in the table of column `name` (-1 for a column the log lacks)."""
+        if name not in self.names:
+            return np.full(len(next(iter(columns.values()))), -1, dtype=np.int32)
+        return self.tables[name].codes(columns[self.names[name]])
+
+    def text(self, name: str, number: int) -> str:
+        """Column `name`'s value numbered `number`: what `_getter` gives ("" for a column the log lacks)."""
+        return self.tables[name].values[number] if number >= 0 else ""
+
+    def expansions(self, numbers: np.ndarray, column: str) -> np.ndarray:
+        """Node counts of the node lists `numbers` (-1 for a malformed list), each expanded once."""
+        unique, inverse = np.unique(numbers, return_inverse=True)
+        new = [k for k in unique.tolist() if k not in self.expanded]
+        for start in range(0, len(new), _LISTS_AT_A_TIME):  # bounds the arrays of one expansion
+            chunk = new[start:start + _LISTS_AT_A_TIME]
+            self.expanded.update(zip(chunk, self.node_keys.expand([self.text(column, k) for k in chunk])))
+        counts = np.array([-1 if self.expanded[k] is None else self.expanded[k].size for k in unique.tolist()],
+                          dtype=np.int64)
+        return counts[inverse]
+
+    def stripped(self, name: str) -> np.ndarray:
+        """Column `name`'s distinct values stripped, then "" (at -1: a row, or a log, without it)."""
+        values = self.tables[name].values if name in self.tables else []
+        return np.array([v.strip() for v in values] + [""], dtype=object)
+
+    def getter(self, codes: dict, row: int):
+        """get(name) of row `row`, as `_getter` gives it, from the tabled columns' numbers `codes`."""
+        return lambda name: self.text(name, int(codes[name][row])) if name in codes else ""
+
+    def words(self) -> list:
+        """(canonical state or None, the scheduler's word) of each distinct State; None if malformed."""
+        def word(raw):
+            try:
+                return _state(raw, self.tax, 0)
+            except LogError:
+                return None
+        return [word(raw) for raw in self.tables["state"].values]
+
+    def per_combination(self, rows: np.ndarray, keys: list, read) -> np.ndarray:
+        """read(row) once per distinct combination of `keys` (arrays over `rows`), for all `rows`;
+        -1 for None; raises `_Malformed` on a LogError."""
+        import pandas as pd
+
+        combined = np.zeros(rows.size, dtype=np.int64)
+        for key in keys:
+            key = key.astype(np.int64)
+            combined = pd.factorize(combined * (int(key.max(initial=0)) + 2) + key + 1)[0].astype(np.int64)
+        numbers, first = np.unique(combined, return_index=True)
+        values = np.empty(numbers.size, dtype=np.int64)
+        for k, row in enumerate(rows[first].tolist()):
+            try:
+                value = read(row)
+            except LogError:
+                raise _Malformed from None
+            values[k] = -1 if value is None else value
+        return values[np.searchsorted(numbers, combined)]
+
+    def node_lists(self, events: np.ndarray, numbers: np.ndarray, used: np.ndarray) -> NodeLists:
+        """The NodeLists of the rows used, whose node lists are numbered `used` (-1: none). The
+        nodes are numbered as the per-line reader numbers them: in order of first sight, list
+        after list in the order of the rows `events` (each a row whose list it expanded, numbered
+        `numbers`)."""
+        import pandas as pd
+
+        order = pd.unique(numbers[np.argsort(events, kind="stable")]).astype(np.int64)
+        arrays = [self.expanded[k] for k in order.tolist()] + [_NO_NODES]
+        nodes = np.concatenate(arrays)
+        names: dict[str, int] = {}
+        ids = np.zeros(len(self.node_keys) + 1, dtype=np.int32)
+        for number in _first_seen(nodes, len(self.node_keys)).tolist():
+            ids[number] = names.setdefault(self.node_keys.name(number), len(names))
+        ids = ids[nodes]
+        slot = np.full(int(max(order.max(initial=-1), used.max(initial=-1))) + 2, -1, dtype=np.int64)
+        slot[order] = np.arange(order.size)  # a list's place in `arrays`; -1 (the last, empty): none
+        lengths = np.array([a.size for a in arrays], dtype=np.int64)
+        place = slot[used]
+        return _segments(list(names), ids, (np.cumsum(lengths) - lengths)[place], lengths[place])
+
+    @staticmethod
+    def skipped(summary: LogSummary, words: list, state: np.ndarray, unended: np.ndarray, reasons: list):
+        """Count in `summary.skipped`, in the order of their first rows (as the per-line reader does),
+        the rows `unended` (by their state's reason: numbers `state` into `words`) and `reasons`
+        ((rows, reason) pairs)."""
+        reason_of = [_not_an_end_state(w[1]) if w is not None and w[0] is None else "" for w in words]
+        number = {reason: k for k, reason in enumerate(dict.fromkeys(reason_of))}
+        by_reason = np.array([number[r] for r in reason_of], dtype=np.int64)[state[unended]]
+        rows = np.flatnonzero(unended)
+        reasons = reasons + [(rows[by_reason == k], reason) for reason, k in number.items()]
+        for _, reason, count in sorted((rows[0], reason, rows.size) for rows, reason in reasons if rows.size):
+            summary.skipped[reason] += count
+
+    def finish(self, c: dict, components: np.ndarray, summary: LogSummary, node_lists: NodeLists) -> JobLog:
+        """Merge heterogeneous components (`_merge_components` on the rows that have one: not
+        None in `components`) and build the JobLog of columns `c` (arrays over the rows used)."""
+        het = np.flatnonzero(np.not_equal(components, None))
+        if het.size:
+            c, node_lists = self.merged(c, het, components, summary, node_lists)
+        import pandas as pd
+
+        summary.rows_used = c["line"].size
+        states, state_names = pd.factorize(c["state"])
+        causes, cause_names = pd.factorize(c["cause"])
+        pairs, inverse = np.unique(states.astype(np.int64) * max(len(cause_names), 1) + causes, return_inverse=True)
+        c["infrastructure"] = np.array([self.tax.is_infrastructure(state_names[k // len(cause_names)],
+                                                                   cause_names[k % len(cause_names)])
+                                        for k in pairs.tolist()], dtype=bool)[inverse]
+        return _joblog(c, self.tax, summary, node_lists)
+
+    @staticmethod
+    def merged(c: dict, het: np.ndarray, components: list, summary: LogSummary, node_lists: NodeLists):
+        """(columns, NodeLists) with `_merge_components` applied to the rows `het`."""
+        def known(value, missing=None):
+            return None if value == missing or value != value else value  # NaN, or `missing`: None
+
+        ids, offsets = node_lists.ids, node_lists.offsets
+        rows = [_Row(int(c["line"][i]), c["job_id"][i], c["run_id"][i], known(float(c["start"][i])),
+                     known(float(c["end"][i])), c["state"][i], "", c["cause"][i], known(int(c["n_gpus"][i]), -1),
+                     known(int(c["n_nodes"][i]), -1), ids[offsets[i]:offsets[i + 1]], c["nodelist"][i],
+                     runtime_s=known(float(c["runtime_s"][i])), component=components[i])
+                for i in het.tolist()]
+        kept = {id(row) for row in _merge_components(rows, summary)}
+        keep = np.ones(c["line"].size, dtype=bool)
+        starts, lengths = offsets[:-1].copy(), np.diff(offsets)
+        pool = [ids]
+        at = ids.size
+        for i, row in zip(het.tolist(), rows):
+            if id(row) not in kept:
+                keep[i] = False
+                continue
+            for name, value in (("job_id", row.job_id), ("end", row.end), ("runtime_s", row.runtime_s),
+                                ("state", row.state), ("cause", row.cause), ("nodelist", row.nodelist)):
+                c[name][i] = np.nan if value is None else value
+            c["n_gpus"][i] = -1 if row.n_gpus is None else row.n_gpus
+            c["n_nodes"][i] = -1 if row.n_nodes is None else row.n_nodes
+            pool.append(row.nodes)
+            starts[i], lengths[i] = at, row.nodes.size
+            at += row.nodes.size
+        return ({k: v[keep] for k, v in c.items()},
+                _segments(node_lists.names, np.concatenate(pool), starts[keep], lengths[keep]))
+
+
+def _segments(names, pool: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> NodeLists:
+    """NodeLists whose job i has the nodes ``pool[starts[i]:starts[i] + lengths[i]]``."""
+    offsets = np.zeros(lengths.size + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    kind = np.int32 if offsets[-1] < 2**31 and pool.size < 2**31 else np.int64
+    index = np.repeat((starts - offsets[:-1]).astype(kind), lengths)
+    index += np.arange(index.size, dtype=kind)
+    return NodeLists(names, pool[index], offsets)
+
+
+def _latest_parent(key: np.ndarray, step: np.ndarray) -> np.ndarray:
+    """For each row, the latest row before it with the same key that is no step (-1: none)."""
+    n = key.size
+    order = np.lexsort((np.arange(n), key))
+    latest = np.maximum.accumulate(np.where(step[order], -1, np.arange(n)))  # in `order`
+    same = (latest >= 0) & (key[order][np.maximum(latest, 0)] == key[order])
+    parent = np.empty(n, dtype=np.int64)
+    parent[order] = np.where(same, order[np.maximum(latest, 0)], -1)
+    return parent
+
+
+class _SacctColumns(_Columns):
+    """A sacct log by columns: `_sacct_rows`, `_sacct_times`, `_sacct_nodes` and `_sacct_gpus` on arrays."""
+
+    format = "sacct"
+
+    def __init__(self, header: str, line: int, tax: Taxonomy):
+        self.sep, n_fields, lower, self.id_column, self.cause_column = _sacct_header(header, line)
+        super().__init__(tax, lower, ("state", "nodelist", "allocnodes", "nnodes", "alloctres", "allocgres", "reqtres",
+                                      "ngpus", self.cause_column), (self.id_column, "start", "end", "elapsed",
+                                                                    "elapsedraw"))
+        self.layout = {"sep": "\x1f" if self.sep == "^|^" else "|", "n_fields": n_fields, "usecols": self.usecols,
+                       "quoted": False, "comments": False}
+        self.keys: dict[tuple, int] = {}  # (run, het component) -> number
+        self.runs: list[str] = []
+        self.components: list = []
+
+    def separated(self, data: bytes) -> bytes:
+        if self.sep != "^|^":
+            return data
+        if b"\x1f" in data:
+            raise _fast_csv.Doubt(0, "a unit separator in a ^|^ log")
+        return data.replace(b"^|^", b"\x1f")
+
+    def job(self, raw: str) -> tuple[int, bool]:
+        """(number of the job's run+het key, whether a step) of a JobID; (-1, False) if malformed."""
+        try:
+            run, het, step = _split_job_id(raw, 0)
+        except LogError:
+            return -1, False
+        return self.number(run, het), step is not None
+
+    def number(self, run: str, het: str | None = None) -> int:
+        """The number of a run's key (run and het component), numbering a new one."""
+        number = self.keys.get((run, het))
+        if number is None:
+            number = self.keys[(run, het)] = len(self.runs)
+            self.runs.append(run)
+            self.components.append(het)
+        return number
+
+    def jobs(self, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(key numbers, steps) of a JobID column (-1: malformed): JOB[_TASK][.STEP] in bulk, the
+        rest once per distinct value (`job`)."""
+        import pandas as pd
+
+        key, step = np.full(values.size, -1, dtype=np.int64), np.zeros(values.size, dtype=bool)
+        plain, dots = _plain_job_ids(values)
+        if plain.any():
+            runs = values[plain].copy()
+            dotted = np.flatnonzero(dots[plain])
+            runs[dotted] = [run.partition(".")[0] for run in runs[dotted].tolist()]
+            codes, uniques = pd.factorize(runs)
+            key[plain] = np.array([self.number(run) for run in uniques.tolist()], dtype=np.int64)[codes]
+            step[plain] = dots[plain]
+        if not plain.all():
+            jobs, codes = _fast_csv.per_value(values[~plain], self.job)
+            key[~plain] = np.array([j[0] for j in jobs], dtype=np.int64)[codes]
+            step[~plain] = np.array([j[1] for j in jobs], dtype=bool)[codes]
+        return key, step
+
+    def add(self, columns: dict, lines: np.ndarray):
+        names = self.names
+        key, step = self.jobs(columns[names[self.id_column]])
+        part = {"line": lines, "key": key, "step": step}
+        for name in ("start", "end"):
+            if name in names:
+                part[name], part[name + "_bad"] = _times(columns[names[name]])
+        if "elapsed" in names:
+            part["elapsed"], part["elapsed_bad"] = _durations(columns[names["elapsed"]])
+        if "elapsedraw" in names:
+            part["elapsedraw"], part["elapsedraw_bad"] = _counts(columns[names["elapsedraw"]])
+        self.keep(**part, **{name: self.codes(columns, name) for name in self.tables})
+
+    def joblog(self, summary: LogSummary) -> JobLog:
+        line, key, step = self.column("line", np.int64), self.column("key", np.int64), self.column("step", bool)
+        n = summary.rows_read = line.size
+        codes = {name: self.column(name, np.int32) for name in self.tables}
+        state, words = codes["state"], self.words()
+        if (key < 0).any() or (~step & np.array([w is None for w in words], dtype=bool)[state]).any():
+            raise _Malformed
+        ends = np.array([w is not None and w[0] is not None for w in words], dtype=bool)[state]
+        ended, unended = ~step & ends, ~step & ~ends
+        canonical = np.array([w[0] if w is not None and w[0] else "" for w in words], dtype=object)[state]
+        start, end, runtime, never, notes = self.times(n, ended, canonical == "CANCELLED")
+        live = ended & ~never
+        rows = np.flatnonzero(live)
+        nodelist = codes.get("nodelist", np.full(n, -1, dtype=np.int32))
+        own = np.zeros(n, dtype=np.int64)  # nodes in the row's own list
+        if "nodelist" in codes:
+            own[rows] = self.expansions(nodelist[rows], "nodelist")
+            if (own < 0).any():
+                raise _Malformed
+        n_nodes = np.full(n, -1, dtype=np.int64)
+        n_nodes[rows] = self.per_combination(
+            rows, [codes.get(k, np.full(n, -1))[rows] for k in ("allocnodes", "nnodes", "alloctres")] + [own[rows]],
+            lambda row: _sacct_nodes(self.getter(codes, row), self.lower, range(own[row]), 0))
+        n_gpus = np.full(n, -1, dtype=np.int64)
+        n_gpus[rows] = self.per_combination(
+            rows, [codes.get(k, np.full(n, -1))[rows] for k in ("alloctres", "allocgres", "reqtres", "ngpus")],
+            lambda row: _sacct_gpus(self.getter(codes, row), self.lower, 0))
+
+        steps = np.flatnonzero(step)
+        parent = _latest_parent(key, step)[steps]
+        summary.rows_folded = int((parent >= 0).sum())
+        listed, events = self.step_lists(nodelist, own, live, steps[parent >= 0], parent[parent >= 0])
+        self.skipped(summary, words, state, unended, [(np.flatnonzero(never), "never started"),
+                                                      (steps[parent < 0], "step without its job")])
+        if notes:
+            summary.notes["runtime from Elapsed, not End - Start (a DST change or suspension)"] += notes
+
+        run = np.array(self.runs, dtype=object)[key[rows]]
+        c = {"job_id": run.copy(), "run_id": run, "n_gpus": n_gpus[rows], "n_nodes": n_nodes[rows],
+             "start": start[rows], "end": end[rows], "runtime_s": runtime[rows], "state": canonical[rows],
+             "cause": self.stripped(self.cause_column)[codes.get(self.cause_column, np.full(n, -1))[rows]],
+             "nodelist": self.stripped("nodelist")[listed[rows]], "line": line[rows]}
+        node_lists = self.node_lists(events, nodelist[events], listed[rows])
+        return self.finish(c, np.array(self.components + [None], dtype=object)[key[rows]], summary, node_lists)
+
+    def step_lists(self, nodelist, own, live, folded, parent) -> tuple[np.ndarray, np.ndarray]:
+        """(the node list each row takes, -1 for none; the rows whose lists were expanded, in
+        order): a job's own, or if it has no nodes, that of its first step that has some
+        (`_sacct_rows`); steps `folded` are folded into rows `parent`."""
+        listed = np.where(own > 0, nodelist, -1)
+        events = np.flatnonzero(live & (own > 0))
+        if "nodelist" not in self.tables or not folded.size:
+            return listed, events
+        written = np.array([v != "" for v in self.tables["nodelist"].values], dtype=bool)
+        asks = live[parent] & (own[parent] == 0) & written[nodelist[folded]]
+        asking, parent = folded[asks], parent[asks]
+        counts = self.expansions(nodelist[asking], "nodelist")
+        asking, parent, counts = asking[counts != 0], parent[counts != 0], counts[counts != 0]
+        _, first = np.unique(parent, return_index=True)
+        if (counts[first] < 0).any():
+            raise _Malformed
+        listed[parent[first]] = nodelist[asking[first]]
+        return listed, np.concatenate([events, asking[first]])
+
+    def times(self, n: int, ended: np.ndarray, cancelled: np.ndarray):
+        """(start, end, runtime in seconds, never started, DST notes) of the rows, as `_sacct_times`
+        reads each ended row; raises `_Malformed` on a row it would refuse."""
+        def column(name):
+            if name not in self.names:
+                return np.full(n, np.nan), np.zeros(n, dtype=bool)
+            return self.column(name, float), self.column(name + "_bad", bool)
+
+        (start, start_bad), (end, end_bad), (elapsed, elapsed_bad) = map(column, ("start", "end", "elapsed"))
+        bad = start_bad | end_bad | elapsed_bad
+        if "elapsedraw" in self.names:
+            raw, raw_bad = column("elapsedraw")
+            from_raw = np.isnan(elapsed) & ~elapsed_bad
+            bad |= from_raw & raw_bad
+            elapsed = np.where(from_raw, raw, elapsed)
+        if (ended & bad).any():
+            raise _Malformed
+        if "start" in self.names:
+            never = ended & np.isnan(start)
+        else:  # no Start column: cancelled without runtime never ran
+            never = ended & (elapsed == 0) & cancelled
+        live = ended & ~never
+        has_start, has_end, has_elapsed = ~np.isnan(start), ~np.isnan(end), ~np.isnan(elapsed)
+        both = live & has_elapsed & has_start & has_end
+        wall = end - start
+        if (both & (wall < elapsed - DST_SLACK_S)).any():
+            raise _Malformed
+        notes = int((both & (wall != elapsed)).sum())
+        end = np.where(live & has_elapsed & has_start & ~has_end, start + elapsed, end)
+        start = np.where(live & has_elapsed & ~has_start & has_end, end - elapsed, start)
+        runtime = np.where(has_elapsed, elapsed, np.nan)
+        plain = live & ~has_elapsed
+        missing = plain & ~(has_start & has_end)
+        if (missing & ~cancelled).any():
+            raise _Malformed
+        full = plain & has_start & has_end
+        if (full & (end < start)).any():
+            raise _Malformed
+        return start, end, np.where(full, end - start, runtime), never | missing, notes
+
+
+class _CsvColumns(_Columns):
+    """A CSV log by columns: `_csv_rows` and `_verdict` on arrays."""
+
+    format = "csv"
+
+    def __init__(self, header: str, line: int, tax: Taxonomy):
+        n_fields, lower = _csv_header(header, line)
+        super().__init__(tax, lower, ("state", "n_gpus", "n_nodes", "nodes", "cause"), ("job_id", "start", "end"))
+        self.layout = {"sep": ",", "n_fields": n_fields, "usecols": self.usecols, "quoted": True, "comments": True}
+
+    @staticmethod
+    def job(raw: str) -> tuple[str, str, str | None]:
+        """(job id, run, het component or None) of a job_id field, as `_csv_rows` reads it."""
+        job_id = raw.strip()
+        run, _, component = job_id.split(".", 1)[0].partition("+")
+        return job_id, run, component or None
+
+    def add(self, columns: dict, lines: np.ndarray):
+        values = columns[self.names["job_id"]]
+        plain, dots = _plain_job_ids(values)  # JOB[_TASK][.STEP]: the run before the dot, no component
+        part = {"line": lines, "job": values.copy(), "run": values.copy(),
+                "component": np.full(values.size, None, dtype=object)}
+        dotted = np.flatnonzero(plain & dots)
+        part["run"][dotted] = [v.partition(".")[0] for v in values[dotted].tolist()]
+        if not plain.all():
+            jobs, codes = _fast_csv.per_value(values[~plain], self.job)
+            jobs = np.array(jobs + [("", "", None)], dtype=object)[:-1]  # (n, 3), even where a run is ""
+            for k, name in enumerate(("job", "run", "component")):
+                part[name][~plain] = jobs[codes, k]
+        for name in ("start", "end"):
+            part[name], part[name + "_bad"] = _times(columns[self.names[name]])
+        self.keep(**part, **{name: self.codes(columns, name) for name in self.tables})
+
+    def counts(self, codes: dict, name: str, rows: np.ndarray) -> np.ndarray:
+        """`parse_count` of column `name` at `rows` (-1 for None, or for a column the log lacks)."""
+        if name not in codes:
+            return np.full(rows.size, -1, dtype=np.int64)
+        values = [_or_malformed(parse_count)(v) for v in self.tables[name].values]
+        if any(v is _MALFORMED for v in values):
+            values = [-2 if v is _MALFORMED else v for v in values]
+        counts = np.array([-1 if v is None else v for v in values] + [-1], dtype=np.int64)[codes[name][rows]]
+        if (counts == -2).any():
+            raise _Malformed
+        return counts
+
+    def joblog(self, summary: LogSummary) -> JobLog:
+        line, job = self.column("line", np.int64), self.column("job", object)
+        n = summary.rows_read = line.size
+        codes = {name: self.column(name, np.int32) for name in self.tables}
+        state, words = codes["state"], self.words()
+        if (job == "").any() or np.array([w is None for w in words], dtype=bool)[state].any():
+            raise _Malformed
+        ended = np.array([w[0] is not None for w in words], dtype=bool)[state]
+        canonical = np.array([w[0] or "" for w in words], dtype=object)[state]
+        start, end = self.column("start", float), self.column("end", float)
+        if (ended & (self.column("start_bad", bool) | self.column("end_bad", bool) | (end < start))).any():
+            raise _Malformed
+        rows = np.flatnonzero(ended)
+        n_gpus, n_nodes = np.full(n, -1, dtype=np.int64), np.full(n, -1, dtype=np.int64)
+        n_gpus[rows], n_nodes[rows] = self.counts(codes, "n_gpus", rows), self.counts(codes, "n_nodes", rows)
+        nodes = codes.get("nodes", np.full(n, -1, dtype=np.int32))
+        count = np.zeros(n, dtype=np.int64)
+        if "nodes" in codes:
+            count[rows] = self.expansions(nodes[rows], "nodes")
+            if (count < 0).any():
+                raise _Malformed
+        started, finished = ~np.isnan(start), ~np.isnan(end)
+        cancelled = canonical == "CANCELLED"
+        if (ended & (n_gpus < 0) & (n_nodes < 0) & (count == 0) & started).any() \
+                or (ended & started & ~finished & ~cancelled).any():
+            raise _Malformed
+        used = np.flatnonzero(ended & started & finished)
+        self.skipped(summary, words, state, ~ended, [(np.flatnonzero(ended & ~(started & finished)),
+                                                      "never started")])
+        listed = np.where(count > 0, nodes, -1)
+        events = np.flatnonzero(ended & (count > 0))  # expanded before the verdict, used or not
+        c = {"job_id": job[used], "run_id": self.column("run", object)[used], "n_gpus": n_gpus[used],
+             "n_nodes": np.where(n_nodes[used] >= 0, n_nodes[used], np.where(count[used] > 0, count[used], -1)),
+             "start": start[used], "end": end[used], "runtime_s": end[used] - start[used],
+             "state": canonical[used], "cause": self.stripped("cause")[codes.get("cause", np.full(n, -1))[used]],
+             "nodelist": self.stripped("nodes")[listed[used]], "line": line[used]}
+        node_lists = self.node_lists(events, nodes[events], listed[used])
+        return self.finish(c, self.column("component", object)[used], summary, node_lists)
+
+
+# A node list the column reader expands in bulk: parts PREFIX[RANGES] or NAME, no spaces.
+_NODE_PART = r"[^\[\],\s]*\[[0-9]{1,9}(?:-[0-9]{1,9})?(?:,[0-9]{1,9}(?:-[0-9]{1,9})?)*\]|[^\[\],\s]+"
+_PLAIN_NODE_LIST = re.compile(rf"(?:{_NODE_PART})(?:,(?:{_NODE_PART}))*")
+_BRACKETS = re.compile(r"\[[^\]]*\]")
+_KEY_BASE = 10**9  # a node in a range is format * _KEY_BASE + index (at most 9 digits)
+_LISTS_AT_A_TIME = 8192
+
+
+def _first_seen(numbers: np.ndarray, n: int, chunk: int = 1 << 16) -> np.ndarray:
+    """The distinct values of `numbers` (0 to n - 1) in the order they first appear; a chunk
+    at a time, until every value present has been seen (most appear early)."""
+    present = int(np.count_nonzero(np.bincount(numbers, minlength=n)))
+    seen = np.zeros(n, dtype=bool)
+    found = []
+    for start in range(0, numbers.size, chunk):
+        new = numbers[start:start + chunk]
+        new = new[~seen[new]]
+        if new.size:
+            distinct, first = np.unique(new, return_index=True)
+            found.append(distinct[np.argsort(first)])
+            seen[distinct] = True
+            if sum(f.size for f in found) == present:
+                break
+    return np.concatenate(found) if found else np.empty(0, dtype=numbers.dtype)
+
+
+def _sums(groups: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
+    """Sums of int64 `values` by group (0 to n - 1), exact."""
+    order = np.argsort(groups, kind="stable")
+    sums = np.zeros(n, dtype=np.int64)
+    present, starts = np.unique(groups[order], return_index=True)
+    if present.size:
+        sums[present] = np.add.reduceat(values[order], starts)
+    return sums
+
+
+class _NodeKeys:
+    """Node lists expanded to numbers, a node's number its place among the distinct nodes seen
+    (int32). A node of a range is first a key, format (prefix and zero padding) times `_KEY_BASE`
+    plus index, and a node written out minus one minus a name's number: names are made only
+    for distinct nodes (`name`)."""
+
+    def __init__(self):
+        self.formats: dict[tuple, int] = {}  # (prefix, width) -> number
+        self.format_list: list[tuple] = []
+        self.names: dict[str, int] = {}
+        self.name_list: list[str] = []
+        self.nodes: dict[int, int] = {}  # key -> number
+        self.node_keys: list[int] = []
+
+    def __len__(self) -> int:
+        return len(self.node_keys)
+
+    def name(self, number: int) -> str:
+        """The node name of a node number."""
+        key = self.node_keys[number]
+        if key < 0:
+            return self.name_list[-key - 1]
+        prefix, width = self.format_list[key // _KEY_BASE]
+        return f"{prefix}{key % _KEY_BASE:0{width}d}"
+
+    def numbered(self, keys: np.ndarray) -> np.ndarray:
+        """The node numbers of keys."""
+        import pandas as pd
+
+        codes, distinct = pd.factorize(keys)
+        lut = np.array([self._number(self.nodes, self.node_keys, key) for key in distinct.tolist()] + [0],
+                       dtype=np.int32)
+        return lut[codes]
+
+    def _number(self, table: dict, items: list, key) -> int:
+        number = table.get(key)
+        if number is None:
+            number = table[key] = len(items)
+            items.append(key)
+        return number
+
+    def expand(self, texts: list) -> list:
+        """Each text's node numbers, in the order `expand_nodelist` gives its names; None where
+        it is malformed."""
+        out: list = [None] * len(texts)
+        parts = []  # (text, prefix, ranges; None for a name written out)
+        for k, text in enumerate(texts):
+            value = text.strip()
+            if value.lower() in _MISSING or value.lower() == "none assigned":
+                out[k] = _NO_NODES
+                continue
+            if value.count("[") <= 16 and _PLAIN_NODE_LIST.fullmatch(value):
+                masked = _BRACKETS.sub(lambda m: m.group().replace(",", ";"), value)  # split outside brackets
+                for part in masked.split(","):
+                    prefix, bracket, ranges = part.partition("[")
+                    parts.append((k, prefix, ranges[:-1].replace(";", ",") if bracket else None))
+                continue
+            try:  # none assigned, or a list of another form: one name at a time
+                names = expand_nodelist(value)
+            except LogError:
+                continue
+            out[k] = self.numbered(np.array([-self._number(self.names, self.name_list, n) - 1 for n in names],
+                                            dtype=np.int64))
+        if parts:
+            self._ranges(parts, out)
+        return out
+
+    def _ranges(self, parts: list, out: list):
+        """The keys of the texts of `parts` (their PREFIX[RANGES] and NAME parts), into `out`."""
+        text_of = np.array([p[0] for p in parts], dtype=np.int64)
+        ranged = np.array([p[2] is not None for p in parts], dtype=bool)
+        # Every range of every part at once: runs of digits, a dash before each high end.
+        buf = np.frombuffer(";".join(p[2] for p in parts if p[2] is not None).encode("ascii"), dtype=np.uint8)
+        digit = ((buf >= 48) & (buf <= 57)).astype(np.int8)
+        edges = np.diff(np.concatenate(([0], digit, [0])))
+        starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+        lengths = ends - starts
+        values = np.zeros(starts.size, dtype=np.int64)
+        for k in range(9):  # digit k of every number that has one
+            longer = np.flatnonzero(lengths > k)
+            values[longer] = values[longer] * 10 + (buf[starts[longer] + k] - 48)
+        high_end = (starts > 0) & (buf[np.maximum(starts - 1, 0)] == ord("-"))
+        low = np.flatnonzero(~high_end)
+        high = np.where(np.append(high_end, False)[low + 1], low + 1, low)
+        first, count = values[low], values[high] - values[low] + 1
+        width = np.where(buf[starts[low]] == ord("0"), lengths[low], 0)
+        item_part = np.flatnonzero(ranged)[np.searchsorted(np.flatnonzero(buf == ord(";")), starts[low])]
+        # Malformed: a range backwards, or more nodes than a list may have (as `expand_nodelist`).
+        total = np.bincount(text_of[~ranged], minlength=len(out)) + _sums(text_of[item_part], count, len(out))
+        bad = total > MAX_NODES_PER_LIST
+        bad[text_of[item_part[count < 1]]] = True
+        count[bad[text_of[item_part]]] = 0
+        sizes = (~ranged & ~bad[text_of]) + _sums(item_part, count, len(parts))
+        # Formats, numbered once per distinct (prefix, width).
+        prefixes: dict[str, int] = {}
+        prefix_of = np.array([prefixes.setdefault(p[1], len(prefixes)) for p in parts], dtype=np.int64)
+        pairs, inverse = np.unique(prefix_of[item_part] * 10 + width, return_inverse=True)
+        prefix_list = list(prefixes)
+        formats = np.array([self._number(self.formats, self.format_list, (prefix_list[pair // 10], pair % 10))
+                            for pair in pairs.tolist()], dtype=np.int64)[inverse]
+        # Keys, part after part: the nodes of the ranges in order, in the places names leave them.
+        keys = np.repeat(formats * _KEY_BASE + first - (np.cumsum(count) - count), count)
+        keys += np.arange(keys.size)
+        names = np.flatnonzero(~ranged & ~bad[text_of])
+        if names.size:
+            offsets = np.cumsum(sizes) - sizes
+            named = np.zeros(int(sizes.sum()), dtype=bool)
+            named[offsets[names]] = True
+            all_keys = np.empty(named.size, dtype=np.int64)
+            all_keys[~named] = keys
+            all_keys[named] = [-self._number(self.names, self.name_list, parts[j][1]) - 1 for j in names.tolist()]
+            keys = all_keys
+        keys = self.numbered(keys)
+        bounds = np.concatenate(([0], np.cumsum(_sums(text_of, sizes, len(out)))))
+        for k in np.unique(text_of).tolist():
+            out[k] = None if bad[k] else keys[bounds[k]:bounds[k + 1]]

@@ -15,7 +15,7 @@ PACKAGE = Path(relmodel.__file__).parent
 # Bottom to top; a module is on the first floor with a pattern that matches it.
 FLOORS = {
     "ground": ["relmodel._version", "relmodel.units", "relmodel.errors", "relmodel._display", "relmodel._extras",
-               "relmodel._feedback", "relmodel._ticks", "relmodel._text"],
+               "relmodel._feedback", "relmodel._ticks", "relmodel._text", "relmodel._fast_csv"],
     "kernels": ["relmodel._kernels", "relmodel._kernels.*"],
     "models": ["relmodel.taxonomy", "relmodel.synthetic_log", "relmodel.failures", "relmodel.scenario",
                "relmodel.logs"],

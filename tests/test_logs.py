@@ -1,13 +1,19 @@
 """Job-log readers: sacct and CSV, folding, grouping, and every malformed row named by its line."""
 
+import contextlib
 from pathlib import Path
+from unittest import mock
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from relmodel import _fast_csv
+from relmodel import logs as logs_module
 from relmodel.logs import LogError, expand_nodelist, parse_duration_seconds, parse_elapsed, read_log
+from relmodel.synthetic_log import synthetic_log
+from relmodel.taxonomy import load as load_taxonomy
 
 SACCT = """\
 JobID|JobName|State|Start|End|Elapsed|NNodes|AllocTRES|NodeList|Comment
@@ -435,3 +441,392 @@ def test_a_bracketed_node_list_splits_as_the_character_reader_did():
     for bad in ("a[1-2", "a[[1]]", "a[1]],b", "a[1],,b"):
         with pytest.raises(LogError, match="bad node list"):
             expand_nodelist(bad)
+
+
+# Reading by columns (the first path of read_log) and line by line (`_read_lines`, which names a
+# malformed row) give the same JobLog, arrays and summary alike, on every log the first accepts;
+# it declines a log with a malformed row, and reads every other one written plainly.
+
+TAX = load_taxonomy("meta-2024")
+_T0 = 1_709_251_200  # 2024-03-01T00:00:00Z
+_END_STATES = ["COMPLETED", "FAILED", "NODE_FAIL", "CANCELLED", "CANCELLED by 4242", "TIMEOUT", "OUT_OF_MEMORY",
+               "PREEMPTED", "BOOT_FAIL", "DEADLINE", "completed", " FAILED ", "node_fail"]
+_OTHER_STATES = ["RUNNING", "PENDING", "SUSPENDED", "REQUEUE_HOLD", "RESIZING", "REVOKED", "SPECIAL_EXIT"]
+_NODE_LISTS = ["node[001-004]", "node[001-004,007]", "n1,n2", "r[1-2]n[1-2]", "gpu17", " gpu18 ", "None assigned",
+               "", "(null)", "a[8-10],b"]
+_CAUSES = ["", "health_check: xid 79", "nccl_timeout", " exit code 1 ", "job #5, requeued"]
+_MISSING_TIMES = ["Unknown", "None", "", "(null)", "n/a"]
+
+
+def _stamp(seconds: int, form: int) -> str:
+    from datetime import datetime, timezone
+
+    text = datetime.fromtimestamp(seconds, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+    return [text, text.replace("T", " "), text + "Z", str(seconds), f"{seconds}.5", text + "+00:00"][form]
+
+
+def _duration(seconds: int, form: int) -> str:
+    days, rest = divmod(seconds, 86400)
+    hms = f"{rest // 3600:02d}:{rest % 3600 // 60:02d}:{rest % 60:02d}"
+    if form == 1 and seconds < 3600:
+        return f"{seconds // 60:02d}:{seconds % 60:02d}"  # MM:SS
+    if form == 2 and seconds < 3600:
+        return f"{seconds // 60:02d}:{seconds % 60:02d}.250"  # MM:SS.mmm (runtime then differs: fine)
+    return f"{days}-{hms}" if days else hms
+
+
+@st.composite
+def _timing(draw, plain: bool):
+    """(start, end, elapsed, elapsed_raw) texts of one row: mostly coherent, with DST shifts,
+    suspensions, missing fields and every written form."""
+    start = _T0 + draw(st.integers(0, 40 * 86400))
+    runtime = draw(st.sampled_from([0, 1, 59, 61, 3599, 3600, 7200, 86399, 90061, 3 * 86400 + 5]))
+    shift = draw(st.sampled_from([0, 0, 0, -3600, -1800, 3600, -7200]))  # DST or clock trouble
+    suspended = draw(st.sampled_from([0, 0, 600]))
+    form = draw(st.integers(0, 2 if plain else 5))
+    texts = [_stamp(start, form), _stamp(start + runtime + suspended + shift, form),
+             _duration(runtime, draw(st.integers(0, 2))), str(runtime)]
+    for k in range(4):
+        if draw(st.integers(0, 9)) == 0:
+            texts[k] = draw(st.sampled_from(_MISSING_TIMES + (["INVALID"] if k == 2 else [])))
+    return texts
+
+
+_SACCT_OPTIONAL = ["Start", "End", "Elapsed", "ElapsedRaw", "NNodes", "AllocNodes", "AllocTRES", "AllocGRES",
+                   "ReqTRES", "NGPUs", "NodeList", "Comment", "AdminComment", "Reason", "JobName", "Partition"]
+
+
+@st.composite
+def _sacct_row(draw, header, jobs, plain):
+    job = draw(st.sampled_from(jobs))
+    kind = draw(st.integers(0, 9))
+    job_id = (job if kind < 5 else f"{job}_{draw(st.integers(0, 40))}" if kind == 5 else f"{job}_[1-3]" if kind == 6
+              else f"{job}+{draw(st.integers(0, 2))}")
+    if draw(st.integers(0, 2)) == 0:  # a step
+        job_id += draw(st.sampled_from([".batch", ".extern", ".0", ".1", ".0+1"]))
+    start, end, elapsed, raw = draw(_timing(plain))
+    values = {
+        "jobid": job_id, "jobidraw": job_id, "state": draw(st.sampled_from(_END_STATES * 3 + _OTHER_STATES)),
+        "start": start, "end": end, "elapsed": elapsed, "elapsedraw": raw,
+        "nnodes": draw(st.sampled_from(["1", "2", "16", "0", ""])), "allocnodes": draw(st.sampled_from(["4", "0", ""])),
+        "alloctres": draw(st.sampled_from(["cpu=96,gres/gpu=128,node=16", "gres/gpu:a100=4", "cpu=8,mem=4G,node=1",
+                                           "cpu=8,gres/gpu=2,gres/gpu:a100=2", "", "billing=8,gres/gpu:h100=8"])),
+        "allocgres": draw(st.sampled_from(["gpu:2", "gpu:a100:2(IDX:0,1)", "", "mps:100,gpu:1", "gpu", "gres/gpu=8"])),
+        "reqtres": draw(st.sampled_from(["cpu=8,gres/gpu=4,node=1", "", "cpu=1"])),
+        "ngpus": draw(st.sampled_from(["8", "", "0"])), "nodelist": draw(st.sampled_from(_NODE_LISTS)),
+        "comment": draw(st.sampled_from(_CAUSES)), "admincomment": draw(st.sampled_from(_CAUSES)),
+        "reason": draw(st.sampled_from(_CAUSES)), "jobname": "train", "partition": "gpu",
+    }
+    if not plain and draw(st.integers(0, 5)) == 0:  # a malformed field
+        name = draw(st.sampled_from(sorted(values)))
+        values[name] = draw(st.sampled_from(["x", "2024-13-01T00:00:00", "1-25:00:00", "node[3-1]", "EXPLODED",
+                                             "gres/gpu=x", "-1", "1.2.3"]))
+    return [values[h.lower()] for h in header]
+
+
+@st.composite
+def sacct_texts(draw, plain=True):
+    """A sacct log: any header the reader takes, jobs with steps, array tasks, het components and
+    requeues, every state, time and resource form; with `plain` False, malformed fields too."""
+    optional = draw(st.lists(st.sampled_from(_SACCT_OPTIONAL), unique=True))
+    header = draw(st.permutations([draw(st.sampled_from(["JobID", "JobIDRaw", "jobid"])), "State"] + optional))
+    if not plain and draw(st.booleans()):
+        header = header + ["Elapsed"] if "Elapsed" not in header else header
+    jobs = [str(j) for j in draw(st.lists(st.integers(100, 112), min_size=1, max_size=6, unique=True))]
+    rows = draw(st.lists(_sacct_row(header, jobs, plain), max_size=30))
+    sep = draw(st.sampled_from(["|", "|", "^|^"]))
+    lines = [sep.join(header)] + [sep.join(r) for r in rows]
+    return _decorate(draw, lines, sep)
+
+
+def _decorate(draw, lines, sep):
+    """Blank lines, comment lines before the header, CRLF, a trailing separator-free tail."""
+    for _ in range(draw(st.integers(0, 3))):
+        lines.insert(draw(st.integers(1, len(lines))), draw(st.sampled_from(["", "   ", "\t"])))
+    if draw(st.booleans()):
+        lines = [draw(st.sampled_from(["# sacct -P", "", "  # a note"]))] + lines
+    newline = draw(st.sampled_from(["\n", "\n", "\r\n"]))
+    return newline.join(lines) + draw(st.sampled_from([newline, "", newline + newline]))
+
+
+@st.composite
+def csv_texts(draw, plain=True):
+    """A CSV log: any header the reader takes (n_gpus and/or n_nodes, optional cause and nodes,
+    extra columns), quoted fields as csv.writer writes them, comment lines; with `plain` False,
+    malformed fields too."""
+    sizes = draw(st.sampled_from([["n_gpus"], ["n_nodes"], ["n_gpus", "n_nodes"]]))
+    optional = draw(st.lists(st.sampled_from(["cause", "nodes", "partition"]), unique=True))
+    header = draw(st.permutations(["job_id", "start", "end", "state"] + sizes + optional))
+    rows = []
+    for _ in range(draw(st.integers(0, 30))):
+        start, end, _, _ = draw(_timing(plain))
+        base = draw(st.integers(100, 110))
+        values = {"job_id": draw(st.sampled_from([str(base), f"{base}+{draw(st.integers(0, 2))}", f"{base}.1",
+                                                  f" {base}_3 ", f"{base}.0+1"])),
+                  "start": start, "end": end, "state": draw(st.sampled_from(_END_STATES * 3 + _OTHER_STATES)),
+                  "n_gpus": draw(st.sampled_from(["8", "256", "", "0"])),
+                  "n_nodes": draw(st.sampled_from(["1", "32", ""])),
+                  "cause": draw(st.sampled_from(_CAUSES)), "nodes": draw(st.sampled_from(_NODE_LISTS)),
+                  "partition": "gpu"}
+        if not plain and draw(st.integers(0, 5)) == 0:
+            name = draw(st.sampled_from(sorted(values)))
+            values[name] = draw(st.sampled_from(["x", "2024-02-30T00:00:00", "node[a-b]", "EXPLODED", "-1", '"a"b']))
+        rows.append([values[h] for h in header])
+    lines = [",".join(header)] + [_csv_line(r) for r in rows]
+    for _ in range(draw(st.integers(0, 2))):
+        lines.insert(draw(st.integers(1, len(lines))), draw(st.sampled_from(["# a comment, with commas,,", "  #x"])))
+    return _decorate(draw, lines, ",")
+
+
+def _csv_line(fields):
+    import csv
+    import io
+
+    out = io.StringIO()
+    csv.writer(out, lineterminator="").writerow(fields)
+    return out.getvalue()
+
+
+def _same_log(a, b):
+    """The two JobLogs are the same: every array (values and dtypes), the summary, the node lists."""
+    da, db = a.dataset, b.dataset
+    assert list(da.data_vars) == list(db.data_vars) and da.attrs == db.attrs
+    for name in da.data_vars:
+        x, y = da[name].values, db[name].values
+        assert x.dtype == y.dtype, name
+        assert np.array_equal(x, y, equal_nan=x.dtype.kind == "f") or (x.dtype.kind == "M" and np.array_equal(
+            np.isnat(x), np.isnat(y)) and (x[~np.isnat(x)] == y[~np.isnat(y)]).all()), name
+    assert a.summary.to_dict() == b.summary.to_dict()
+    assert list(a.summary.skipped) == list(b.summary.skipped) and list(a.summary.notes) == list(b.summary.notes)
+    assert list(a.node_lists.names) == list(b.node_lists.names)
+    assert np.array_equal(a.node_lists.ids, b.node_lists.ids) and a.node_lists.ids.dtype == b.node_lists.ids.dtype
+    assert np.array_equal(a.node_lists.offsets, b.node_lists.offsets)
+
+
+@contextlib.contextmanager
+def _blocks_of(size):
+    with mock.patch.object(_fast_csv, "BLOCK_BYTES", size):
+        yield
+
+
+def _both_paths(source, fmt="auto", block=1 << 24):
+    """(by columns or None, line by line: the JobLog or the LogError)."""
+    try:
+        by_lines = logs_module._read_lines(source, fmt, TAX, "raise")
+    except LogError as err:
+        by_lines = err
+    with _blocks_of(block):
+        by_columns = logs_module._read_columns(source, fmt, TAX, False)
+    return by_columns, by_lines
+
+
+def _check_alike(text, fmt, block, plain):
+    by_columns, by_lines = _both_paths(text, fmt, block)
+    if isinstance(by_lines, LogError):
+        assert by_columns is None  # a malformed row: the columns decline, the lines name it
+        return
+    if plain:
+        assert by_columns is not None, "a log written plainly was left to the line-by-line reader"
+    if by_columns is not None:
+        _same_log(by_columns, by_lines)
+
+
+@settings(max_examples=150)
+@given(sacct_texts(), st.sampled_from(["auto", "sacct"]), st.sampled_from([64, 1 << 24]))
+def test_sacct_logs_read_alike_by_columns_and_by_lines(text, fmt, block):
+    _check_alike(text, fmt, block, plain=True)
+
+
+@settings(max_examples=150)
+@given(csv_texts(), st.sampled_from(["auto", "csv"]), st.sampled_from([64, 1 << 24]))
+def test_csv_logs_read_alike_by_columns_and_by_lines(text, fmt, block):
+    _check_alike(text, fmt, block, plain=True)
+
+
+@settings(max_examples=100)
+@given(st.one_of(sacct_texts(plain=False), csv_texts(plain=False)), st.sampled_from(["auto", "csv", "sacct"]),
+       st.sampled_from([64, 1 << 24]))
+def test_logs_with_malformed_fields_are_declined_or_read_alike(text, fmt, block):
+    _check_alike(text, fmt, block, plain=False)
+
+
+@settings(max_examples=100)
+@given(csvish_logs(), st.sampled_from(["auto", "csv", "sacct"]))
+def test_fuzzed_logs_are_declined_or_read_alike(text, fmt):
+    _check_alike(text, fmt, 1 << 24, plain=False)
+
+
+@settings(max_examples=20)
+@given(st.integers(1, 60), st.integers(0, 2**16), st.sampled_from(["csv", "sacct"]), st.sampled_from([256, 1 << 24]))
+def test_synthetic_logs_read_alike_and_plainly(n_jobs, seed, fmt, block):
+    text = synthetic_log(n_jobs, failure_rate=0.05, seed=seed, n_nodes=64, array_prob=0.3).text(fmt)
+    _check_alike(text, fmt, block, plain=True)
+
+
+def test_het_components_steps_and_requeues_merge_alike():
+    text = ("JobID|State|Start|End|Elapsed|NNodes|AllocTRES|NodeList\n"
+            "300+0|NODE_FAIL|2024-01-01T00:00:00|2024-01-01T02:00:00|02:00:00|2|gres/gpu=16|None assigned\n"
+            "300+1|FAILED|2024-01-01T00:00:00|2024-01-01T03:00:00|03:00:00|1|gres/gpu=8|n9\n"
+            "300+0.0|FAILED|2024-01-01T00:00:00|2024-01-01T02:00:00|02:00:00|2||n[1-2]\n"
+            "300+0|COMPLETED|2024-01-01T03:00:00|2024-01-01T04:00:00|01:00:00|2|gres/gpu=16|n[3-4]\n"
+            "300+1|COMPLETED|2024-01-01T03:00:00|2024-01-01T04:00:00|01:00:00|1||n5\n"
+            "300+0|COMPLETED|2024-01-01T05:00:00|2024-01-01T06:00:00|01:00:00|2|gres/gpu=16|n[3-4]\n"
+            "301.batch|COMPLETED|2024-01-01T05:00:00|2024-01-01T06:00:00|01:00:00|2||n7\n")
+    by_columns, by_lines = _both_paths(text)
+    _same_log(by_columns, by_lines)
+    assert by_columns.dataset.job_id.values.tolist() == ["300", "300", "300"]
+    assert by_columns.node_lists[0] == ("n1", "n2", "n9")  # its list from the step, then the component's
+
+
+def test_a_file_with_bom_crlf_and_latin1_bytes_reads_alike_and_names_the_lines(tmp_path):
+    path = tmp_path / "log.txt"
+    text = SACCT.replace("health_check: xid 79", "health_check: xid 79 caf\xe9").replace("\n", "\r\n")
+    extra = b"107|x|COMPLETED|2024-03-01T00:00:00|2024-03-01T00:30:00|00:30:00|1|gres/gpu=8|n1|\xff\r\n"
+    path.write_bytes(b"\xef\xbb\xbf" + text.encode("latin-1") + extra)
+    by_columns, by_lines = _both_paths(path)
+    _same_log(by_columns, by_lines)
+    assert by_columns.summary.notes == {"bytes that are not UTF-8, read as U+FFFD (line 7 and 1 more)": 2}
+    assert "line 7 and 1 more" in str(by_columns.summary) and by_columns.dataset.cause.values[3].endswith("\ufffd")
+
+
+@pytest.mark.parametrize("row, reason", BAD_CSV_ROWS)
+def test_a_malformed_csv_row_is_left_to_the_line_reader_which_names_it(row, reason):
+    text = CSV_HEADER + GOOD * 50 + row + GOOD
+    assert logs_module._read_columns(text, "auto", TAX, False) is None
+    with pytest.raises(LogError, match=f"^line 52: {reason}"):
+        read_log(text)
+
+
+@pytest.mark.parametrize("row, reason", BAD_SACCT_ROWS)
+def test_a_malformed_sacct_row_is_left_to_the_line_reader_which_names_it(row, reason):
+    text = SACCT_HEADER + SACCT_GOOD * 50 + row + SACCT_GOOD
+    with _blocks_of(256):  # over several blocks
+        assert logs_module._read_columns(text, "auto", TAX, False) is None
+        with pytest.raises(LogError, match=f"^line 52: {reason}"):
+            read_log(text)
+        log = read_log(text, errors="skip")
+    assert len(log) == 51 and log.summary.errors[0].line == 52
+
+
+@pytest.mark.parametrize("line", ['1,8,2024-01-01T00:00:00,2024-01-01T01:00:00,COMPLETED,"a ""quoted"" cause"',
+                                  '1,8,2024-01-01T00:00:00,2024-01-01T01:00:00,COMPLETED, "spaced"',
+                                  "1,8,2024-01-01T00:00:00,2024-01-01T01:00:00,COMPLETED,a\rb",
+                                  "1,8,2024-01-01T00:00:00,2024-01-01T01:00:00,COMPLETED,nul\0"])
+def test_quoting_and_bytes_the_columns_cannot_vouch_for_go_line_by_line(line):
+    text = CSV_HEADER + GOOD + line + "\n"
+    assert logs_module._read_columns(text, "auto", TAX, False) is None
+    _same_log(read_log(text, errors="skip"), logs_module._read_lines(text, "auto", TAX, "skip"))
+
+
+def test_a_large_log_shows_a_progress_bar_when_asked(tmp_path, capsys):
+    path = tmp_path / "log.csv"
+    path.write_text(CSV_HEADER + GOOD * 200)
+    with _blocks_of(1024):
+        quiet = read_log(path, progress=False)
+        assert capsys.readouterr().err == ""
+        shown = read_log(path, progress=True)
+    assert "reading log" in capsys.readouterr().err and len(shown) == len(quiet) == 200
+
+
+def test_read_log_reads_by_columns_when_it_can():
+    with mock.patch.object(logs_module, "_read_lines", side_effect=AssertionError("read line by line")):
+        assert len(read_log(SACCT)) == 6
+        assert len(read_log(DATA / "slurm17_p_allocgres.txt")) == 5
+
+
+def test_iso_times_read_in_bulk_as_one_at_a_time():
+    values = ["2024-02-29T23:59:59", "2023-02-29T00:00:00", "2024-01-01 00:00:00", "2024-01-01T00:00:00Z",
+              "0001-01-01T00:00:00", "9999-12-31T23:59:59", "0000-01-01T00:00:00", "2024-01-01T24:00:00",
+              "2024-1-01T00:00:00", "2024-01-01T00:00:60", " 2024-01-01T00:00:00", "2024-01-01x00:00:00",
+              "2024-01-01T00:00:00z", "１２３４-01-01T00:00:00", "1900-03-01T12:34:56", ""]
+    seconds, plain = _fast_csv.iso_seconds(np.array(values, dtype=object))
+    for value, s, ok in zip(values, seconds, plain):
+        if ok:
+            assert s == logs_module.parse_time(value, 1, "x"), value
+    assert plain.tolist() == [True, False, True, True, True, True, False, False, False, False, False, False, False,
+                              False, True, False]
+
+
+@given(st.lists(st.text(alphabet="0123456789 +-._e", max_size=18)))
+def test_whole_numbers_read_in_bulk_as_int_does(texts):
+    numbers, ok = _fast_csv.whole_numbers(np.array(texts, dtype=object))
+    for text, number, read in zip(texts, numbers, ok):
+        assert read == (text.isdigit() and len(text) <= 15)
+        if read:
+            assert number == int(text)
+
+
+_RANGE_ITEM = st.builds(lambda a, n, pad, dash: (f"{a:0{pad}d}" + (f"-{a + n:0{pad}d}" if dash else "")),
+                        st.integers(0, 120), st.integers(-2, 40), st.integers(0, 4), st.booleans())
+_NODE_LIST_PART = st.one_of(
+    st.builds(lambda prefix, items: f"{prefix}[{','.join(items)}]", st.sampled_from(["node", "gpu-a", "", "n0", "r1n"]),
+              st.lists(_RANGE_ITEM, min_size=1, max_size=5)),
+    st.sampled_from(["n1", "n01", "node001", "b", "x y", "a]", "[", "node[1-2]x", "r[1-2]n[3-4]", "n[ 1]", "n[1-]"]))
+
+
+@given(st.lists(st.lists(_NODE_LIST_PART, min_size=1, max_size=4).map(",".join)
+                | st.sampled_from(["None assigned", "", " n[1-3] ", "(null)", "n[1-99999999]",
+                                   "n[1-600000],m[1-600000]"]),
+                max_size=8))
+def test_node_lists_expand_in_bulk_as_one_at_a_time(texts):
+    keys = logs_module._NodeKeys()
+    for text, got in zip(texts, keys.expand(texts)):
+        try:
+            expected = expand_nodelist(text)
+        except LogError:
+            expected = None
+        assert (None if got is None else tuple(keys.name(int(k)) for k in got)) == expected, text
+
+
+@pytest.mark.parametrize("text", ["00:21:29", "1-02:03:04", "12-14:16:39", "100-00:00:00", "1000-00:00:00", "99:59:59",
+                                  "00:60:00", "1-24:00:00", "03:04", "00:07.250", "INVALID", "", " 00:00:01",
+                                  "1-2:03:04", "168:00:00", "00:00:00", "1-02", "١-02:03:04", "-1-02:03:04"])
+def test_durations_read_in_bulk_as_one_at_a_time(text):
+    seconds, bad = logs_module._durations(np.array([text], dtype=object))
+    try:
+        expected = parse_duration_seconds(text, 1)
+    except LogError:
+        assert bad[0]
+        return
+    assert not bad[0] and (seconds[0] == expected or (expected is None and np.isnan(seconds[0])))
+
+
+def test_plain_durations_and_job_ids_are_read_in_bulk():
+    with mock.patch.object(logs_module, "_floats", side_effect=AssertionError("read one at a time")):
+        seconds, _ = logs_module._durations(np.array(["00:21:29", "1-02:03:04", "12-14:16:39"], dtype=object))
+        assert seconds.tolist() == [1289, 93784, 1088199]
+    plain, steps = logs_module._plain_job_ids(np.array(["1234", "1234.batch", "12_3.0", "12+1", "1.2.3"], dtype=object))
+    assert plain.tolist() == [True, True, True, False, False] and steps.tolist()[:3] == [False, True, True]
+
+
+def test_a_file_whose_lines_end_in_a_carriage_return_reads_as_a_text_file_does(tmp_path):
+    """A file reads as Python's text files do (a CR alone ends a line); text given as a string
+    ends its lines only at line feeds."""
+    path = tmp_path / "log.txt"
+    path.write_bytes(b"JobID|State|Start|End|Elapsed\r1|COMPLETED|2024-01-01T00:00:00|2024-01-01T01:00:00|01:00:00\r\r"
+                     b"2|FAILED|2024-01-01T00:00:00|2024-01-01T02:00:00|02:00:00\r\n")
+    with _blocks_of(40):
+        by_columns, by_lines = _both_paths(path)
+    _same_log(by_columns, by_lines)
+    assert by_columns.dataset.line.values.tolist() == [2, 4]
+
+
+def test_a_row_with_a_hash_after_a_leading_space_is_a_row_not_a_comment():
+    text = ('job_id,start,end,state,n_gpus,cause\n 100 ,2024-01-01T00:00:00,2024-01-01T01:00:00,COMPLETED,8,"job #5, '
+            're"\n#100,x\n  # 101,y\n')
+    by_columns, by_lines = _both_paths(text)
+    _same_log(by_columns, by_lines)
+    assert by_columns.summary.rows_read == 1 and by_columns.dataset.cause.values.tolist() == ["job #5, re"]
+
+
+
+@pytest.mark.parametrize("shift, fine", [(0, True), (-1800, True), (-3600, True), (-3601, False), (-7200, False)])
+def test_end_minus_start_may_fall_short_of_elapsed_by_the_dst_slack_alike(shift, fine):
+    """Up to an hour short (a DST change) is noted; more is malformed, on both paths."""
+    end = 1_704_067_200 + 3 * 3600 + shift
+    text = SACCT_HEADER + SACCT_GOOD * 3 + ("2|FAILED|2024-01-01T00:00:00|" + _stamp(end, 0)
+                                          + "|03:00:00|2|gres/gpu=16\n") + SACCT_GOOD
+    by_columns, by_lines = _both_paths(text)
+    assert (by_columns is not None) == fine and isinstance(by_lines, LogError) != fine
+    if fine:
+        _same_log(by_columns, by_lines)
