@@ -74,8 +74,14 @@ def successors(pred_ptr, pred_idx):
 @njit(**JIT_OPTIONS)
 def topological_order(pred_ptr, pred_idx):
     """(order, n_placed): Kahn's order; n_placed < n when the graph has a cycle."""
-    n = pred_ptr.size - 1
     succ_ptr, succ_idx, _ = successors(pred_ptr, pred_idx)
+    return _kahn_order(pred_ptr, succ_ptr, succ_idx)
+
+
+@njit(**JIT_OPTIONS)
+def _kahn_order(pred_ptr, succ_ptr, succ_idx):
+    """`topological_order` from the successor lists its caller already has."""
+    n = pred_ptr.size - 1
     waiting = np.empty(n, dtype=np.int64)
     order = np.empty(n, dtype=np.int64)
     tail = 0
@@ -118,8 +124,8 @@ def tail_lengths(duration, pred_ptr, pred_idx, pred_delay):
     """Longest path from each task through the end of the graph (its own duration
     included), by reverse topological order: a task's tail is its duration plus
     the largest of its successors' tails, each with the edge's delay."""
-    order, _ = topological_order(pred_ptr, pred_idx)
     succ_ptr, succ_idx, succ_edge = successors(pred_ptr, pred_idx)
+    order, _ = _kahn_order(pred_ptr, succ_ptr, succ_idx)  # the successor lists made once, for both
     tail = duration.copy()
     for r in range(order.size - 1, -1, -1):
         i = order[r]
