@@ -599,6 +599,19 @@ def unsettled_jobs(first, n, bound, k0, k1, todo, words, flags, indices):
 
 
 _SETTLE_MAX_HAZARD = SETTLE_MAX_HAZARD_MILLI / 1000.0
+@njit(inline="always", **JIT_OPTIONS)
+def row_tables(s, rate_cdf, rate_value, rate_hazard, rate_offset, cat_cdf, cat_restart, cat_queue, cat_offset,
+               lv_mult, lv_table, lv_offset, cyc_value, cyc_value_offset, cyc_index, cyc_index_offset):
+    """Scenario row s's slices of the packed tables (`engine.Packed`): rates (cdf, value, hazard),
+    categories (cdf, restart, queue), levels (multiples, table) and cycles (values, indices)."""
+    return (rate_cdf[rate_offset[s]:rate_offset[s + 1]], rate_value[rate_offset[s]:rate_offset[s + 1]],
+            rate_hazard[rate_offset[s]:rate_offset[s + 1]], cat_cdf[cat_offset[s]:cat_offset[s + 1]],
+            cat_restart[cat_offset[s]:cat_offset[s + 1]], cat_queue[cat_offset[s]:cat_offset[s + 1]],
+            lv_mult[lv_offset[s]:lv_offset[s + 1]], lv_table[lv_offset[s]:lv_offset[s + 1]],
+            cyc_value[cyc_value_offset[s]:cyc_value_offset[s + 1]],
+            cyc_index[cyc_index_offset[s]:cyc_index_offset[s + 1]])
+
+
 # The jobs that a group's blocks leave unsettled share the lanes up to this
 # many at a time (room for a whole block more before each block).
 TODO_CAPACITY = 2 * BLOCK_SIZE
@@ -647,16 +660,9 @@ def run_blocks(
             while run_end < group_end and item_scenario[run_end] == s:
                 run_end += 1
             p = params[s]
-            cdf = rate_cdf[rate_offset[s]:rate_offset[s + 1]]
-            value = rate_value[rate_offset[s]:rate_offset[s + 1]]
-            hazard = rate_hazard[rate_offset[s]:rate_offset[s + 1]]
-            c_cdf = cat_cdf[cat_offset[s]:cat_offset[s + 1]]
-            c_restart = cat_restart[cat_offset[s]:cat_offset[s + 1]]
-            c_queue = cat_queue[cat_offset[s]:cat_offset[s + 1]]
-            mult = lv_mult[lv_offset[s]:lv_offset[s + 1]]
-            levels = lv_table[lv_offset[s]:lv_offset[s + 1]]
-            c_value = cyc_value[cyc_value_offset[s]:cyc_value_offset[s + 1]]
-            c_index = cyc_index[cyc_index_offset[s]:cyc_index_offset[s + 1]]
+            cdf, value, hazard, c_cdf, c_restart, c_queue, mult, levels, c_value, c_index = row_tables(
+                s, rate_cdf, rate_value, rate_hazard, rate_offset, cat_cdf, cat_restart, cat_queue, cat_offset, lv_mult,
+                lv_table, lv_offset, cyc_value, cyc_value_offset, cyc_index, cyc_index_offset)
             with_levels = mult.size > 0
             state = np.empty((5, mult.size))
             k1 = scenario_key[s]
@@ -790,16 +796,9 @@ def run_jobs(
     for flat in prange(out.shape[0] * n_chunks):
         s = flat // n_chunks
         start = (flat - s * n_chunks) * BLOCK_SIZE
-        cdf = rate_cdf[rate_offset[s]:rate_offset[s + 1]]
-        value = rate_value[rate_offset[s]:rate_offset[s + 1]]
-        hazard = rate_hazard[rate_offset[s]:rate_offset[s + 1]]
-        c_cdf = cat_cdf[cat_offset[s]:cat_offset[s + 1]]
-        c_restart = cat_restart[cat_offset[s]:cat_offset[s + 1]]
-        c_queue = cat_queue[cat_offset[s]:cat_offset[s + 1]]
-        mult = lv_mult[lv_offset[s]:lv_offset[s + 1]]
-        levels = lv_table[lv_offset[s]:lv_offset[s + 1]]
-        c_value = cyc_value[cyc_value_offset[s]:cyc_value_offset[s + 1]]
-        c_index = cyc_index[cyc_index_offset[s]:cyc_index_offset[s + 1]]
+        cdf, value, hazard, c_cdf, c_restart, c_queue, mult, levels, c_value, c_index = row_tables(
+            s, rate_cdf, rate_value, rate_hazard, rate_offset, cat_cdf, cat_restart, cat_queue, cat_offset, lv_mult,
+            lv_table, lv_offset, cyc_value, cyc_value_offset, cyc_index, cyc_index_offset)
         state = np.empty((5, mult.size))
         words = np.empty(BATCH, np.uint64)
         for i in range(start, min(start + BLOCK_SIZE, n_jobs)):
