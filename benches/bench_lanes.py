@@ -65,18 +65,18 @@ def events_only(n, state, calls, jobs, words):
     for _ in range(n):
         for _half in range(2):
             for lane in range(N):
-                phase, done, lost = state[lane], state[N + lane], state[2 * N + lane]
-                restart, queue, failures = state[3 * N + lane], state[4 * N + lane], state[5 * N + lane]
-                running = state[6 * N + lane] == lanes._RUNNING
-                p, d, lo, r, q, f, status = lanes.event(0.3 + lane * 0.01, phase, done, lost, restart, queue,
-                                                        failures, 1.8, 1.0833, 1e12, 0.0, 0.1666, 0.0, 1e18)
-                state[lane] = p if running else phase
-                state[N + lane] = d if running else done
-                state[2 * N + lane] = lo if running else lost
-                state[3 * N + lane] = r if running else restart
-                state[4 * N + lane] = q if running else queue
-                state[5 * N + lane] = f if running else failures
-                state[6 * N + lane] = status if running else state[6 * N + lane]
+                done, lost, restart = state[lane], state[N + lane], state[2 * N + lane]
+                queue, failures = state[3 * N + lane], state[4 * N + lane]
+                running = state[5 * N + lane] == lanes._RUNNING
+                d, lo, r, q, f, status = lanes.event(0.3 + lane * 0.01, done, lost, restart, queue, failures,
+                                                     1.8, 1.0833, 1e12, 0.0, 0.1666, 0.0, 1e18)
+                keep = running
+                state[lane] = d if keep else done
+                state[N + lane] = lo if keep else lost
+                state[2 * N + lane] = r if keep else restart
+                state[3 * N + lane] = q if keep else queue
+                state[4 * N + lane] = f if keep else failures
+                state[5 * N + lane] = status if keep else state[5 * N + lane]
 
 
 def main(argv=None):

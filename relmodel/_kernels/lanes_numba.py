@@ -31,24 +31,23 @@ LANES = 32  # a module constant, so LLVM knows the trip count of the lane loops 
 
 # Lane state: one float64 array, field f of lane l at f * LANES + l (one base
 # pointer, so LLVM vectorises without runtime alias checks between fields).
-_PHASE = 0  # 0.0 before the job's first draw, 1.0 after (each draw then is a restart attempt)
-_DONE = 1  # checkpointed intervals
-_LOST = 2
-_RESTART = 3
-_QUEUE = 4
-_FAILURES = 5
-_STATUS = 6
-_BASE = 7  # the ziggurat's tails passed by the draw under way (R each)
-_PEND_X = 8  # a candidate that awaits its wedge test on the lane's next word
-_PEND_LAYER = 9  # its layer (read only when a test is left open)
+_DONE = 0  # checkpointed intervals
+_LOST = 1
+_RESTART = 2
+_QUEUE = 3
+_FAILURES = 4  # also the phase: a draw after the first failure is a restart attempt
+_STATUS = 5
+_BASE = 6  # the ziggurat's tails passed by the draw under way (R each)
+_PEND_X = 7  # a candidate that awaits its wedge test on the lane's next word
+_PEND_LAYER = 8  # its layer (read only when a test is left open)
 # Its wedge test, y = lower + u * height against f(x), decided by the lines
 # around f where they can, in terms of the next word's 53-bit integer m (u =
 # (m + 1) / 2**53): m below _ACCEPT_BELOW accepts, m from _REJECT_FROM on
 # rejects, between the two the test is open. _REJECT_FROM is at least 1 while
 # a test is pending, 0 (a fresh job's zero) when none is.
-_ACCEPT_BELOW = 10
-_REJECT_FROM = 11
-_N_FIELDS = 12
+_ACCEPT_BELOW = 9
+_REJECT_FROM = 10
+_N_FIELDS = 11
 
 _ZIG_R = ziggurat.R
 _ZIG_DENSITY = ziggurat.DENSITY
@@ -68,20 +67,31 @@ _STALLED = 5.0  # a wedge test the lines left open at the step's first word; _ST
 
 @njit(inline="always", **JIT_OPTIONS)
 def job_fields(state, lane):
-    """(phase, done, lost, restart, queue, failures) of the lane's job."""
-    return (state[_PHASE * LANES + lane], state[_DONE * LANES + lane], state[_LOST * LANES + lane],
-            state[_RESTART * LANES + lane], state[_QUEUE * LANES + lane], state[_FAILURES * LANES + lane])
+    """(done, lost, restart, queue, failures) of the lane's job."""
+    return (state[_DONE * LANES + lane], state[_LOST * LANES + lane], state[_RESTART * LANES + lane],
+            state[_QUEUE * LANES + lane], state[_FAILURES * LANES + lane])
 
 
 @njit(inline="always", **JIT_OPTIONS)
-def event(x, phase, done, lost, restart_time, queue_time, failures, mean_ttf, segment, n_full, remainder,
-          restart, queue, max_failures):
+def set_job_fields(state, lane, done, lost, restart_time, queue_time, failures, status):
+    """Store the lane's job fields and status (`job_fields` reads them)."""
+    state[_DONE * LANES + lane] = done
+    state[_LOST * LANES + lane] = lost
+    state[_RESTART * LANES + lane] = restart_time
+    state[_QUEUE * LANES + lane] = queue_time
+    state[_FAILURES * LANES + lane] = failures
+    state[_STATUS * LANES + lane] = status
+
+
+@njit(inline="always", **JIT_OPTIONS)
+def event(x, done, lost, restart_time, queue_time, failures, mean_ttf, segment, n_full, remainder, restart, queue,
+          max_failures):
     """A running job's next draw x (a standard exponential), branch free: the
     first draw places its first failure; every later one is a restart attempt
     that fails (a failure) or succeeds and places the next failure.
-    Returns (phase, done, lost, restart, queue, failures, status)."""
+    Returns (done, lost, restart, queue, failures, status)."""
     t = mean_ttf * x
-    in_restart = phase != 0.0
+    in_restart = failures != 0.0
     failed_restart = in_restart and t < restart
     restart_time = restart_time + (t if failed_restart else restart) if in_restart else restart_time
     t = t - restart if in_restart else t
@@ -98,7 +108,7 @@ def event(x, phase, done, lost, restart_time, queue_time, failures, mean_ttf, se
     capped = failure and failures >= max_failures
     queue_time = queue_time + queue if failure and not capped else queue_time
     status = _FINISHED if finished else (_CAPPED if capped else _RUNNING)
-    return 1.0, done, lost, restart_time, queue_time, failures, status
+    return done, lost, restart_time, queue_time, failures, status
 
 
 @njit(inline="always", **JIT_OPTIONS)
@@ -132,7 +142,7 @@ def step(state, calls, jobs, words, k0, k1, mean_ttf, segment, n_full, remainder
     for half in range(2):
         n_rejected = 0
         for lane in range(LANES):
-            phase, done, lost, restart_time, queue_time, failures = job_fields(state, lane)
+            done, lost, restart_time, queue_time, failures = job_fields(state, lane)
             status = state[_STATUS * LANES + lane]
             running = status == _RUNNING
             w = words[half * LANES + lane]
@@ -148,10 +158,9 @@ def step(state, calls, jobs, words, k0, k1, mean_ttf, segment, n_full, remainder
             base = state[_BASE * LANES + lane]
             x = base + (state[_PEND_X * LANES + lane] if in_wedge else candidate)
             go = running and drawn
-            phase_, done_, lost_, restart_, queue_, failures_, status_ = event(
-                x, phase, done, lost, restart_time, queue_time, failures, mean_ttf, segment, n_full, remainder,
-                restart, queue, max_failures)
-            state[_PHASE * LANES + lane] = phase_ if go else phase
+            done_, lost_, restart_, queue_, failures_, status_ = event(
+                x, done, lost, restart_time, queue_time, failures, mean_ttf, segment, n_full, remainder, restart, queue,
+                max_failures)
             state[_DONE * LANES + lane] = done_ if go else done
             state[_LOST * LANES + lane] = lost_ if go else lost
             state[_RESTART * LANES + lane] = restart_ if go else restart_time
@@ -188,21 +197,15 @@ def unstall(state, calls, jobs, words, lane, pair, k0, k1, mean_ttf, segment, n_
                                state[_BASE * LANES + lane])
     state[_REJECT_FROM * LANES + lane] = 0.0
     state[_BASE * LANES + lane] = 0.0
-    phase, done, lost, restart_time, queue_time, failures = job_fields(state, lane)
+    done, lost, restart_time, queue_time, failures = job_fields(state, lane)
     while True:
-        phase, done, lost, restart_time, queue_time, failures, status = event(
-            x, phase, done, lost, restart_time, queue_time, failures, mean_ttf, segment, n_full, remainder,
-            restart, queue, max_failures)
+        done, lost, restart_time, queue_time, failures, status = event(
+            x, done, lost, restart_time, queue_time, failures, mean_ttf, segment, n_full, remainder, restart, queue,
+            max_failures)
         if status != _RUNNING or pos % 2 == 0:
             break
         x, pos = next_exponential(pair, pos, job_lo, job_hi, k0, k1)
-    state[_PHASE * LANES + lane] = phase
-    state[_DONE * LANES + lane] = done
-    state[_LOST * LANES + lane] = lost
-    state[_RESTART * LANES + lane] = restart_time
-    state[_QUEUE * LANES + lane] = queue_time
-    state[_FAILURES * LANES + lane] = failures
-    state[_STATUS * LANES + lane] = status
+    set_job_fields(state, lane, done, lost, restart_time, queue_time, failures, status)
     calls[lane] = np.uint64(pos >> 1)
 
 
@@ -217,7 +220,8 @@ def run_block(work, interval, ckpt, restart, queue, n_full, remainder, rate, k0,
     counters = np.zeros(4 * LANES + 2, np.uint64)  # one allocation: each costs as much as ~20 settled jobs
     calls, jobs = counters[:LANES], counters[LANES:2 * LANES]
     words, pair = counters[2 * LANES:4 * LANES], counters[4 * LANES:]
-    lane_job = np.zeros(LANES, np.int64)  # the lane's index in todo
+    indices = np.zeros(2 * LANES, np.int64)
+    lane_job, over = indices[:LANES], indices[LANES:]  # the lane's index in todo; the lanes whose job is over
     n_block = todo.size
     next_job = 0
     running = 0
@@ -229,10 +233,15 @@ def run_block(work, interval, ckpt, restart, queue, n_full, remainder, rate, k0,
         running += 1
     while running > 0:
         step(state, calls, jobs, words, k0, k1, mean_ttf, segment, n_full, remainder, restart, queue, max_f)
+        # The lanes whose job ended or stalled, listed with no branch a lane (which lanes end is random).
+        n_over = 0
         for lane in range(LANES):
+            over[n_over] = lane
             status = state[_STATUS * LANES + lane]
-            if status == _RUNNING or status == _IDLE:
-                continue
+            n_over += status != _RUNNING and status != _IDLE
+        for c in range(n_over):
+            lane = over[c]
+            status = state[_STATUS * LANES + lane]
             if status >= _STALLED:
                 unstall(state, calls, jobs, words, lane, pair, k0, k1, mean_ttf, segment, n_full, remainder, restart,
                         queue, max_f)
