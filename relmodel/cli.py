@@ -138,8 +138,11 @@ def simulate(n_jobs, seed, backend, threads, max_failures, out, overwrite, progr
               help="Print a JSON object (keys mttf_h, optimal_interval_h, ettr, ..., and units).")
 @click.option("--from-log", "from_log", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Take the failure rate from this job log (as `relmodel fit` does, jobs >= 128 GPUs).")
+@click.option("--strategy", type=click.Choice(["blocking", "asynchronous", "multilevel"]), default=None,
+              help="With --checkpoint-persist or --fast-checkpoint: plan this strategy instead of the recommended "
+                   "one (the table of strategies still shows them all).")
 @quiet_option()
-def plan(target_ettr, n_jobs, seed, backend, plot, as_json, from_log, quiet, **fields):
+def plan(target_ettr, n_jobs, seed, backend, plot, as_json, from_log, strategy, quiet, **fields):
     """Capacity plan: checkpoint interval, ETTR, MTTF, time lost, sensitivities, targets."""
     from .closed_form import MIN_INTERVAL
     from .checkpoint_plan import strategy_scenarios
@@ -168,7 +171,7 @@ def plan(target_ettr, n_jobs, seed, backend, plot, as_json, from_log, quiet, **f
     refuse_if_no_job_can_finish(blocking.sweep(checkpoint_interval=sorted(extremes)), DEFAULT_MAX_FAILURES,
                                 where=" at any checkpoint interval")
     try:
-        n_jobs, seed = check_plan(sc, target_ettr, n_jobs, seed)  # every refusal before the first line
+        n_jobs, seed = check_plan(sc, target_ettr, n_jobs, seed, strategy=strategy)  # every refusal first
     except ValueError as err:
         raise usage_error(err) from None
     if sc.failure_rate >= 1.0 and fitted is None:  # 100 times the measured rates: a unit mistake, most likely
@@ -184,7 +187,8 @@ def plan(target_ettr, n_jobs, seed, backend, plot, as_json, from_log, quiet, **f
         click.echo(plan_header(sc))
         sys.stdout.flush()
     try:
-        result = plan_checked(sc, has_current, target_ettr, n_jobs, seed, backend, None, feedback.enabled())
+        result = plan_checked(sc, has_current, target_ettr, n_jobs, seed, backend, None, feedback.enabled(),
+                              strategy)
     except ValueError as err:
         raise usage_error(err) from None
     if as_json:

@@ -13,9 +13,10 @@ import warnings
 
 import numpy as np
 
-from .checkpoint_plan import plan_checkpoints, strategy_scenarios
-from .closed_form import (ClosedFormWarning, LINEAR_TOLERANCE, ettr, feasible_interval, linear_valid,
-                          optimal_interval, renewal_applies)
+from .checkpoint_plan import STRATEGIES, best_intervals, plan_checkpoints, strategy_scenarios
+from .checkpoint_plan import _ettr as strategy_ettr
+from .closed_form import (ClosedFormWarning, LINEAR_TOLERANCE, ettr, feasible_interval, levels_point_ettr,
+                          linear_valid, optimal_interval, renewal_applies)
 from .engine import check_run_args, expected_failures
 from .errors import MAX_COUNT, ParameterError
 from .failures import job_rate_table
@@ -25,6 +26,9 @@ from .units import format_hours
 
 IMPROVABLE = ("failure_rate", "restart_cost", "checkpoint_cost")
 SENSITIVITY = ("failure_rate", "restart_cost", "checkpoint_cost", "queue_wait", "n_gpus")
+# A strategy whose durable write runs in the background (asynchronous, multilevel) also answers to its persist time.
+LEVELS_IMPROVABLE = (*IMPROVABLE, "checkpoint_persist")
+LEVELS_SENSITIVITY = (*SENSITIVITY[:3], "checkpoint_persist", *SENSITIVITY[3:])
 _MAX_NODES = 2**24  # the largest-job search stops here (or at MAX_COUNT GPUs)
 # The check simulation of one interval draws at most this many failures in all
 # (about 1 s on 2 cores); it takes fewer jobs rather than cap legitimate ones,
@@ -38,18 +42,24 @@ _CAP_FACTOR = 40.0
 
 
 def best_ettr(sc: Scenario) -> float:
-    """Return the renewal ETTR at the exact optimal interval.
+    """Return the exact ETTR at the best checkpoint intervals.
+
+    One blocking checkpoint: the renewal form at the exact optimal interval.
+    With checkpoint levels (``checkpoint_persist`` or ``fast_checkpoints``):
+    the exact form at `relmodel.checkpoint_plan.best_intervals`.
 
     Parameters
     ----------
     sc : Scenario
-        The run (its checkpoint interval is replaced by the exact optimum).
+        The run (its checkpoint intervals are replaced by the best ones).
 
     Returns
     -------
     float
-        ETTR (a ratio in [0, 1]) of the renewal model at that interval.
+        ETTR (a ratio in [0, 1]) at those intervals.
     """
+    if sc.has_levels:
+        return strategy_ettr(best_intervals(sc), "renewal")
     return ettr(sc, "renewal", at="exact")
 
 
@@ -90,8 +100,17 @@ class Plan:
         With checkpoint levels (``checkpoint_persist`` or ``fast_checkpoints``):
         the blocking, asynchronous and multilevel strategies, each at its best
         intervals (`relmodel.checkpoint_plan.plan_checkpoints`). The rest of
-        the plan is then that of the blocking strategy (the whole write
-        blocking), the one the classic intervals and sensitivities describe.
+        the plan is that of `strategy`.
+    strategy : str, optional
+        With checkpoint levels, the strategy planned: the recommended one (the
+        best exact ETTR) unless `plan` was given another. For ``asynchronous``
+        and ``multilevel`` the intervals are labelled ``best`` (and
+        ``current``), each row's ``linear`` is the first-order form and
+        `level_intervals_h` has every level's interval; the write
+        (``checkpoint_cost``) and its persist time are separate parameters.
+    level_intervals_h : dict, optional
+        For ``asynchronous`` and ``multilevel``: by label, the interval in
+        hours of each level (``fast0``, ..., ``durable``; inf: never written).
     """
 
     scenario: Scenario  # at the recommended interval
@@ -105,6 +124,8 @@ class Plan:
     recommended: str = "exact"
     by_category: dict | None = None  # with a taxonomy: kind -> {share, failures, lost_h, restart_h, queue_h}
     checkpoints: object = None  # with checkpoint levels: the strategies side by side (a CheckpointPlan)
+    strategy: str | None = None  # with checkpoint levels: the strategy planned
+    level_intervals_h: dict | None = None  # asynchronous, multilevel: label -> {fast0, ..., durable}
     # time_per_job_h is None where the recommended interval was not simulated (its simulated_jobs is 0)
 
     @property
@@ -140,7 +161,9 @@ class Plan:
             "target": self.target,
             "simulation_jobs": self.n_jobs,
             "by_category": self.by_category,
-            **({} if self.checkpoints is None else {"checkpoint_strategies": self.checkpoints.to_dict()}),
+            **({} if self.checkpoints is None else {"checkpoint_strategies": self.checkpoints.to_dict(),
+                                                    "strategy": self.strategy}),
+            **({} if self.level_intervals_h is None else {"level_intervals_h": self.level_intervals_h}),
             "scenario": {f.name: _plain(getattr(self.scenario, f.name)) for f in dataclasses.fields(Scenario)
                          if f.name != "failure_model"},
             "units": dict(PLAN_UNITS),
@@ -152,8 +175,9 @@ class Plan:
         target = "" if self.target is None else (
             f", target {self.target['ettr']:g}: " + (f"up to {self.target['max_gpus']} GPUs"
                                                      if self.target["max_gpus"] else "no job size"))
-        return (f"Plan({self.scenario.n_gpus} GPUs, MTTF {format_hours(self.mttf_h)}, "
-                f"interval {_interval_text(self.optimal_interval_h)} ({self.recommended}), "
+        strategy = "" if self.strategy is None else f"{self.strategy}, "
+        return (f"Plan({self.scenario.n_gpus} GPUs, {strategy}MTTF {format_hours(self.mttf_h)}, "
+                f"interval {self._interval_text(self.recommended)} ({self.recommended}), "
                 f"ETTR {self.ettr:.4f}{simulated}{target})")
 
     def _repr_html_(self) -> str:
@@ -166,10 +190,12 @@ class Plan:
             sim = (f"{e['simulated']:.4f} &plusmn; {1.96 * e['simulated_se']:.4f}" if e["simulated_jobs"]
                    else "not simulated")
             mark = " *" if label == self.recommended else ""
-            rows.append(f"<tr><td>{escape(label)}{mark}</td><td>{escape(_interval_text(interval))}</td>"
+            rows.append(f"<tr><td>{escape(label)}{mark}</td><td>{escape(self._interval_text(label))}</td>"
                         f"<td>{e['linear']:.4f}</td><td>{e['renewal']:.4f}</td><td>{sim}</td></tr>")
         sc = self.scenario
-        caption = escape(f"Plan: {sc.n_gpus} GPUs, work {format_hours(sc.work)}, MTTF {format_hours(self.mttf_h)}")
+        strategy = "" if self.strategy is None else f", {self.strategy} checkpoints"
+        caption = escape(f"Plan: {sc.n_gpus} GPUs, work {format_hours(sc.work)}, MTTF {format_hours(self.mttf_h)}"
+                         + strategy)
         foot = ""
         if self.target is not None:
             g = self.target["max_gpus"]
@@ -182,6 +208,12 @@ class Plan:
     def __str__(self) -> str:
         return header(self.scenario, self.mttf_h) + "\n" + self.details()
 
+    def _interval_text(self, label: str) -> str:
+        """The interval of `label`; with levels, every level's, fastest first."""
+        if self.level_intervals_h is None:
+            return _interval_text(self.intervals_h[label])
+        return " / ".join(_interval_text(v) for v in self.level_intervals_h[label].values())
+
     def details(self) -> str:
         """Return what `str()` prints after `header`.
 
@@ -193,10 +225,17 @@ class Plan:
             Those lines, joined by newlines.
         """
         sc = self.scenario
-        out = [
-            "",
-            f"{'interval':>10}  {'method':<8} {'linear':>9} {'renewal':>8}   simulated (95% CI, jobs)",
-        ]
+        levelled = self.level_intervals_h is not None
+        width = max(10, *(len(self._interval_text(label)) for label in self.intervals_h))
+        out = [""]
+        if self.strategy is not None:
+            chosen = self.checkpoints.recommended.name == self.strategy
+            out.append(f"Planned strategy: {self.strategy} ({'the recommended one' if chosen else 'as asked; '}"
+                       + ("" if chosen else f"{self.checkpoints.recommended.name} is recommended") + ")"
+                       + ("; intervals fastest level first, durable last" if levelled else
+                          "; the write and its persist both block"))
+        out.append(f"{'interval':>{width}}  {'method':<8} {'1st-order' if levelled else 'linear':>9} "
+                   f"{'exact' if levelled else 'renewal':>8}   simulated (95% CI, jobs)")
         astray = unseen = False
         for label, interval in self.intervals_h.items():
             e = self.ettr_by_interval[label]
@@ -211,10 +250,11 @@ class Plan:
                 simulated = f"{e['simulated']:.4f} [{lo:.4f}, {hi:.4f}]{'~' if blind else ''}, {e['simulated_jobs']}"
             else:
                 simulated = f"not simulated: ~{e['expected_failures']:.3g} failures a job"
-            out.append(f"{_interval_text(interval):>10}  {label + mark:<8} {e['linear']:8.4f}{flag} "
+            out.append(f"{self._interval_text(label):>{width}}  {label + mark:<8} {e['linear']:8.4f}{flag} "
                        f"{e['renewal']:8.4f}   {simulated}")
         if astray:
-            out.append(f"  ! the linear form is off the renewal form by more than {LINEAR_TOLERANCE:.0%} "
+            out.append("  ! the first-order form is outside its range here: use the exact ETTR" if levelled else
+                       f"  ! the linear form is off the renewal form by more than {LINEAR_TOLERANCE:.0%} "
                        "here (or undefined): do not use it")
         if unseen:
             out.append("  ~ no simulated job failed, so that interval has no spread; failures are rare but not "
@@ -242,31 +282,33 @@ class Plan:
                                   - kv[1]["queue_h"]):
                 out.append(f"  {name:<20} {c['share']:6.1%} {c['failures']:9.3g} {format_hours(c['lost_h']):>9} "
                            f"{format_hours(c['restart_h']):>9} {format_hours(c['queue_h']):>9}")
-        out += ["", "Sensitivity of ETTR (renewal; elasticity d ln ETTR / d ln x; interval re-optimised when halved):",
-                f"  {'parameter':<16} {'value':>10} {'elasticity':>11} {'ETTR if halved':>15}"]
+        out += ["", f"Sensitivity of ETTR ({'exact' if levelled else 'renewal'}; elasticity d ln ETTR / d ln x; "
+                    f"interval{'s' if levelled else ''} re-optimised when halved):",
+                f"  {'parameter':<18} {'value':>10} {'elasticity':>11} {'ETTR if halved':>15}"]
         for name, s in self.sensitivity.items():
-            out.append(f"  {name:<16} {_value_text(name, s['value']):>10} {s['elasticity']:11.4f} "
+            out.append(f"  {name:<18} {_value_text(name, s['value']):>10} {s['elasticity']:11.4f} "
                        f"{s['ettr_if_halved']:15.4f}")
         if self.target is not None:
             x = self.target["ettr"]
-            out += ["", f"To reach ETTR {x:g} (each parameter alone, interval re-optimised):"]
-            for name in IMPROVABLE:
+            out += ["", f"To reach ETTR {x:g} (each parameter alone, interval{'s' if levelled else ''} "
+                        "re-optimised):"]
+            for name in self.target["needed"]:
                 need, now = self.target["needed"][name], getattr(sc, name)
                 if need is None:
-                    out.append(f"  {name:<16} out of reach through {name.replace('_', ' ')} alone "
+                    out.append(f"  {name:<18} out of reach through {name.replace('_', ' ')} alone "
                                f"(ETTR {self.target['best_possible'][name]:.4f} at best)")
                 elif need >= now:
-                    out.append(f"  {name:<16} already reached at {_value_text(name, now)}")
+                    out.append(f"  {name:<18} already reached at {_value_text(name, now)}")
                 else:
-                    out.append(f"  {name:<16} {_value_text(name, need)} or less ({now / need:.3g}x lower)"
-                               if need > 0 else f"  {name:<16} 0")
+                    out.append(f"  {name:<18} {_value_text(name, need)} or less ({now / need:.3g}x lower)"
+                               if need > 0 else f"  {name:<18} 0")
             g = self.target["max_gpus"]
             out.append(f"  largest job reaching it today: {g} GPUs" if g else
                        "  no job size reaches it with today's parameters")
         if self.checkpoints is not None:
             best = self.checkpoints.recommended
             out += ["", "Checkpoint strategies, each at its best intervals (exact ETTR; blocking: the whole write "
-                        "blocks; the rest of this plan is the blocking one):", str(self.checkpoints),
+                        f"blocks; the rest of this plan is the {self.strategy} one):", str(self.checkpoints),
                     f"  recommended: {best.name}, intervals "
                     + ", ".join(f"{k} {_interval_text(v)}" for k, v in best.intervals_h.items())]
         return "\n".join(out)
@@ -317,8 +359,9 @@ PLAN_UNITS = {
                                                 "simulated_ci95")},
     "ettr_by_interval.*.expected_failures": "failures per job", "ettr_by_interval.*.simulated_jobs": "jobs",
     "time_per_job_h.*": "h", "sensitivity.*.elasticity": "1", "sensitivity.*.ettr_if_halved": "1",
-    **{f"sensitivity.{k}.value": SCENARIO_UNITS.get(k, "h") for k in SENSITIVITY},
-    "target.ettr": "1", **{f"target.needed.{k}": SCENARIO_UNITS[k] for k in IMPROVABLE},
+    **{f"sensitivity.{k}.value": SCENARIO_UNITS.get(k, "h") for k in LEVELS_SENSITIVITY},
+    "target.ettr": "1", **{f"target.needed.{k}": SCENARIO_UNITS[k] for k in LEVELS_IMPROVABLE},
+    "level_intervals_h.*.*": "h",
     "target.best_possible.*": "1", "target.max_gpus": "GPUs", "simulation_jobs": "jobs per interval",
     "by_category.*.share": "1", "by_category.*.failures": "failures per job", "by_category.*.lost_h": "h",
     "by_category.*.restart_h": "h", "by_category.*.queue_h": "h",
@@ -346,11 +389,12 @@ def _interval_text(hours: float) -> str:
 
 
 def _value_text(name: str, value) -> str:
-    return format_hours(value) if name.endswith(("_cost", "_wait")) else f"{value:g}"
+    return format_hours(value) if name.endswith(("_cost", "_wait", "_persist")) else f"{value:g}"
 
 
 def plan(scenario=None, *, target_ettr: float | None = None, n_jobs: int = 20_000, seed: int = 0,
-         backend: str = "auto", max_failures: int | None = None, progress=False, **fields) -> Plan:
+         backend: str = "auto", max_failures: int | None = None, progress=False, strategy: str | None = None,
+         **fields) -> Plan:
     """Plan a run: recommended checkpoint interval, ETTR, MTTF and what must improve.
 
     Give a Scenario (its checkpoint_interval, if any, is shown as "current"), or
@@ -358,6 +402,11 @@ def plan(scenario=None, *, target_ettr: float | None = None, n_jobs: int = 20_00
     adds, for failure rate, restart cost and checkpoint cost, the value each would
     need alone to reach it, and the largest GPU count that reaches it today.
     Needs exponential failures (weibull_shape = 1): the plan rests on the renewal form.
+    With checkpoint levels (``checkpoint_persist`` or ``fast_checkpoints``) the
+    strategies are compared first (`relmodel.checkpoint_plan.plan_checkpoints`)
+    and the plan is that of the recommended one, or of `strategy`: its best
+    intervals, their check simulation, sensitivities (the write and its persist
+    time apart) and targets, each with the intervals re-optimised.
 
     Each interval is checked by a simulation of `n_jobs` jobs. Its cap on
     failures per job (`max_failures`, by default 40 times the renewal model's
@@ -384,6 +433,9 @@ def plan(scenario=None, *, target_ettr: float | None = None, n_jobs: int = 20_00
     progress : bool or callable
         True: a progress bar over the check simulations (tqdm, on stderr); a
         callable is called with the jobs done after each chunk.
+    strategy : str, optional
+        With checkpoint levels, the strategy to plan (``blocking``,
+        ``asynchronous`` or ``multilevel``; default: the recommended one).
     **fields
         Scenario fields, when no `scenario` is given.
 
@@ -408,12 +460,13 @@ def plan(scenario=None, *, target_ettr: float | None = None, n_jobs: int = 20_00
             raise TypeError("give a scenario or its fields, not both")
         sc = as_scenario(scenario)
         current = sc.checkpoint_interval
-    n_jobs, seed = check_plan(sc, target_ettr, n_jobs, seed, max_failures)
-    return plan_checked(sc, current is not None, target_ettr, n_jobs, seed, backend, max_failures, progress)
+    n_jobs, seed = check_plan(sc, target_ettr, n_jobs, seed, max_failures, strategy)
+    return plan_checked(sc, current is not None, target_ettr, n_jobs, seed, backend, max_failures, progress,
+                        strategy)
 
 
 def plan_checked(sc: Scenario, has_current: bool, target_ettr, n_jobs: int, seed: int, backend: str, max_failures,
-                 progress) -> Plan:
+                 progress, strategy: str | None = None) -> Plan:
     """Return `plan` of arguments already checked: by `check_plan`, which gave `n_jobs` and `seed`.
 
     For callers that check first and answer before the plan is done (the
@@ -438,6 +491,8 @@ def plan_checked(sc: Scenario, has_current: bool, target_ettr, n_jobs: int, seed
         As `plan` takes it.
     progress : bool or callable
         As `plan` takes it.
+    strategy : str, optional
+        As `plan` takes it.
 
     Returns
     -------
@@ -445,8 +500,14 @@ def plan_checked(sc: Scenario, has_current: bool, target_ettr, n_jobs: int, seed
         The plan.
     """
     checkpoints = None
-    if sc.has_levels:  # the strategies side by side; the classic plan below is the blocking one's
+    if sc.has_levels:  # the strategies side by side, then the plan of the chosen one
         checkpoints = plan_checkpoints(sc, n_jobs=n_jobs, seed=seed, backend=backend, progress=bool(progress))
+        chosen = checkpoints.recommended if strategy is None else next(
+            s for s in checkpoints.strategies if s.name == strategy)
+        if chosen.name != "blocking":
+            return _levels_plan(sc, chosen, checkpoints, has_current, target_ettr, n_jobs, seed, backend,
+                                max_failures, progress)
+        strategy = chosen.name
         sc = strategy_scenarios(sc)["blocking"]
     intervals = {m: optimal_interval(sc, m) for m in ("young", "daly", "exact")}
     if has_current:
@@ -477,11 +538,62 @@ def plan_checked(sc: Scenario, has_current: bool, target_ettr, n_jobs: int, seed
         scenario=best, mttf_h=sc.mttf, intervals_h=intervals, ettr_by_interval=ettr_by,
         time_per_job_h=time_per_job, sensitivity=_sensitivity(best),
         target=None if target_ettr is None else _targets(best, float(target_ettr)), n_jobs=n_jobs,
-        by_category=by_category, checkpoints=checkpoints,
+        by_category=by_category, checkpoints=checkpoints, strategy=strategy,
     )
 
 
-def check_plan(sc: Scenario, target_ettr=None, n_jobs=20_000, seed=0, max_failures=None) -> tuple[int, int]:
+def _levels_plan(sc: Scenario, chosen, checkpoints, has_current: bool, target_ettr, n_jobs: int, seed: int,
+                 backend: str, max_failures, progress) -> Plan:
+    """`plan_checked` for an asynchronous or multilevel strategy (`chosen`, a StrategyPlan)."""
+    from ._feedback import progress_bar
+
+    points = {"best": chosen.scenario}
+    if has_current:
+        points["current"] = strategy_scenarios(sc)[chosen.name]  # the intervals as given
+    ettr_by, datasets, level_intervals = {}, {}, {}
+    for label, point in points.items():
+        check = _check_simulations(point, [point.checkpoint_interval], n_jobs, seed, backend, max_failures,
+                                   progress)[point.checkpoint_interval]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ClosedFormWarning)
+            first, reason = levels_point_ettr(point, "linear")
+        ettr_by[label] = {"linear": first, "linear_valid": reason is None,
+                          "renewal": strategy_ettr(point, "renewal"), **check["summary"]}
+        datasets[label] = check["dataset"]
+        level_intervals[label] = _level_intervals(point)
+    best, at_best = chosen.scenario, datasets["best"]
+    time_per_job = by_category = None
+    if at_best is not None:
+        time_per_job = {str(c): float(at_best.time_mean.sel(component=c)) for c in at_best.component.values}
+        time_per_job["wall"] = float(at_best.wall_mean)
+    # Each re-optimisation of a levelled plan searches its intervals (a tenth of a second or more): a bar.
+    steps = len(LEVELS_SENSITIVITY) + (0 if target_ettr is None else len(LEVELS_IMPROVABLE) + 1)
+    bar = progress_bar(steps, f"{chosen.name}: sensitivities" + ("" if target_ettr is None else " and targets"),
+                       unit="step", enabled_=progress is True)
+    try:
+        sensitivity = _sensitivity(best, LEVELS_SENSITIVITY, bar.update)
+        # Six digits: each evaluation is a search of the intervals.
+        target = None if target_ettr is None else _targets(best, float(target_ettr), LEVELS_IMPROVABLE, bar.update,
+                                                           rtol=1e-6)
+    finally:
+        bar.close()
+    return Plan(
+        scenario=best, mttf_h=sc.mttf, intervals_h={k: v["durable"] for k, v in level_intervals.items()},
+        ettr_by_interval=ettr_by, time_per_job_h=time_per_job, sensitivity=sensitivity, target=target,
+        n_jobs=n_jobs, recommended="best", by_category=by_category, checkpoints=checkpoints,
+        strategy=chosen.name, level_intervals_h=level_intervals,
+    )
+
+
+def _level_intervals(sc: Scenario) -> dict:
+    """Interval in hours by level (fast0, ..., durable); inf for a level never written."""
+    intervals = {**{f"fast{i}": lv.interval for i, lv in enumerate(sc.fast_checkpoints or ())},
+                 "durable": sc.checkpoint_interval}
+    return {k: math.inf if v > sc.work else v for k, v in intervals.items()}
+
+
+def check_plan(sc: Scenario, target_ettr=None, n_jobs=20_000, seed=0, max_failures=None,
+               strategy=None) -> tuple[int, int]:
     """Refuse, before any work, what `plan` cannot plan (a ValueError naming the parameter).
 
     Parameters
@@ -496,6 +608,8 @@ def check_plan(sc: Scenario, target_ettr=None, n_jobs=20_000, seed=0, max_failur
         Seed of the check simulation, as `plan` takes it.
     max_failures : int, optional
         Cap on failures per simulated job, as `plan` takes it.
+    strategy : str, optional
+        The strategy to plan, as `plan` takes it.
 
     Returns
     -------
@@ -515,6 +629,12 @@ def check_plan(sc: Scenario, target_ettr=None, n_jobs=20_000, seed=0, max_failur
                                               "failures (weibull_shape = 1); use relmodel.compare for Weibull failures")
     if target_ettr is not None and not (isinstance(target_ettr, (int, float)) and 0 < target_ettr < 1):
         raise ParameterError("target_ettr", f"must be in (0, 1) (got {target_ettr!r})")
+    if strategy is not None:
+        allowed = strategy_scenarios(sc) if sc.has_levels else {"blocking": sc}
+        if strategy not in allowed:
+            why = ("a strategy other than blocking needs checkpoint_persist or fast_checkpoints"
+                   if strategy in STRATEGIES else f"use one of {', '.join(STRATEGIES)}")
+            raise ParameterError("strategy", f"{strategy!r}: {why} (this run allows {', '.join(allowed)})")
     n_jobs, seed, _ = check_run_args(n_jobs, seed, 1 if max_failures is None else max_failures)
     return n_jobs, seed
 
@@ -623,9 +743,10 @@ def _check_simulation(sc: Scenario, budget: tuple, seed: int, backend: str, max_
     return {"summary": summary, "dataset": ds}
 
 
-def _sensitivity(sc: Scenario) -> dict:
+def _sensitivity(sc: Scenario, names=SENSITIVITY, step=None) -> dict:
+    """By parameter: value, elasticity of the exact ETTR at sc's intervals, best ETTR with it halved."""
     out = {}
-    for name in SENSITIVITY:
+    for name in names:
         value = getattr(sc, name)
         if name == "n_gpus":
             # ETTR depends on size through n_nodes * failure_rate only.
@@ -635,19 +756,22 @@ def _sensitivity(sc: Scenario) -> dict:
             elasticity, halved = 0.0, best_ettr(sc)
         else:
             h = 1e-4
-            up = ettr(sc.sweep(**{name: value * math.exp(h)}), "renewal")
-            down = ettr(sc.sweep(**{name: value * math.exp(-h)}), "renewal")
+            up = strategy_ettr(sc.sweep(**{name: value * math.exp(h)}), "renewal")
+            down = strategy_ettr(sc.sweep(**{name: value * math.exp(-h)}), "renewal")
             elasticity = (math.log(up) - math.log(down)) / (2 * h) if up > 0 and down > 0 else math.nan
             halved = best_ettr(sc.sweep(**{name: value / 2}))
         out[name] = {"value": value, "elasticity": elasticity, "ettr_if_halved": halved}
+        if step is not None:
+            step(1)
     return out
 
 
-def _targets(sc: Scenario, x: float) -> dict:
+def _targets(sc: Scenario, x: float, names=IMPROVABLE, step=None, rtol: float = 1e-10) -> dict:
+    """What each parameter alone would need for a best ETTR of x, and the largest job reaching it."""
     from scipy.optimize import brentq  # here: scipy.optimize costs 0.3 s at import
 
     needed, best_possible = {}, {}
-    for name in IMPROVABLE:
+    for name in names:
         now = getattr(sc, name)
         def gap(v, name=name):
             return best_ettr(sc.sweep(**{name: v})) - x
@@ -658,8 +782,13 @@ def _targets(sc: Scenario, x: float) -> dict:
         elif best_possible[name] < x:
             needed[name] = None
         else:
-            needed[name] = brentq(gap, floor, now, xtol=1e-12, rtol=1e-10)
-    return {"ettr": x, "needed": needed, "best_possible": best_possible, "max_gpus": _max_gpus(sc, x)}
+            needed[name] = brentq(gap, floor, now, xtol=1e-12, rtol=rtol)
+        if step is not None:
+            step(1)
+    max_gpus = _max_gpus(sc, x)
+    if step is not None:
+        step(1)
+    return {"ettr": x, "needed": needed, "best_possible": best_possible, "max_gpus": max_gpus}
 
 
 def _max_gpus(sc: Scenario, x: float) -> int | None:

@@ -272,7 +272,10 @@ def plan_figure(scenario, path=None, *, target_ettr: float | None = None, curren
 
     Left: ETTR against checkpoint interval (`ettr_vs_interval`); right: ETTR
     and MTTF against job size (`scale_projection`). A title names the job and
-    its work; a caption the fixed parameters.
+    its work; a caption the fixed parameters. A plan of an asynchronous or
+    multilevel strategy instead shows the strategies side by side
+    (`strategies_panel`) and its ETTR against its durable interval
+    (`durable_interval_panel`).
 
     Parameters
     ----------
@@ -298,14 +301,128 @@ def plan_figure(scenario, path=None, *, target_ettr: float | None = None, curren
     sc, target_ettr, current_interval, max_gpus = _plan_inputs(scenario, target_ettr, current_interval)
     fig = Figure(figsize=(13, 5.4), layout="constrained")
     left, right = fig.subplots(1, 2)
-    ettr_vs_interval(sc, left, target_ettr=target_ettr, current_interval=current_interval, **kwargs)
-    scale_projection(sc, right, target_ettr=target_ettr, max_gpus=max_gpus)
-    fig.suptitle(f"Plan: {sc.n_gpus} GPUs ({sc.n_nodes} nodes), {format_hours(sc.work)} of work"
+    levelled = isinstance(scenario, Plan) and scenario.level_intervals_h is not None
+    if levelled:
+        strategies_panel(scenario, left)
+        durable_interval_panel(scenario, right, target_ettr=target_ettr)
+    else:
+        ettr_vs_interval(sc, left, target_ettr=target_ettr, current_interval=current_interval, **kwargs)
+        scale_projection(sc, right, target_ettr=target_ettr, max_gpus=max_gpus)
+    strategy = f", {scenario.strategy} checkpoints" if isinstance(scenario, Plan) and scenario.strategy else ""
+    fig.suptitle(f"Plan: {sc.n_gpus} GPUs ({sc.n_nodes} nodes), {format_hours(sc.work)} of work{strategy}"
                  + (f", target ETTR {target_ettr:g}" if target_ettr is not None else ""), fontsize=12)
     _caption(fig, "fixed: " + scenario_caption(sc))
     if path is not None:
         fig.savefig(path, dpi=120)
     return fig
+
+
+def strategies_panel(plan: Plan, ax=None):
+    """Draw the checkpoint strategies of a plan side by side: exact ETTR at each one's best intervals.
+
+    Bars give the exact ETTR, points the check simulation's estimate with its
+    95% interval; each bar is labelled with its intervals (fastest level
+    first), the planned strategy's bar is outlined.
+
+    Parameters
+    ----------
+    plan : relmodel.plan.Plan
+        A plan with checkpoint levels (its ``checkpoints``).
+    ax : matplotlib.axes.Axes, optional
+        Draw here (default: a new figure's axes).
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        The axes drawn on.
+    """
+    if plan.checkpoints is None:
+        raise ParameterError("plan", "has no checkpoint strategies (give checkpoint_persist or fast_checkpoints)")
+    ax = _axes(ax)
+    strategies = plan.checkpoints.strategies
+    x = np.arange(len(strategies))
+    exact = [s.ettr for s in strategies]
+    bars = ax.bar(x, exact, color=[f"C{i}" for i in range(len(strategies))], alpha=0.6, label="exact ETTR")
+    for bar, s in zip(bars, strategies):
+        if s.name == plan.strategy:
+            bar.set_edgecolor("black")
+            bar.set_linewidth(2.0)
+    simulated = [(i, s.simulated, 1.96 * s.simulated_se) for i, s in enumerate(strategies) if s.simulated_jobs]
+    if simulated:
+        i, est, half = zip(*simulated)
+        ax.errorbar(i, est, yerr=half, fmt="o", color="black", capsize=4, label="simulated (95% CI)")
+    for i, s in enumerate(strategies):
+        ax.annotate(f"{s.ettr:.4f}", (i, s.ettr), textcoords="offset points", xytext=(0, 4), ha="center",
+                    fontsize=9)
+    ax.set_xticks(x, [f"{s.name}{' (planned)' if s.name == plan.strategy else ''}\n{s.intervals_text}"
+                      for s in strategies], fontsize=9)
+    low = min(exact)
+    ax.set_ylim(max(0.0, low - 0.25 * (1.0 - low)), 1.0)
+    ax.set_ylabel("ETTR")
+    ax.set_title("Checkpoint strategies, each at its best intervals (fastest level first)")
+    ax.legend(loc="upper right", fontsize=9)
+    return ax
+
+
+def durable_interval_panel(plan: Plan, ax=None, *, target_ettr: float | None = None, n_points: int = 60):
+    """Draw a levelled plan's exact ETTR against its durable interval, the fast levels at their best.
+
+    With fast levels the durable interval moves in whole multiples of the
+    fastest one (the other fast levels keep theirs); without, it moves freely.
+    The best intervals and the current ones (if the plan has them) are marked.
+
+    Parameters
+    ----------
+    plan : relmodel.plan.Plan
+        A plan of an asynchronous or multilevel strategy.
+    ax : matplotlib.axes.Axes, optional
+        Draw here (default: a new figure's axes).
+    target_ettr : float, optional
+        A horizontal line at this ETTR.
+    n_points : int, default 60
+        Durable intervals drawn (at most).
+
+    Returns
+    -------
+    matplotlib.axes.Axes
+        The axes drawn on.
+    """
+    from .checkpoint_plan import _ettr as strategy_ettr
+    from .checkpoint_plan import with_intervals
+
+    if plan.level_intervals_h is None:
+        raise ParameterError("plan", "is not of an asynchronous or multilevel strategy")
+    ax = _axes(ax)
+    sc = plan.scenario
+    best = sc.checkpoint_interval
+    if sc.fast_checkpoints:
+        fastest = sc.fast_checkpoints[0].interval
+        first = round(sc.fast_checkpoints[-1].interval / fastest) + 1
+        top = max(first + 1, int(min(sc.work / fastest, 20 * best / fastest)))
+        multiples = np.unique(np.round(np.geomspace(first, top, n_points)).astype(int))
+        grid = multiples * fastest
+        points = [with_intervals(sc, fastest, int(m)) for m in multiples]
+    else:
+        grid = np.unique(np.geomspace(max(best / 20, 1 / 3600), min(best * 20, sc.work), n_points))
+        points = [sc.sweep(checkpoint_interval=float(v)) for v in grid]
+    values = np.array([strategy_ettr(p, "renewal") for p in points])
+    ax.plot(grid, values, "-", color="C0", label=f"{plan.strategy}: exact ETTR")
+    ax.plot([best], [plan.ettr], "*", color="C3", markersize=14,
+            label=f"best: {plan._interval_text('best')} ({plan.ettr:.4f})")
+    if "current" in plan.level_intervals_h:
+        current = plan.ettr_by_interval["current"]["renewal"]
+        ax.plot([plan.intervals_h["current"]], [current], "s", color="C2",
+                label=f"current: {plan._interval_text('current')} ({current:.4f})")
+    if target_ettr is not None:
+        ax.axhline(target_ettr, color="gray", linestyle=":", label=f"target {target_ettr:g}")
+    ax.set_xscale("log")
+    plain_log_axis(ax.xaxis)
+    ax.set_xlabel("durable checkpoint interval (h)")
+    ax.set_ylabel("ETTR")
+    ax.set_title("ETTR against the durable interval"
+                 + (" (fast levels at their best)" if sc.fast_checkpoints else ""))
+    ax.legend(fontsize=9)
+    return ax
 
 
 # Units as the coordinates' attrs spell them, in the words of an axis label.

@@ -181,14 +181,108 @@ def test_plan_refuses_weibull_failures_and_grids():
         plan_checkpoints(level_run(n_gpus=[8, 16]), n_jobs=0)
 
 
-def test_rm_plan_adds_the_strategies_and_plans_the_blocking_one():
-    p = rm.plan(level_run(), n_jobs=1000)
-    assert p.checkpoints is not None and p.checkpoints.recommended.name == "multilevel"
-    assert not p.scenario.has_levels
+def best_exact(sc):
+    """The best exact ETTR, by the search the planner's own result is held to (best_intervals) and
+    the exact form read directly."""
+    return exact(best_intervals(sc))
+
+
+TARGET = 0.965  # above the best today (0.9512): each parameter must improve
+
+
+@pytest.fixture(scope="module")
+def planned():
+    """`relmodel plan` of issue 32: multilevel recommended, so multilevel planned (not blocking)."""
+    return rm.plan(level_run(), n_jobs=1000, target_ettr=TARGET)
+
+
+def test_rm_plan_plans_the_recommended_strategy(planned):
+    p = planned
+    assert p.checkpoints.recommended.name == "multilevel" and p.strategy == "multilevel"
+    assert p.scenario == p.checkpoints.recommended.scenario and p.scenario.has_levels
+    assert p.ettr == pytest.approx(exact(p.scenario), rel=1e-12)
+    assert p.level_intervals_h["best"] == p.checkpoints.recommended.intervals_h
+    # The current intervals are the ones given, scored by the exact form.
+    assert p.ettr_by_interval["current"]["renewal"] == pytest.approx(exact(level_run()), rel=1e-12)
+    assert p.ettr_by_interval["best"]["simulated_jobs"] == 1000
+    assert abs(p.ettr_by_interval["best"]["simulated"] - p.ettr) < 4 * p.ettr_by_interval["best"]["simulated_se"]
     d = p.to_dict()
-    assert d["checkpoint_strategies"]["recommended"] == "multilevel"
-    assert d["units"]["checkpoint_strategies.*.intervals_h.*"] == "h"
-    assert "Checkpoint strategies" in str(p)
+    assert d["strategy"] == "multilevel" and d["checkpoint_strategies"]["recommended"] == "multilevel"
+    assert d["units"]["level_intervals_h.*.*"] == "h" and d["units"]["sensitivity.checkpoint_persist.value"] == "h"
+    text = str(p)
+    assert "Planned strategy: multilevel (the recommended one)" in text
+    assert "the rest of this plan is the multilevel one" in text
+    assert "multilevel" in repr(p) and "multilevel checkpoints" in p._repr_html_()
+
+
+def test_levelled_plan_keeps_the_write_and_its_persist_apart(planned):
+    """The sensitivities are of the write (30 s) and the persist (5 min), never of their sum (5.5 min)."""
+    s = planned.sensitivity
+    assert s["checkpoint_cost"]["value"] == pytest.approx(0.5 / 60)
+    assert s["checkpoint_persist"]["value"] == pytest.approx(5 / 60)
+    sc = planned.scenario
+    for name in ("failure_rate", "checkpoint_cost", "checkpoint_persist", "restart_cost"):
+        value, h = getattr(sc, name), 1e-3
+        up, down = exact(sc.sweep(**{name: value * math.exp(h)})), exact(sc.sweep(**{name: value * math.exp(-h)}))
+        assert s[name]["elasticity"] == pytest.approx((math.log(up) - math.log(down)) / (2 * h), rel=1e-3, abs=1e-6)
+        halved = sc.sweep(**{name: value / 2})
+        assert s[name]["ettr_if_halved"] == pytest.approx(best_exact(halved), rel=1e-12)
+        assert s[name]["ettr_if_halved"] >= exact(halved) - 1e-12  # re-optimised: no worse than the same intervals
+
+
+def test_levelled_plan_targets_reach_the_target(planned):
+    target = planned.target
+    assert set(target["needed"]) == {"failure_rate", "restart_cost", "checkpoint_cost", "checkpoint_persist"}
+    sc = planned.scenario
+    assert best_exact(sc) < TARGET
+    reached = 0
+    for name, need in target["needed"].items():
+        if need is None:
+            assert best_exact(sc.sweep(**{name: getattr(sc, name) * 1e-6})) < TARGET
+            assert target["best_possible"][name] < TARGET
+        else:
+            assert need < getattr(sc, name)
+            assert best_exact(sc.sweep(**{name: need})) == pytest.approx(TARGET, abs=1e-5)
+            reached += 1
+    assert reached >= 1
+    g = target["max_gpus"]
+    assert g is not None and best_exact(sc.sweep(n_gpus=g)) >= TARGET
+    assert best_exact(sc.sweep(n_gpus=g + sc.gpus_per_node)) < TARGET
+
+
+def test_plan_takes_the_strategy_asked_for():
+    p = rm.plan(level_run(), n_jobs=500, strategy="blocking")
+    assert p.strategy == "blocking" and not p.scenario.has_levels and p.level_intervals_h is None
+    assert p.scenario.checkpoint_cost == pytest.approx(5.5 / 60)  # blocking: the whole write blocks
+    assert "as asked; multilevel is recommended" in str(p)
+    q = rm.plan(level_run(), n_jobs=500, strategy="asynchronous")
+    assert q.strategy == "asynchronous" and q.scenario.checkpoint_persist == pytest.approx(5 / 60)
+    assert not q.scenario.fast_checkpoints and q.ettr == pytest.approx(exact(q.scenario), rel=1e-12)
+
+
+@pytest.mark.parametrize("fields, strategy", [
+    (dict(fast_checkpoints=None, checkpoint_persist=0.0), "multilevel"),
+    (dict(fast_checkpoints=None), "multilevel"),
+    (dict(), "fastest"),
+])
+def test_plan_refuses_a_strategy_the_run_does_not_allow(fields, strategy):
+    with pytest.raises(rm.ParameterError, match="strategy"):
+        rm.plan(level_run(**fields), n_jobs=500, strategy=strategy)
+
+
+def test_levelled_plan_figure_shows_the_strategies(planned):
+    from relmodel.plot import plan_figure
+
+    fig = plan_figure(planned)
+    left, right = fig.axes[:2]
+    labels = [t.get_text() for t in left.get_xticklabels()]
+    assert [label.split("\n")[0] for label in labels] == ["multilevel (planned)", "asynchronous", "blocking"]
+    assert [round(b.get_height(), 12) for b in left.patches] == [round(s.ettr, 12)
+                                                                 for s in planned.checkpoints.strategies]
+    assert right.get_xlabel() == "durable checkpoint interval (h)"
+    curve = right.lines[0]
+    assert max(curve.get_ydata()) <= planned.ettr + 1e-12  # no durable multiple beats the best plan
+    assert "multilevel checkpoints" in fig._suptitle.get_text()
 
 
 def test_cli_plan_takes_levels_and_prints_strategies():
@@ -199,7 +293,14 @@ def test_cli_plan_takes_levels_and_prints_strategies():
     assert result.exit_code == 0, result.output
     out = json.loads(result.output)
     assert set(out["checkpoint_strategies"]) == {"recommended", "blocking", "asynchronous", "multilevel"}
-    assert out["scenario"]["checkpoint_persist"] == 0.0  # the classic plan is the blocking strategy's
+    assert out["strategy"] == out["checkpoint_strategies"]["recommended"] == "multilevel"
+    assert out["scenario"]["checkpoint_persist"] == pytest.approx(5 / 60)  # the plan is the multilevel one
+    result = CliRunner().invoke(main, [*args, "--strategy", "blocking"])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.output)
+    assert out["strategy"] == "blocking" and out["scenario"]["checkpoint_persist"] == 0.0
+    result = CliRunner().invoke(main, ["plan", "--gpus", "64", "--strategy", "multilevel"])
+    assert result.exit_code == 2 and "strategy" in result.output
 
 
 @pytest.mark.parametrize("spec, message", [
