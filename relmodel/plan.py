@@ -500,7 +500,9 @@ def plan_checked(sc: Scenario, has_current: bool, target_ettr, n_jobs: int, seed
         The plan.
     """
     checkpoints = None
-    if sc.has_levels:  # the strategies side by side, then the plan of the chosen one
+    if not sc.has_levels:
+        strategy = None  # one blocking checkpoint: nothing to compare (check_plan allows only "blocking")
+    else:  # the strategies side by side, then the plan of the chosen one
         checkpoints = plan_checkpoints(sc, n_jobs=n_jobs, seed=seed, backend=backend, progress=bool(progress))
         chosen = checkpoints.recommended if strategy is None else next(
             s for s in checkpoints.strategies if s.name == strategy)

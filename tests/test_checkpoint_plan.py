@@ -260,6 +260,18 @@ def test_plan_takes_the_strategy_asked_for():
     assert not q.scenario.fast_checkpoints and q.ettr == pytest.approx(exact(q.scenario), rel=1e-12)
 
 
+def test_blocking_asked_of_a_run_without_levels_is_the_classic_plan():
+    """strategy="blocking" on a run with one blocking checkpoint crashed when printed (no strategies)."""
+    sc = rm.Scenario(n_gpus=64, failure_rate=6.5e-3, work="3d", checkpoint_cost="5min", restart_cost="10min",
+                     checkpoint_interval="1h")
+    asked, plain = rm.plan(sc, n_jobs=500, strategy="blocking"), rm.plan(sc, n_jobs=500)
+    assert asked.strategy is None and asked.checkpoints is None
+    assert str(asked) == str(plain) and asked.to_dict() == plain.to_dict()
+    result = CliRunner().invoke(main, ["plan", "--gpus", "64", "--n-jobs", "500", "--strategy", "blocking"])
+    assert result.exit_code == 0, result.output
+    assert "Planned strategy" not in result.output
+
+
 @pytest.mark.parametrize("fields, strategy", [
     (dict(fast_checkpoints=None, checkpoint_persist=0.0), "multilevel"),
     (dict(fast_checkpoints=None), "multilevel"),
