@@ -80,12 +80,8 @@ class StrategyPlan:
 
     @property
     def intervals_h(self) -> dict:
-        """Interval in hours by level: ``fast0``, ... and ``durable``; inf for a level never
-        written (its interval is past the work)."""
-        sc = self.scenario
-        fast = sc.fast_checkpoints or ()
-        intervals = {**{f"fast{i}": lv.interval for i, lv in enumerate(fast)}, "durable": sc.checkpoint_interval}
-        return {k: math.inf if v > sc.work else v for k, v in intervals.items()}
+        """Interval in hours by level (`level_intervals`)."""
+        return level_intervals(self.scenario)
 
     @property
     def intervals_text(self) -> str:
@@ -163,6 +159,73 @@ class CheckpointPlan:
         return "\n".join(lines)
 
 
+def level_intervals(sc: Scenario) -> dict:
+    """Return a scenario's checkpoint interval by level.
+
+    Parameters
+    ----------
+    sc : Scenario
+        A scalar scenario.
+
+    Returns
+    -------
+    dict of str to float
+        Hours by level: ``fast0``, ... and ``durable``; inf for a level never
+        written (its interval is past the work).
+    """
+    fast = sc.fast_checkpoints or ()
+    intervals = {**{f"fast{i}": lv.interval for i, lv in enumerate(fast)}, "durable": sc.checkpoint_interval}
+    return {k: math.inf if v > sc.work else v for k, v in intervals.items()}
+
+
+def first_durable_multiple(sc: Scenario) -> int:
+    """Return the least durable interval as a multiple of the fastest one.
+
+    Parameters
+    ----------
+    sc : Scenario
+        A scalar scenario.
+
+    Returns
+    -------
+    int
+        One past the slowest fast level's multiple; 1 without fast levels.
+    """
+    own = sc.level_table()["mult"][:-1]
+    return int(own[-1]) + 1 if own.size else 1
+
+
+def allowed_strategies(sc: Scenario, names, parameter: str) -> dict[str, Scenario]:
+    """Return `strategy_scenarios`, having refused any of `names` that the scenario does not allow.
+
+    Parameters
+    ----------
+    sc : Scenario
+        A scalar scenario.
+    names : iterable of str
+        The strategies asked for.
+    parameter : str
+        The argument that named them, for the error.
+
+    Returns
+    -------
+    dict of str to Scenario
+        `strategy_scenarios(sc)`.
+
+    Raises
+    ------
+    ParameterError
+        Naming `parameter`, the first strategy refused and why.
+    """
+    allowed = strategy_scenarios(sc)
+    unknown = [name for name in names if name not in allowed]
+    if unknown:
+        why = {"asynchronous": "it needs checkpoint_persist > 0", "multilevel": "it needs fast_checkpoints"}
+        raise ParameterError(parameter, f"{unknown[0]!r}: " + why.get(unknown[0], f"use some of {STRATEGIES}")
+                             + f" (this run allows {', '.join(allowed)})")
+    return allowed
+
+
 def strategy_scenarios(sc: Scenario) -> dict[str, Scenario]:
     """The strategies a scenario's checkpoints allow (see the module's docstring), by name.
 
@@ -238,7 +301,7 @@ class _Search:
         # No shorter than a fast level's persistence over its multiple (else its writes wait: the exact form
         # solves waits of the durable level alone, without fast levels).
         self.floor = max([MIN_INTERVAL, *(self.persist[:-1] / self.own)])
-        self.first = int(self.own[-1]) + 1 if self.own.size else 1
+        self.first = first_durable_multiple(sc)
         self.best = (-math.inf, None)
         self.memo = {}
 
@@ -500,12 +563,8 @@ def plan_checkpoints(scenario, *, strategies=None, n_jobs: int = 20_000, seed: i
                                               "exponential failures (weibull_shape = 1)")
     if n_jobs:
         check_run_args(n_jobs, seed, 1)
-    allowed = strategy_scenarios(sc)
-    names = tuple(allowed) if strategies is None else tuple(strategies)
-    unknown = [name for name in names if name not in allowed]
-    if unknown:
-        why = {"asynchronous": "it needs checkpoint_persist > 0", "multilevel": "it needs fast_checkpoints"}
-        raise ParameterError("strategies", f"{unknown[0]!r}: " + why.get(unknown[0], f"use some of {STRATEGIES}"))
+    names = tuple(strategy_scenarios(sc)) if strategies is None else tuple(strategies)
+    allowed = allowed_strategies(sc, names, "strategies")
     from ._feedback import progress_bar
 
     out = []
@@ -534,5 +593,5 @@ def plan_checkpoints(scenario, *, strategies=None, n_jobs: int = 20_000, seed: i
     return CheckpointPlan(tuple(sorted(out, key=lambda s: -s.ettr)))
 
 
-__all__ = ["CheckpointPlan", "StrategyPlan", "STRATEGIES", "best_intervals", "plan_checkpoints", "strategy_scenarios",
-           "with_intervals"]
+__all__ = ["CheckpointPlan", "StrategyPlan", "STRATEGIES", "allowed_strategies", "best_intervals",
+           "first_durable_multiple", "level_intervals", "plan_checkpoints", "strategy_scenarios", "with_intervals"]

@@ -13,7 +13,7 @@ import warnings
 
 import numpy as np
 
-from .checkpoint_plan import STRATEGIES, best_intervals, plan_checkpoints, strategy_scenarios
+from .checkpoint_plan import allowed_strategies, best_intervals, level_intervals, plan_checkpoints, strategy_scenarios
 from .checkpoint_plan import _ettr as strategy_ettr
 from .closed_form import (ClosedFormWarning, LINEAR_TOLERANCE, ettr, feasible_interval, levels_point_ettr,
                           linear_valid, optimal_interval, renewal_applies)
@@ -237,7 +237,7 @@ class Plan:
         out.append(f"{'interval':>{width}}  {'method':<8} {'1st-order' if levelled else 'linear':>9} "
                    f"{'exact' if levelled else 'renewal':>8}   simulated (95% CI, jobs)")
         astray = unseen = False
-        for label, interval in self.intervals_h.items():
+        for label in self.intervals_h:
             e = self.ettr_by_interval[label]
             mark = " *" if label == self.recommended else ""
             flag = " " if e["linear_valid"] else "!"
@@ -525,16 +525,7 @@ def plan_checked(sc: Scenario, has_current: bool, target_ettr, n_jobs: int, seed
         ettr_by[label] = {"linear": linear, "linear_valid": linear_valid(at), "renewal": ettr(at, "renewal"),
                           **checks[interval]["summary"]}
     best = sc.sweep(checkpoint_interval=feasible["exact"])
-    at_best = checks[feasible["exact"]]["dataset"]
-    time_per_job = by_category = None
-    if at_best is not None:
-        time_per_job = {str(c): float(at_best.time_mean.sel(component=c)) for c in at_best.component.values}
-        time_per_job["wall"] = float(at_best.wall_mean)
-        if sc.taxonomy:
-            by_category = {c.name: {"share": c.share, **{
-                key: float(at_best[f"{field}_by_category"].sel(category=c.name))
-                for key, field in (("failures", "failures"), ("lost_h", "lost"), ("restart_h", "restart"),
-                                   ("queue_h", "queue"))}} for c in sc.taxonomy}
+    time_per_job, by_category = _where_time_goes(sc, checks[feasible["exact"]]["dataset"])
 
     return Plan(
         scenario=best, mttf_h=sc.mttf, intervals_h=intervals, ettr_by_interval=ettr_by,
@@ -552,7 +543,7 @@ def _levels_plan(sc: Scenario, chosen, checkpoints, has_current: bool, target_et
     points = {"best": chosen.scenario}
     if has_current:
         points["current"] = strategy_scenarios(sc)[chosen.name]  # the intervals as given
-    ettr_by, datasets, level_intervals = {}, {}, {}
+    ettr_by, datasets, intervals = {}, {}, {}
     for label, point in points.items():
         check = _check_simulations(point, [point.checkpoint_interval], n_jobs, seed, backend, max_failures,
                                    progress)[point.checkpoint_interval]
@@ -562,12 +553,9 @@ def _levels_plan(sc: Scenario, chosen, checkpoints, has_current: bool, target_et
         ettr_by[label] = {"linear": first, "linear_valid": reason is None,
                           "renewal": strategy_ettr(point, "renewal"), **check["summary"]}
         datasets[label] = check["dataset"]
-        level_intervals[label] = _level_intervals(point)
-    best, at_best = chosen.scenario, datasets["best"]
-    time_per_job = by_category = None
-    if at_best is not None:
-        time_per_job = {str(c): float(at_best.time_mean.sel(component=c)) for c in at_best.component.values}
-        time_per_job["wall"] = float(at_best.wall_mean)
+        intervals[label] = level_intervals(point)
+    best = chosen.scenario
+    time_per_job, by_category = _where_time_goes(best, datasets["best"])
     # Each re-optimisation of a levelled plan searches its intervals (a tenth of a second or more): a bar.
     steps = len(LEVELS_SENSITIVITY) + (0 if target_ettr is None else len(LEVELS_IMPROVABLE) + 1)
     bar = progress_bar(steps, f"{chosen.name}: sensitivities" + ("" if target_ettr is None else " and targets"),
@@ -580,18 +568,27 @@ def _levels_plan(sc: Scenario, chosen, checkpoints, has_current: bool, target_et
     finally:
         bar.close()
     return Plan(
-        scenario=best, mttf_h=sc.mttf, intervals_h={k: v["durable"] for k, v in level_intervals.items()},
+        scenario=best, mttf_h=sc.mttf, intervals_h={k: v["durable"] for k, v in intervals.items()},
         ettr_by_interval=ettr_by, time_per_job_h=time_per_job, sensitivity=sensitivity, target=target,
         n_jobs=n_jobs, recommended="best", by_category=by_category, checkpoints=checkpoints,
-        strategy=chosen.name, level_intervals_h=level_intervals,
+        strategy=chosen.name, level_intervals_h=intervals,
     )
 
 
-def _level_intervals(sc: Scenario) -> dict:
-    """Interval in hours by level (fast0, ..., durable); inf for a level never written."""
-    intervals = {**{f"fast{i}": lv.interval for i, lv in enumerate(sc.fast_checkpoints or ())},
-                 "durable": sc.checkpoint_interval}
-    return {k: math.inf if v > sc.work else v for k, v in intervals.items()}
+def _where_time_goes(sc: Scenario, ds) -> tuple[dict | None, dict | None]:
+    """(time per job by component and wall, time lost by kind of failure with a taxonomy) from the
+    check simulation `ds` of sc; None where it was not simulated."""
+    if ds is None:
+        return None, None
+    time_per_job = {str(c): float(ds.time_mean.sel(component=c)) for c in ds.component.values}
+    time_per_job["wall"] = float(ds.wall_mean)
+    by_category = None
+    if sc.taxonomy:
+        by_category = {c.name: {"share": c.share, **{
+            key: float(ds[f"{field}_by_category"].sel(category=c.name))
+            for key, field in (("failures", "failures"), ("lost_h", "lost"), ("restart_h", "restart"),
+                               ("queue_h", "queue"))}} for c in sc.taxonomy}
+    return time_per_job, by_category
 
 
 def check_plan(sc: Scenario, target_ettr=None, n_jobs=20_000, seed=0, max_failures=None,
@@ -632,11 +629,7 @@ def check_plan(sc: Scenario, target_ettr=None, n_jobs=20_000, seed=0, max_failur
     if target_ettr is not None and not (isinstance(target_ettr, (int, float)) and 0 < target_ettr < 1):
         raise ParameterError("target_ettr", f"must be in (0, 1) (got {target_ettr!r})")
     if strategy is not None:
-        allowed = strategy_scenarios(sc) if sc.has_levels else {"blocking": sc}
-        if strategy not in allowed:
-            why = ("a strategy other than blocking needs checkpoint_persist or fast_checkpoints"
-                   if strategy in STRATEGIES else f"use one of {', '.join(STRATEGIES)}")
-            raise ParameterError("strategy", f"{strategy!r}: {why} (this run allows {', '.join(allowed)})")
+        allowed_strategies(sc, [strategy], "strategy")
     n_jobs, seed, _ = check_run_args(n_jobs, seed, 1 if max_failures is None else max_failures)
     return n_jobs, seed
 

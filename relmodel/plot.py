@@ -388,7 +388,7 @@ def durable_interval_panel(plan: Plan, ax=None, *, target_ettr: float | None = N
         The axes drawn on.
     """
     from .checkpoint_plan import _ettr as strategy_ettr
-    from .checkpoint_plan import with_intervals
+    from .checkpoint_plan import first_durable_multiple, with_intervals
 
     if plan.level_intervals_h is None:
         raise ParameterError("plan", "is not of an asynchronous or multilevel strategy")
@@ -397,7 +397,7 @@ def durable_interval_panel(plan: Plan, ax=None, *, target_ettr: float | None = N
     best = sc.checkpoint_interval
     if sc.fast_checkpoints:
         fastest = sc.fast_checkpoints[0].interval
-        first = round(sc.fast_checkpoints[-1].interval / fastest) + 1
+        first = first_durable_multiple(sc)
         top = max(first + 1, int(min(sc.work / fastest, 20 * best / fastest)))
         multiples = np.unique(np.round(np.geomspace(first, top, n_points)).astype(int))
         grid = multiples * fastest

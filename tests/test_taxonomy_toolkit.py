@@ -45,9 +45,14 @@ def test_bad_taxonomy_input_is_one_line_naming_the_flag(args, message):
     assert result.exit_code == 2 and result.output.startswith(message), result.output
 
 
-def test_plan_breaks_time_lost_down_by_kind():
+LEVELS = ("--checkpoint-persist", "5min", "--fast-checkpoint",
+          "interval=10min,cost=5s,restart=3min,persist=30s,survives=0.85")
+
+
+@pytest.mark.parametrize("levels", [(), LEVELS], ids=["blocking", "multilevel"])
+def test_plan_breaks_time_lost_down_by_kind(levels):
     result = invoke("plan", "--gpus", "4096", "--work", "7d", "--taxonomy", "meta-2024", "--n-jobs", "2000",
-                    "--json")
+                    *levels, "--json")
     assert result.exit_code == 0, result.output
     plan = json.loads(result.output)
     kinds = plan["by_category"]
@@ -55,8 +60,9 @@ def test_plan_breaks_time_lost_down_by_kind():
     t = plan["time_per_job_h"]
     for key, component in (("lost_h", "lost"), ("restart_h", "restart"), ("queue_h", "queue")):
         assert sum(k[key] for k in kinds.values()) == pytest.approx(t[component], rel=1e-9)
+    assert plan.get("strategy") == ("multilevel" if levels else None)
     assert "Time lost per job by kind of failure" in invoke(
-        "plan", "--gpus", "4096", "--work", "7d", "--taxonomy", "meta-2024", "--n-jobs", "2000").output
+        "plan", "--gpus", "4096", "--work", "7d", "--taxonomy", "meta-2024", "--n-jobs", "2000", *levels).output
 
 
 STUDY = """
