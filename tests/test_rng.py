@@ -161,6 +161,30 @@ def test_exp_neg_is_exp_to_half_an_ulp_and_the_same_in_both_backends():
     assert np.max(np.abs(numba_values / np.exp(-x) - 1.0)) < 5e-16
 
 
+def test_the_wedge_lines_decide_as_the_exact_test_where_it_is_closest():
+    """`wedge_test` (the lines around f first, exp only between them) against
+    `wedge_accepts` (exp always): in every layer, candidates across the wedge,
+    and deciding words at the lines' bounds and at the exact crossover, where
+    y = f(x), one unit either side."""
+    from relmodel._kernels import ziggurat
+
+    checked = 0
+    for layer in range(1, 256):
+        lo, hi = int(ziggurat.ACCEPT[layer]), 2**53 - 1  # candidates the first step rejects
+        for m_x in np.linspace(lo, hi, 7).astype(np.int64):
+            x = float(m_x) * ziggurat.WIDTH[layer]
+            accept_below, reject_from = nb.wedge_lines(x, U(layer))
+            lower, upper = ziggurat.DENSITY[layer], ziggurat.DENSITY[layer + 1]
+            crossover = (np.exp(-x) - lower) / (upper - lower) * 2.0**53 - 1.0
+            for centre in (accept_below, reject_from, crossover):
+                for m in range(int(centre) - 2, int(centre) + 3):
+                    if 0 <= m < 2**53:
+                        w = U((m << 11) | layer)
+                        assert nb.wedge_test(x, U(layer), w) == nb.wedge_accepts(x, U(layer), w), (layer, x, m)
+                        checked += 1
+    assert checked > 15_000
+
+
 @pytest.mark.parametrize("bound", [1e-9, 0.003, 0.045, 0.69])
 def test_the_settling_pass_keeps_exactly_the_jobs_whose_first_exponential_is_below_bound(bound):
     """`timeline_numba.unsettled_jobs` decides in SIMD passes (words 0 and 1, the

@@ -25,7 +25,7 @@ from numba import njit
 from . import ziggurat
 from ._jit import JIT_OPTIONS
 from .layout import J_CAPPED, J_CHECKPOINT, J_FAILURES, J_LOST, J_PRODUCTIVE, J_QUEUE, J_RESTART, J_WALL
-from .rng_numba import next_exponential, philox_words, split_job, ziggurat_candidate, ziggurat_rejected
+from .rng_numba import next_exponential, philox_words, split_job, wedge_lines, ziggurat_candidate, ziggurat_rejected
 
 LANES = 32  # a module constant, so LLVM knows the trip count of the lane loops (16 and 64 measured slower)
 
@@ -50,11 +50,6 @@ _REJECT_FROM = 10
 _N_FIELDS = 11
 
 _ZIG_R = ziggurat.R
-_ZIG_DENSITY = ziggurat.DENSITY
-_WEDGE_SLOPE = ziggurat.WEDGE_SLOPE
-_LINE_ABOVE = ziggurat.WEDGE_ABOVE
-_LINE_BELOW = ziggurat.WEDGE_BELOW
-_TWO53 = 2.0**53
 _S11 = np.uint64(11)
 
 _IDLE = 0.0
@@ -119,15 +114,11 @@ def reject(state, lane, w):
     if layer == 0:
         state[_BASE * LANES + lane] += _ZIG_R
     else:
-        # The lines as bounds on m: their 1e-12 margin dwarfs every rounding here (under 1e-15 of y).
-        lower = _ZIG_DENSITY[layer]
-        height = _ZIG_DENSITY[layer + 1] - lower
-        slope = _WEDGE_SLOPE[layer]
+        accept_below, reject_from = wedge_lines(x, layer)
         state[_PEND_X * LANES + lane] = x
         state[_PEND_LAYER * LANES + lane] = float(np.int64(layer))
-        state[_ACCEPT_BELOW * LANES + lane] = np.floor((_LINE_BELOW[layer] - slope * x - lower) / height * _TWO53) - 4.0
-        state[_REJECT_FROM * LANES + lane] = max(
-            np.ceil((_LINE_ABOVE[layer] - slope * x - lower) / height * _TWO53) + 4.0, 1.0)
+        state[_ACCEPT_BELOW * LANES + lane] = accept_below
+        state[_REJECT_FROM * LANES + lane] = max(reject_from, 1.0)
     state[_STATUS * LANES + lane] = _RUNNING
 
 

@@ -97,7 +97,7 @@ from .rng_numba import (
     next_uniform_draw,
     philox_words,
     split_job,
-    wedge_accepts,
+    wedge_test,
     ziggurat_candidate,
     ziggurat_rejected,
 )
@@ -571,12 +571,20 @@ def unsettled_jobs(first, n, bound, k0, k1, todo, words, flags, indices):
     for i in range(n):  # branch free: most jobs are settled
         open_jobs[n_open] = i
         n_open += look[i]
-    n_going_on = 0
+    # Branch free: accepted (so below bound, as the job is open) or a tail (at least R), decided;
+    # the others (a third of the open jobs) await their wedge test, whose exp is worth skipping.
+    n_wedge = 0
     for c in range(n_open):
+        x, accepted, layer = ziggurat_candidate(word0[open_jobs[c]])
+        verdict[c] = 1 if accepted else (0 if layer == 0 else 3)
+        going_on[n_wedge] = c
+        n_wedge += not accepted and layer != 0
+    n_going_on = 0
+    for g in range(n_wedge):
+        c = going_on[g]
         i = open_jobs[c]
-        x, accepted, layer = ziggurat_candidate(word0[i])
-        wedge = wedge_accepts(x, layer, word1[i])
-        v = 1 if accepted else (0 if layer == 0 else ((1 if x < bound else 0) if wedge else 2))
+        x, _, layer = ziggurat_candidate(word0[i])
+        v = (1 if x < bound else 0) if wedge_test(x, layer, word1[i]) else 2
         verdict[c] = v
         going_on[n_going_on] = c
         n_going_on += v == 2
