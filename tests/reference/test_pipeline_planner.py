@@ -95,7 +95,13 @@ def test_the_issue_cases_reach_the_fault_free_and_work_periods():
     check_plan(cfg, pl.failed_workers({3: 2}, 8, 8), adapted)
 
 
-@pytest.mark.parametrize("p, d, m", [(p, d, m) for p in (1, 2, 3) for d in (1, 2, 3) for m in (1, 2)])
+def slow_from(cases, first_slow):
+    """The cases, those from index `first_slow` on marked slow (--run-slow; ids unchanged)."""
+    return [pytest.param(*case, marks=pytest.mark.slow) if i >= first_slow else case for i, case in enumerate(cases)]
+
+
+# The largest, 3 x 3 x 1 (11 s), with --run-slow only; 3 x 2 x 1 tries every failure set in CI.
+@pytest.mark.parametrize("p, d, m", slow_from([(p, d, m) for p in (1, 2, 3) for d in (1, 2, 3) for m in (1, 2)], 17))
 def test_exact_plan_equals_exhaustive_search_on_tiny_pipelines(p, d, m):
     """Every failure set of up to 2 workers whose plans number at most 400 (the
     orders of up to 3 micro-batches on a worker), with F, B and W unequal."""
@@ -117,7 +123,9 @@ def test_exact_plan_equals_exhaustive_search_on_tiny_pipelines(p, d, m):
     assert checked or d * p * m > 3  # the smallest always fit the exhaustive search
 
 
-@pytest.mark.parametrize("p, d, m, rows", [(p, d, m, rows) for (p, d, m), sets in OPEN.items() for rows in sets])
+# One failure set of each shape in CI; the other three 4 x 3 x 2 sets (10-23 s each) with --run-slow.
+@pytest.mark.parametrize("p, d, m, rows", slow_from(
+    [(p, d, m, rows) for (p, d, m), sets in OPEN.items() for rows in sets], 3))
 def test_exact_plan_equals_an_independent_program_where_the_bound_is_open(p, d, m, rows):
     cfg, mask = kind(p, d, m), np.array(rows, dtype=bool)
     adapted = planner.plan(cfg, mask, method="exact")
