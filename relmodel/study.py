@@ -77,8 +77,10 @@ class Study:
         Jobs simulated per grid point.
     seed : int
         Base seed of the simulation.
-    backend : {"numba", "cython"}, default "numba"
-        The timeline kernel.
+    backend : {"auto", "numba", "cython"}, default "auto"
+        The timeline kernel; "auto" starts on the Cython twin where Numba's
+        cache is cold and goes on with Numba once it has compiled in the
+        background (`engine.resolve_backend`). The kernels give the same bits.
     max_failures : int, default 100000
         Failures after which a job is stopped (counted in ``n_capped``).
     chunk_points : int, optional
@@ -90,7 +92,7 @@ class Study:
     sweep: dict  # field -> list of values (units resolved)
     n_jobs: int
     seed: int
-    backend: str = "numba"
+    backend: str = "auto"
     max_failures: int = 100_000
     chunk_points: int | None = None  # grid points per chunk (a target; default from n_jobs)
     outputs: tuple = OUTPUTS
@@ -118,7 +120,9 @@ class Study:
         fields = [name for name in FIELDS if name != "checkpoint_persist" or sc.checkpoint_persist != 0.0]
         return {
             "scenario": {name: getattr(sc, name) for name in fields}, **extra,
-            "n_jobs": self.n_jobs, "seed": self.seed, "backend": self.backend,
+            # Results do not depend on the backend (the same bits); the field keeps the fingerprints of
+            # existing stores, "auto" hashed as "numba" so that a study that ran on Numba resumes.
+            "n_jobs": self.n_jobs, "seed": self.seed, "backend": "cython" if self.backend == "cython" else "numba",
             "max_failures": self.max_failures, "outputs": list(self.outputs),
         }
 
@@ -252,10 +256,10 @@ def parse_study(text: str, name: str = "study", folder: Path | None = None) -> S
         value = run.get(key)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high):
             fail("run", key, f"must be an integer in [{low}, {high}] (got {value!r})")
-    if run.get("backend", "numba") not in ("numba", "cython"):
-        fail("run", "backend", f"must be 'numba' or 'cython' (got {run['backend']!r})")
+    if run.get("backend", "auto") not in ("auto", "numba", "cython"):
+        fail("run", "backend", f"must be 'auto', 'numba' or 'cython' (got {run['backend']!r})")
     study = Study(fixed=fixed, sweep=axes, n_jobs=run["n_jobs"], seed=run["seed"],
-                  backend=run.get("backend", "numba"), max_failures=run.get("max_failures", 100_000),
+                  backend=run.get("backend", "auto"), max_failures=run.get("max_failures", 100_000),
                   chunk_points=run.get("chunk_points"), outputs=tuple(o for o in known if o in outputs))
     try:
         study.scenario

@@ -68,6 +68,19 @@ def test_chunking_and_schedulers_give_identical_stores(tmp_path, reference):
     assert not (tmp_path / "study.nc.partial.zarr").exists()
 
 
+def test_every_backend_gives_the_same_store_and_auto_resumes_a_numba_study(tmp_path, reference):
+    """A study runs on "auto" by default (Cython while Numba compiles on a cold cache); pinned to
+    either kernel it writes the same store, and "auto" keeps a Numba study's fingerprint."""
+    study = parse_study(STUDY)
+    assert study.backend == "auto" and parse_study(STUDY + 'backend = "cython"\n').backend == "cython"
+    for backend in ("numba", "cython"):
+        run_study(dataclasses.replace(study, backend=backend), tmp_path / f"{backend}.zarr", progress=False)
+        xr.testing.assert_identical(data(rm.open_study(tmp_path / f"{backend}.zarr")), data(reference))
+    assert dataclasses.replace(study, backend="numba").fingerprint() == study.fingerprint()
+    with pytest.raises(StudyError, match="backend"):
+        parse_study(STUDY + 'backend = "gpu"\n')
+
+
 def test_a_killed_sweep_resumes_to_the_same_store(tmp_path, reference):
     slow = STUDY.replace("chunk_points = 2", "chunk_points = 1")  # 9 chunks, one point each
     study_file = tmp_path / "study.toml"
