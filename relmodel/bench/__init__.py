@@ -288,7 +288,8 @@ def measure_peer(peer, sc, n_jobs):
 
 def measure_limit(n_jobs, draws_per_job, threads):
     """Time the floor of the kernel's generator (`rng_numba.exponential_generator_limit`):
-    the Philox calls and ziggurat steps of `draws_per_job` exponentials per job, nothing else.
+    the Philox calls and ziggurat steps of `draws_per_job` exponentials per job, each
+    candidate looked at once (an integer count), nothing else.
 
     Parameters
     ----------
