@@ -575,7 +575,7 @@ def unsettled_jobs(first, n, bound, k0, k1, todo, words, flags, indices):
     # the others (a third of the open jobs) await their wedge test, whose exp is worth skipping.
     n_wedge = 0
     for c in range(n_open):
-        x, accepted, layer = ziggurat_candidate(word0[open_jobs[c]])
+        _, accepted, layer = ziggurat_candidate(word0[open_jobs[c]])
         verdict[c] = 1 if accepted else (0 if layer == 0 else 3)
         going_on[n_wedge] = c
         n_wedge += not accepted and layer != 0
