@@ -394,7 +394,9 @@ def _list_plan(graph, priority, cap_per_worker):
 
     d, m, p = graph.shape
     placed = _plan_kernel.plan_list_schedule(graph.duration, graph.worker, graph.pred_ptr, graph.pred_idx,
-                                             graph.pred_delay, np.asarray(priority, dtype=float), holds(graph),
+                                             # A writeable copy: a read-only priority (a cached one) would make
+                                             # Numba compile the kernel a second time (a second on a cold cache).
+                                             graph.pred_delay, np.array(priority, dtype=float), holds(graph),
                                              cap_per_worker, d * p, start, end, sequence)
     if placed < n:
         return None
