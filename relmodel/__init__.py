@@ -10,6 +10,7 @@ from .closed_form import ClosedFormWarning, ettr, mttf, optimal_interval
 from .failures import Exponential, FailureCategory, LemonMixture, TaxonomyMixture, Weibull
 from .fit import FitResult, fit
 from .plan import Plan, plan
+from .record import RunRecord, RunRecordError, measure_run, predict_run, read_run, replay_run, simulate_run
 from .errors import ParameterError, ScenarioError
 from .scenario import CheckpointLevel, Scenario
 from .simulate import CappedJobsWarning, compare, simulate
@@ -39,6 +40,8 @@ __all__ = [
     "LemonMixture",
     "ParameterError",
     "Plan",
+    "RunRecord",
+    "RunRecordError",
     "Scenario",
     "ScenarioError",
     "TaxonomyMixture",
@@ -47,13 +50,18 @@ __all__ = [
     "elastic",
     "ettr",
     "fit",
+    "measure_run",
     "mttf",
     "open_study",
     "optimal_interval",
     "pipeline",
     "plan",
     "plan_checkpoints",
+    "predict_run",
+    "read_run",
+    "replay_run",
     "simulate",
+    "simulate_run",
     "to_hours",
     "verify_study",
 ]

@@ -24,8 +24,8 @@ FLOORS = {
                 "relmodel.sweep"],
     "presentation": ["relmodel.plot", "relmodel.*.plot", "relmodel._cli_shared", "relmodel.*.cli", "relmodel.cli",
                      "relmodel.bench", "relmodel.bench.*", "relmodel.testing", "relmodel.testing.*"],
-    "subsystems": ["relmodel.pipeline.*", "relmodel.elastic.*"],
-    "faces": ["relmodel", "relmodel.pipeline", "relmodel.elastic"],
+    "subsystems": ["relmodel.pipeline.*", "relmodel.elastic.*", "relmodel.record.*"],
+    "faces": ["relmodel", "relmodel.pipeline", "relmodel.elastic", "relmodel.record"],
 }
 ORDER = ["ground", "kernels", "models", "computation", "studies", "subsystems", "presentation", "faces"]
 # The one import by name: `rm.pipeline` and `rm.elastic` load on first use (PEP 562),

@@ -1,0 +1,369 @@
+"""The model beside a run's record: records with known truth, prediction, and replay under another plan.
+
+`simulate_run` walks one run of a scenario (random failures) and returns its
+record with the true components; `predict_run` sets the scenario a record
+implies beside it (renewal form, the simulated distribution of one run's ETTR
+and where the run falls in it, and the gap to an assumed plan input by input);
+`replay_run` keeps the run's failures and replays them under another plan.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import xarray as xr
+
+from .._version import __version__
+from ..closed_form import ettr as closed_form_ettr
+from ..errors import ParameterError, check_integer
+from ..scenario import Scenario, as_scenario
+from ..simulate import simulate
+from ..units import to_hours
+from .events import NS_PER_H, RecordSummary, RunRecord, parse_instant
+from .measure import COMPONENTS, measure_run, timeline
+from .timeline import Plan, Walk, exponential_failures, hours_to_ns, walk
+
+PLAN_INPUTS = ("failure_rate", "checkpoint_interval", "checkpoint_cost", "restart_cost", "queue_wait")
+MAX_RUNS = 10**7
+
+
+def _plain_scenario(scenario, name="scenario") -> Scenario:
+    sc = as_scenario(scenario)
+    if sc.fast_checkpoints or sc.taxonomy is not None or sc.weibull_shape != 1.0 or sc.lemon_fraction != 0.0:
+        raise ParameterError(name, "a run record is walked for exponential failures at one rate, without fast "
+                                   "levels, a taxonomy or lemon nodes")
+    if sc.size != 1 if hasattr(sc, "size") else False:
+        raise ParameterError(name, "one scenario, not a grid")
+    return sc
+
+
+def scenario_plan(sc: Scenario, startup: float = 0.0) -> Plan:
+    """The plan of a scenario in nanoseconds (its durations rounded to the nanosecond)."""
+    interval = hours_to_ns(sc.checkpoint_interval)
+    work = hours_to_ns(sc.work)
+    n_full = min(sc.intervals[0], work // interval)
+    return Plan(work=work, positions=tuple(interval * k for k in range(1, n_full + 1)),
+                write=(hours_to_ns(sc.checkpoint_cost),), persist=hours_to_ns(sc.checkpoint_persist),
+                startup=hours_to_ns(startup), restart=(hours_to_ns(sc.restart_cost),), queue=(hours_to_ns(sc.queue_wait),))
+
+
+def _record_of(w: Walk, start_ns: int, reasons: list, planned: set, source: str, n_gpus) -> RunRecord:
+    rows = w.events
+    kinds = [k if k != "failure" or reasons[r] not in planned else "interruption" for _, k, _, _, _, r in rows]
+    ds = xr.Dataset(
+        {"time_ns": ("event", np.array([start_ns + e[0] for e in rows], dtype=np.int64)),
+         "kind": ("event", np.array(kinds, dtype=object).astype(str)),
+         "step": ("event", np.array([e[2] for e in rows], dtype=np.int64)),
+         "duration_s": ("event", np.array([e[3] / 1e9 if e[1] == "checkpoint_written" else np.nan for e in rows])),
+         "wait_s": ("event", np.array([e[4] / 1e9 if e[1] == "checkpoint_written" else np.nan for e in rows])),
+         "reason": ("event", np.array([reasons[e[5]] if e[5] >= 0 else "" for e in rows], dtype=object).astype(str)),
+         "source": ("event", np.full(len(rows), "events")),
+         "line": ("event", np.arange(1, len(rows) + 1, dtype=np.int64))},
+        coords={"event": np.arange(len(rows))},
+        attrs={"sources": source, "time_zone": "UTC", "events_file": source},
+    )
+    ds["time"] = ("event", ds.time_ns.values.astype("datetime64[ns]"))
+    summary = RecordSummary(sources=[source], rows_read=len(rows), rows_used=len(rows))
+    return RunRecord(events=ds, n_gpus=n_gpus, summary=summary)
+
+
+def simulate_run(scenario, seed: int = 0, *, reasons=None, planned=(), startup="0", start="2024-01-01T00:00:00Z"):
+    """One run of a scenario, walked with random failures: its record and the true components.
+
+    Durations are rounded to the nanosecond; failures come at exponential
+    runtime gaps of the scenario's job MTTF (numpy's Philox keyed by `seed`).
+    The record's steps are seconds of productive compute.
+
+    Parameters
+    ----------
+    scenario : Scenario or mapping
+        A scalar scenario: exponential failures, fixed queue wait, no fast
+        levels (a checkpoint_persist is walked).
+    seed : int, default 0
+        Random seed (0 <= seed < 2**63).
+    reasons : mapping of str to float, optional
+        Failure reasons and their shares (normalised), drawn per failure.
+    planned : sequence of str, default ()
+        Reasons that are planned interruptions (logged as ``interruption``).
+    startup : duration, default "0"
+        The first attempt's initialisation (the model has none).
+    start : str, default "2024-01-01T00:00:00Z"
+        The run's start (UTC).
+
+    Returns
+    -------
+    record : RunRecord
+        The run's events (source "simulated").
+    truth : dict
+        The walk's own components (ns, ints: ``wall``, ``productive``,
+        ``checkpoint``, ``persist_wait``, ``lost``, ``restart``, ``startup``,
+        ``queue``) and ``failures``, ``capped``.
+    """
+    sc = _plain_scenario(scenario)
+    if sc.queue_wait_distribution != "fixed":
+        raise ParameterError("scenario", "simulate_run walks a fixed queue wait")
+    seed = check_integer("seed", seed, 0, 2**63 - 1)
+    rng = np.random.Generator(np.random.Philox(key=seed))
+    names, shares = ["unknown"], np.array([1.0])
+    if reasons:
+        names = [str(k) for k in reasons]
+        shares = np.array([float(v) for v in reasons.values()])
+        if not (np.all(np.isfinite(shares)) and np.all(shares >= 0) and shares.sum() > 0):
+            raise ParameterError("reasons", "shares must be finite, >= 0 and not all 0")
+    unknown = set(planned) - set(names)
+    if unknown:
+        raise ParameterError("planned", f"{sorted(unknown)} are not among the reasons")
+    cdf = np.cumsum(shares / shares.sum())
+
+    def draw_reasons():
+        while True:
+            yield int(min(np.searchsorted(cdf, rng.random(), side="right"), len(names) - 1))
+
+    plan = scenario_plan(sc, to_hours(startup, "startup"))
+    mean_ns = sc.mttf * NS_PER_H
+    w = walk(plan, exponential_failures(rng, mean_ns), draw_reasons() if reasons else None)
+    start_ns = parse_instant(start, None, "start", 0)
+    record = _record_of(w, start_ns, names, set(planned), "simulated", sc.n_gpus)
+    truth = {k: getattr(w, k) for k in ("wall", *COMPONENTS)}
+    truth.update(failures=w.failures, capped=w.capped)
+    return record, truth
+
+
+def implied_scenario(measured: xr.Dataset, *, n_gpus=None, failure_rate=None) -> Scenario:
+    """The scenario a measured run implies: its GPUs, work, mean interval and costs, and failure rate.
+
+    Parameters
+    ----------
+    measured : xarray.Dataset
+        From `measure_run`.
+    n_gpus : int, optional
+        GPUs (default: the record's).
+    failure_rate : float, optional
+        Per node-day (default: the run's own interruption rate).
+
+    Returns
+    -------
+    Scenario
+    """
+    gpus = n_gpus if n_gpus is not None else int(measured.attrs["n_gpus"])
+    if gpus is None or gpus < 1:
+        raise ParameterError("n_gpus", "the record does not say how many GPUs the run had: give n_gpus")
+    rate = failure_rate if failure_rate is not None else float(measured.failure_rate) if "failure_rate" in measured \
+        else float(measured.interruptions) / (float(measured.runtime) / 24.0 * -(-gpus // 8))
+    productive = float(measured.time.sel(component="productive"))
+    if not np.isfinite(productive):
+        raise ParameterError("events", "the record has no trainer events: its productive time is unknown")
+
+    def mean(name, default=0.0):
+        value = float(measured[name])
+        return value if np.isfinite(value) else default
+
+    return Scenario(n_gpus=gpus, failure_rate=rate, work=productive,
+                    checkpoint_interval=mean("checkpoint_interval", productive),
+                    checkpoint_cost=mean("checkpoint_cost"), restart_cost=mean("restart_cost"),
+                    queue_wait=mean("queue_wait"))
+
+
+def predict_run(record: RunRecord, *, scenario=None, assumed=None, n_gpus=None, failure_rate=None,
+                n_runs: int = 20_000, seed: int = 0) -> xr.Dataset:
+    """The model beside a run: predicted ETTR, one run's ETTR distribution, the run's quantile, the gap by input.
+
+    Parameters
+    ----------
+    record : RunRecord
+        The run (with its trainer events).
+    scenario : Scenario, optional
+        The scenario to hold the run to (default: the one it implies,
+        `implied_scenario`; its failure rate is then fitted to this very run,
+        which pulls the quantile towards the middle).
+    assumed : Scenario, optional
+        What the plan assumed: the gap from its predicted ETTR to the
+        observed one is split by input, each measured input substituted in
+        turn (``effect``), the rest being the run's luck and what the model
+        leaves out (its startup).
+    n_gpus, failure_rate : optional
+        For the implied scenario (see `implied_scenario`).
+    n_runs : int, default 20000
+        Runs simulated for the distribution.
+    seed : int, default 0
+        Seed of the simulation.
+
+    Returns
+    -------
+    xarray.Dataset
+        ``observed_ettr`` (the study's), ``observed_ettr_model_terms`` (less
+        startup, which the model has not), ``predicted_ettr_renewal``,
+        ``predicted_ettr_simulated`` (work / mean wall), ``run_ettr_quantile``
+        along ``quantile`` (one run's ETTR), ``observed_quantile`` (share of
+        simulated runs below the observed one, ties halved); with `assumed`,
+        along ``input``: ``assumed_value``, ``measured_value``,
+        ``ettr_substituted`` and ``effect``, and ``assumed_ettr``,
+        ``gap`` (observed - assumed), ``gap_unexplained``. The scenario used in
+        attrs.
+    """
+    n_runs = check_integer("n_runs", n_runs, 100, MAX_RUNS)
+    measured = measure_run(record, n_gpus=n_gpus)
+    implied = implied_scenario(measured, n_gpus=n_gpus, failure_rate=failure_rate)
+    sc = _plain_scenario(scenario) if scenario is not None else implied
+    observed = float(measured.ettr)
+    model_terms = float(measured.ettr_model_terms)
+    sim = simulate(sc, n_jobs=n_runs, seed=seed, backend="auto", keep_jobs=True)
+    per_run = (sim.job_productive / sim.job_wall).values.ravel()
+    quantiles = np.array([0.05, 0.25, 0.5, 0.75, 0.95])
+    below = float((per_run < model_terms).sum() + 0.5 * (per_run == model_terms).sum()) / per_run.size
+    ds = xr.Dataset(
+        {"observed_ettr": observed, "observed_ettr_model_terms": model_terms,
+         "predicted_ettr_renewal": closed_form_ettr(sc, method="renewal"),
+         "predicted_ettr_simulated": float(sim.ettr.values.ravel()[0]),
+         "run_ettr_quantile": ("quantile", np.quantile(per_run, quantiles)),
+         "observed_quantile": below},
+        coords={"quantile": quantiles},
+        attrs={"relmodel_version": __version__, "scenario": repr(sc), "n_runs": n_runs, "seed": seed,
+               "scenario_source": "given" if scenario is not None else "implied by the run"},
+    )
+    if assumed is not None:
+        base_sc = _plain_scenario(assumed, "assumed")
+        base = closed_form_ettr(base_sc, method="renewal")
+        rows = []
+        for name in PLAN_INPUTS:
+            value = getattr(implied, name)
+            substituted = closed_form_ettr(dataclasses.replace(base_sc, **{name: value}), method="renewal")
+            rows.append((getattr(base_sc, name), value, substituted, substituted - base))
+        columns = list(zip(*rows))
+        ds["assumed_value"] = ("input", np.array(columns[0], dtype=float))
+        ds["measured_value"] = ("input", np.array(columns[1], dtype=float))
+        ds["ettr_substituted"] = ("input", np.array(columns[2], dtype=float))
+        ds["effect"] = ("input", np.array(columns[3], dtype=float))
+        ds = ds.assign_coords(input=list(PLAN_INPUTS))
+        ds["assumed_ettr"] = base
+        ds["gap"] = observed - base
+        ds["gap_all_inputs"] = closed_form_ettr(implied, method="renewal") - base
+        ds["gap_unexplained"] = observed - closed_form_ettr(implied, method="renewal")
+        ds.attrs["assumed"] = repr(base_sc)
+    return ds
+
+
+def own_plan(record: RunRecord) -> tuple[Plan, list]:
+    """The plan a run followed, as it was (writes, waits, restarts and queues by occurrence), and its failures.
+
+    Parameters
+    ----------
+    record : RunRecord
+        The run (with trainer events).
+
+    Returns
+    -------
+    plan : Plan
+    failures : list of int
+        Runtime instants (ns) of its interruptions.
+    """
+    tl = timeline(record)
+    if not record.has_trainer_events:
+        raise ParameterError("events", "replay needs the trainer's events (checkpoints and first steps)")
+    if any(tl.restore_depths):
+        raise ParameterError("events", "the run restored older checkpoints than its latest: replay walks the "
+                                       "model's rule (the latest restorable one)")
+    writes = tl.writes
+    positions = tuple(sorted({w[0] for w in writes}))
+    completed = [x[5] for x in tl.interruptions if x[7]]
+    mean_restart = int(round(np.mean(completed))) if completed else 0
+    # A restart a failure cut short lasted at least what it ran: longer than that, or the replay misses the failure.
+    restarts = tuple(x[5] if x[7] else max(mean_restart, x[5] + 1) for x in tl.interruptions) or (0,)
+    queues = tuple(max(x[4], 0) for x in tl.interruptions) or (0,)
+    startup = tl.attempts[0][1] - tl.attempts[0][0] if tl.attempts[0][1] >= 0 else 0
+    plan = Plan(work=tl.totals["productive"], positions=positions, write=tuple(w[1] for w in writes) or (0,),
+                wait=tuple(w[2] for w in writes) or (0,), startup=startup, restart=restarts, queue=queues)
+    return plan, [x[6] for x in tl.interruptions]
+
+
+def replay_run(record: RunRecord, *, checkpoint_interval=None, checkpoint_cost=None, checkpoint_persist=None,
+               restart_cost=None, queue_wait=None, n_gpus=None, n_runs: int = 20_000, seed: int = 0) -> xr.Dataset:
+    """Replay a run's own failures under another plan, deterministically, beside new failure draws.
+
+    The failures strike at the same instants of runtime as in the run; each
+    interruption keeps its queue wait and its restart (unless `queue_wait` or
+    `restart_cost` is given). A plan that needs more runtime than the run had
+    meets failures beyond the record's: they are drawn at the run's own
+    interruption rate (seeded, counted in ``extrapolated_failures``).
+
+    Parameters
+    ----------
+    record : RunRecord
+        The run (with trainer events).
+    checkpoint_interval, checkpoint_cost, checkpoint_persist, restart_cost, queue_wait : duration, optional
+        The plan's changes (hours or strings with units); the rest as measured
+        (means).
+    n_gpus : int, optional
+        GPUs, for the simulated counterfactual's scenario.
+    n_runs : int, default 20000
+        Runs simulated for the counterfactual.
+    seed : int, default 0
+        Seed of the extrapolated failures and of the simulation.
+
+    Returns
+    -------
+    xarray.Dataset
+        Along ``plan`` ("run", "replayed"): ``wall``, ``ettr``, ``time`` by
+        ``component``, ``failures``, ``extrapolated_failures``,
+        ``simulated_ettr`` and ``simulated_wall`` (new failure draws, the
+        run's rate); ``saving`` (run wall - replayed wall, h); ``reproduced``
+        (the replay at the run's own plan gives its wall to the nanosecond).
+    """
+    measured = measure_run(record, n_gpus=n_gpus)
+    plan, failures = own_plan(record)
+    rng = np.random.Generator(np.random.Philox(key=check_integer("seed", seed, 0, 2**63 - 1)))
+    runtime_ns = int(round(float(measured.runtime) * NS_PER_H))
+    rate = len(failures) / runtime_ns if runtime_ns > 0 else 0.0
+    own = walk(plan, iter(failures))
+    changes = {k: v for k, v in dict(checkpoint_interval=checkpoint_interval, checkpoint_cost=checkpoint_cost,
+                                     checkpoint_persist=checkpoint_persist, restart_cost=restart_cost,
+                                     queue_wait=queue_wait).items() if v is not None}
+    hours = {k: to_hours(v, k) for k, v in changes.items()}
+    for k, v in hours.items():
+        if not (np.isfinite(v) and v >= 0) or (k == "checkpoint_interval" and v <= 0):
+            raise ParameterError(k, f"{changes[k]!r} must be finite and {'> 0' if k == 'checkpoint_interval' else '>= 0'}")
+    implied = implied_scenario(measured, n_gpus=n_gpus, failure_rate=None) if (n_gpus or record.n_gpus) else None
+    interval = hours_to_ns(hours.get("checkpoint_interval", float(measured.checkpoint_interval)
+                                     if np.isfinite(float(measured.checkpoint_interval)) else float(measured.time[0])))
+    write = hours_to_ns(hours["checkpoint_cost"]) if "checkpoint_cost" in hours else (
+        int(round(np.mean(plan.write))) if plan.write else 0)
+    other = Plan.regular(plan.work, max(interval, 1), write, persist=hours_to_ns(hours.get("checkpoint_persist", 0.0)),
+                         startup=plan.startup,
+                         restart=(hours_to_ns(hours["restart_cost"]),) if "restart_cost" in hours else plan.restart,
+                         queue=(hours_to_ns(hours["queue_wait"]),) if "queue_wait" in hours else plan.queue)
+    replayed = walk(other, _then_drawn(failures, rng, 1.0 / rate if rate > 0 else np.inf))
+    walks = {"run": own, "replayed": replayed}
+    to_h = 1.0 / NS_PER_H
+    ds = xr.Dataset(
+        {"wall": ("plan", [w.wall * to_h for w in walks.values()]),
+         "ettr": ("plan", [w.productive / w.wall if w.wall else np.nan for w in walks.values()]),
+         "time": (("plan", "component"), [[getattr(w, c) * to_h for c in COMPONENTS] for w in walks.values()]),
+         "failures": ("plan", [w.failures for w in walks.values()]),
+         "extrapolated_failures": ("plan", [0, max(replayed.failures - len(failures), 0)]),
+         "capped": ("plan", [own.capped, replayed.capped])},
+        coords={"plan": list(walks), "component": list(COMPONENTS)},
+        attrs={"relmodel_version": __version__, "changes": repr(changes), "seed": seed,
+               "failure_clock": "runtime (queue excluded), as the model's"},
+    )
+    ds["saving"] = ds.wall.sel(plan="run") - ds.wall.sel(plan="replayed")
+    ds["reproduced"] = own.wall == int(round(float(measured.wall) * NS_PER_H)) and own.wall == (
+        int(record.events.time_ns.values[-1]) - int(record.events.time_ns.values[0]))
+    if implied is not None:
+        n_runs = check_integer("n_runs", n_runs, 100, MAX_RUNS)
+        scenarios = [implied, dataclasses.replace(implied, **{k: v for k, v in hours.items()})]
+        sims = [simulate(s, n_jobs=n_runs, seed=seed, backend="auto") for s in scenarios]
+        ds["simulated_ettr"] = ("plan", [float(s.ettr.values.ravel()[0]) for s in sims])
+        ds["simulated_wall"] = ("plan", [float(sc.work) / float(sim.ettr.values.ravel()[0])
+                                         for sc, sim in zip(scenarios, sims)])
+    for name in ("wall", "time", "saving"):
+        ds[name].attrs["units"] = "h"
+    return ds
+
+
+def _then_drawn(observed, rng, mean_ns):
+    yield from observed
+    last = observed[-1] if observed else 0
+    if np.isfinite(mean_ns):
+        yield from exponential_failures(rng, mean_ns, last)
+
