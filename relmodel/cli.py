@@ -19,6 +19,7 @@ from .elastic.cli import cluster
 from .engine import DEFAULT_MAX_FAILURES, MAX_JOBS
 from .errors import ScenarioError, parameter_and_reason
 from .pipeline.cli import pipeline
+from .record.cli import run
 from .scenario import Scenario
 from .units import UNIT_REQUIRED_HELP, format_hours
 
@@ -459,6 +460,7 @@ def summary_rows(ds, dims) -> list[dict]:
 # The subpackages' commands (their modules import from `_cli_shared`, never from this one).
 main.add_command(pipeline)
 main.add_command(cluster)
+main.add_command(run)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -33,7 +33,7 @@ EVENT_KINDS = (
     "first_step",  # the first training step after a (re)start: initialisation is over
     "checkpoint_written",  # a checkpoint write ended; duration_s: its blocking time, wait_s: the wait before it
     "checkpoint_restored",  # an attempt restored the checkpoint of `step` (0: the run's start)
-    "failure",  # an unexpected interruption, with its `reason` where known
+    "failure",  # an unexpected interruption, `reason` where known; wait_s: a wait for persistence it cut short
     "interruption",  # a planned one (maintenance, a preemption asked for)
     "step",  # training progress at that time (informative)
     "run_end",  # training finished

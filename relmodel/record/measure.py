@@ -169,9 +169,13 @@ def timeline(record: RunRecord) -> Timeline:
                 totals["startup" if first_attempt else "restart"] += spent
                 if not first_attempt:
                     interruptions[-1][5:8:2] = [spent, False]
-            else:
-                value += t - clock
-                compute += t - clock
+            else:  # compute, then the wait for persistence the failure cut short (wait_s) where logged
+                w = 0 if np.isnan(waits[i]) else int(round(waits[i] * NS_PER_S))
+                if t - w < clock:
+                    fail(i, "wait_s", "the wait would start before the previous event of the attempt")
+                value += t - w - clock
+                compute += t - w - clock
+                totals["persist_wait"] += w
             attempts[-1][2:] = [t, kind]
             lost_before = totals["lost"]
             interruptions.append([t, kind, str(reasons[i]), lost_before, -1, -1, 0, False])
@@ -247,7 +251,9 @@ def measure_run(record: RunRecord, *, n_gpus: int | None = None, taxonomy="meta-
     -------
     xarray.Dataset
         ``time`` (h) along ``component`` (productive, checkpoint, persist_wait,
-        lost, restart, startup, queue; NaN where the record cannot say);
+        lost, restart, startup, queue; NaN where the record cannot say) and
+        ``time_ns`` (the same, exact integer ns; -1 where unknown), which add
+        up to ``wall_ns``;
         ``wall``, ``runtime`` (wall less queue), ``ettr`` (productive / wall),
         ``ettr_model_terms`` (productive / (wall - startup): the model has no
         startup), counts (``interruptions``, ``failures``, ``planned``,
@@ -302,6 +308,9 @@ def measure_run(record: RunRecord, *, n_gpus: int | None = None, taxonomy="meta-
     order = np.argsort(-counts, kind="stable")
     ds = xr.Dataset(
         {"time": ("component", [hours[c] for c in COMPONENTS]),
+         "time_ns": ("component", np.array([-1 if tl.totals[c] is None else tl.totals[c] for c in COMPONENTS],
+                                           dtype=np.int64)),
+         "wall_ns": tl.end - tl.start,
          **{k: ((), v) for k, v in values.items()},
          "interruption_time": ("interruption", np.array([x[0] for x in inter], dtype=np.int64).astype("datetime64[ns]")),
          "interruption_runtime": ("interruption", np.array([x[6] * to_h for x in inter], dtype=float)),

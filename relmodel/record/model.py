@@ -56,7 +56,8 @@ def _record_of(w: Walk, start_ns: int, reasons: list, planned: set, source: str,
          "kind": ("event", np.array(kinds, dtype=object).astype(str)),
          "step": ("event", np.array([e[2] for e in rows], dtype=np.int64)),
          "duration_s": ("event", np.array([e[3] / 1e9 if e[1] == "checkpoint_written" else np.nan for e in rows])),
-         "wait_s": ("event", np.array([e[4] / 1e9 if e[1] == "checkpoint_written" else np.nan for e in rows])),
+         "wait_s": ("event", np.array([e[4] / 1e9 if e[1] == "checkpoint_written" or e[4] else np.nan
+                                       for e in rows])),
          "reason": ("event", np.array([reasons[e[5]] if e[5] >= 0 else "" for e in rows], dtype=object).astype(str)),
          "source": ("event", np.full(len(rows), "events")),
          "line": ("event", np.arange(1, len(rows) + 1, dtype=np.int64))},
@@ -245,7 +246,8 @@ def predict_run(record: RunRecord, *, scenario=None, assumed=None, n_gpus=None, 
 
 
 def own_plan(record: RunRecord) -> tuple[Plan, list]:
-    """The plan a run followed, as it was (writes, waits, restarts and queues by occurrence), and its failures.
+    """The plan a run followed, as it was (writes, waits, restarts, queues and restores that fell back past
+    the latest checkpoint, by occurrence), and its failures.
 
     Parameters
     ----------
@@ -261,9 +263,6 @@ def own_plan(record: RunRecord) -> tuple[Plan, list]:
     tl = timeline(record)
     if not record.has_trainer_events:
         raise ParameterError("events", "replay needs the trainer's events (checkpoints and first steps)")
-    if any(tl.restore_depths):
-        raise ParameterError("events", "the run restored older checkpoints than its latest: replay walks the "
-                                       "model's rule (the latest restorable one)")
     writes = tl.writes
     positions = tuple(sorted({w[0] for w in writes}))
     completed = [x[5] for x in tl.interruptions if x[7]]
@@ -273,7 +272,8 @@ def own_plan(record: RunRecord) -> tuple[Plan, list]:
     queues = tuple(max(x[4], 0) for x in tl.interruptions) or (0,)
     startup = tl.attempts[0][1] - tl.attempts[0][0] if tl.attempts[0][1] >= 0 else 0
     plan = Plan(work=tl.totals["productive"], positions=positions, write=tuple(w[1] for w in writes) or (0,),
-                wait=tuple(w[2] for w in writes) or (0,), startup=startup, restart=restarts, queue=queues)
+                wait=tuple(w[2] for w in writes) or (0,), startup=startup, restart=restarts, queue=queues,
+                fallback=tuple(tl.restore_depths))
     return plan, [x[6] for x in tl.interruptions]
 
 

@@ -22,7 +22,7 @@ import numpy as np
 from .events import NS_PER_H, NS_PER_S
 
 STEP_NS = NS_PER_S  # the steps a walk's events carry: seconds of productive compute
-MAX_EVENTS = 20_000_000  # a walk that would log more is a plan with no end (ETTR near 0): stopped, flagged
+MAX_EVENTS = 1_000_000  # a walk that would log more is a plan with no end (ETTR near 0): stopped, flagged
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,6 +49,10 @@ class Plan:
         Initialisation after each interruption, by interruption (the last repeats).
     queue : tuple of int
         Queue wait after each interruption, by interruption (the last repeats).
+    fallback : tuple of int
+        Checkpoints each interruption's restore falls back past the latest
+        restorable one, by interruption (0 beyond the tuple): a run's own
+        record, where a restore took an older checkpoint.
     """
 
     work: int
@@ -59,6 +63,7 @@ class Plan:
     startup: int = 0
     restart: tuple = (0,)
     queue: tuple = (0,)
+    fallback: tuple = ()
 
     @staticmethod
     def regular(work: int, interval: int, write: int, **kwargs) -> "Plan":
@@ -119,6 +124,7 @@ def walk(plan: Plan, failures, reasons=None) -> Walk:
     writes = 0
     lost = restart = startup = queue = wait_total = 0
     n_fail = 0
+    cut_wait = 0  # a wait for persistence that the failure cut short (logged with it)
     fail = next(failures, None)
     events.append((0, "attempt_start", -1, 0, 0, -1))
     attempt_init = plan.startup
@@ -162,8 +168,9 @@ def walk(plan: Plan, failures, reasons=None) -> Walk:
                 # Wait for the previous write to become restorable, then write.
                 w = max(stack[-1][2] - r, 0) if plan.persist else _nth(plan.wait, writes)
                 if fail is not None and fail < r + w:
-                    wait_total += fail - r
-                    t += fail - r
+                    cut_wait = fail - r
+                    wait_total += cut_wait
+                    t += cut_wait
                     r = fail
                     break
                 r += w
@@ -171,6 +178,7 @@ def walk(plan: Plan, failures, reasons=None) -> Walk:
                 wait_total += w
                 d = _nth(plan.write, writes)
                 if fail is not None and fail < r + d:
+                    cut_wait = w  # the wait before a write cut short: logged with the failure too
                     value += fail - r
                     t += fail - r
                     r = fail
@@ -191,10 +199,13 @@ def walk(plan: Plan, failures, reasons=None) -> Walk:
                 restart += spent
         # A failure at runtime r: restore the latest restorable checkpoint.
         reason = next(reasons, -1) if reasons is not None else -1
-        events.append((t, "failure", -1, 0, 0, reason))
+        events.append((t, "failure", -1, 0, cut_wait, reason))
+        cut_wait = 0
         n_fail += 1
         while stack[-1][2] > r:  # pending writes are lost
             stack.pop()
+        back = plan.fallback[n_fail - 1] if n_fail <= len(plan.fallback) else 0
+        del stack[max(len(stack) - back, 1):]
         lost += value - stack[-1][0]
         value, compute = stack[-1][0], stack[-1][1]
         n_done = sum(1 for _ in range(len(stack) - 1))

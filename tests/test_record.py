@@ -1,0 +1,323 @@
+"""A run's own record (issue 34): records written by the walk with known truth measure back to it exactly,
+replay at the run's own plan gives its wall time to the nanosecond, the observed quantile is calibrated,
+and a malformed record is named by file, line and field."""
+
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import stats
+
+import relmodel as rm
+from relmodel.cli import main
+from relmodel.record import measure_run, predict_run, read_run, replay_run, simulate_run
+from relmodel.record.events import RunRecordError, format_instant, parse_instant
+from relmodel.record.measure import COMPONENTS
+from relmodel.record.timeline import Plan, walk
+
+DURATIONS = st.sampled_from([0.0, 1 / 3600, 0.01, 0.05, 0.2, 0.5, 1.0, 3.0])
+
+
+@st.composite
+def run_scenarios(draw):
+    """Small runs over the whole valid space: free and costly writes, persists longer than the interval,
+    no restart or queue, a job MTTF from a tenth of the interval to far beyond the run."""
+    interval = draw(st.sampled_from([0.1, 0.37, 1.0, 2.5, 24.0]))
+    return rm.Scenario(n_gpus=draw(st.sampled_from([8, 1024, 16384])), failure_rate=draw(
+        st.sampled_from([0.0, 1e-4, 6.5e-3, 0.05])), work=draw(st.sampled_from([0.5, 3.0, 30.0, 48.0])),
+        checkpoint_interval=interval, checkpoint_cost=draw(DURATIONS), restart_cost=draw(DURATIONS),
+        queue_wait=draw(DURATIONS), checkpoint_persist=draw(st.sampled_from([0.0, 0.05, 2 * interval])))
+
+
+def _cap_hopeless(sc):
+    return rm.ettr(sc, method="renewal") > 0.02
+
+
+@settings(max_examples=60)
+@given(run_scenarios(), st.integers(0, 2**32), st.sampled_from(["csv", "jsonl"]))
+def test_measured_components_equal_the_walks_own_exactly(tmp_path_factory, sc, seed, fmt):
+    if not _cap_hopeless(sc):
+        return
+    record, truth = simulate_run(sc, seed, reasons={"gpu": 3, "maintenance": 1}, planned=["maintenance"],
+                                 startup="7min")
+    path = tmp_path_factory.mktemp("runs") / f"run.{fmt}"
+    getattr(record, f"to_{fmt}")(path)
+    back = read_run(path, n_gpus=sc.n_gpus)
+    ds = measure_run(back)
+    assert int(ds.wall_ns) == truth["wall"]
+    for c in COMPONENTS:
+        assert int(ds.time_ns.sel(component=c)) == truth[c], c
+    assert int(ds.interruptions) == truth["failures"]
+    assert int(ds.failures) + int(ds.planned) == truth["failures"]
+    assert float(ds.ettr) == pytest.approx(truth["productive"] / truth["wall"], rel=1e-15)
+    # The model's inputs, measured: every write and restart took the plan's time.
+    if int(ds.writes):
+        assert float(ds.checkpoint_cost) == pytest.approx(round(sc.checkpoint_cost * 3.6e12) / 3.6e12, abs=1e-12)
+
+
+@settings(max_examples=40)
+@given(run_scenarios(), st.integers(0, 2**32))
+def test_replay_at_the_runs_own_plan_gives_its_wall_to_the_nanosecond(sc, seed):
+    if not _cap_hopeless(sc):
+        return
+    record, truth = simulate_run(sc, seed, startup="3min")
+    ds = replay_run(record, n_runs=100)
+    assert bool(ds.reproduced)
+    assert int(round(float(ds.wall.sel(plan="run")) * 3.6e12)) == truth["wall"]
+    assert int(ds.failures.sel(plan="run")) == truth["failures"]
+
+
+def test_replay_of_a_hand_written_run_with_irregular_writes():
+    # Writes of 60 s and 90 s after 50 and 70 min of compute, a failure 20 min after the second write:
+    # 20 min lost, a 30 min queue, a 5 min restart, then the last 30 min of work.
+    text = "\n".join([
+        "time,event,step,duration_s,wait_s,reason",
+        "2024-03-01T00:00:00Z,attempt_start,,,,",
+        "2024-03-01T00:02:00Z,first_step,0,,,",
+        "2024-03-01T00:53:00Z,checkpoint_written,500,60,,",
+        "2024-03-01T02:04:30Z,checkpoint_written,1200,90,,",
+        "2024-03-01T02:24:30Z,failure,,,,xid 79",
+        "2024-03-01T02:54:30Z,attempt_start,,,,",
+        "2024-03-01T02:59:30Z,first_step,1200,,,",
+        "2024-03-01T03:29:30Z,run_end,1500,,,",
+    ])
+    path = _write(text)
+    record = read_run(path, n_gpus=16)
+    ds = measure_run(record)
+    minutes = {c: float(ds.time.sel(component=c)) * 60 for c in COMPONENTS}
+    assert minutes == pytest.approx({"productive": 150, "checkpoint": 2.5, "persist_wait": 0, "lost": 20,
+                                     "restart": 5, "startup": 2, "queue": 30})
+    assert float(ds.wall) * 60 == pytest.approx(209.5)
+    assert float(ds.ettr) == pytest.approx(150 / 209.5)
+    assert float(ds.checkpoint_interval) * 60 == pytest.approx(60)  # positions 50 and 120 min of compute
+    replayed = replay_run(record)
+    assert bool(replayed.reproduced)
+    # Checkpoints every 20 min of 60 s each: the failure, 142.5 min of runtime after the startup, comes
+    # 16.5 min into the seventh interval (six of 21 min done), and the restart is the run's own 5 min.
+    other = replay_run(record, checkpoint_interval="20min", checkpoint_cost="60s")
+    lost = other.time.sel(plan="replayed", component="lost")
+    assert float(lost) * 60 == pytest.approx(142.5 - 6 * 21)
+    assert float(other.time.sel(plan="replayed", component="restart")) * 60 == pytest.approx(5)
+
+
+def test_the_walk_agrees_with_the_renewal_form():
+    # The walk is its own implementation of the timeline model: its mean wall over many runs is the
+    # renewal form's E[wall] (and so rm.simulate's) within a few standard errors.
+    sc = rm.Scenario(n_gpus=4096, failure_rate=6.5e-3, work="2d", checkpoint_interval="1h",
+                     checkpoint_cost="5min", restart_cost="10min", queue_wait="20min")
+    walls = np.array([simulate_run(sc, seed)[1]["wall"] / 3.6e12 for seed in range(600)])
+    expected = sc.work / rm.ettr(sc, method="renewal")
+    assert abs(walls.mean() - expected) < 4 * walls.std(ddof=1) / np.sqrt(walls.size)
+
+
+@pytest.mark.slow
+def test_the_observed_quantile_is_uniform_over_simulated_runs():
+    sc = rm.Scenario(n_gpus=4096, failure_rate=6.5e-3, work="2d", checkpoint_interval="1h",
+                     checkpoint_cost="5min", restart_cost="10min", queue_wait="20min")
+    quantiles = [float(predict_run(simulate_run(sc, seed)[0], scenario=sc, n_runs=4000, seed=10**6 + seed)
+                       .observed_quantile) for seed in range(300)]
+    assert stats.kstest(quantiles, "uniform").pvalue > 1e-3
+
+
+def test_the_observed_quantile_is_calibrated_in_a_bounded_sample():
+    sc = rm.Scenario(n_gpus=4096, failure_rate=6.5e-3, work="1d", checkpoint_interval="1h",
+                     checkpoint_cost="5min", restart_cost="10min", queue_wait="20min")
+    quantiles = np.array([float(predict_run(simulate_run(sc, seed)[0], scenario=sc, n_runs=2000,
+                                            seed=10**6 + seed).observed_quantile) for seed in range(80)])
+    assert stats.kstest(quantiles, "uniform").pvalue > 1e-4
+    # The implied scenario fits its rate to the very run: its quantiles crowd the middle (documented).
+    assert 0.2 < quantiles.mean() < 0.8
+
+
+def test_prediction_splits_the_gap_by_input():
+    sc = rm.Scenario(n_gpus=16384, failure_rate=6.5e-3, work="7d", checkpoint_interval="1h",
+                     checkpoint_cost="5min", restart_cost="10min", queue_wait="20min")
+    record, _ = simulate_run(sc, 3)
+    assumed = rm.Scenario(n_gpus=16384, failure_rate=2e-3, work="7d", checkpoint_interval="1h",
+                          checkpoint_cost="1min", restart_cost="10min", queue_wait="20min")
+    ds = predict_run(record, assumed=assumed, n_runs=2000)
+    assert float(ds.assumed_ettr) == pytest.approx(rm.ettr(assumed, method="renewal"))
+    effect = ds.effect.to_series()
+    assert effect["failure_rate"] < effect["checkpoint_cost"] < 0
+    assert effect["restart_cost"] == pytest.approx(0, abs=1e-9)  # measured as assumed (to the ns)
+    total = float(ds.gap_all_inputs) + float(ds.gap_unexplained)
+    assert total == pytest.approx(float(ds.gap))
+    assert float(ds.predicted_ettr_renewal) == pytest.approx(float(ds.predicted_ettr_simulated), abs=0.01)
+
+
+def test_replay_draws_failures_beyond_the_record_when_a_plan_runs_longer():
+    sc = rm.Scenario(n_gpus=1024, failure_rate=6.5e-3, work="2d", checkpoint_interval="1h",
+                     checkpoint_cost="1min", restart_cost="10min")
+    record, _ = simulate_run(sc, 5)
+    ds = replay_run(record, checkpoint_cost="30min", n_gpus=1024, n_runs=500)
+    assert float(ds.saving) < 0 and int(ds.extrapolated_failures.sel(plan="replayed")) > 0
+    again = replay_run(record, checkpoint_cost="30min", n_gpus=1024, n_runs=500)
+    assert float(again.wall.sel(plan="replayed")) == float(ds.wall.sel(plan="replayed"))  # seeded
+
+
+def test_asynchronous_writes_replayed():
+    sc = rm.Scenario(n_gpus=16384, failure_rate=6.5e-3, work="3d", checkpoint_interval="30min",
+                     checkpoint_cost="5min", restart_cost="10min")
+    record, _ = simulate_run(sc, 9)
+    ds = replay_run(record, checkpoint_cost="10s", checkpoint_persist="5min", n_runs=500)
+    assert float(ds.saving) > 0
+    assert float(ds.time.sel(plan="replayed", component="checkpoint")) < float(
+        ds.time.sel(plan="run", component="checkpoint"))
+
+
+def test_a_hopeless_replay_is_capped_and_flagged():
+    sc = rm.Scenario(n_gpus=16384, failure_rate=6.5e-3, work="1d", checkpoint_interval="1h",
+                     checkpoint_cost="1min", restart_cost="10min")
+    record, _ = simulate_run(sc, 1)
+    with pytest.warns(rm.CappedJobsWarning):  # the simulated counterfactual says so too
+        ds = replay_run(record, restart_cost="30d", n_runs=100, n_gpus=16384)
+    assert bool(ds.capped.sel(plan="replayed"))
+
+
+# ---- reading: zones, sacct, and malformed records ----------------------------------------------------------
+
+
+def _write(text, name="events.csv"):
+    import tempfile
+    from pathlib import Path
+
+    path = Path(tempfile.mkdtemp()) / name
+    path.write_text(text)
+    return path
+
+
+def test_times_in_a_zone_across_a_dst_change_and_with_offsets():
+    # Europe/Paris: 2024-03-31 02:00 local jumps to 03:00. 01:30 -> 03:30 local is one hour.
+    text = "time,event\n2024-03-31T01:30:00,attempt_start\n2024-03-31T03:30:00,run_end\n"
+    ds = measure_run(read_run(_write(text), tz="Europe/Paris"))
+    assert float(ds.wall) == pytest.approx(1.0)
+    offsets = "time,event\n2024-03-31T01:30:00+01:00,attempt_start\n2024-03-31T03:30:00+02:00,run_end\n"
+    assert float(measure_run(read_run(_write(offsets))).wall) == pytest.approx(1.0)
+    epoch = "time,event\n1711845000.25,attempt_start\n1711848600.5,run_end\n"
+    assert int(measure_run(read_run(_write(epoch))).wall_ns) == 3600_250_000_000
+
+
+@pytest.mark.parametrize("stamp", ["2024-10-27T02:30:00", "2024-03-31T02:30:00"])  # repeated, skipped
+def test_a_local_time_that_dst_makes_ambiguous_is_refused(stamp):
+    text = f"time,event\n2024-10-26T00:00:00,attempt_start\n{stamp},run_end\n"
+    with pytest.raises(RunRecordError, match=r"line 3: time: .*daylight-saving"):
+        read_run(_write(text), tz="Europe/Paris")
+
+
+def test_instants_round_trip_to_the_nanosecond():
+    for ns in (0, 1, 1_711_845_000_123_456_789, 4_102_444_800_000_000_001):
+        assert parse_instant(format_instant(ns), None, "x", 1) == ns
+
+
+BAD = [
+    ("time,event\n2024-01-01T00:00:00Z,attempt_start\n2024-01-01T01:00:00Z,exploded\n", r"line 3: event: 'exploded'"),
+    ("time,event\nyesterday,attempt_start\n", r"line 2: time: 'yesterday'"),
+    ("time,event\n,attempt_start\n", r"line 2: time: missing"),
+    ("time,event,step\n2024-01-01T00:00:00Z,attempt_start,\n2024-01-01T01:00:00Z,checkpoint_written,5\n",
+     r"line 3: duration_s: .*needs"),
+    ("time,event,step,duration_s\n2024-01-01T00:00:00Z,attempt_start,,\n"
+     "2024-01-01T01:00:00Z,checkpoint_written,5,-3\n", r"line 3: duration_s: '-3' must be"),
+    ("time,event,step,duration_s\n2024-01-01T00:00:00Z,attempt_start,,\n"
+     "2024-01-01T00:00:10Z,checkpoint_written,5,60\n", r"line 3: duration_s: the write"),
+    ("time,event,step\n2024-01-01T00:00:00Z,attempt_start,\n2024-01-01T01:00:00Z,failure,\n"
+     "2024-01-01T02:00:00Z,attempt_start,\n2024-01-01T02:01:00Z,checkpoint_restored,7\n",
+     r"line 5: step: no restorable checkpoint of step 7"),
+    ("time,event\n2024-01-01T00:00:00Z,attempt_start\n2024-01-01T01:00:00Z,run_end\n2024-01-01T02:00:00Z,step\n",
+     r"line 4: event: an event after run_end"),
+    ("time,event\n2024-01-01T00:00:00Z,attempt_start\n2024-01-01T01:00:00Z,attempt_start\n",
+     r"line 3: event: an attempt_start while an attempt runs"),
+    ("time,event\n2024-01-01T00:00:00Z,first_step\n2024-01-01T01:00:00Z,attempt_start\n",
+     r"line 2: time: an event before the run's first attempt_start"),
+    ("time,event,step\n2024-01-01T00:00:00Z,attempt_start,1.5\n", r"line 2: step: '1.5' is not a whole number"),
+    ("when,what\n1,2\n", r"line 1: time: the header lacks"),
+    ('{"time": "2024-01-01T00:00:00Z", "event": "attempt_start"}\n[1, 2]\n', r"line 2: record: not a JSON object"),
+    ('{"time": "2024-01-01T00:00:00Z", "event": "attempt_start"}\n{"time": \n', r"line 2: record: not a JSON"),
+]
+
+
+@pytest.mark.parametrize("text, message", BAD)
+def test_a_malformed_record_names_file_line_and_field(text, message):
+    path = _write(text, "events.jsonl" if text.startswith("{") else "events.csv")
+    with pytest.raises(RunRecordError, match=message) as info:
+        measure_run(read_run(path))
+    assert str(info.value).startswith(str(path))
+    assert "\n" not in str(info.value)
+
+
+SACCT = """\
+JobID|JobName|State|Start|End|Elapsed|NNodes|AllocTRES|NodeList|Comment
+500|pretrain|NODE_FAIL|2024-03-01T00:00:00|2024-03-01T10:00:00|10:00:00|16|cpu=96,gres/gpu=128,node=16|node[001-016]|
+500.0|python|FAILED|2024-03-01T00:00:00|2024-03-01T10:00:00|10:00:00|16|cpu=96|node[001-016]|
+501|pretrain|PREEMPTED|2024-03-01T11:00:00|2024-03-01T20:00:00|09:00:00|16|cpu=96,gres/gpu=128,node=16|node[017-032]|
+502|pretrain|COMPLETED|2024-03-01T20:30:00|2024-03-02T08:30:00|12:00:00|16|cpu=96,gres/gpu=128,node=16|node[017-032]|
+600|other|COMPLETED|2024-03-01T00:00:00|2024-03-01T01:00:00|01:00:00|1|gres/gpu=8|node099|
+"""
+
+
+def test_sacct_alone_says_what_it_can():
+    path = _write(SACCT, "sacct.txt")
+    record = read_run(sacct=path, run="500,501,502")
+    assert record.n_gpus == 128 and record.summary.skipped["sacct: another run"] == 1
+    ds = measure_run(record)
+    assert float(ds.wall) == pytest.approx(32.5) and float(ds.time.sel(component="queue")) == pytest.approx(1.5)
+    assert np.isnan(float(ds.time.sel(component="productive"))) and np.isnan(float(ds.ettr))
+    assert int(ds.failures) == 1 and int(ds.planned) == 1 and int(ds.infrastructure) == 1
+    assert float(ds.failure_rate) == pytest.approx(2 / (31 / 24 * 16))
+    assert "no trainer events" in ds.attrs["notes"]
+    with pytest.raises(rm.ParameterError, match="trainer's events"):
+        replay_run(record)
+
+
+def test_sacct_gives_the_boundaries_and_the_trainer_the_rest():
+    events = "\n".join([
+        "time,event,step,duration_s",
+        "2024-03-01T00:00:00Z,attempt_start,,",  # superseded by sacct's (counted)
+        "2024-03-01T00:10:00Z,first_step,0,",
+        "2024-03-01T06:10:00Z,checkpoint_written,600,60",
+        "2024-03-01T11:15:00Z,first_step,600,",
+        "2024-03-01T20:30:10Z,first_step,600,",
+    ])
+    record = read_run(_write(events), sacct=_write(SACCT, "sacct.txt"), run="500,501,502")
+    assert record.summary.skipped["trainer boundary events (sacct gives the attempts)"] == 1
+    ds = measure_run(record)
+    assert float(ds.time.sel(component="startup")) == pytest.approx(10 / 60)
+    assert float(ds.time.sel(component="restart")) == pytest.approx(15 / 60 + 10 / 3600)
+    # The second attempt's work (no checkpoint) is lost at its preemption.
+    assert float(ds.interruption_lost[1]) == pytest.approx(20 - 11.25)
+    assert sum(float(ds.time.sel(component=c)) for c in COMPONENTS) == pytest.approx(float(ds.wall))
+
+
+def test_cli_show_predict_replay(tmp_path):
+    from click.testing import CliRunner
+
+    sc = rm.Scenario(n_gpus=1024, failure_rate=6.5e-3, work="3d", checkpoint_interval="1h",
+                     checkpoint_cost="5min", restart_cost="10min", queue_wait="10min")
+    record, truth = simulate_run(sc, 2)
+    path = record.to_csv(tmp_path / "run.csv")
+    runner = CliRunner()
+    shown = runner.invoke(main, ["run", "show", str(path), "--gpus", "1024", "--json"])
+    assert shown.exit_code == 0, shown.output
+    out = json.loads(shown.output)
+    assert out["components_h"]["lost"] == pytest.approx(truth["lost"] / 3.6e12)
+    text = runner.invoke(main, ["run", "show", str(path), "--gpus", "1024"])
+    assert text.exit_code == 0 and "ETTR" in text.output and "failure rate" in text.output
+    predicted = runner.invoke(main, ["run", "predict", str(path), "--gpus", "1024", "--runs", "500",
+                                     "--assumed-failure-rate", "2e-3", "--assumed-checkpoint-interval", "1h", "--json"])
+    assert predicted.exit_code == 0, predicted.output
+    assert set(json.loads(predicted.output)["by_input"]) == {"failure_rate", "checkpoint_interval", "checkpoint_cost",
+                                                             "restart_cost", "queue_wait"}
+    replayed = runner.invoke(main, ["run", "replay", str(path), "--checkpoint-interval", "30min", "--json",
+                                    "--runs", "500"])
+    assert replayed.exit_code == 0 and json.loads(replayed.output)["reproduced"] is True
+    bad = runner.invoke(main, ["run", "replay", str(path), "--checkpoint-interval", "30"])
+    assert bad.exit_code == 2 and "--checkpoint-interval" in bad.output and "unit" in bad.output
+    none = runner.invoke(main, ["run", "show"])
+    assert none.exit_code == 2 and "--sacct" in none.output
+
+
+def test_plan_walk_ends_at_work_when_work_is_a_multiple_of_the_interval():
+    # SPEC: n_full = floor(work / interval) checkpoints, also when work is a multiple; then an empty remainder.
+    w = walk(Plan.regular(work=10, interval=5, write=1), iter(()))
+    assert (w.wall, w.productive, w.checkpoint) == (12, 10, 2)
