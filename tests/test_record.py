@@ -94,12 +94,14 @@ def test_replay_of_a_hand_written_run_with_irregular_writes():
     assert float(ds.checkpoint_interval) * 60 == pytest.approx(60)  # positions 50 and 120 min of compute
     replayed = replay_run(record)
     assert bool(replayed.reproduced)
-    # Checkpoints every 20 min of 60 s each: the failure, 142.5 min of runtime after the startup, comes
-    # 16.5 min into the seventh interval (six of 21 min done), and the restart is the run's own 5 min.
-    other = replay_run(record, checkpoint_interval="20min", checkpoint_cost="60s")
-    lost = other.time.sel(plan="replayed", component="lost")
-    assert float(lost) * 60 == pytest.approx(142.5 - 6 * 21)
-    assert float(other.time.sel(plan="replayed", component="restart")) * 60 == pytest.approx(5)
+    # Free checkpoints every 20 min: the failure, 142.5 min of runtime after the startup, comes 2.5 min
+    # after the seventh; the restart is the run's own 5 min, and the run needs less runtime than it had.
+    other = replay_run(record, checkpoint_interval="20min", checkpoint_cost="0s")
+    assert int(other.extrapolated_failures.sel(plan="replayed")) == 0
+    minutes = other.time.sel(plan="replayed") * 60
+    assert float(minutes.sel(component="lost")) == pytest.approx(2.5)
+    assert float(minutes.sel(component="restart")) == pytest.approx(5)
+    assert float(other.wall.sel(plan="replayed")) * 60 == pytest.approx(2 + 150 + 2.5 + 30 + 5)
 
 
 def test_the_walk_agrees_with_the_renewal_form():

@@ -285,7 +285,8 @@ def replay_run(record: RunRecord, *, checkpoint_interval=None, checkpoint_cost=N
     interruption keeps its queue wait and its restart (unless `queue_wait` or
     `restart_cost` is given). A plan that needs more runtime than the run had
     meets failures beyond the record's: they are drawn at the run's own
-    interruption rate (seeded, counted in ``extrapolated_failures``).
+    interruption rate past the runtime the record covers (seeded, counted in
+    ``extrapolated_failures``).
 
     Parameters
     ----------
@@ -332,7 +333,7 @@ def replay_run(record: RunRecord, *, checkpoint_interval=None, checkpoint_cost=N
                          startup=plan.startup,
                          restart=(hours_to_ns(hours["restart_cost"]),) if "restart_cost" in hours else plan.restart,
                          queue=(hours_to_ns(hours["queue_wait"]),) if "queue_wait" in hours else plan.queue)
-    replayed = walk(other, _then_drawn(failures, rng, 1.0 / rate if rate > 0 else np.inf))
+    replayed = walk(other, _then_drawn(failures, runtime_ns, rng, 1.0 / rate if rate > 0 else np.inf))
     walks = {"run": own, "replayed": replayed}
     to_h = 1.0 / NS_PER_H
     ds = xr.Dataset(
@@ -361,9 +362,10 @@ def replay_run(record: RunRecord, *, checkpoint_interval=None, checkpoint_cost=N
     return ds
 
 
-def _then_drawn(observed, rng, mean_ns):
+def _then_drawn(observed, runtime_ns, rng, mean_ns):
+    """The observed failures, then drawn ones past the record's runtime (up to it, the record says
+    which instants had none)."""
     yield from observed
-    last = observed[-1] if observed else 0
     if np.isfinite(mean_ns):
-        yield from exponential_failures(rng, mean_ns, last)
+        yield from exponential_failures(rng, mean_ns, runtime_ns)
 

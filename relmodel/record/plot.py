@@ -14,18 +14,16 @@ COLORS = {"productive": "#5aa55a", "attempt": "#bdbdbd", "lost": "#d62728", "che
           "persist_wait": "#8fbce6", "restart": "#f28e2b", "startup": "#9c6b30", "queue": "#3d3d3d"}
 MEANS = (("checkpoint_interval", "checkpoint interval"), ("checkpoint_cost", "write"),
          ("restart_cost", "restart"), ("queue_wait", "queue wait"), ("startup_time", "first startup"))
-LABELS = {"productive": "productive compute", "attempt": "attempt (no trainer events)", "checkpoint": "checkpoint writes",
-          "persist_wait": "waits for persistence", "restart": "restarts", "startup": "first startup",
-          "queue": "queue waits", "lost": "lost work (thrown away by a restore)"}
+LABELS = {"productive": "productive compute", "attempt": "attempt (no trainer events)",
+          "checkpoint": "checkpoint writes", "persist_wait": "waits for persistence", "restart": "restarts",
+          "startup": "first startup", "queue": "queue waits", "lost": "lost work (thrown away by a restore)"}
 
 
 def timeline_spans(record) -> dict:
-    """The record's time spans by kind: {kind: [(start, end), ...]} in ns since the run's first event.
+    """The record's spans by kind, {kind: [(start, end), ...]} in ns since its first event.
 
-    Compute is kept on the run's path with the checkpoints written on it; a
-    restore (the latest checkpoint after an interruption, an older one where
-    ``checkpoint_restored`` says so) moves what the path held after the
-    checkpoint restored, compute and writes, to "lost" (the rule of `measure_run`).
+    A restore (the latest checkpoint, or the older one ``checkpoint_restored``
+    names) moves the path's compute and writes after it to "lost", as `measure_run`.
     """
     ev = record.events
     times = ev.time_ns.values.astype(np.int64) - int(ev.time_ns.values[0])
@@ -187,15 +185,19 @@ def run_figure(record, prediction=None, path=None, *, measured=None):
                         f"(scenario {prediction.attrs.get('scenario_source', '')})")
         lower.legend(loc="upper left", fontsize=8, ncols=2, frameon=False)
     else:
+        parts = {name: float(measured.time.sel(component=name)) for name in COMPONENTS}
+        if not record.has_trainer_events:  # the attempts' time is all the record can say
+            parts = {"attempt": float(measured.runtime), "queue": parts["queue"]}
         left = 0.0
-        for name in COMPONENTS:
-            hours = float(measured.time.sel(component=name))
-            if np.isfinite(hours) and hours > 0:
-                lower.barh(0, hours, left=left, height=0.5, color=COLORS[name], label=f"{LABELS[name]}: {_hours(hours)}")
+        for name, hours in parts.items():
+            if hours > 0:
+                lower.barh(0, hours, left=left, height=0.5, color=COLORS[name],
+                           label=f"{LABELS[name]}: {_hours(hours)}")
                 left += hours
+        ettr = float(measured.ettr)
         lower.set(ylim=(-0.6, 1.3), yticks=[], xlim=(0, max(float(measured.wall), 1e-9)),
-                  xlabel="hours of wall-clock time",
-                  title=f"where the {float(measured.wall):,.1f} h went: ETTR {float(measured.ettr):.3f}")
+                  xlabel="hours of wall-clock time", title=f"where the {float(measured.wall):,.1f} h went: ETTR "
+                  + (f"{ettr:.3f}" if np.isfinite(ettr) else "unknown (no trainer events)"))
         lower.legend(loc="upper left", fontsize=8, ncols=4, frameon=False)
     gpus = f"{record.n_gpus:,} GPUs; " if record.n_gpus else ""
     means = [f"{label} {format_hours(float(measured[name]))}" for name, label in MEANS
