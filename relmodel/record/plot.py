@@ -69,8 +69,10 @@ def timeline_spans(record) -> dict:
                     spans["persist_wait"].append((t - d - w, t - d))
                 path.append((t - d, t, "checkpoint"))
                 marks.append((int(steps[i]), len(path)))
-            elif kind != "step":
-                path.append((clock, t, "productive"))
+            elif kind != "step":  # a failure's wait_s: a wait for persistence it cut short, at its end
+                w = int(round(waits[i] * 1e9)) if down and not np.isnan(waits[i]) else 0
+                path.append((clock, t - w, "productive"))
+                spans["persist_wait"].append((t - w, t))
             if kind != "step":
                 clock = t
             phase = "down" if down else "ended" if kind == "run_end" else "run"
