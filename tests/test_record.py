@@ -272,6 +272,18 @@ def test_sacct_alone_says_what_it_can():
         replay_run(record)
 
 
+def test_sacct_local_times_in_the_clusters_zone():
+    # New York: 2024-03-10 02:00 local jumps to 03:00; the first attempt spans the change (9 h, not 10).
+    text = SACCT.replace("2024-03-01T00:00:00|2024-03-01T10:00:00", "2024-03-09T20:00:00|2024-03-10T06:00:00")
+    text = text.replace("2024-03-01T11:00:00|2024-03-01T20:00:00", "2024-03-10T07:00:00|2024-03-10T16:00:00")
+    ds = measure_run(read_run(sacct=_write(text, "sacct.txt"), run="500,501", tz="America/New_York"))
+    assert float(ds.interruption_runtime[0]) == pytest.approx(9.0)
+    ambiguous = SACCT.replace("2024-03-01T10:00:00", "2024-11-03T01:30:00").replace(
+        "2024-03-01T00:00:00|2024-11", "2024-11-02T00:00:00|2024-11")
+    with pytest.raises(RunRecordError, match=r"sacct.txt, line 2: End: .*daylight-saving"):
+        read_run(sacct=_write(ambiguous, "sacct.txt"), run="500", tz="America/New_York")
+
+
 def test_sacct_gives_the_boundaries_and_the_trainer_the_rest():
     events = "\n".join([
         "time,event,step,duration_s",

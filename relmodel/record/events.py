@@ -262,6 +262,15 @@ def parse_instant(value, zone, path: str, line: int, field: str = "time") -> int
     return (stamp - _EPOCH) // timedelta(seconds=1) * NS_PER_S + fraction
 
 
+def _in_zone(ns: int, zone, path: str, line: int, field: str) -> int:
+    """An instant that the log reader took as UTC (sacct prints local times without a zone) read in `zone`."""
+    if zone is timezone.utc:
+        return ns
+    seconds, fraction = divmod(ns, NS_PER_S)
+    naive = (_EPOCH + timedelta(seconds=seconds)).replace(tzinfo=None)
+    return parse_instant(naive.isoformat(), zone, path, line, field) + fraction
+
+
 def _zone(tz):
     if tz is None or tz == "UTC":
         return timezone.utc
@@ -358,7 +367,7 @@ def _trainer_events(path: Path, zone, summary: RecordSummary) -> list:
     return events
 
 
-def _sacct_events(path: Path, run, summary: RecordSummary):
+def _sacct_events(path: Path, run, zone, summary: RecordSummary):
     """Boundary events of the run's attempts, and the run's GPUs."""
     name = str(path)
     try:
@@ -389,7 +398,8 @@ def _sacct_events(path: Path, run, summary: RecordSummary):
         if np.isnat(start) or np.isnat(end):
             raise RunRecordError(name, line, "Start" if np.isnat(start) else "End", "an attempt needs its start and end")
         state, cause = str(ds.state.values[i]), str(ds.cause.values[i])
-        start_ns, end_ns = int(start.astype("datetime64[ns]").astype(np.int64)), int(end.astype("datetime64[ns]").astype(np.int64))
+        start_ns, end_ns = (_in_zone(int(x.astype("datetime64[ns]").astype(np.int64)), zone, name, line, field)
+                            for x, field in ((start, "Start"), (end, "End")))
         events.append((start_ns, "attempt_start", -1, np.nan, np.nan, "", "sacct", line))
         last = position == len(order) - 1
         if state == "COMPLETED":
@@ -429,9 +439,9 @@ def read_run(events=None, *, sacct=None, run=None, n_gpus: int | None = None, tz
     n_gpus : int, optional
         GPUs of the run; taken from sacct's allocation where not given.
     tz : str, default "UTC"
-        The IANA zone of times written without an offset. sacct prints local
-        times without one: name the cluster's zone (a time the DST change
-        repeats or skips is then refused rather than guessed).
+        The IANA zone of times written without an offset, in both files.
+        sacct prints local times without one: name the cluster's zone (a time
+        the DST change repeats or skips is then refused rather than guessed).
 
     Returns
     -------
@@ -454,13 +464,11 @@ def read_run(events=None, *, sacct=None, run=None, n_gpus: int | None = None, tz
         rows = _trainer_events(Path(events), zone, summary)
     gpus, several = None, False
     if sacct is not None:
-        if tz not in (None, "UTC"):
-            summary.notes["sacct times read as UTC (the log reader's rule; give it UTC times)"] += 1
         boundary = [r for r in rows if r[1] in BOUNDARY_KINDS]
         if boundary:
             summary.skipped["trainer boundary events (sacct gives the attempts)"] += len(boundary)
             rows = [r for r in rows if r[1] not in BOUNDARY_KINDS]
-        sacct_rows, gpus, several = _sacct_events(Path(sacct), run, summary)
+        sacct_rows, gpus, several = _sacct_events(Path(sacct), run, zone, summary)
         rows += sacct_rows
         if several:
             summary.notes["attempts of different sizes: the largest taken"] += 1
