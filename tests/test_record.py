@@ -266,7 +266,7 @@ def test_sacct_alone_says_what_it_can():
     assert float(ds.wall) == pytest.approx(32.5) and float(ds.time.sel(component="queue")) == pytest.approx(1.5)
     assert np.isnan(float(ds.time.sel(component="productive"))) and np.isnan(float(ds.ettr))
     assert int(ds.failures) == 1 and int(ds.planned) == 1 and int(ds.infrastructure) == 1
-    assert float(ds.failure_rate) == pytest.approx(2 / (31 / 24 * 16))
+    assert float(ds.node_day_rate) == pytest.approx(2 / (31 / 24 * 16))
     assert "no trainer events" in ds.attrs["notes"]
     with pytest.raises(rm.ParameterError, match="trainer's events"):
         replay_run(record)
@@ -316,7 +316,7 @@ def test_cli_show_predict_replay(tmp_path):
     out = json.loads(shown.output)
     assert out["components_h"]["lost"] == pytest.approx(truth["lost"] / 3.6e12)
     text = runner.invoke(main, ["run", "show", str(path), "--gpus", "1024"])
-    assert text.exit_code == 0 and "ETTR" in text.output and "failure rate" in text.output
+    assert text.exit_code == 0 and "ETTR" in text.output and "interruption rate" in text.output
     predicted = runner.invoke(main, ["run", "predict", str(path), "--gpus", "1024", "--runs", "500",
                                      "--assumed-failure-rate", "2e-3", "--assumed-checkpoint-interval", "1h", "--json"])
     assert predicted.exit_code == 0, predicted.output

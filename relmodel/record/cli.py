@@ -84,9 +84,9 @@ def show(events, sacct, run_ids, n_gpus, tz, as_json, plot):
                f"in {int(ds.attempts)} attempts")
     rows = [{"component": c, "hours": v, "share": v / wall if wall else np.nan} for c, v in totals.items()]
     click.echo(format_table(rows))
-    if "failure_rate" in ds:
-        click.echo(f"failure rate {float(ds.failure_rate):.4g} per node-day (95% {float(ds.failure_rate_low):.4g}"
-                   f" - {float(ds.failure_rate_high):.4g}, exact Poisson)")
+    if "node_day_rate" in ds:
+        click.echo(f"interruption rate {float(ds.node_day_rate):.4g} per node-day (95% {float(ds.node_day_rate_low):.4g}"
+                   f" - {float(ds.node_day_rate_high):.4g}, exact Poisson)")
     if ds.sizes["reason"]:
         click.echo("interruptions by reason: " + ", ".join(
             f"{r} {n}" for r, n in zip(ds.reason.values[:12], ds.interruptions_by_reason.values[:12]))

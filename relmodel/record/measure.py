@@ -260,8 +260,10 @@ def measure_run(record: RunRecord, *, n_gpus: int | None = None, taxonomy="meta-
         ``infrastructure``, ``attempts``, ``writes``), measured inputs
         (``checkpoint_interval``, ``checkpoint_cost``, ``restart_cost``,
         ``queue_wait``, ``startup_time``: means, h), the interruption rate
-        per hour of runtime and, with GPUs, ``failure_rate`` per node-day with
-        its exact Poisson interval (``failure_rate_low``, ``failure_rate_high``);
+        per hour of runtime and, with GPUs, ``node_day_rate``, interruptions
+        (planned ones too: each interrupts the job, as a failure does in the
+        model) per node-day of runtime, with its exact Poisson interval
+        (``node_day_rate_low``, ``node_day_rate_high``);
         per interruption (dim ``interruption``): ``interruption_time``,
         ``interruption_kind``, ``interruption_reason``, ``interruption_lost``,
         ``interruption_queue``, ``interruption_restart`` (h; NaN where not
@@ -302,8 +304,8 @@ def measure_run(record: RunRecord, *, n_gpus: int | None = None, taxonomy="meta-
     if gpus:
         node_days = runtime / 24.0 * -(-gpus // GPUS_PER_NODE)
         low, high = poisson_interval(n, node_days) if node_days > 0 else (np.nan, np.nan)
-        values.update(failure_rate=n / node_days if node_days > 0 else np.nan, failure_rate_low=low,
-                      failure_rate_high=high)
+        values.update(node_day_rate=n / node_days if node_days > 0 else np.nan, node_day_rate_low=low,
+                      node_day_rate_high=high)
     labels, counts = np.unique(reasons, return_counts=True) if n else (np.array([], str), np.array([], int))
     order = np.argsort(-counts, kind="stable")
     ds = xr.Dataset(
@@ -334,7 +336,7 @@ def measure_run(record: RunRecord, *, n_gpus: int | None = None, taxonomy="meta-
         ds[name].attrs["units"] = "h"
     ds["interruption_rate"].attrs["units"] = "1/h of runtime"
     if gpus:
-        for name in ("failure_rate", "failure_rate_low", "failure_rate_high"):
+        for name in ("node_day_rate", "node_day_rate_low", "node_day_rate_high"):
             ds[name].attrs["units"] = "1/node-day"
     return ds
 

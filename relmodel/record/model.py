@@ -33,8 +33,6 @@ def _plain_scenario(scenario, name="scenario") -> Scenario:
     if sc.fast_checkpoints or sc.taxonomy is not None or sc.weibull_shape != 1.0 or sc.lemon_fraction != 0.0:
         raise ParameterError(name, "a run record is walked for exponential failures at one rate, without fast "
                                    "levels, a taxonomy or lemon nodes")
-    if sc.size != 1 if hasattr(sc, "size") else False:
-        raise ParameterError(name, "one scenario, not a grid")
     return sc
 
 
@@ -150,7 +148,7 @@ def implied_scenario(measured: xr.Dataset, *, n_gpus=None, failure_rate=None) ->
     gpus = n_gpus if n_gpus is not None else int(measured.attrs["n_gpus"])
     if gpus is None or gpus < 1:
         raise ParameterError("n_gpus", "the record does not say how many GPUs the run had: give n_gpus")
-    rate = failure_rate if failure_rate is not None else float(measured.failure_rate) if "failure_rate" in measured \
+    rate = failure_rate if failure_rate is not None else float(measured.node_day_rate) if "node_day_rate" in measured \
         else float(measured.interruptions) / (float(measured.runtime) / 24.0 * -(-gpus // 8))
     productive = float(measured.time.sel(component="productive"))
     if not np.isfinite(productive):

@@ -204,8 +204,8 @@ def run_figure(record, prediction=None, path=None, *, measured=None):
     gpus = f"{record.n_gpus:,} GPUs; " if record.n_gpus else ""
     means = [f"{label} {format_hours(float(measured[name]))}" for name, label in MEANS
              if np.isfinite(float(measured[name]))]
-    rate = (f"; {float(measured.failure_rate) * 1000:.2f} interruptions per 1000 node-days"
-            if "failure_rate" in measured else "")
+    rate = (f"; {float(measured.node_day_rate) * 1000:.2f} interruptions per 1000 node-days"
+            if "node_day_rate" in measured else "")
     _caption(fig, f"sources: {' + '.join(record.summary.sources)} ({len(record):,} events; {gpus}started "
                   f"{np.datetime_as_string(ev.time.values[0], unit='s')} UTC)\nmeasured means: "
                   + ", ".join(means) + rate)
