@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 import numpy as np
 
-from .._cli_shared import Duration, FigurePath, OneLineErrors, format_table, to_json, usage_error
+from .._cli_shared import Duration, FigurePath, LevelSpec, OneLineErrors, format_table, to_json, usage_error
 from ..units import format_hours
 from .timeline import MAX_EVENTS
 
@@ -181,21 +181,28 @@ def predict(events, sacct, run_ids, n_gpus, tz, as_json, failure_rate, n_runs, s
               help="Asynchronous writes: time until a checkpoint is restorable.")
 @click.option("--restart-cost", type=Duration(), default=None, help="The replayed plan's restart time.")
 @click.option("--queue-wait", type=Duration(), default=None, help="The replayed plan's queue wait.")
+@click.option("--fast-checkpoint", "fast_checkpoints", type=LevelSpec(), multiple=True,
+              help="A fast level below the run's checkpoint: interval=10min,cost=5s,restart=3min,persist=1min,"
+                   "survives=0.85 (repeat for more; which survive each failure is drawn, seeded).")
 @click.option("--runs", "n_runs", type=click.IntRange(100, 10**7), default=20_000, show_default=True,
               help="Runs simulated for the counterfactual with new failure draws.")
 @click.option("--seed", type=click.IntRange(0, 2**32 - 1), default=0, show_default=True)
 def replay(events, sacct, run_ids, n_gpus, tz, as_json, n_runs, seed, **changes):
     """Replay the run's own failures under another plan (and beside new failure draws)."""
+    import dataclasses
+
     from .model import replay_run
 
     record = _read(events, sacct, run_ids, n_gpus, tz)
     try:
-        ds = replay_run(record, n_gpus=n_gpus, n_runs=n_runs, seed=seed, **changes)
+        ds = replay_run(record, n_gpus=n_gpus, n_runs=n_runs, seed=seed, **{**changes, "fast_checkpoints": (
+            tuple(changes["fast_checkpoints"]) or None)})
     except ValueError as err:
         raise usage_error(err) from None
     plans = ds.plan.values.tolist()
     if as_json:
-        click.echo(to_json({"changes_h": {k: v for k, v in changes.items() if v is not None},
+        click.echo(to_json({"changes_h": {k: v for k, v in changes.items() if v is not None and k != "fast_checkpoints"},
+                            "fast_checkpoints_h": [dataclasses.asdict(level) for level in changes["fast_checkpoints"]],
                             "saving_h": float(ds.saving), "reproduced": bool(ds.reproduced),
                             **{p: {"wall_h": float(ds.wall.sel(plan=p)), "ettr": float(ds.ettr.sel(plan=p)),
                                    "failures": int(ds.failures.sel(plan=p)),

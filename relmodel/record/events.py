@@ -188,7 +188,18 @@ class RunRecord:
 
 
 def format_instant(ns: int) -> str:
-    """An instant (ns since the epoch) as ISO 8601 UTC with nanoseconds: exact, and read back by `read_run`."""
+    """Format an instant as ISO 8601 UTC with nanoseconds: exact, and read back by `read_run`.
+
+    Parameters
+    ----------
+    ns : int
+        Nanoseconds since 1970-01-01T00:00:00Z.
+
+    Returns
+    -------
+    str
+        E.g. ``2024-01-01T00:00:00.000000001Z``.
+    """
     seconds, frac = divmod(int(ns), NS_PER_S)
     stamp = (_EPOCH + timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%S")
     return f"{stamp}.{frac:09d}Z"
@@ -214,10 +225,14 @@ def parse_instant(value, zone, path: str, line: int, field: str = "time") -> int
     ----------
     value : str, int or float
         The time as written.
-    zone : datetime.tzinfo
-        The zone of times written without one.
-    path, line, field
-        Where it was read, for errors.
+    zone : datetime.tzinfo or None
+        The zone of times written without one (None: UTC).
+    path : str
+        The file, for errors.
+    line : int
+        The line, for errors.
+    field : str, default "time"
+        The column, for errors.
 
     Returns
     -------
@@ -254,6 +269,7 @@ def parse_instant(value, zone, path: str, line: int, field: str = "time") -> int
             digits = offset[1:].replace(":", "")
             stamp = stamp.replace(tzinfo=timezone(sign * timedelta(hours=int(digits[:2]), minutes=int(digits[2:]))))
     else:
+        zone = zone or timezone.utc
         early, late = stamp.replace(tzinfo=zone, fold=0), stamp.replace(tzinfo=zone, fold=1)
         if early.utcoffset() != late.utcoffset():
             raise RunRecordError(path, line, field, f"{text!r} is ambiguous or does not exist in {zone} (a "

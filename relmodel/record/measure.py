@@ -25,14 +25,36 @@ GPUS_PER_NODE = 8
 
 @dataclasses.dataclass
 class Timeline:
-    """A record's timeline, measured (ns): totals, and per attempt and interruption."""
+    """A record's timeline, measured (ns): totals, and per attempt and interruption.
+
+    Parameters
+    ----------
+    start, end : int
+        The run's first and last instants (ns since the epoch).
+    ended : bool
+        Whether the record has the run's end.
+    totals : dict
+        Component -> ns (None where the record cannot say).
+    attempts : list
+        Per attempt: [start, first step (-1: none), end, how it ended].
+    interruptions : list
+        Per interruption: [time, kind, reason, lost, queue after, restart
+        after (-1: none), runtime at it, whether that restart completed,
+        compute at the attempt's event before it (-1: in a restart), compute
+        at it (a write cut short counted as compute), the wait it cut short].
+    writes : list
+        Per write: (compute position at its start, duration, wait before it, end time).
+    restore_depths : list
+        Per interruption: checkpoints its restore fell back past the latest.
+    notes : list
+        Remarks on how the record was read.
+    """
 
     start: int
     end: int
     ended: bool
     totals: dict  # component -> ns (None where the record cannot say)
     attempts: list  # (start, first_step or -1, end, end kind)
-    # (time, kind, reason, lost, queue after, restart after (-1: none), runtime at it, that restart completed)
     interruptions: list
     writes: list  # (compute position at the write's start, duration, wait)
     restore_depths: list  # per interruption: checkpoints fallen back past the latest (0: the latest)
@@ -50,6 +72,7 @@ def timeline(record: RunRecord) -> Timeline:
     Returns
     -------
     Timeline
+        Every nanosecond of the run, accounted.
 
     Raises
     ------
@@ -149,7 +172,7 @@ def timeline(record: RunRecord) -> Timeline:
                                           f"previous event of the attempt")
                 value += begin - clock
                 compute += begin - clock
-                writes.append((compute, d, w))
+                writes.append((compute, d, w, t))
                 totals["persist_wait"] += w
                 value += d
                 stack.append((value, compute, int(steps[i])))
@@ -164,21 +187,23 @@ def timeline(record: RunRecord) -> Timeline:
         else:  # failure, interruption
             if phase == "down" or phase == "ended":
                 fail(i, "event", f"a {kind} outside an attempt")
+            at = (-1, -1, 0)  # where it struck: compute at the attempt's last event, at the failure; wait cut
             if phase == "init":
                 spent = t - clock
                 totals["startup" if first_attempt else "restart"] += spent
                 if not first_attempt:
                     interruptions[-1][5:8:2] = [spent, False]
-            else:  # compute, then the wait for persistence the failure cut short (wait_s) where logged
+            else:  # compute (a write cut short looks the same), then the wait it cut short (wait_s) where logged
                 w = 0 if np.isnan(waits[i]) else int(round(waits[i] * NS_PER_S))
                 if t - w < clock:
                     fail(i, "wait_s", "the wait would start before the previous event of the attempt")
+                at = (compute, compute + t - w - clock, w)
                 value += t - w - clock
                 compute += t - w - clock
                 totals["persist_wait"] += w
             attempts[-1][2:] = [t, kind]
             lost_before = totals["lost"]
-            interruptions.append([t, kind, str(reasons[i]), lost_before, -1, -1, 0, False])
+            interruptions.append([t, kind, str(reasons[i]), lost_before, -1, -1, 0, False, *at])
             clock, phase, down_at = t, "down", t
             first_attempt = False
     end = int(times[-1])

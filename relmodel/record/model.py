@@ -9,6 +9,7 @@ and where the run falls in it, and the gap to an assumed plan input by input);
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 
 import numpy as np
@@ -17,12 +18,12 @@ import xarray as xr
 from .._version import __version__
 from ..closed_form import ettr as closed_form_ettr
 from ..errors import ParameterError, check_integer
-from ..scenario import Scenario, as_scenario
+from ..scenario import Scenario, as_checkpoint_levels, as_scenario, split_work
 from ..simulate import simulate
 from ..units import to_hours
 from .events import NS_PER_H, RecordSummary, RunRecord, parse_instant
 from .measure import COMPONENTS, measure_run, timeline
-from .timeline import Plan, Walk, exponential_failures, hours_to_ns, walk
+from .timeline import Level, Plan, Walk, exponential_failures, hours_to_ns, walk
 
 PLAN_INPUTS = ("failure_rate", "checkpoint_interval", "checkpoint_cost", "restart_cost", "queue_wait")
 MAX_RUNS = 10**7
@@ -30,20 +31,46 @@ MAX_RUNS = 10**7
 
 def _plain_scenario(scenario, name="scenario") -> Scenario:
     sc = as_scenario(scenario)
-    if sc.fast_checkpoints or sc.taxonomy is not None or sc.weibull_shape != 1.0 or sc.lemon_fraction != 0.0:
-        raise ParameterError(name, "a run record is walked for exponential failures at one rate, without fast "
-                                   "levels, a taxonomy or lemon nodes")
+    if sc.taxonomy is not None or sc.weibull_shape != 1.0 or sc.lemon_fraction != 0.0:
+        raise ParameterError(name, "a run record is walked for exponential failures at one rate, without a "
+                                   "taxonomy or lemon nodes")
     return sc
 
 
 def scenario_plan(sc: Scenario, startup: float = 0.0) -> Plan:
-    """The plan of a scenario in nanoseconds (its durations rounded to the nanosecond)."""
-    interval = hours_to_ns(sc.checkpoint_interval)
+    """Return a scenario's plan in nanoseconds (durations rounded to the nanosecond), fast levels included.
+
+    Parameters
+    ----------
+    sc : Scenario
+        A scalar scenario.
+    startup : float, default 0.0
+        The first attempt's initialisation (h).
+
+    Returns
+    -------
+    Plan
+        Positions every base interval of compute, the levels' costs, restarts and persists.
+    """
+    table = sc.level_table()
+    base = table["base"] if table is not None else sc.checkpoint_interval
+    interval = hours_to_ns(base)
     work = hours_to_ns(sc.work)
-    n_full = min(sc.intervals[0], work // interval)
+    n_full = min(int(split_work(sc.work, base)[0]), work // interval)
+    levels = None
+    if sc.fast_checkpoints:
+        levels = tuple(Level(int(m), hours_to_ns(c), hours_to_ns(r), hours_to_ns(p), float(v)) for m, c, r, p, v in
+                       zip(table["mult"], table["cost"], table["restart"], table["persist"], table["survives"]))
     return Plan(work=work, positions=tuple(interval * k for k in range(1, n_full + 1)),
                 write=(hours_to_ns(sc.checkpoint_cost),), persist=hours_to_ns(sc.checkpoint_persist),
-                startup=hours_to_ns(startup), restart=(hours_to_ns(sc.restart_cost),), queue=(hours_to_ns(sc.queue_wait),))
+                startup=hours_to_ns(startup), restart=(hours_to_ns(sc.restart_cost),),
+                queue=(hours_to_ns(sc.queue_wait),), levels=levels)
+
+
+def _survival(rng):
+    """Endless uniforms in [0, 1) for the levels' survival draws."""
+    while True:
+        yield rng.random()
 
 
 def _record_of(w: Walk, start_ns: int, reasons: list, planned: set, source: str, n_gpus) -> RunRecord:
@@ -77,8 +104,9 @@ def simulate_run(scenario, seed: int = 0, *, reasons=None, planned=(), startup="
     Parameters
     ----------
     scenario : Scenario or mapping
-        A scalar scenario: exponential failures, fixed queue wait, no fast
-        levels (a checkpoint_persist is walked).
+        A scalar scenario: exponential failures, a fixed queue wait; its
+        checkpoint_persist and fast levels are walked with `simulate`'s
+        semantics (survival drawn at every failure, restarts' included).
     seed : int, default 0
         Random seed (0 <= seed < 2**63).
     reasons : mapping of str to float, optional
@@ -121,7 +149,7 @@ def simulate_run(scenario, seed: int = 0, *, reasons=None, planned=(), startup="
 
     plan = scenario_plan(sc, to_hours(startup, "startup"))
     mean_ns = sc.mttf * NS_PER_H
-    w = walk(plan, exponential_failures(rng, mean_ns), draw_reasons() if reasons else None)
+    w = walk(plan, exponential_failures(rng, mean_ns), draw_reasons() if reasons else None, _survival(rng))
     start_ns = parse_instant(start, None, "start", 0)
     record = _record_of(w, start_ns, names, set(planned), "simulated", sc.n_gpus)
     truth = {k: getattr(w, k) for k in ("wall", *COMPONENTS)}
@@ -144,6 +172,7 @@ def implied_scenario(measured: xr.Dataset, *, n_gpus=None, failure_rate=None) ->
     Returns
     -------
     Scenario
+        The scenario.
     """
     gpus = n_gpus if n_gpus is not None else int(measured.attrs["n_gpus"])
     if gpus is None or gpus < 1:
@@ -255,6 +284,7 @@ def own_plan(record: RunRecord) -> tuple[Plan, list]:
     Returns
     -------
     plan : Plan
+        The plan as the run followed it.
     failures : list of int
         Runtime instants (ns) of its interruptions.
     """
@@ -263,20 +293,33 @@ def own_plan(record: RunRecord) -> tuple[Plan, list]:
         raise ParameterError("events", "replay needs the trainer's events (checkpoints and first steps)")
     writes = tl.writes
     positions = tuple(sorted({w[0] for w in writes}))
+    # Writes by attempt, in time order: each completed one, and each a failure cut short (the failure came
+    # past the attempt's next position: during the wait for persistence or the write; the write is then
+    # given a time just past what it ran, so that the same failure cuts it).
+    attempts = [(w[3], w[1], w[2]) for w in writes]
+    for x in tl.interruptions:
+        before, at, cut_wait = x[8], x[9], x[10]
+        if before < 0:
+            continue
+        k = bisect.bisect_right(positions, before)
+        if k < len(positions) and at >= positions[k]:
+            attempts.append((x[0], at - positions[k] + 1, cut_wait))
+    attempts.sort(key=lambda a: a[0])
     completed = [x[5] for x in tl.interruptions if x[7]]
     mean_restart = int(round(np.mean(completed))) if completed else 0
     # A restart a failure cut short lasted at least what it ran: longer than that, or the replay misses the failure.
     restarts = tuple(x[5] if x[7] else max(mean_restart, x[5] + 1) for x in tl.interruptions) or (0,)
     queues = tuple(max(x[4], 0) for x in tl.interruptions) or (0,)
     startup = tl.attempts[0][1] - tl.attempts[0][0] if tl.attempts[0][1] >= 0 else 0
-    plan = Plan(work=tl.totals["productive"], positions=positions, write=tuple(w[1] for w in writes) or (0,),
-                wait=tuple(w[2] for w in writes) or (0,), startup=startup, restart=restarts, queue=queues,
+    plan = Plan(work=tl.totals["productive"], positions=positions, write=tuple(a[1] for a in attempts) or (0,),
+                wait=tuple(a[2] for a in attempts) or (0,), startup=startup, restart=restarts, queue=queues,
                 fallback=tuple(tl.restore_depths))
     return plan, [x[6] for x in tl.interruptions]
 
 
 def replay_run(record: RunRecord, *, checkpoint_interval=None, checkpoint_cost=None, checkpoint_persist=None,
-               restart_cost=None, queue_wait=None, n_gpus=None, n_runs: int = 20_000, seed: int = 0) -> xr.Dataset:
+               restart_cost=None, queue_wait=None, fast_checkpoints=None, n_gpus=None, n_runs: int = 20_000,
+               seed: int = 0) -> xr.Dataset:
     """Replay a run's own failures under another plan, deterministically, beside new failure draws.
 
     The failures strike at the same instants of runtime as in the run; each
@@ -293,6 +336,9 @@ def replay_run(record: RunRecord, *, checkpoint_interval=None, checkpoint_cost=N
     checkpoint_interval, checkpoint_cost, checkpoint_persist, restart_cost, queue_wait : duration, optional
         The plan's changes (hours or strings with units); the rest as measured
         (means).
+    fast_checkpoints : sequence of CheckpointLevel, optional
+        Fast levels below the run's own checkpoint (as in `Scenario`): which
+        levels survive each failure is drawn (seeded), as in `simulate`.
     n_gpus : int, optional
         GPUs, for the simulated counterfactual's scenario.
     n_runs : int, default 20000
@@ -311,7 +357,8 @@ def replay_run(record: RunRecord, *, checkpoint_interval=None, checkpoint_cost=N
     """
     measured = measure_run(record, n_gpus=n_gpus)
     plan, failures = own_plan(record)
-    rng = np.random.Generator(np.random.Philox(key=check_integer("seed", seed, 0, 2**63 - 1)))
+    implied = implied_scenario(measured, n_gpus=n_gpus) if (n_gpus or record.n_gpus) else None
+    failure_seed, survival_seed = np.random.SeedSequence(check_integer("seed", seed, 0, 2**63 - 1)).spawn(2)
     runtime_ns = int(round(float(measured.runtime) * NS_PER_H))
     rate = len(failures) / runtime_ns if runtime_ns > 0 else 0.0
     own = walk(plan, iter(failures))
@@ -322,16 +369,25 @@ def replay_run(record: RunRecord, *, checkpoint_interval=None, checkpoint_cost=N
     for k, v in hours.items():
         if not (np.isfinite(v) and v >= 0) or (k == "checkpoint_interval" and v <= 0):
             raise ParameterError(k, f"{changes[k]!r} must be finite and {'> 0' if k == 'checkpoint_interval' else '>= 0'}")
-    implied = implied_scenario(measured, n_gpus=n_gpus, failure_rate=None) if (n_gpus or record.n_gpus) else None
-    interval = hours_to_ns(hours.get("checkpoint_interval", float(measured.checkpoint_interval)
-                                     if np.isfinite(float(measured.checkpoint_interval)) else float(measured.time[0])))
-    write = hours_to_ns(hours["checkpoint_cost"]) if "checkpoint_cost" in hours else (
-        int(round(np.mean(plan.write))) if plan.write else 0)
-    other = Plan.regular(plan.work, max(interval, 1), write, persist=hours_to_ns(hours.get("checkpoint_persist", 0.0)),
-                         startup=plan.startup,
-                         restart=(hours_to_ns(hours["restart_cost"]),) if "restart_cost" in hours else plan.restart,
-                         queue=(hours_to_ns(hours["queue_wait"]),) if "queue_wait" in hours else plan.queue)
-    replayed = walk(other, _then_drawn(failures, runtime_ns, rng, 1.0 / rate if rate > 0 else np.inf))
+    measured_interval = float(measured.checkpoint_interval)
+    hours.setdefault("checkpoint_interval", measured_interval if np.isfinite(measured_interval)
+                     else float(measured.time.sel(component="productive")))
+    hours.setdefault("checkpoint_cost", float(np.mean(plan.write)) / NS_PER_H)
+    fast = as_checkpoint_levels(fast_checkpoints)
+    # The replayed plan, as a scenario's (its levels checked there), with the run's work and its
+    # interruptions' own restarts and queues unless changed.
+    shape = scenario_plan(Scenario(n_gpus=1, failure_rate=0.0, work=plan.work / NS_PER_H, fast_checkpoints=fast,
+                                   **{k: v for k, v in hours.items() if k not in ("queue_wait",)}))
+    base = shape.positions[0] if shape.positions else plan.work
+    other = dataclasses.replace(shape, work=plan.work, positions=tuple(base * k for k in range(1, plan.work // base + 1)),
+                                startup=plan.startup,
+                                restart=(hours_to_ns(hours["restart_cost"]),) if "restart_cost" in hours else plan.restart,
+                                queue=(hours_to_ns(hours["queue_wait"]),) if "queue_wait" in hours else plan.queue)
+    if fast:
+        changes["fast_checkpoints"] = [dataclasses.asdict(level) for level in fast]
+    rng = np.random.Generator(np.random.Philox(failure_seed))
+    replayed = walk(other, _then_drawn(failures, runtime_ns, rng, 1.0 / rate if rate > 0 else np.inf),
+                    survival=_survival(np.random.Generator(np.random.Philox(survival_seed))))
     walks = {"run": own, "replayed": replayed}
     to_h = 1.0 / NS_PER_H
     ds = xr.Dataset(
@@ -350,7 +406,7 @@ def replay_run(record: RunRecord, *, checkpoint_interval=None, checkpoint_cost=N
         int(record.events.time_ns.values[-1]) - int(record.events.time_ns.values[0]))
     if implied is not None:
         n_runs = check_integer("n_runs", n_runs, 100, MAX_RUNS)
-        scenarios = [implied, dataclasses.replace(implied, **{k: v for k, v in hours.items()})]
+        scenarios = [implied, dataclasses.replace(implied, **hours, fast_checkpoints=fast)]
         sims = [simulate(s, n_jobs=n_runs, seed=seed, backend="auto") for s in scenarios]
         ds["simulated_ettr"] = ("plan", [float(s.ettr.values.ravel()[0]) for s in sims])
         ds["simulated_wall"] = ("plan", [float(sc.work) / float(sim.ettr.values.ravel()[0])

@@ -20,10 +20,20 @@ LABELS = {"productive": "productive compute", "attempt": "attempt (no trainer ev
 
 
 def timeline_spans(record) -> dict:
-    """The record's spans by kind, {kind: [(start, end), ...]} in ns since its first event.
+    """Return the record's spans by kind, {kind: [(start, end), ...]} in ns since its first event.
 
     A restore (the latest checkpoint, or the older one ``checkpoint_restored``
     names) moves the path's compute and writes after it to "lost", as `measure_run`.
+
+    Parameters
+    ----------
+    record : RunRecord
+        The run.
+
+    Returns
+    -------
+    dict
+        Kind (a component, or "attempt" without trainer events) -> list of (start, end) in ns.
     """
     ev = record.events
     times = ev.time_ns.values.astype(np.int64) - int(ev.time_ns.values[0])

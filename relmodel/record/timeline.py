@@ -37,10 +37,11 @@ class Plan:
         Compute positions (since the run's start) after which a checkpoint is
         written, increasing; the run ends when its compute reaches `work`.
     write : tuple of int
-        Blocking write times, by occurrence (the last repeats).
+        Blocking write times, by write attempt (those a failure cuts short
+        included; the last repeats).
     wait : tuple of int
-        Waits before each write, by occurrence (the last repeats; used where
-        `persist` is 0).
+        Waits before each write, by write attempt (the last repeats; used
+        where `persist` is 0).
     persist : int
         Time from a write's end until its checkpoint is restorable (0: at once).
     startup : int
@@ -53,6 +54,11 @@ class Plan:
         Checkpoints each interruption's restore falls back past the latest
         restorable one, by interruption (0 beyond the tuple): a run's own
         record, where a restore took an older checkpoint.
+    levels : tuple of Level, optional
+        Checkpoint levels, fastest first, the durable one last (its restart is
+        `restart`): position j (1-based) writes the level of the largest
+        multiple dividing j, at that level's cost and persist (`write`,
+        `wait` and `persist` are then unused). None: one level.
     """
 
     work: int
@@ -64,12 +70,55 @@ class Plan:
     restart: tuple = (0,)
     queue: tuple = (0,)
     fallback: tuple = ()
+    levels: tuple | None = None
 
     @staticmethod
     def regular(work: int, interval: int, write: int, **kwargs) -> "Plan":
-        """A checkpoint every `interval` of compute (SPEC: floor(work / interval) of them, then the rest)."""
+        """Return the plan of a checkpoint every `interval` of compute (SPEC: floor(work / interval) of them).
+
+        Parameters
+        ----------
+        work : int
+            Productive compute needed (ns).
+        interval : int
+            Compute between checkpoints (ns, > 0).
+        write : int
+            Each write's blocking time (ns).
+        **kwargs
+            The other fields of `Plan`.
+
+        Returns
+        -------
+        Plan
+            The plan.
+        """
         n_full = work // interval
         return Plan(work=work, positions=tuple(interval * k for k in range(1, n_full + 1)), write=(write,), **kwargs)
+
+
+@dataclasses.dataclass(frozen=True)
+class Level:
+    """One checkpoint level of a plan (durations in ns).
+
+    Parameters
+    ----------
+    multiple : int
+        Written at every position that is a multiple of this (1 for the fastest).
+    cost : int
+        Its write's blocking time.
+    restart : int
+        The restart after restoring it (unused for the durable level).
+    persist : int
+        Time from a write's end until it is restorable.
+    survives : float
+        Probability that its checkpoints survive a failure (1 for the durable level).
+    """
+
+    multiple: int
+    cost: int
+    restart: int
+    persist: int
+    survives: float
 
 
 def _nth(values: tuple, i: int) -> int:
@@ -78,10 +127,20 @@ def _nth(values: tuple, i: int) -> int:
 
 @dataclasses.dataclass
 class Walk:
-    """A walked timeline: its events (ns since the run's start) and its components (ns).
+    """A walked timeline: its events and its components (ns).
 
-    ``events`` rows are (time, kind, step, duration_ns, wait_ns, reason_index).
-    ``capped`` is True where the walk stopped at `MAX_EVENTS` before the run's end.
+    Parameters
+    ----------
+    events : list
+        Rows (time since the start, kind, step, duration, wait, reason index).
+    wall, productive, checkpoint, lost, restart, startup, queue, persist_wait : int
+        The components (ns); they add up to `wall`.
+    failures : int
+        Interruptions.
+    capped : bool
+        True where the walk stopped at `MAX_EVENTS` before the run's end.
+    failures_used : int
+        Failure instants consumed.
     """
 
     events: list
@@ -98,7 +157,7 @@ class Walk:
     failures_used: int
 
 
-def walk(plan: Plan, failures, reasons=None) -> Walk:
+def walk(plan: Plan, failures, reasons=None, survival=None) -> Walk:
     """Walk the run's timeline.
 
     Parameters
@@ -110,18 +169,27 @@ def walk(plan: Plan, failures, reasons=None) -> Walk:
         it may end (no more failures) or be endless.
     reasons : iterator of int, optional
         An index per failure, carried into its event (the reason).
+    survival : iterator of float, optional
+        With fast levels, one uniform per failure (restarts' included): the
+        levels whose `survives` is below it are lost, as in `simulate`.
 
     Returns
     -------
     Walk
+        The events and components.
     """
-    positions, work = plan.positions, plan.work
+    positions, work, levels = plan.positions, plan.work, plan.levels
+    top = len(levels) - 1 if levels else 0
+    longest_persist = max(x.persist for x in levels) if levels else plan.persist
+    if top and survival is None:
+        raise ValueError("a plan with fast levels needs the survival draws")
     events = []
     t = r = 0  # wall clock and runtime
     value = compute = 0  # the current path: compute and writes since the start; compute alone
-    stack = [(0, 0, 0, -1)]  # restorable-or-pending checkpoints on the path: (value, compute, durable runtime, step)
-    n_done = 0  # checkpoints on the path (the next is positions[n_done])
-    writes = 0
+    # Checkpoints on the path, restorable or pending, by position: (value, compute, durable at, position, level, step).
+    stack = [(0, 0, 0, 0, top, 0)]
+    n_done = 0  # positions done on the path (the next is positions[n_done])
+    attempted = 0  # writes begun (a failure may cut them short)
     lost = restart = startup = queue = wait_total = 0
     n_fail = 0
     cut_wait = 0  # a wait for persistence that the failure cut short (logged with it)
@@ -165,8 +233,15 @@ def walk(plan: Plan, failures, reasons=None) -> Walk:
                     events.append((t, "run_end", compute // STEP_NS, 0, 0, -1))
                     return Walk(events, t, compute, value - compute, lost, restart, startup, queue, wait_total,
                                 n_fail, False, n_fail)
-                # Wait for the previous write to become restorable, then write.
-                w = max(stack[-1][2] - r, 0) if plan.persist else _nth(plan.wait, writes)
+                # Wait for the previous write of this level to become restorable, then write.
+                level = _level_of(n_done + 1, levels)
+                persist = levels[level].persist if levels else plan.persist
+                if persist or levels:
+                    w = max(next((e[2] for e in reversed(stack) if e[4] == level), 0) - r, 0)
+                else:
+                    w = _nth(plan.wait, attempted)
+                d = levels[level].cost if levels else _nth(plan.write, attempted)
+                attempted += 1
                 if fail is not None and fail < r + w:
                     cut_wait = fail - r
                     wait_total += cut_wait
@@ -176,7 +251,6 @@ def walk(plan: Plan, failures, reasons=None) -> Walk:
                 r += w
                 t += w
                 wait_total += w
-                d = _nth(plan.write, writes)
                 if fail is not None and fail < r + d:
                     cut_wait = w  # the wait before a write cut short: logged with the failure too
                     value += fail - r
@@ -186,9 +260,8 @@ def walk(plan: Plan, failures, reasons=None) -> Walk:
                 r += d
                 t += d
                 value += d
-                writes += 1
                 n_done += 1
-                stack.append((value, compute, r + plan.persist, compute // STEP_NS))
+                stack.append((value, compute, r + persist, n_done, level, compute // STEP_NS))
                 events.append((t, "checkpoint_written", compute // STEP_NS, d, w, -1))
         else:
             r += spent
@@ -197,24 +270,39 @@ def walk(plan: Plan, failures, reasons=None) -> Walk:
                 startup += spent
             else:
                 restart += spent
-        # A failure at runtime r: restore the latest restorable checkpoint.
+        # A failure at runtime r: pending writes are lost, the levels below the survival draw too;
+        # the latest checkpoint left is restored.
         reason = next(reasons, -1) if reasons is not None else -1
         events.append((t, "failure", -1, 0, cut_wait, reason))
         cut_wait = 0
         n_fail += 1
-        while stack[-1][2] > r:  # pending writes are lost
-            stack.pop()
-        back = plan.fallback[n_fail - 1] if n_fail <= len(plan.fallback) else 0
-        del stack[max(len(stack) - back, 1):]
-        lost += value - stack[-1][0]
-        value, compute = stack[-1][0], stack[-1][1]
-        n_done = sum(1 for _ in range(len(stack) - 1))
+        lowest = 0
+        if top:
+            u = next(survival)
+            while u > levels[lowest].survives:
+                lowest += 1
+        k = len(stack) - 1
+        while k > 0 and not (stack[k][2] <= r and stack[k][4] >= lowest):
+            k -= 1
+        # Below it, writes still pending are lost too (only those within the longest persist of now);
+        # older ones, and lost levels' ones, are never restored again (a newer, as durable one is above).
+        j = k - 1
+        while j > 0 and stack[j][2] > r - longest_persist:
+            if stack[j][2] > r:
+                del stack[j]
+                k -= 1
+            j -= 1
+        k = max(k - (plan.fallback[n_fail - 1] if n_fail <= len(plan.fallback) else 0), 0)
+        del stack[k + 1:]
+        restored = stack[-1]
+        lost += value - restored[0]
+        value, compute, n_done = restored[0], restored[1], restored[3]
         q = _nth(plan.queue, n_fail - 1)
         t += q
         queue += q
         events.append((t, "attempt_start", -1, 0, 0, -1))
-        events.append((t, "checkpoint_restored", max(stack[-1][3], 0), 0, 0, -1))
-        attempt_init = _nth(plan.restart, n_fail - 1)
+        events.append((t, "checkpoint_restored", restored[5], 0, 0, -1))
+        attempt_init = levels[restored[4]].restart if restored[4] < top else _nth(plan.restart, n_fail - 1)
         first_attempt = False
         fail = next(failures, None)
         if fail is not None and fail < r:
@@ -222,8 +310,35 @@ def walk(plan: Plan, failures, reasons=None) -> Walk:
     return Walk(events, t, compute, value - compute, lost, restart, startup, queue, wait_total, n_fail, capped, n_fail)
 
 
+def _level_of(position: int, levels) -> int:
+    """The level position (1-based) writes: the slowest whose multiple divides it."""
+    if not levels:
+        return 0
+    level = 0
+    for k in range(len(levels) - 1, 0, -1):
+        if position % levels[k].multiple == 0:
+            level = k
+            break
+    return level
+
+
 def exponential_failures(rng: np.random.Generator, mean_ns: float, start: int = 0):
-    """Endless failure instants after `start` (runtime ns), exponential gaps of mean `mean_ns`."""
+    """Yield endless failure instants after `start`, at exponential gaps.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+        The generator.
+    mean_ns : float
+        Mean gap (ns of runtime).
+    start : int, default 0
+        Runtime (ns) after which they come.
+
+    Yields
+    ------
+    int
+        Runtime instants (ns), increasing.
+    """
     at = start
     while True:
         gap = rng.standard_exponential() * mean_ns
@@ -232,5 +347,16 @@ def exponential_failures(rng: np.random.Generator, mean_ns: float, start: int = 
 
 
 def hours_to_ns(hours: float) -> int:
-    """Hours as whole nanoseconds (rounded)."""
+    """Return hours as whole nanoseconds (rounded).
+
+    Parameters
+    ----------
+    hours : float
+        A duration in hours.
+
+    Returns
+    -------
+    int
+        Nanoseconds.
+    """
     return int(round(float(hours) * NS_PER_H))
