@@ -79,6 +79,19 @@ def test_replay_at_the_runs_own_plan_gives_its_wall_to_the_nanosecond(sc, seed):
     assert int(ds.failures.sel(plan="run")) == truth["failures"]
 
 
+def test_replay_reproduces_runs_cut_short_in_startups_restarts_waits_and_writes():
+    # MTTF ~0.35 h against a 2 h startup, 1 h restarts and 30 min writes that wait for persistence:
+    # failures strike in each phase.
+    fast = (rm.CheckpointLevel(interval="15min", cost="18min", restart="1s", persist="0s", survives=1.0),)
+    sc = rm.Scenario(n_gpus=16384, failure_rate=0.0065, checkpoint_interval="1h", work="3h", checkpoint_cost="30min",
+                     restart_cost="1h", queue_wait="3h", checkpoint_persist="2h", fast_checkpoints=fast)
+    for seed in range(20):
+        record, truth = simulate_run(sc, seed, startup="2h")
+        ds = replay_run(record, n_runs=100)
+        assert bool(ds.reproduced), seed
+        assert int(round(float(ds.wall.sel(plan="run")) * 3.6e12)) == truth["wall"]
+
+
 def test_replay_of_a_hand_written_run_with_irregular_writes():
     # Writes of 60 s and 90 s after 50 and 70 min of compute, a failure 20 min after the second write:
     # 20 min lost, a 30 min queue, a 5 min restart, then the last 30 min of work.

@@ -310,7 +310,9 @@ def own_plan(record: RunRecord) -> tuple[Plan, list]:
     # A restart a failure cut short lasted at least what it ran: longer than that, or the replay misses the failure.
     restarts = tuple(x[5] if x[7] else max(mean_restart, x[5] + 1) for x in tl.interruptions) or (0,)
     queues = tuple(max(x[4], 0) for x in tl.interruptions) or (0,)
-    startup = tl.attempts[0][1] - tl.attempts[0][0] if tl.attempts[0][1] >= 0 else 0
+    first = tl.attempts[0]  # a startup that a failure cut short lasted longer than it ran
+    startup = first[1] - first[0] if first[1] >= 0 else (first[2] - first[0] + 1 if first[3] in (
+        "failure", "interruption") else 0)
     plan = Plan(work=tl.totals["productive"], positions=positions, write=tuple(a[1] for a in attempts) or (0,),
                 wait=tuple(a[2] for a in attempts) or (0,), startup=startup, restart=restarts, queue=queues,
                 fallback=tuple(tl.restore_depths))
@@ -327,7 +329,8 @@ def replay_run(record: RunRecord, *, checkpoint_interval=None, checkpoint_cost=N
     `restart_cost` is given). A plan that needs more runtime than the run had
     meets failures beyond the record's: they are drawn at the run's own
     interruption rate past the runtime the record covers (seeded, counted in
-    ``extrapolated_failures``).
+    ``extrapolated_failures``). A record that does not end (a run still going,
+    or given up) is replayed for the work it did.
 
     Parameters
     ----------
@@ -353,13 +356,14 @@ def replay_run(record: RunRecord, *, checkpoint_interval=None, checkpoint_cost=N
         ``component``, ``failures``, ``extrapolated_failures``,
         ``simulated_ettr`` and ``simulated_wall`` (new failure draws, the
         run's rate); ``saving`` (run wall - replayed wall, h); ``reproduced``
-        (the replay at the run's own plan gives its wall to the nanosecond).
+        (the replay at the run's own plan gives its wall and every component
+        to the nanosecond).
     """
     measured = measure_run(record, n_gpus=n_gpus)
     plan, failures = own_plan(record)
     implied = implied_scenario(measured, n_gpus=n_gpus) if (n_gpus or record.n_gpus) else None
     failure_seed, survival_seed = np.random.SeedSequence(check_integer("seed", seed, 0, 2**63 - 1)).spawn(2)
-    runtime_ns = int(round(float(measured.runtime) * NS_PER_H))
+    runtime_ns = int(measured.wall_ns) - int(measured.time_ns.sel(component="queue"))
     rate = len(failures) / runtime_ns if runtime_ns > 0 else 0.0
     own = walk(plan, iter(failures))
     changes = {k: v for k, v in dict(checkpoint_interval=checkpoint_interval, checkpoint_cost=checkpoint_cost,
@@ -402,8 +406,8 @@ def replay_run(record: RunRecord, *, checkpoint_interval=None, checkpoint_cost=N
                "failure_clock": "runtime (queue excluded), as the model's"},
     )
     ds["saving"] = ds.wall.sel(plan="run") - ds.wall.sel(plan="replayed")
-    ds["reproduced"] = own.wall == int(round(float(measured.wall) * NS_PER_H)) and own.wall == (
-        int(record.events.time_ns.values[-1]) - int(record.events.time_ns.values[0]))
+    ds["reproduced"] = own.wall == int(measured.wall_ns) and all(
+        getattr(own, c) == int(measured.time_ns.sel(component=c)) for c in COMPONENTS)
     if implied is not None:
         n_runs = check_integer("n_runs", n_runs, 100, MAX_RUNS)
         scenarios = [implied, dataclasses.replace(implied, **hours, fast_checkpoints=fast)]
