@@ -222,6 +222,17 @@ def test_cli_prints_a_table():
     assert lines[4].split()[:2] == ["1", "1.0000"]
 
 
+def test_cli_rows_printed_as_they_come_are_the_whole_tables_rows():
+    # The text table streams a row a failure count (the first result comes before the planner compiles);
+    # --quiet prints it whole at the end: the same text, and the same as format_table of the whole table.
+    args = ("--model", "gpt3-1.3b", "--gpu", "a100-80gb", "--stages", "4", "--replicas", "3", "--microbatches", "4",
+            "--failures", "0,1,3,11")
+    streamed, whole = invoke(*args), invoke(*args, "--quiet")
+    assert streamed.exit_code == 0 and whole.exit_code == 0, streamed.output + whole.output
+    assert streamed.output == whole.output
+    assert [line.split()[0] for line in streamed.output.splitlines()[3:7]] == ["0", "1", "3", "11"]
+
+
 def test_cli_with_a_model_speaks_seconds():
     """--model sizes the task times in seconds: the table says so, and a --time-unit other than 1 s is refused."""
     args = ("--model", "gpt3-1.3b", "--gpu", "a100-80gb", "--stages", "2", "--replicas", "2", "--microbatches", "2",

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import click
 import numpy as np
+import xarray as xr
 
 from .._cli_shared import (Duration, FigurePath, overwrite_option, quiet_option, refuse_unused, to_json, usage_error,
                            write_dataset)
@@ -166,14 +167,26 @@ def pipeline(stages, replicas, microbatches, fwd, bwd_input, bwd_weight, model_n
         counts = parse_failures(failures, cfg.n_workers)
         options = StrategyOptions(spares=spares, bamboo_slowdown=bamboo_slowdown,
                                   oobleck_min_stages=oobleck_min_stages, method=method)
-        # The schedule kernels compile (or load) on their first use, just below.
-        feedback.announce_compile("relmodel.pipeline._schedule_kernel", what="pipeline kernels", seconds=10)
-        table = throughput_table(cfg, counts, names, options, progress=feedback.enabled())
-        if model_name is not None:  # sized from the model: its task times are seconds
-            table.attrs["task_time_unit"] = "s"
         model = RunModel(duration="14d" if run_duration is None else run_duration, failure_rate=failure_rate, repair_time=repair_time,
                          swap_time=swap_time, restart_cost=restart_cost, checkpoint_interval=checkpoint_interval,
                          time_unit=time_unit)
+        # The schedule kernels compile (or load) on their first use, just below.
+        feedback.announce_compile("relmodel.pipeline._schedule_kernel", what="pipeline kernels", seconds=8)
+        # The table a row (failure count) at a time: a text table prints each row as it comes (on an
+        # empty cache the fault-free row is ready in ~3 s, the rest once the planner has compiled);
+        # not with traces, whose files are read after it (an error there stays the output's one line).
+        stream = not as_json and not quiet and not traces
+        parts = []
+        for n in counts:
+            parts.append(throughput_table(cfg, [n], names, options, progress=feedback.enabled()))
+            if model_name is not None:  # sized from the model: its task times are seconds
+                parts[-1].attrs["task_time_unit"] = "s"
+            if stream:
+                if len(parts) == 1:
+                    click.echo(_table_head(parts[0]))
+                click.echo(_table_row(parts[-1], int(n)))
+        table = xr.concat(parts, dim="n_failures", data_vars="minimal", coords="minimal", compat="override",
+                          combine_attrs="override")
         runs = None
         if run_duration is not None:
             runs = simulate_runs(cfg, model, strategies=names, options=options, n_runs=1000 if n_runs is None else n_runs, seed=seed,
@@ -192,7 +205,7 @@ def pipeline(stages, replicas, microbatches, fwd, bwd_input, bwd_weight, model_n
     if as_json:
         click.echo(to_json(_as_dict(table, runs, replayed)))
     else:
-        click.echo(format_table(table, model))
+        click.echo(format_table(table, model, rows=not stream))
         for ds, label in ((runs, "Monte Carlo runs"), (replayed, "trace replays")):
             if ds is not None:
                 click.echo("")
@@ -253,29 +266,52 @@ def _unit_text(attrs) -> str:
     return "s" if attrs.get("task_time_unit") == "s" else "(time units)"
 
 
-def format_table(table, model=None) -> str:
+_MARK = {"restart": "*", "spare": "*"}  # strategies whose steady state is after a recovery
+
+
+def _table_columns(table) -> list:
+    """The table's column titles, each as wide as its widest cell can be (so rows print as they come)."""
+    a = table.attrs
+    titles = ["failed"] + [str(s) + _MARK.get(str(s), "") for s in table.strategy.values] + ["aim", "max L"]
+    cells = ([len(str(int(a["stages"]) * int(a["replicas"])))] + [6] * (len(titles) - 2)
+             + [len(str(int(a["microbatches"]) * int(a["replicas"])))])
+    return [t.rjust(max(len(t), c)) for t, c in zip(titles, cells)]
+
+
+def _table_head(table) -> str:
+    """The lines above the table's rows (from a table of any of its failure counts)."""
+    a = table.attrs
+    return (f"{int(a['stages'])} stages x {int(a['replicas'])} replicas, {int(a['microbatches'])} micro-batches "
+            f"({a['order']}, {a['backward']} backward, {a['optimizer']} optimizer); fault-free period "
+            f"T0 = {float(a['ideal_period']):.6g} {_unit_text(a)}\n"
+            f"Steady-state throughput as a fraction of fault-free, n workers down (failure i on replica i mod d):\n"
+            + "  ".join(_table_columns(table)))
+
+
+def _table_row(table, n: int) -> str:
+    """One failure count's row of the table, aligned with `_table_head`'s titles."""
+    a = table.attrs
+    d, m = int(a["replicas"]), int(a["microbatches"])
+    t0 = float(a["ideal_period"])
+    cells = [str(n)]
+    for s in table.strategy.values:
+        cells.append(f"{float(table.fraction_of_ideal.sel(strategy=s, n_failures=n)):.4f}")
+    target = float(table.recycle_target.sel(n_failures=n))
+    cells.append(f"{t0 / target:.4f}" if math.isfinite(target) else "0.0000")
+    f = table.failed_stages.sel(n_failures=n).values
+    cells.append(str(int(max(-(-(m * d) // (d - int(x))) for x in f))) if (f < d).all() else "-")
+    return "  ".join(c.rjust(len(t)) for c, t in zip(cells, _table_columns(table)))
+
+
+def format_table(table, model=None, rows: bool = True) -> str:
     """The steady-state table: every column a fraction of fault-free throughput,
     plus ReCycle's aim and the busiest survivor's load, with footnotes on what
     "steady state" means for each strategy (`model`, a `RunModel`, prices a
-    checkpoint-restart)."""
+    checkpoint-restart); rows=False: the footnotes alone (the rows printed as they came)."""
     a = table.attrs
     strategies = [str(s) for s in table.strategy.values]
     p, d, m = int(a["stages"]), int(a["replicas"]), int(a["microbatches"])
-    t0 = float(a["ideal_period"])
-    mark = {"restart": "*", "spare": "*"}
-    head = (f"{p} stages x {d} replicas, {m} micro-batches ({a['order']}, {a['backward']} backward, "
-            f"{a['optimizer']} optimizer); fault-free period T0 = {t0:.6g} {_unit_text(a)}\n"
-            f"Steady-state throughput as a fraction of fault-free, n workers down (failure i on replica i mod d):")
-    rows = [["failed"] + [s + mark.get(s, "") for s in strategies] + ["aim", "max L"]]
-    for n in table.n_failures.values:
-        cells = [str(int(n))]
-        for s in strategies:
-            cells.append(f"{float(table.fraction_of_ideal.sel(strategy=s, n_failures=n)):.4f}")
-        target = float(table.recycle_target.sel(n_failures=n))
-        cells.append(f"{t0 / target:.4f}" if math.isfinite(target) else "0.0000")
-        f = table.failed_stages.sel(n_failures=n).values
-        cells.append(str(int(max(-(-(m * d) // (d - int(x))) for x in f))) if (f < d).all() else "-")
-        rows.append(cells)
+    mark = _MARK
     notes = [
         f"aim: ReCycle's target T0 / max(T0, max_s L_s t_s); max L: micro-batches on the busiest survivor, "
         f"L_s = ceil(m d / (d - f_s)) (the extra load fits the bubble while L_s <= m + p - 1 = {m + p - 1}).",
@@ -313,7 +349,8 @@ def format_table(table, model=None) -> str:
                          "optimal): " + ", ".join(gaps) + ". Above 1.0000: its plans (decoupled backward, staggered "
                          "optimizer, any order) fill bubbles the configured fault-free schedule leaves.")
     wrapped = [textwrap.fill(n, 110, subsequent_indent="  ") for n in notes]
-    return head + "\n" + _align(rows) + "\n" + "\n".join(wrapped)
+    lines = [_table_head(table)] + [_table_row(table, int(n)) for n in table.n_failures.values] if rows else []
+    return "\n".join(lines + wrapped)
 
 
 def format_runs(ds, label: str) -> str:
