@@ -503,19 +503,26 @@ def plan_checked(sc: Scenario, has_current: bool, target_ettr, n_jobs: int, seed
     if not sc.has_levels:
         strategy = None  # one blocking checkpoint: nothing to compare (check_plan allows only "blocking")
     else:  # the strategies side by side, then the plan of the chosen one
-        checkpoints = plan_checkpoints(sc, n_jobs=n_jobs, seed=seed, backend=backend, progress=bool(progress))
+        # Each strategy at its best intervals, checked by one budgeted simulation that the plan of the
+        # chosen one reuses (plan_checkpoints would simulate them with n_jobs and no failure cap).
+        checkpoints = plan_checkpoints(sc, n_jobs=0, progress=bool(progress))
+        known = _check_points({s.scenario: s.scenario for s in checkpoints.strategies}, n_jobs, seed, backend,
+                              max_failures, progress)
+        checkpoints = dataclasses.replace(checkpoints, strategies=tuple(
+            _with_check(s, known[s.scenario]) for s in checkpoints.strategies))
         chosen = checkpoints.recommended if strategy is None else next(
             s for s in checkpoints.strategies if s.name == strategy)
         if chosen.name != "blocking":
             return _levels_plan(sc, chosen, checkpoints, has_current, target_ettr, n_jobs, seed, backend,
-                                max_failures, progress)
+                                max_failures, progress, known)
         strategy = chosen.name
         sc = strategy_scenarios(sc)["blocking"]
     intervals = {m: optimal_interval(sc, m) for m in ("young", "daly", "exact")}
     if has_current:
         intervals["current"] = sc.checkpoint_interval
     feasible = {label: feasible_interval(v, sc.work) for label, v in intervals.items()}
-    checks = _check_simulations(sc, sorted(set(feasible.values())), n_jobs, seed, backend, max_failures, progress)
+    checks = _check_simulations(sc, sorted(set(feasible.values())), n_jobs, seed, backend, max_failures, progress,
+                                known if checkpoints is not None else None)
     ettr_by = {}
     for label, interval in feasible.items():
         at = sc.sweep(checkpoint_interval=interval)
@@ -536,7 +543,7 @@ def plan_checked(sc: Scenario, has_current: bool, target_ettr, n_jobs: int, seed
 
 
 def _levels_plan(sc: Scenario, chosen, checkpoints, has_current: bool, target_ettr, n_jobs: int, seed: int,
-                 backend: str, max_failures, progress) -> Plan:
+                 backend: str, max_failures, progress, known=None) -> Plan:
     """`plan_checked` for an asynchronous or multilevel strategy (`chosen`, a StrategyPlan)."""
     from ._feedback import progress_bar
 
@@ -546,7 +553,7 @@ def _levels_plan(sc: Scenario, chosen, checkpoints, has_current: bool, target_et
     ettr_by, datasets, intervals = {}, {}, {}
     for label, point in points.items():
         check = _check_simulations(point, [point.checkpoint_interval], n_jobs, seed, backend, max_failures,
-                                   progress)[point.checkpoint_interval]
+                                   progress, known)[point.checkpoint_interval]
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ClosedFormWarning)
             first, reason = levels_point_ettr(point, "linear")
@@ -705,22 +712,38 @@ def failure_cap(highest: float) -> int:
 
 
 def _check_simulations(sc: Scenario, intervals, n_jobs: int, seed: int, backend: str, max_failures,
-                       progress) -> dict:
-    """`_check_simulation` at each interval, under one progress bar (or callback) for all of them."""
-    at = {v: sc.sweep(checkpoint_interval=v) for v in intervals}
-    budgets = {v: budgeted_jobs(point, n_jobs) for v, point in at.items()}
+                       progress, known=None) -> dict:
+    """`_check_simulation` at each interval (`_check_points`)."""
+    return _check_points({v: sc.sweep(checkpoint_interval=v) for v in intervals}, n_jobs, seed, backend,
+                         max_failures, progress, known)
+
+
+def _check_points(points: dict, n_jobs: int, seed: int, backend: str, max_failures, progress, known=None) -> dict:
+    """`_check_simulation` of each point ({label: scenario}), under one progress bar (or callback) for all
+    of them; a point already in `known` ({scenario: check}, the same seed and budget) is not run again."""
+    known = {} if known is None else known
+    todo = {label: point for label, point in points.items() if point not in known}
+    budgets = {label: budgeted_jobs(point, n_jobs) for label, point in todo.items()}
     bar = None
-    if progress is True:
+    if progress is True and todo:
         from ._feedback import progress_bar
 
         bar = progress_bar(sum(jobs for jobs, _, _ in budgets.values()), "check simulation", enabled_=True)
         progress = bar.update
     try:
-        return {v: _check_simulation(point, budgets[v], seed, backend, max_failures, progress or None)
-                for v, point in at.items()}
+        new = {label: _check_simulation(point, budgets[label], seed, backend, max_failures, progress or None)
+               for label, point in todo.items()}
     finally:
         if bar is not None:
             bar.close()
+    return {label: new[label] if label in new else known[point] for label, point in points.items()}
+
+
+def _with_check(strategy, check: dict):
+    """A StrategyPlan with the check simulation's estimate."""
+    summary = check["summary"]
+    return dataclasses.replace(strategy, simulated=summary["simulated"], simulated_se=summary["simulated_se"],
+                               simulated_jobs=summary["simulated_jobs"])
 
 
 def _check_simulation(sc: Scenario, budget: tuple, seed: int, backend: str, max_failures, progress=None) -> dict:

@@ -193,3 +193,27 @@ def test_plan_says_why_a_simulated_interval_has_no_spread_and_where_intervals_me
     free = CliRunner().invoke(main, ["plan", "--gpus", "1024", "--work", "7d", "--checkpoint-cost", "0",
                                      "--restart-cost", "10min", "--n-jobs", "2000"]).output
     assert "checkpoints cost nothing" in free and "no simulated job failed" not in free
+
+
+@pytest.mark.parametrize("fast, strategy", [(True, None), (False, None), (True, "blocking")])
+def test_a_plan_with_strategies_simulates_each_point_once(monkeypatch, fast, strategy):
+    # The strategies' check simulations are the plan's own: the chosen one (levelled or blocking) is not
+    # simulated a second time, and its check is the same budgeted run as its column in the comparison.
+    import importlib
+
+    plan_module = importlib.import_module("relmodel.plan")  # (rm.plan is the function)
+    calls = []
+    real = plan_module.simulate
+
+    def counted(sc, **kwargs):
+        calls.append(sc)
+        return real(sc, **kwargs)
+
+    monkeypatch.setattr(plan_module, "simulate", counted)
+    level = rm.CheckpointLevel(interval="10min", cost="5s", restart="3min", persist="30s", survives=0.85)
+    sc = rm.Scenario(n_gpus=16384, failure_rate=3.8e-3, work="7d", checkpoint_interval="1h", checkpoint_cost="30s",
+                     checkpoint_persist="5min", restart_cost="10min", fast_checkpoints=(level,) if fast else None)
+    p = rm.plan(sc, n_jobs=2000, strategy=strategy)
+    assert len(calls) == len(set(calls))
+    chosen = next(s for s in p.checkpoints.strategies if s.name == p.strategy)
+    assert chosen.simulated == p.ettr_by_interval["exact" if p.strategy == "blocking" else "best"]["simulated"]
