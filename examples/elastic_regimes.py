@@ -4,7 +4,7 @@
 Saxena et al. (2020) report that elastic batch-size allocation completes up to
 about 2x as many jobs as a strong fixed-batch baseline, with mean completion
 times up to about 10x lower. This study runs the same comparison on a 64-GPU
-cluster over five axes, 5 seeds each:
+cluster over six axes, 5 seeds each:
 
 * offered load: GPU-hours per hour that the jobs would take as submitted
   (the FIFO policy's load), over the GPUs: 0.5, 1, 2, 4, 8;
@@ -19,7 +19,12 @@ cluster over five axes, 5 seeds each:
   dropped after 2 h of waiting;
 * admission: in arrival order while the jobs' minimums fit ("first-fit"), or
   by the allocator's dynamic program, in which a waiting job may get zero
-  GPUs ("optimizer").
+  GPUs ("optimizer");
+* statistical efficiency: whether a job needs more samples at a larger batch
+  (McCandlish et al.'s gradient noise scale, each job's B_noise 4x its
+  submitted batch: 2x the batch then costs 1.2x the samples, 32x costs 7.2x),
+  the policies rating jobs by goodput as Pollux does; or not (the seed's
+  assumption: the work in samples is the same at every batch).
 
 The allocator maximises total speedup (each job's throughput over its
 throughput on one GPU at its submitted batch); the elastic and fixed-batch
@@ -64,7 +69,8 @@ WIDTHS = {1: (1.0, 1.0), 4: (0.5, 2.0), 16: (0.5, 8.0), 64: (0.5, 32.0)}  # B_hi
 CURVES = {"fitted": ("fitted", {}), "roofline": ("roofline", {}), "roofline-full": ("roofline", {"saturation": 1.0})}
 QUEUES = {"drop": {"unplaceable": "drop"}, "wait-2h": {"unplaceable": "queue", "max_wait": "2h"}}
 OBJECTIVE = "speedup"
-REGIME_AXES = ("curve", "width", "load", "queue", "admission")
+NOISE_SCALE_FACTOR = 4.0  # each job's gradient noise scale, in submitted batches (statistical efficiency)
+REGIME_AXES = ("curve", "width", "load", "queue", "admission", "statistical_efficiency")
 PER_POLICY = ("completed", "completed_in_window", "dropped", "work_completed", "jct_sum", "jct_common_sum",
               "common")
 
@@ -84,10 +90,11 @@ def mean_job_size(curve: str) -> float:
     return float(np.mean([j.work / (float(j.model.throughput(j.gpus, j.batch)) * 3600) * j.gpus for j in probe]))
 
 
-def run_regime(curve, width, load, queue, admission, seed, window_h) -> dict:
+def run_regime(curve, width, load, queue, admission, statistical_efficiency, seed, window_h) -> dict:
     rate = load * N_GPUS / mean_job_size(curve)  # jobs per hour
     work = el.synthetic_workload(rate, f"{window_h}h", seed, models=models_of(curve),
-                                 batch_range_factor=WIDTHS[width])
+                                 batch_range_factor=WIDTHS[width],
+                                 noise_scale_factor=NOISE_SCALE_FACTOR if statistical_efficiency else None)
     ds = el.simulate_cluster(work, n_gpus=N_GPUS, seed=seed, admission=admission, objective=OBJECTIVE,
                              **QUEUES[queue])
     jct = ds.jct.values  # policy x job, NaN where not completed
@@ -100,12 +107,13 @@ def run_regime(curve, width, load, queue, admission, seed, window_h) -> dict:
             "submitted": int(ds.submitted.values[0])}
 
 
-def capacity_ratio(curve: str, width: int) -> float:
+def capacity_ratio(curve: str, width: int, statistical_efficiency: bool) -> float:
     """GPU-hours the jobs need at their most efficient fixed-batch allocation over
     those at their most efficient elastic one (600 jobs of the probe). Under
     overload every policy is bounded by its capacity, so elastic can complete
     at most about this much more work than fixed-batch, whatever the load."""
-    work = el.synthetic_workload(100, "6h", seed=2**31, models=models_of(curve), batch_range_factor=WIDTHS[width])
+    work = el.synthetic_workload(100, "6h", seed=2**31, models=models_of(curve), batch_range_factor=WIDTHS[width],
+                                 noise_scale_factor=NOISE_SCALE_FACTOR if statistical_efficiency else None)
     need = []
     for fixed in (True, False):
         options = [el.job_options(job, N_GPUS, fixed) for job in work]
@@ -135,11 +143,13 @@ def study(axes: dict, seeds, window_h, processes: int = 1) -> xr.Dataset:
     coords["policy"] = list(el.POLICIES)
     ds = xr.Dataset({name: (dims + ("policy",), v) for name, v in data.items()}, coords=coords)
     ds["submitted"] = (dims, submitted)
-    ds["capacity_ratio"] = (("curve", "width"), [[capacity_ratio(c, w) for w in axes["width"]] for c in axes["curve"]],
+    ds["capacity_ratio"] = (("curve", "width", "statistical_efficiency"),
+                            [[[capacity_ratio(c, w, e) for e in axes["statistical_efficiency"]] for w in axes["width"]]
+                             for c in axes["curve"]],
                             {"long_name": "GPU-hours at the most efficient allocations, fixed-batch / elastic"})
     ds.attrs = {"title": "elastic scaling regimes", "relmodel_version": relmodel.__version__, "n_gpus": N_GPUS,
                 "arrival_window_h": window_h, "objective": OBJECTIVE, "queue_max_wait": "2h",
-                "seeds": [int(s) for s in seeds],
+                "seeds": [int(s) for s in seeds], "noise_scale_factor": NOISE_SCALE_FACTOR,
                 "batch_range_factors": json.dumps({str(w): WIDTHS[w] for w in axes["width"]})}
     return ds
 
@@ -197,7 +207,8 @@ def figure(r: xr.Dataset, path: Path):
     from matplotlib.ticker import FuncFormatter
 
     plain = FuncFormatter(lambda v, _: f"{v:g}")
-    curves, admissions = r.curve.values.tolist(), r.admission.values.tolist()
+    curves = list(itertools.product(r.curve.values.tolist(), r.statistical_efficiency.values.tolist()))
+    admissions = r.admission.values.tolist()
     metrics = (("completed_ratio", "jobs completed,\nelastic / fixed-batch"),
                ("jct_ratio", "mean completion time,\nfixed-batch / elastic"))
     rows = list(itertools.product(metrics, admissions))
@@ -205,11 +216,13 @@ def figure(r: xr.Dataset, path: Path):
                              sharey="row", squeeze=False)
     styles = {"drop": "-", "wait-2h": "--"}
     colours = dict(zip(r.width.values.tolist(), plt.cm.viridis(np.linspace(0, 0.85, r.sizes["width"]))))
-    for (row, ((key, label), admission)), (col, curve) in itertools.product(enumerate(rows), enumerate(curves)):
+    for (row, ((key, label), admission)), (col, (curve, efficiency)) in itertools.product(enumerate(rows),
+                                                                                         enumerate(curves)):
         ax = axes[row, col]
         for width in r.width.values.tolist():
             for queue in r.queue.values.tolist():
-                y = r[key].sel(curve=curve, admission=admission, width=width, queue=queue)
+                y = r[key].sel(curve=curve, admission=admission, width=width, queue=queue,
+                               statistical_efficiency=efficiency)
                 ax.plot(r["load"], y, styles.get(queue, ":"), marker="o", ms=4, color=colours[width],
                         label=f"B_hi/B_lo = {width}, {queue}")
         ax.axhline(PAPER[key], color="crimson", lw=1, ls=":", label=f"paper: about {PAPER[key]:g}x")
@@ -222,7 +235,8 @@ def figure(r: xr.Dataset, path: Path):
         if col == 0:
             ax.set_ylabel(f"{label}\n({admission} admission)", fontsize=9)
         if row == 0:
-            ax.set_title(f"{curve} curves", fontsize=10)
+            ax.set_title(f"{curve} curves, " + ("statistical efficiency" if efficiency else "samples fixed"),
+                         fontsize=10)
         if row == len(rows) - 1:
             ax.set_xlabel("offered load (as submitted)")
     axes[0, 0].legend(fontsize=7)
@@ -235,17 +249,18 @@ def figure(r: xr.Dataset, path: Path):
 
 
 def markdown(r: xr.Dataset, queue: str, admission: str) -> str:
-    """Per curve and width, per load: "completed ratio / JCT ratio"."""
+    """Per curve, width and statistical efficiency, per load: "completed ratio / JCT ratio"."""
     loads = r["load"].values.tolist()
-    lines = ["| curve | B_hi/B_lo | capacity | " + " | ".join(f"load {load:g}" for load in loads) + " |",
-             "|---|---|---|" + "---|" * len(loads)]
-    for curve in r.curve.values.tolist():
-        for width in r.width.values.tolist():
-            c = r.sel(curve=curve, width=width, queue=queue, admission=admission)
-            cells = [f"{float(c.completed_ratio.sel(load=x)):.2f}x / {float(c.jct_ratio.sel(load=x)):.1f}x"
-                     for x in loads]
-            capacity = float(r.capacity_ratio.sel(curve=curve, width=width))
-            lines.append(f"| {curve} | {width} | {capacity:.2f}x | " + " | ".join(cells) + " |")
+    lines = ["| curve | B_hi/B_lo | stat. eff. | capacity | " + " | ".join(f"load {load:g}" for load in loads)
+             + " |", "|---|---|---|---|" + "---|" * len(loads)]
+    for curve, width, efficiency in itertools.product(r.curve.values.tolist(), r.width.values.tolist(),
+                                                      r.statistical_efficiency.values.tolist()):
+        c = r.sel(curve=curve, width=width, queue=queue, admission=admission, statistical_efficiency=efficiency)
+        cells = [f"{float(c.completed_ratio.sel(load=x)):.2f}x / {float(c.jct_ratio.sel(load=x)):.1f}x"
+                 for x in loads]
+        capacity = float(c.capacity_ratio)
+        lines.append(f"| {curve} | {width} | {'yes' if efficiency else 'no'} | {capacity:.2f}x | "
+                     + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -258,11 +273,11 @@ def main():
     args.out.mkdir(parents=True, exist_ok=True)
     if args.quick:
         axes = {"curve": ["fitted", "roofline"], "width": [1, 64], "load": [0.5, 4.0], "queue": ["drop"],
-                "admission": ["optimizer"]}
+                "admission": ["optimizer"], "statistical_efficiency": [False, True]}
         ds = study(axes, [0], 6.0, args.processes)
     else:
         axes = {"curve": list(CURVES), "width": list(WIDTHS), "load": [0.5, 1.0, 2.0, 4.0, 8.0],
-                "queue": list(QUEUES), "admission": ["first-fit", "optimizer"]}
+                "queue": list(QUEUES), "admission": ["first-fit", "optimizer"], "statistical_efficiency": [False, True]}
         ds = study(axes, range(5), 24.0, args.processes)
     r = ratios(ds)
     ds.to_netcdf(args.out / "elastic_regimes.nc", engine="h5netcdf")

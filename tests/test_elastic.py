@@ -1,6 +1,7 @@
 """The elastic allocator: the dynamic program against brute force, the job model
 and the throughput models."""
 
+import dataclasses
 import itertools
 import math
 
@@ -122,8 +123,11 @@ def _jobs(draw, n_gpus):
     batch = gpus * local
     lo = draw(st.integers(1, batch))
     hi = draw(st.integers(batch, batch * 3))
+    # A gradient noise scale from well below the batch to none at all (statistical efficiency, goodput).
+    noise = draw(st.sampled_from([None, 0.25, 1.0, 8.0, 1e30]))
     return el.Job(model, work=1e5, batch=batch, gpus=gpus, min_batch=lo, max_batch=hi,
-                  min_local_batch=draw(st.integers(1, local)), min_gpus=draw(st.integers(1, gpus)))
+                  min_local_batch=draw(st.integers(1, local)), min_gpus=draw(st.integers(1, gpus)),
+                  noise_scale=None if noise is None else noise * batch)
 
 
 def speedup_unit(job):
@@ -145,6 +149,8 @@ def brute_force_allocation(job_list, n_gpus, policy, objective, may_wait=()):
             for b in range(lo, hi + 1):
                 if b % g == 0 and job.min_local_batch <= b // g <= m_hi:
                     x = float(job.model.throughput(g, b))
+                    if job.noise_scale is not None:  # goodput: samples at b are worth E(b0) / E(b) of b0's
+                        x *= (1 + job.batch / job.noise_scale) / (1 + b / job.noise_scale)
                     if math.isfinite(x) and x > 0:
                         pairs[g] = max(pairs.get(g, 0.0), x)
         if objective == "speedup":
@@ -170,7 +176,9 @@ def test_allocate_equals_brute_force(data, n_gpus, policy, objective):
     for job, g, b, x in zip(job_list, alloc.gpus, alloc.batch, alloc.throughput):
         lo, hi = (job.batch, job.batch) if policy == "fixed-batch" else (job.min_batch, job.max_batch)
         assert b % g == 0 and lo <= b <= hi and g >= job.min_gpus
-        assert x == pytest.approx(float(job.model.throughput(g, b)), rel=1e-12)
+        # Goodput where the job has a noise scale: throughput times the efficiency of its batch.
+        assert x == pytest.approx(float(job.model.throughput(g, b)) * el.statistical_efficiency(
+            b, job.batch, job.noise_scale), rel=1e-12)
 
 
 @given(data=st.data(), n_gpus=st.integers(1, 10), policy=st.sampled_from(["elastic", "fixed-batch"]),
@@ -193,7 +201,8 @@ def test_admission_by_the_optimizer_equals_brute_force(data, n_gpus, policy, obj
             assert n in waits and b == 0 and x == 0 and not alloc.admitted[n]
             continue
         assert g >= job.min_gpus and b % g == 0
-        assert x == pytest.approx(float(job.model.throughput(g, b)), rel=1e-12)
+        assert x == pytest.approx(float(job.model.throughput(g, b)) * el.statistical_efficiency(
+            b, job.batch, job.noise_scale), rel=1e-12)
     # Jobs that may not wait are never left out, and the value adds up.
     assert all(alloc.admitted[n] for n in range(len(job_list)) if n not in waits)
     unit = [1.0 if objective == "throughput" else speedup_unit(j) for j in job_list]
@@ -362,3 +371,43 @@ def test_allocate_refuses_a_huge_cluster():
 def test_synthetic_workload_refuses_too_many_jobs():
     with pytest.raises(ValueError, match="^arrival_rate: .*limit"):
         el.synthetic_workload(16384, "24h")
+
+
+@given(data=st.data(), n_gpus=st.integers(1, 12))
+def test_no_noise_scale_is_the_limit_of_a_large_one(data, n_gpus):
+    # The no-penalty model is statistical efficiency's special case: a noise scale far above every batch
+    # gives the same options (GPU counts, best batches and their throughput, to rounding).
+    job = data.draw(_jobs(n_gpus))
+    try:
+        plain = el.job_options(dataclasses.replace(job, noise_scale=None), n_gpus)
+    except el.JobError:
+        with pytest.raises(el.JobError):
+            el.job_options(dataclasses.replace(job, noise_scale=1e300), n_gpus)
+        return
+    huge = el.job_options(dataclasses.replace(job, noise_scale=1e300), n_gpus)
+    np.testing.assert_array_equal(plain.gpus, huge.gpus)
+    np.testing.assert_allclose(plain.throughput, huge.throughput, rtol=1e-12)
+
+
+def test_statistical_efficiency_follows_the_noise_scale_law():
+    # E(B) = E_min (1 + B / B_noise) samples to the same loss: efficiency(B) * E(B) is E at the submitted batch.
+    b = np.array([1, 16, 64, 256, 4096])
+    for scale in (1.0, 64.0, 1e6):
+        eff = el.statistical_efficiency(b, 64, scale)
+        np.testing.assert_allclose(eff * (1 + b / scale), 1 + 64 / scale)
+    assert el.statistical_efficiency(64, 64, 10.0) == 1.0 and el.statistical_efficiency(b, 64, None).tolist() == [1.0] * 5
+    with pytest.raises(el.JobError, match="noise_scale"):
+        el.job_options(el.Job("resnet50", work=1e5, batch=64, gpus=1, noise_scale=-1.0), 8)
+
+
+def test_a_lone_jobs_elastic_speedup_shrinks_with_its_noise_scale():
+    # The seed's low-load ratio is one job alone on the cluster: with statistical efficiency its larger
+    # batches are worth less, so elastic's edge over its fixed batch shrinks as the noise scale does.
+    base = el.Job("resnet50", work=1e7, batch=64, gpus=1, min_batch=32, max_batch=2048)
+    edge = []
+    for scale in (None, 64 * 16.0, 64 * 2.0, 64 / 4):
+        job = dataclasses.replace(base, noise_scale=scale)
+        elastic = el.job_options(job, 64).throughput.max()
+        fixed = el.job_options(job, 64, fixed_batch=True).throughput.max()
+        edge.append(elastic / fixed)
+    assert edge[0] > edge[1] > edge[2] > edge[3] >= 1.0

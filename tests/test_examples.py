@@ -66,7 +66,8 @@ def test_elastic_regimes_json(run_example):
     doc = json.loads((out / "elastic_regimes.json").read_text())
     assert doc["paper"] == {"completed_ratio": 2.0, "jct_ratio": 10.0}
     rows = doc["regimes"]
-    assert len(rows) == 8 and {r["curve"] for r in rows} == {"fitted", "roofline"}
+    assert len(rows) == 16 and {r["curve"] for r in rows} == {"fitted", "roofline"}
+    assert {r["statistical_efficiency"] for r in rows} == {True, False}
     for r in rows:
         assert {"completed_ratio", "jct_ratio", "drop_ratio"} <= set(r)
         if r["width"] == 1:  # no batch range: the elastic policy is the fixed-batch one, job for job
@@ -74,10 +75,13 @@ def test_elastic_regimes_json(run_example):
             assert r["completed"]["elastic"] == r["completed"]["fixed-batch"]
         assert r["completed"]["elastic"] + r["dropped"]["elastic"] <= r["submitted"]
         assert r["capacity_ratio"] >= 1.0  # the elastic options include the fixed batch's
-    light = [r for r in rows if r["width"] == 64 and r["load"] == 0.5]
-    assert all(r["jct_ratio"] > 2 for r in light)  # idle GPUs: a wide range lets elastic jobs spread out
+    light = {(r["curve"], r["statistical_efficiency"]): r for r in rows if r["width"] == 64 and r["load"] == 0.5}
+    assert all(r["jct_ratio"] > 2 for (_, eff), r in light.items() if not eff)  # idle GPUs: elastic spreads out
+    for curve in ("fitted", "roofline"):  # larger batches cost samples: elastic's low-load edge shrinks
+        assert light[curve, True]["jct_ratio"] < light[curve, False]["jct_ratio"]
     ds = xr.open_dataset(out / "elastic_regimes.nc", engine="h5netcdf")
-    assert set(ds.completed.dims) == {"curve", "width", "load", "queue", "admission", "seed", "policy"}
+    assert set(ds.completed.dims) == {"curve", "width", "load", "queue", "admission", "statistical_efficiency",
+                                      "seed", "policy"}
 
 
 def test_pipeline_failures_orders_the_strategies_and_runs_the_traces(run_example):

@@ -18,7 +18,7 @@ from .allocate import OBJECTIVES, Allocation, allocate
 from .cluster import OUTCOMES, POLICIES, PolicyRun, UnfinishedJobsWarning, run_policy
 from .config import ClusterConfig
 from .dataset import common_jct_mean, simulate_cluster, summary
-from .jobs import Job, JobError, check_job, job_options
+from .jobs import Job, JobError, check_job, job_options, statistical_efficiency
 from .throughput import (CURVE_FAMILIES, MODELS, ROOFLINE_MODELS, ParametricThroughput, ProfiledThroughput,
                          RooflineThroughput, curve_models, fit_parametric, roofline_model)
 from .traces import TraceError, TraceWarning, read_elasticflow, read_job_csv, read_trace
@@ -49,10 +49,12 @@ __all__ = [
     "curve_models",
     "fit_parametric",
     "job_options",
+    "statistical_efficiency",
     "read_elasticflow",
     "read_job_csv",
     "read_trace",
     "roofline_model",
+    "statistical_efficiency",
     "run_policy",
     "simulate_cluster",
     "summary",

@@ -61,7 +61,9 @@ class Allocation:
     batch : numpy.ndarray
         Each job's global batch size.
     throughput : numpy.ndarray
-        Each job's throughput (samples/s).
+        Each job's throughput (samples/s); its goodput for a job with a noise
+        scale (`Job.noise_scale`: samples/s times the statistical efficiency of
+        its batch, in samples of its submitted batch).
     value : float
         The objective's total.
     policy : str

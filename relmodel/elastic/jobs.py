@@ -71,6 +71,13 @@ class Job:
         Arrival time in hours.
     job_id : str, default ""
         The job's name.
+    noise_scale : float, optional
+        The job's gradient noise scale B_noise (samples; McCandlish et al.
+        2018): at a global batch B it needs ``(1 + B / B_noise) / (1 + batch
+        / B_noise)`` times its `work` in samples (its statistical efficiency
+        is the inverse, 1 at the submitted batch), so the allocator and the
+        cluster simulator rate it by goodput, throughput x efficiency (as
+        Pollux does). None: no penalty, the work in samples whatever the batch.
     """
 
     model: object
@@ -85,6 +92,7 @@ class Job:
     max_gpus: int | None = None
     submit_time: float = 0.0
     job_id: str = ""
+    noise_scale: float | None = None
 
     def with_batch_range(self, low: int, high: int) -> "Job":
         """Return a copy of the job with the batch-size range [low, high].
@@ -117,6 +125,31 @@ class Bounds:
     local_hi: int
     gpus_lo: int
     gpus_hi: int
+    noise_scale: float | None = None
+
+
+def statistical_efficiency(batch, submitted: int, noise_scale: float | None):
+    """Return a sample's worth at `batch` relative to the submitted batch, ``(1 + submitted / B_noise) / (1 + batch /
+    B_noise)``: training to a given loss takes E(B) = E_min (1 + B / B_noise) samples at batch B (and S_min (1 +
+    B_noise / B) steps; McCandlish et al. 2018, the empirical model of large-batch training).
+
+    Parameters
+    ----------
+    batch : int or numpy.ndarray
+        Global batch sizes.
+    submitted : int
+        The batch the job's work is stated at (efficiency 1).
+    noise_scale : float or None
+        The gradient noise scale B_noise (samples); None: 1 everywhere.
+
+    Returns
+    -------
+    float or numpy.ndarray
+        The efficiency, below 1 above the submitted batch and above 1 below it.
+    """
+    if noise_scale is None:
+        return np.ones_like(np.asarray(batch, dtype=float)) if np.ndim(batch) else 1.0
+    return (1.0 + submitted / noise_scale) / (1.0 + np.asarray(batch, dtype=float) / noise_scale)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -124,7 +157,10 @@ class Options:
     """A job's feasible allocations, ascending in GPUs: on gpus[k] GPUs its best
     batch is batch[k], at throughput[k] samples/s. `reference` is the speedup's
     unit, the job's throughput on one GPU at its submitted batch. A job that may
-    wait has a first option of 0 GPUs, worth 0."""
+    wait has a first option of 0 GPUs, worth 0. With a noise scale
+    (`Job.noise_scale`) throughput is goodput: samples/s times the statistical
+    efficiency of the batch, in samples of the submitted batch (what its work
+    counts), and the best batch is the one of the highest goodput."""
 
     gpus: np.ndarray
     batch: np.ndarray
@@ -234,6 +270,9 @@ def _check_amounts(jid: str, job: Job):
     st = job.submit_time
     if not _real(st) or not 0 <= st <= _MAX_SUBMIT_TIME:
         raise JobError(jid, "submit_time", f"must be a time in [0, 2**40 s] (got {st!r} h)")
+    scale = job.noise_scale
+    if scale is not None and (not _real(scale) or not math.isfinite(scale) or scale <= 0):
+        raise JobError(jid, "noise_scale", f"must be a finite number of samples > 0, or None (got {scale!r})")
 
 
 def _real(x) -> bool:
@@ -261,7 +300,8 @@ def _check_shape(jid: str, job: Job, model, n_gpus: int) -> Bounds:
     if g_lo > g_hi:
         raise JobError(jid, "min_gpus", f"no feasible GPU count: needs at least {g_lo} GPUs, "
                                         f"at most {g_hi} (cluster: {n_gpus})")
-    bounds = Bounds(model, batch, gpus, lo, hi, m_lo, m_hi, g_lo, g_hi)
+    bounds = Bounds(model, batch, gpus, lo, hi, m_lo, m_hi, g_lo, g_hi,
+                    None if job.noise_scale is None else float(job.noise_scale))
     if not feasible_gpus(bounds, lo, hi).size:
         raise JobError(jid, "gpus", f"no feasible GPU count: no g in [{g_lo}, {g_hi}] has a local batch "
                                     f"in [{m_lo}, {m_hi}] for a batch in [{lo}, {hi}]")
@@ -319,7 +359,8 @@ def options_for(bounds: Bounds, fixed_batch: bool) -> Options:
     m_min = np.maximum(bounds.local_lo, -(-lo // g))
     m_max = np.minimum(bounds.local_hi, hi // g)
     model = bounds.model
-    if getattr(model, "increasing_in_batch", False):
+    scale = bounds.noise_scale
+    if getattr(model, "increasing_in_batch", False) and scale is None:  # the largest batch is the best
         batch = g * m_max
         x = np.asarray(model.throughput(g, batch), dtype=float)
     else:  # every (g, m) pair; the first best m (the smallest batch) on ties
@@ -328,6 +369,8 @@ def options_for(bounds: Bounds, fixed_batch: bool) -> Options:
         starts = np.cumsum(counts) - counts
         m_all = np.arange(counts.sum()) - np.repeat(starts, counts) + np.repeat(m_min, counts)
         x_all = np.asarray(model.throughput(g_rep, g_rep * m_all), dtype=float)
+        if scale is not None:  # goodput: the samples' worth at this batch
+            x_all = x_all * statistical_efficiency(g_rep * m_all, bounds.batch, scale)
         x_all = np.where(np.isfinite(x_all) & (x_all > 0), x_all, -np.inf)
         best = np.maximum.reduceat(x_all, starts) if g.size else x_all
         is_best = x_all == np.repeat(best, counts)
@@ -410,7 +453,7 @@ class OptionsTable:
         types = tuple(map(type, values))
         if not _KEYED_TYPES.issuperset(types):
             return self._options(_check_shape(jid, job, model, self.n_gpus))
-        key = (id(model), values, types)
+        key = (id(model), values, types, job.noise_scale)
         found = self._by_shape.get(key)
         if found is None:
             self._models[id(model)] = model

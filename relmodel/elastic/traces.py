@@ -586,6 +586,7 @@ def _job_csv_workload(path: Path, c: dict, factors, limit, curve: str) -> Worklo
               "max_batch": high, "submit_time": c["submit_time"][order], "job_id": job_id}
     for name in ("gpus", "min_local_batch", "max_local_batch", "min_gpus", "max_gpus"):
         fields[name] = given(name, _JOB_DEFAULTS[name])
+    fields["noise_scale"] = np.full(batch.size, None, dtype=object)  # (not a column of the job CSV)
     with _collector_paused():  # positional, in the order of Job's fields
         jobs = tuple(Job(*args) for args in zip(*(fields[name].tolist() for name in _JOB_DEFAULTS)))
     return _job_csv_result(path, jobs, int(c["line"].size), factors, limit, curve, [])

@@ -116,7 +116,8 @@ def synthetic_workload(arrival_rate, duration, seed: int = 0, *, model_mix: Mapp
                        gpu_weights: Sequence[float] = (0.55, 0.1, 0.15, 0.15, 0.05),
                        job_duration=("10min", "8h"), batch_range_factor=(0.5, 2.0),
                        batch_scaling: str = "global", models: Mapping | None = None, curve: str = "fitted",
-                       max_gpus: int | None = None, min_local_batch: int = 1) -> Workload:
+                       max_gpus: int | None = None, min_local_batch: int = 1,
+                       noise_scale_factor: float | None = None) -> Workload:
     """Draw Poisson arrivals at `arrival_rate` jobs per hour over `duration`.
 
     Each job draws a model from `model_mix`, a size among the model's
@@ -164,6 +165,10 @@ def synthetic_workload(arrival_rate, duration, seed: int = 0, *, model_mix: Mapp
         Most GPUs of every job; the cluster size when None.
     min_local_batch : int, default 1
         Smallest per-GPU batch of every job.
+    noise_scale_factor : float, optional
+        Each job's gradient noise scale as a multiple of its submitted batch
+        (`Job.noise_scale`: its samples grow with the batch, and the policies
+        rate it by goodput); None: no statistical-efficiency penalty.
 
     Returns
     -------
@@ -188,6 +193,12 @@ def synthetic_workload(arrival_rate, duration, seed: int = 0, *, model_mix: Mapp
     if isinstance(min_local_batch, bool) or not isinstance(min_local_batch, (int, np.integer)) \
             or min_local_batch < 1:
         raise ParameterError("min_local_batch", f"must be a positive integer (got {min_local_batch!r})")
+    scale = noise_scale_factor
+    if scale is not None:
+        if isinstance(scale, bool) or not isinstance(scale, (int, float, np.integer, np.floating)) \
+                or not (math.isfinite(scale) and scale > 0):
+            raise ParameterError("noise_scale_factor", f"must be a finite number > 0, or None (got {scale!r})")
+        scale = float(scale)
     mix = {name: 1.0 for name in models} if model_mix is None else dict(model_mix)
     unknown = set(mix) - set(models)
     if unknown:
@@ -239,7 +250,7 @@ def synthetic_workload(arrival_rate, duration, seed: int = 0, *, model_mix: Mapp
         lo, hi = batch_range(batch, factors)
         jobs.append(Job(model, work, batch, gpus, min_batch=lo, max_batch=hi, min_local_batch=int(min_local_batch),
                         max_gpus=None if max_gpus is None else int(max_gpus), submit_time=float(t),
-                        job_id=f"job{i:05d}"))
+                        job_id=f"job{i:05d}", noise_scale=None if scale is None else scale * batch))
     attrs = {
         "workload": "synthetic: Poisson arrivals, model mix, log-uniform run times",
         "arrival_rate_per_h": rate, "arrival_window_h": window, "seed": int(seed), "n_jobs": len(jobs),
@@ -248,6 +259,7 @@ def synthetic_workload(arrival_rate, duration, seed: int = 0, *, model_mix: Mapp
         "job_duration_h": [short, long], "batch_range_factor": list(factors), "batch_scaling": batch_scaling,
         "curve": curve_name,
         "max_gpus": None if max_gpus is None else int(max_gpus), "min_local_batch": int(min_local_batch),
+        "noise_scale_factor": "none" if scale is None else scale,
         "rng": "Philox4x32-10; key (seed, stream); arrivals row 0 of stream 1, job i row i of stream 2",
     }
     return Workload(tuple(jobs), attrs)
