@@ -136,21 +136,22 @@ def test_whole_numbers_and_the_bulk_reader_agree_with_float():
 
 
 JOB_HEADER = ["submit_time", "model", "work", "batch", "job_id", "gpus", "min_batch", "max_batch", "min_local_batch",
-              "max_local_batch", "min_gpus", "max_gpus", "curve", "saturation", "comm", "extra"]
+              "max_local_batch", "min_gpus", "max_gpus", "curve", "saturation", "comm", "noise_scale", "extra"]
 _JOB_CELLS = {"submit_time": ["0", "0.5", "90min", "2h", " 3 ", "1e300", "inf", "5 parsecs", "-1", "12"],
               "model": list(el.MODELS) + ["llama", ""], "work": ["1e6", "2000", "1e8", "lots", "-5"],
               "batch": ["64", "128", "0", "5", "64.5", "-64", "1e300"], "job_id": ["", "r", "a b"],
               "gpus": ["", "4", "x"], "min_batch": ["", "32"], "max_batch": ["", "512"], "min_local_batch": ["", "2"],
               "max_local_batch": ["", "64"], "min_gpus": ["", "1"], "max_gpus": ["", "16"],
               "curve": ["", "fitted", "roofline", "bogus"], "saturation": ["", "0.5", "0.8", "2"],
-              "comm": ["", "0.02", "0.1", "-1"], "extra": ["x"]}
+              "comm": ["", "0.02", "0.1", "-1"], "noise_scale": ["", "256", "1e4", "0.5", "-3", "big"],
+              "extra": ["x"]}
 
 
 # Only values `_job_row` takes.
 _JOB_PLAIN = {"submit_time": ["0", "0.5", "90min", "2h", " 3 ", "12"], "model": list(el.MODELS),
               "work": ["1e6", "2000", "1e8"], "batch": ["64", "128", "0", "5", "7"], "job_id": ["", "r", "a b"],
               "gpus": ["", "4"], "curve": ["", "fitted", "roofline"], "saturation": ["", "0.5", "0.8"],
-              "comm": ["", "0.02", "0.1"]}
+              "comm": ["", "0.02", "0.1"], "noise_scale": ["", "256", "1e4"]}
 
 
 @st.composite

@@ -29,7 +29,8 @@ from .workloads import MAX_BATCH, Workload, _check_factors, _models_for, _positi
 ELASTICFLOW_COLUMNS = ("job_id", "submission_time", "num_iteration", "model_name", "batch_size", "num_gpu")
 JOB_CSV_COLUMNS = ("submit_time", "model", "work", "batch")
 JOB_CSV_OPTIONAL = ("job_id", "gpus", "min_batch", "max_batch", "min_local_batch", "max_local_batch", "min_gpus",
-                    "max_gpus")
+                    "max_gpus", "noise_scale")
+_REAL_COLUMNS = ("noise_scale",)  # optional columns that are not whole numbers
 JOB_CSV_CURVE_COLUMNS = ("curve", "saturation", "comm")  # optional too: the row's throughput-curve family
 
 
@@ -172,7 +173,8 @@ def read_job_csv(path, *, models: Mapping | None = None, batch_range_factor=(0.5
     Columns submit_time (hours, or with a unit: "90min"), model (a name in
     `models`), work (samples), batch; and optionally job_id, gpus (1), min_batch
     and max_batch (default: `batch_range_factor` times batch), min_local_batch,
-    max_local_batch, min_gpus, max_gpus (empty cells take the defaults).
+    max_local_batch, min_gpus, max_gpus, noise_scale (samples: `Job.noise_scale`)
+    (empty cells take the defaults).
 
     Optional columns choose each row's throughput curve:
 
@@ -389,7 +391,8 @@ def _job_row(path, line, get, model_of):
               "batch": _number(path, line, "batch", get("batch"), whole=True)}
     for name in JOB_CSV_OPTIONAL:
         if get(name):
-            fields[name] = get(name) if name == "job_id" else _number(path, line, name, get(name), whole=True)
+            fields[name] = get(name) if name == "job_id" else _number(path, line, name, get(name),
+                                                                      whole=name not in _REAL_COLUMNS)
     return line, fields
 
 
@@ -547,7 +550,7 @@ def _job_block(columns: dict, lines: np.ndarray, model_of) -> dict:
             given = stripped != ""
             values = np.full(lines.size, None, dtype=object)
             values[given] = stripped[given] if name == "job_id" else np.array(
-                _numbers(stripped[given], name, whole=True).tolist() + [None], dtype=object)[:-1]
+                _numbers(stripped[given], name, whole=name not in _REAL_COLUMNS).tolist() + [None], dtype=object)[:-1]
             out[name] = values
     return out
 
@@ -586,7 +589,7 @@ def _job_csv_workload(path: Path, c: dict, factors, limit, curve: str) -> Worklo
               "max_batch": high, "submit_time": c["submit_time"][order], "job_id": job_id}
     for name in ("gpus", "min_local_batch", "max_local_batch", "min_gpus", "max_gpus"):
         fields[name] = given(name, _JOB_DEFAULTS[name])
-    fields["noise_scale"] = np.full(batch.size, None, dtype=object)  # (not a column of the job CSV)
+    fields["noise_scale"] = given("noise_scale", None)
     with _collector_paused():  # positional, in the order of Job's fields
         jobs = tuple(Job(*args) for args in zip(*(fields[name].tolist() for name in _JOB_DEFAULTS)))
     return _job_csv_result(path, jobs, int(c["line"].size), factors, limit, curve, [])
