@@ -54,7 +54,7 @@ def scenario_plan(sc: Scenario, startup: float = 0.0) -> Plan:
     """
     table = sc.level_table()
     base = table["base"] if table is not None else sc.checkpoint_interval
-    interval = hours_to_ns(base)
+    interval = max(hours_to_ns(base), 1)
     work = hours_to_ns(sc.work)
     n_full = min(int(split_work(sc.work, base)[0]), work // interval)
     levels = None
