@@ -298,8 +298,9 @@ class _Search:
         self.own = table["mult"][:-1]  # the fast levels' multiples of the fastest
         self.persist = table["persist"]
         self.work = sc.work
-        # No shorter than a fast level's persistence over its multiple (else its writes wait: the exact form
-        # solves waits of the durable level alone, without fast levels).
+        # No shorter than a fast level's persistence over its multiple (else its writes wait, which the exact
+        # form does not solve); with fast levels the durable writes do not wait either (`low`): the exact
+        # form solves that case, but only by its positions engine (0.1-0.2 s a plan), too slow to search.
         self.floor = max([MIN_INTERVAL, *(self.persist[:-1] / self.own)])
         self.first = first_durable_multiple(sc)
         self.best = (-math.inf, None)

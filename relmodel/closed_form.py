@@ -338,7 +338,7 @@ def levels_point_ettr(p: Scenario, method: str) -> tuple[float, str | None]:
         "renewal": work / the exact E[wall] of
         `levels_closed_form.levels_expected_wall` (exponential failures, lemon
         mixtures of up to 64 job rates; exact where no write waits for
-        persistence, and for the durable level alone where it waits).
+        persistence, and where only the durable level's writes wait).
         "linear": the first-order form
         (`levels_closed_form.levels_first_order`).
 

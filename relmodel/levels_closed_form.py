@@ -10,8 +10,10 @@ for which levels survive (nested), restores the latest restorable checkpoint
 and restarts from it.
 
 `levels_expected_wall` is exact (to float rounding) where no write ever waits
-for the persistence of the one before it, and for one level alone also where
-its writes wait; `levels_first_order` is the first-order form for long jobs.
+for the persistence of the one before it, for one level alone also where its
+writes wait, and with fast levels where the durable level's writes wait and
+the fast levels' do not; `levels_first_order` is the first-order form for long
+jobs.
 Two engines solve the same equations: `_Cycles` (the default, a cycle of
 level-L positions at a time in `_kernels.levels_exact`, linear in the
 positions) and `_Exact` (a position at a time, the reference the tests hold
@@ -173,8 +175,12 @@ class _Run:
 class _Exact:
     """The exact expected wall by a backward pass over positions (see `levels_expected_wall`)."""
 
-    def __init__(self, lam, n_full, rem, lv: _Levels, persist, periodic=True, sliding=True):
+    def __init__(self, lam, n_full, rem, lv: _Levels, persist, periodic=True, sliding=True, durable_waits=False):
         self.lam, self.n, self.rem, self.lv = lam, n_full, rem, lv
+        # The durable level's writes wait for the one before to persist (the fast levels' never do): a run's
+        # second durable write stalls until its first is durable (the run's end), and the run that goes on
+        # at a renewal (`step`'s res_off) writes its first one no earlier than its base is durable.
+        self.durable_waits = durable_waits
         # The tests' checks of the shortcuts: periodic=False solves every position,
         # sliding=False builds every run from the path.
         self.periodic, self.sliding = periodic, sliding
@@ -196,14 +202,23 @@ class _Exact:
 
     # ---- one run -------------------------------------------------------------------------
 
-    def build(self, p, md: _Mode) -> _Run:
-        """The run from position p, built from the path (see `_Run`)."""
+    def build(self, p, md: _Mode, continuation=False) -> _Run:
+        """The run from position p, built from the path (see `_Run`); continuation: p is a level-L
+        position written on this path (not restored), durable at clock persist[L]."""
         lv, L, n = self.lv, self.L, self.n
         J = (p // self.mL + 1) * self.mL  # the next level-L position
         last = min(n, J + self.mL)  # no write past J + mult[L] ends before J is durable
         taus, t = [], 0.0
         for j in range(p + 1, last + 1):
-            t += lv.piece[lv.lev(j)]
+            if self.durable_waits and j % self.mL == 0:  # a durable write waits for the one before
+                ready = t + lv.d0
+                if j == J and continuation:
+                    ready = max(ready, self.persist[L])
+                elif j == J + self.mL:
+                    ready = max(ready, taus[J - p - 1] + self.persist[L])
+                t = ready + lv.cost[L]
+            else:
+                t += lv.piece[lv.lev(j)]
             taus.append(t)
         end = (taus[-1] if taus else 0.0) + self.rem if last == n else math.inf
         renew, t_cut = False, end
@@ -379,7 +394,8 @@ class _Exact:
             md.reach = max(md.reach, max(run.J, max(run.stairs[-1], default=0)) - p)
         md.res[p] = self.evaluate(run, 0.0, md)
         if self.persist[self.L] > 0 and p % self.mL == 0:
-            md.res_off[p] = self.evaluate(run, self.persist[self.L], md)
+            going_on = self.build(p, md, continuation=True) if self.durable_waits else run
+            md.res_off[p] = self.evaluate(going_on, self.persist[self.L], md)
 
     def periodic_match(self, p, md: _Mode):
         q = p + self.lv.period
@@ -493,6 +509,19 @@ class _Exact:
         md.v_ren = {k: v for k, v in md.v_ren.items() if k <= horizon}
 
 
+def _failure_free_wall_waiting(n_full, rem, lv: _Levels) -> float:
+    """The failure-free wall where the durable level's writes wait for the one before to persist."""
+    L, mL = lv.L, lv.m[-1]
+    t, durable = 0.0, -math.inf  # the previous durable write's durable time
+    for j in range(1, n_full + 1):
+        if j % mL == 0:
+            t = max(t + lv.d0, durable) + lv.cost[L]
+            durable = t + lv.persist[L]
+        else:
+            t += lv.piece[lv.lev(j)]
+    return t + rem
+
+
 def _failure_free_wall(n_full, rem, lv: _Levels) -> float:
     """n_full d0 + rem + the write costs of positions 1..n_full (counted by inclusion-exclusion)."""
     total = n_full * lv.d0 + rem
@@ -569,10 +598,16 @@ def levels_expected_wall(lam, n_full, rem, d0, mult, cost, restart, persist, sur
     Exponential failures at `lam` per hour of runtime. Exact to float rounding
     wherever no write waits for the persistence of its level's previous write
     (persist[l] <= mult[l] * d0 is enough, and so is a level written at most
-    once), and with one level alone also where its writes wait (each write
+    once), with one level alone also where its writes wait (each write
     after a restore's first then starts persist - d0 late, failures striking
-    during the wait); the expectation is the same for fixed and exponential
-    queue waits of the same mean.
+    during the wait), and with fast levels where the durable level's writes
+    wait and the fast levels' do not (the positions engine: a run's second
+    durable write stalls until its first is durable, which ends the run, and
+    the run that goes on at a renewal writes its first durable checkpoint no
+    earlier than its base is durable; a restored checkpoint has nothing
+    pending, so the first durable write after a restore never waits); the
+    expectation is the same for fixed and exponential queue waits of the same
+    mean.
 
     Method (exponential failures make every compute start a renewal point).
     After a restore of position q the future depends on q and on the older
@@ -653,8 +688,8 @@ def levels_expected_wall(lam, n_full, rem, d0, mult, cost, restart, persist, sur
         E[wall] in hours; inf where it exceeds float64's range; NaN where the
         form does not apply (then `reason` says why).
     reason : str or None
-        None where `value` is exact; otherwise why it is NaN: a write that
-        waits for persistence where the job has fast levels, or more than
+        None where `value` is exact; otherwise why it is NaN: a fast level's
+        write that waits for persistence, or more than
         MAX_POSITIONS positions to solve one by one (a pattern too long to
         jump over periods, or one that does not settle into them).
 
@@ -679,17 +714,24 @@ def _expected_wall(lam, n_full, rem, d0, mult, cost, restart, persist, survives,
     reason = _waiting_writes(lv, n_full)
     # One level alone may wait: each write after a restore's first then starts persist - d0 late.
     waits = reason is not None and lv.L == 0 and engine == "cycles"
-    if reason is not None and not waits:
+    # With fast levels, the durable level may wait as long as the fast ones never do (positions engine).
+    durable_waits = reason is not None and lv.L > 0 and _waiting_writes(lv, n_full, levels=range(lv.L)) is None
+    if reason is not None and not (waits or durable_waits):
         return math.nan, reason + (" and the job has fast levels" if lv.L else "")
     wait = lv.persist[0] - lv.d0 if waits else 0.0
     # (A persist within float noise of its gap is the gap; a level written at most once keeps its own.)
-    persist = lv.persist if waits else [p if _written_once(n_full, m) else min(p, gap)
-                                        for p, gap, m in zip(lv.persist, lv.gaps(), lv.m)]
+    persist = lv.persist if waits else [p if _written_once(n_full, m) or (durable_waits and l == lv.L)
+                                        else min(p, gap) for l, (p, gap, m) in enumerate(zip(lv.persist, lv.gaps(),
+                                                                                             lv.m))]
     if lam == 0:
+        if durable_waits:
+            return _failure_free_wall_waiting(n_full, rem, lv), None
         return _failure_free_wall(n_full, rem, lv) + max(n_full - 1, 0) * wait, None
+    if durable_waits:
+        engine = "positions"
     with np.errstate(over="ignore", invalid="ignore", divide="ignore", under="ignore"):
         if engine == "positions":
-            value, reason = _Exact(lam, n_full, rem, lv, persist, periodic, sliding).expected_wall()
+            value, reason = _Exact(lam, n_full, rem, lv, persist, periodic, sliding, durable_waits).expected_wall()
         else:
             value, reason = _Cycles(lam, n_full, rem, lv, persist, wait).expected_wall(periodic)
     if reason is None and not value < math.inf:
@@ -798,7 +840,7 @@ def waiting_writes(d0, mult, cost, restart, persist, survives, categories) -> st
     """Why some writes of these levels wait for the persistence of the one before (None: none do).
 
     The first-order form has no term for such waits; the exact one solves them
-    with one level only.
+    with one level, and with fast levels where only the durable level waits.
 
     Parameters
     ----------
@@ -824,10 +866,12 @@ def _written_once(n_full, multiple) -> bool:
     return n_full is not None and n_full < 2 * multiple
 
 
-def _waiting_writes(lv, n_full=None) -> str | None:
-    """Why writes of `lv` wait for the persistence of the one before (None: they never do; with
-    n_full, in a job of that many positions)."""
+def _waiting_writes(lv, n_full=None, levels=None) -> str | None:
+    """Why writes of `lv` (of `levels`, default all) wait for the persistence of the one before (None:
+    they never do; with n_full, in a job of that many positions)."""
     for l, gap in enumerate(lv.gaps()):
+        if levels is not None and l not in levels:
+            continue
         if _written_once(n_full, lv.m[l]):
             continue
         if gap is None or lv.persist[l] > gap + WAIT_TOLERANCE * lv.d0:

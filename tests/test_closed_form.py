@@ -1,5 +1,6 @@
 """Closed forms: golden values worked by hand, properties over typical ranges."""
 
+import dataclasses
 import math
 import warnings
 
@@ -383,7 +384,8 @@ def test_the_renewal_expected_wall_against_arbitrary_precision(exponent, interva
 
 def test_a_write_that_waits_for_persistence_is_exact_alone_and_refused_with_the_reason_by_the_linear_form():
     """Issue 30, item 10: the linear form raised numpy's "zero-size array" error; issue 31, item 2: the exact
-    form solves a level alone that waits."""
+    form solves a durable level that waits, alone or under fast levels (held to the kernel's simulation),
+    and a fast level that waits is NaN with the reason."""
     sc = rm.Scenario(n_gpus=1024, failure_rate=6.5e-3, checkpoint_interval="1h", checkpoint_persist="3h",
                      checkpoint_cost="5min", restart_cost="10min", work="7d")
     with pytest.warns(rm.closed_form.ClosedFormWarning, match="writes wait for persistence"):
@@ -392,5 +394,9 @@ def test_a_write_that_waits_for_persistence_is_exact_alone_and_refused_with_the_
     assert np.isnan(cmp.ettr_linear)
     assert abs(float(cmp.ettr_renewal) - float(cmp.ettr_sim)) <= 4 * float(cmp.ettr_sim_se)
     fast = rm.CheckpointLevel(interval="20min", cost="5s", restart="3min", survives=0.5)
-    with pytest.warns(rm.closed_form.ClosedFormWarning, match="wait for persistence .* fast levels"):
-        assert math.isnan(rm.ettr(sc.sweep(fast_checkpoints=(fast,)), "renewal"))
+    levelled = sc.sweep(fast_checkpoints=(fast,))
+    cmp = rm.compare(levelled, n_jobs=20_000)
+    assert abs(float(cmp.ettr_renewal) - float(cmp.ettr_sim)) <= 4 * float(cmp.ettr_sim_se)
+    waiting_fast = levelled.sweep(fast_checkpoints=(dataclasses.replace(fast, persist="30min"),))
+    with pytest.warns(rm.closed_form.ClosedFormWarning, match="level 0's writes wait for persistence .* fast levels"):
+        assert math.isnan(rm.ettr(waiting_fast, "renewal"))

@@ -21,7 +21,7 @@ from reference import timeline_reference as tref
 
 from relmodel import levels_closed_form as lcf
 from relmodel.closed_form import renewal_expected_wall
-from relmodel.levels_closed_form import levels_expected_wall, levels_first_order
+from relmodel.levels_closed_form import _expected_wall, levels_expected_wall, levels_first_order
 from relmodel.scenario import split_work
 
 ONE_KIND = [(1.0, 0.2, 0.1)]
@@ -404,11 +404,64 @@ def test_one_level_that_waits_without_failures():
         5 * (0.5 + 0.05) + 4 * 0.7 + 0.3, rel=1e-15)
 
 
-def test_a_write_that_waits_is_not_exact():
-    # Level 1 persists 1.2 h, its writes are 1 h apart: the next one waits.
-    value, reason = levels_expected_wall(0.2, 40, 0.0, 0.25, [1, 4], [0.01, 0.05], [0.05, 0.0], [0.0, 1.2],
+def test_a_fast_write_that_waits_is_not_exact():
+    # Level 0 persists 0.4 h, its writes are 0.26 h apart: the next one waits (the durable one would not).
+    value, reason = levels_expected_wall(0.2, 40, 0.0, 0.25, [1, 4], [0.01, 0.05], [0.05, 0.0], [0.4, 0.5],
                                          [0.5, 1.0], ONE_KIND)
-    assert math.isnan(value) and "wait" in reason and "fast levels" in reason
+    assert math.isnan(value) and "level 0's writes wait" in reason and "fast levels" in reason
+
+
+# The durable level's writes wait for the one before to persist, the fast levels' never do (issue 31, item 2).
+DURABLE_WAITING = {
+    "durable waits, a fast level": dict(BASE, checkpoint_persist=1.6,
+                                        levels=[fast(0.25, 0.01, 0.05, persist=0.1, survives=0.7)]),
+    "durable waits long, a fast level that never survives": dict(
+        BASE, checkpoint_persist=3.5, levels=[fast(0.5, 0.02, 0.1, persist=0.0, survives=0.0)]),
+    "durable waits, two fast levels, taxonomy": dict(
+        BASE, checkpoint_persist=2.3, categories=TAXONOMY,
+        levels=[fast(0.25, 0.01, 0.05, persist=0.2, survives=0.4), fast(0.5, 0.02, 0.1, persist=0.4, survives=0.8)]),
+    "durable waits, the job ends in the stall": dict(
+        BASE, work=2.0, checkpoint_persist=1.5, levels=[fast(0.5, 0.02, 0.1, persist=0.1, survives=0.9)]),
+}
+
+
+@pytest.mark.parametrize("sc", DURABLE_WAITING.values(), ids=DURABLE_WAITING.keys())
+def test_durable_waits_with_fast_levels_agree_with_the_event_simulation(sc):
+    wall = lvref.simulate_levels(sc, n_jobs=5000, seed=33)["wall"]
+    mean, se = wall.mean(), wall.std(ddof=1) / math.sqrt(wall.size)
+    value, reason = levels_expected_wall(*closed_form_of(sc))
+    assert reason is None and abs(value - mean) <= 4 * se, (value, mean, se)
+
+
+@pytest.mark.parametrize("sc", DURABLE_WAITING.values(), ids=DURABLE_WAITING.keys())
+def test_durable_waits_the_shortcuts_change_nothing_but_rounding(sc):
+    args = closed_form_of(sc)
+    fast_path = _expected_wall(*args, engine="positions")[0]
+    slow_path = _expected_wall(*args, engine="positions", periodic=False, sliding=False)[0]
+    assert fast_path == pytest.approx(slow_path, rel=1e-11)
+
+
+@pytest.mark.slow
+@given(fast_interval=st.floats(0.1, 0.5), m=st.integers(2, 6), persist_over=st.floats(1.0, 4.0),
+       fast_persist=st.floats(0.0, 1.0), survives=st.sampled_from([0.0, 0.5, 0.95, 1.0]), work=st.floats(0.5, 10.0),
+       rate=st.floats(0.05, 0.6))
+def test_durable_waits_with_fast_levels_agree_with_the_event_simulation_drawn(fast_interval, m, persist_over,
+                                                                              fast_persist, survives, work, rate):
+    sc = dict(BASE, checkpoint_interval=m * fast_interval, checkpoint_persist=m * fast_interval * persist_over,
+              work=work, failure_rate=rate,
+              levels=[fast(fast_interval, 0.01, 0.05, persist=fast_persist * fast_interval, survives=survives)])
+    wall = lvref.simulate_levels(sc, n_jobs=2000, seed=34)["wall"]
+    mean, se = wall.mean(), wall.std(ddof=1) / math.sqrt(wall.size)
+    value, reason = levels_expected_wall(*closed_form_of(sc))
+    assert reason is None and abs(value - mean) <= 4.5 * se + 1e-9 * value, (value, mean, se)
+
+
+def test_durable_waits_without_failures():
+    # Ten segments of three fast writes (0.25 h + 0.01 h) and a durable one (0.25 h + 0.05 h): the first
+    # ends at 1.08 h, each later durable write waits for the one before to persist (1.6 h after its end).
+    sc = DURABLE_WAITING["durable waits, a fast level"]
+    args = closed_form_of(sc)
+    assert levels_expected_wall(0.0, *args[1:])[0] == pytest.approx(1.08 + 9 * (1.6 + 0.05), rel=1e-14)
 
 
 @given(drawn_levels(), st.booleans())
