@@ -289,6 +289,11 @@ BAD = [
     ("time,event\n2024-01-01T00:00:00Z,first_step\n2024-01-01T01:00:00Z,attempt_start\n",
      r"line 2: time: an event before the run's first attempt_start"),
     ("time,event,step\n2024-01-01T00:00:00Z,attempt_start,1.5\n", r"line 2: step: '1.5' is not a whole number"),
+    ("time,event,step\n2024-01-01T00:00:00Z,attempt_start,1e300\n", r"line 2: step: '1e300' is above"),
+    ("time,event,step,duration_s\n2024-01-01T00:00:00Z,attempt_start,,\n"
+     "2024-01-01T01:00:00Z,checkpoint_written,5,1e300\n", r"line 3: duration_s: '1e300' is above 1e\+09 s"),
+    ("time,event\n9999-01-01T00:00:00Z,attempt_start\n", r"line 2: time: .* outside the years 1678-2261"),
+    ("time,event\n999999999999,attempt_start\n", r"line 2: time: .* outside the years"),
     ("when,what\n1,2\n", r"line 1: time: the header lacks"),
     ('{"time": "2024-01-01T00:00:00Z", "event": "attempt_start"}\n[1, 2]\n', r"line 2: record: not a JSON object"),
     ('{"time": "2024-01-01T00:00:00Z", "event": "attempt_start"}\n{"time": \n', r"line 2: record: not a JSON"),
@@ -384,10 +389,19 @@ def test_cli_show_predict_replay(tmp_path):
     levelled = runner.invoke(main, ["run", "replay", str(path), "--runs", "500", "--fast-checkpoint",
                                     "interval=10min,cost=5s,restart=3min,survives=0.9"])
     assert levelled.exit_code == 0 and "replayed" in levelled.output, levelled.output
+    huge = runner.invoke(main, ["run", "replay", str(path), "--restart-cost", "1e300h"])
+    assert huge.exit_code == 2 and "--restart-cost" in huge.output and "at most" in huge.output, huge.output
     bad = runner.invoke(main, ["run", "replay", str(path), "--checkpoint-interval", "30"])
     assert bad.exit_code == 2 and "--checkpoint-interval" in bad.output and "unit" in bad.output
     none = runner.invoke(main, ["run", "show"])
     assert none.exit_code == 2 and "--sacct" in none.output
+
+
+def test_simulate_run_refuses_a_startup_out_of_bounds():
+    sc = rm.Scenario(n_gpus=8, failure_rate=6.5e-3, work="1d", checkpoint_interval="1h")
+    for startup in ("-1h", "1e300h"):
+        with pytest.raises(rm.ParameterError, match="startup"):
+            simulate_run(sc, 0, startup=startup)
 
 
 def test_plan_walk_ends_at_work_when_work_is_a_multiple_of_the_interval():

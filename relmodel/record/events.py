@@ -14,6 +14,7 @@ import csv
 import dataclasses
 import io
 import json
+import math
 import re
 from collections import Counter
 from datetime import datetime, timedelta, timezone
@@ -41,6 +42,10 @@ EVENT_KINDS = (
 BOUNDARY_KINDS = ("attempt_start", "failure", "interruption", "run_end")  # what sacct also says
 COLUMNS = ("time", "event", "step", "duration_s", "wait_s", "reason")
 MAX_FILE_BYTES = 512 * 2**20
+MAX_SECONDS = 10**9  # a duration_s or wait_s past ~31 years is a unit slip, not a checkpoint
+MAX_STEP = 2**62
+# Instants as int64 ns since the epoch reach 1677-09-21 .. 2262-04-11.
+_NS_RANGE = (-(2**63) + 1, 2**63 - 1)
 NS_PER_S = 10**9
 NS_PER_H = 3600 * NS_PER_S
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -249,7 +254,7 @@ def parse_instant(value, zone, path: str, line: int, field: str = "time") -> int
         raise RunRecordError(path, line, field, f"{value!r} is not a time")
     if _EPOCH_NUMBER.fullmatch(text):
         try:
-            return int(Decimal(text) * NS_PER_S)
+            return _in_range(int(Decimal(text) * NS_PER_S), text, path, line, field)
         except InvalidOperation:  # pragma: no cover - the pattern admits only numbers
             pass
     match = _ISO.fullmatch(text)
@@ -275,7 +280,13 @@ def parse_instant(value, zone, path: str, line: int, field: str = "time") -> int
             raise RunRecordError(path, line, field, f"{text!r} is ambiguous or does not exist in {zone} (a "
                                                     f"daylight-saving change): write times in UTC or with an offset")
         stamp = early
-    return (stamp - _EPOCH) // timedelta(seconds=1) * NS_PER_S + fraction
+    return _in_range((stamp - _EPOCH) // timedelta(seconds=1) * NS_PER_S + fraction, text, path, line, field)
+
+
+def _in_range(ns: int, text: str, path: str, line: int, field: str) -> int:
+    if not _NS_RANGE[0] <= ns <= _NS_RANGE[1]:
+        raise RunRecordError(path, line, field, f"{text!r} is outside the years 1678-2261 that ns since the epoch hold")
+    return ns
 
 
 def _in_zone(ns: int, zone, path: str, line: int, field: str) -> int:
@@ -300,24 +311,25 @@ def _zone(tz):
         raise ParameterError("tz", f"{tz!r} is no time zone (an IANA name such as 'Europe/Paris', or 'UTC')") from None
 
 
-def _number(value, path, line, field, *, integer=False):
-    """A non-negative finite number, or None where missing."""
+def _number(value, path, line, field, *, integer=False, most=MAX_SECONDS):
+    """A finite number in [0, most], or None where missing."""
     if value is None or (isinstance(value, str) and value.strip().lower() in _MISSING):
         return None
     try:
         if isinstance(value, bool):
             raise ValueError
         x = float(value)
-        if integer:
-            if not float(x).is_integer():
-                raise ValueError
-            x = int(x)
+        if integer and math.isfinite(x) and not x.is_integer():
+            raise ValueError
     except (TypeError, ValueError, OverflowError):
         kind = "a whole number" if integer else "a number"
         raise RunRecordError(path, line, field, f"{value!r} is not {kind}") from None
-    if not (x >= 0 and np.isfinite(x)):
+    if not (x >= 0 and math.isfinite(x)):
         raise RunRecordError(path, line, field, f"{value!r} must be finite and >= 0")
-    return x
+    if x > most:
+        raise RunRecordError(path, line, field, f"{value!r} is above {most:g}" + (" s (a unit slip?)" if not integer
+                                                                                    else ""))
+    return int(x) if integer else x
 
 
 def _rows(text: str, path: str):
@@ -367,7 +379,7 @@ def _trainer_events(path: Path, zone, summary: RecordSummary) -> list:
         if row.get("time") is None or str(row.get("time")).strip() == "":
             raise RunRecordError(name, line, "time", "missing")
         at = parse_instant(row["time"], zone, name, line)
-        step = _number(row.get("step"), name, line, "step", integer=True)
+        step = _number(row.get("step"), name, line, "step", integer=True, most=MAX_STEP)
         duration = _number(row.get("duration_s"), name, line, "duration_s")
         wait = _number(row.get("wait_s"), name, line, "wait_s")
         if kind == "checkpoint_written" and (duration is None or step is None):

@@ -27,6 +27,7 @@ from .timeline import Level, Plan, Walk, exponential_failures, hours_to_ns, walk
 
 PLAN_INPUTS = ("failure_rate", "checkpoint_interval", "checkpoint_cost", "restart_cost", "queue_wait")
 MAX_RUNS = 10**7
+MAX_HOURS = 1e6  # a replayed plan's durations: past a century is a unit slip (and past int64 nanoseconds)
 
 
 def _plain_scenario(scenario, name="scenario") -> Scenario:
@@ -147,7 +148,10 @@ def simulate_run(scenario, seed: int = 0, *, reasons=None, planned=(), startup="
         while True:
             yield int(min(np.searchsorted(cdf, rng.random(), side="right"), len(names) - 1))
 
-    plan = scenario_plan(sc, to_hours(startup, "startup"))
+    startup_h = to_hours(startup, "startup")
+    if not 0 <= startup_h <= MAX_HOURS:
+        raise ParameterError("startup", f"{startup!r} must be >= 0 and at most {MAX_HOURS:g} h")
+    plan = scenario_plan(sc, startup_h)
     mean_ns = sc.mttf * NS_PER_H
     w = walk(plan, exponential_failures(rng, mean_ns), draw_reasons() if reasons else None, _survival(rng))
     start_ns = parse_instant(start, None, "start", 0)
@@ -371,8 +375,9 @@ def replay_run(record: RunRecord, *, checkpoint_interval=None, checkpoint_cost=N
                                      queue_wait=queue_wait).items() if v is not None}
     hours = {k: to_hours(v, k) for k, v in changes.items()}
     for k, v in hours.items():
-        if not (np.isfinite(v) and v >= 0) or (k == "checkpoint_interval" and v <= 0):
-            raise ParameterError(k, f"{changes[k]!r} must be finite and {'> 0' if k == 'checkpoint_interval' else '>= 0'}")
+        if not (np.isfinite(v) and v >= 0) or (k == "checkpoint_interval" and v <= 0) or v > MAX_HOURS:
+            raise ParameterError(k, f"{changes[k]!r} must be {'> 0' if k == 'checkpoint_interval' else '>= 0'} and "
+                                    f"at most {MAX_HOURS:g} h")
     measured_interval = float(measured.checkpoint_interval)
     hours.setdefault("checkpoint_interval", measured_interval if np.isfinite(measured_interval)
                      else float(measured.time.sel(component="productive")))
