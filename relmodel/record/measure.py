@@ -110,12 +110,14 @@ def timeline(record: RunRecord) -> Timeline:
 
     def restore(depth_from_top):
         nonlocal value, compute
-        if depth_from_top:
-            del stack[len(stack) - depth_from_top:]
+        if depth_from_top:  # the checkpoints above the one restored are gone (only theirs: linear in writes)
+            keep = len(stack) - depth_from_top
+            for _, _, step in stack[keep:]:
+                if restorable.get(step, -1) >= keep:
+                    del restorable[step]
+            del stack[keep:]
         totals["lost"] += value - stack[-1][0]
         value, compute = stack[-1][0], stack[-1][1]
-        for s in [s for s, d in restorable.items() if d >= len(stack)]:
-            del restorable[s]
 
     def begin_run(i):
         nonlocal phase
