@@ -81,7 +81,7 @@ numpydoc_validation_exclude = {
     r"^relmodel\.testing\.strategies\.failed_workers$",
     # Job is a slotted dataclass (a million of them in a trace): its fields show as slot
     # members without docstrings of their own; the class's Parameters section documents them.
-    r"^relmodel\.elastic\.Job\.(model|work|batch|gpus|(min|max)_(local_)?batch|(min|max)_gpus|submit_time|job_id)$",
+    r"^relmodel\.elastic\.Job\.(model|work|batch|gpus|(min|max)_(local_)?batch|(min|max)_gpus|submit_time|job_id|noise_scale)$",
 }
 
 # -- sphinx-gallery ----------------------------------------------------------
