@@ -136,11 +136,9 @@ class Walk:
     wall, productive, checkpoint, lost, restart, startup, queue, persist_wait : int
         The components (ns); they add up to `wall`.
     failures : int
-        Interruptions.
+        Interruptions (the failure instants consumed).
     capped : bool
         True where the walk stopped at `MAX_EVENTS` before the run's end.
-    failures_used : int
-        Failure instants consumed.
     """
 
     events: list
@@ -154,7 +152,6 @@ class Walk:
     persist_wait: int
     failures: int
     capped: bool
-    failures_used: int
 
 
 def walk(plan: Plan, failures, reasons=None, survival=None) -> Walk:
@@ -232,7 +229,7 @@ def walk(plan: Plan, failures, reasons=None, survival=None) -> Walk:
                 if n_done >= len(positions):
                     events.append((t, "run_end", compute // STEP_NS, 0, 0, -1))
                     return Walk(events, t, compute, value - compute, lost, restart, startup, queue, wait_total,
-                                n_fail, False, n_fail)
+                                n_fail, False)
                 # Wait for the previous write of this level to become restorable, then write.
                 level = _level_of(n_done + 1, levels)
                 persist = levels[level].persist if levels else plan.persist
@@ -307,7 +304,7 @@ def walk(plan: Plan, failures, reasons=None, survival=None) -> Walk:
         fail = next(failures, None)
         if fail is not None and fail < r:
             raise ValueError("failure instants must increase")
-    return Walk(events, t, compute, value - compute, lost, restart, startup, queue, wait_total, n_fail, capped, n_fail)
+    return Walk(events, t, compute, value - compute, lost, restart, startup, queue, wait_total, n_fail, capped)
 
 
 def _level_of(position: int, levels) -> int:
