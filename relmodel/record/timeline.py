@@ -199,18 +199,16 @@ def walk(plan: Plan, failures, reasons=None, survival=None) -> Walk:
         if len(events) > MAX_EVENTS:
             capped = True
             break
-        # Initialisation of this attempt.
-        if fail is not None and fail < r + attempt_init:
-            spent = fail - r
+        # Initialisation of this attempt, unless a failure cuts it short.
+        cut = fail is not None and fail < r + attempt_init
+        spent = fail - r if cut else attempt_init
+        r += spent
+        t += spent
+        if first_attempt:
+            startup += spent
         else:
-            spent = None
-        if spent is None:
-            r += attempt_init
-            t += attempt_init
-            if first_attempt:
-                startup += attempt_init
-            else:
-                restart += attempt_init
+            restart += spent
+        if not cut:
             events.append((t, "first_step", compute // STEP_NS, 0, 0, -1))
             # Compute, wait, write until the end or a failure.
             while True:
@@ -260,13 +258,6 @@ def walk(plan: Plan, failures, reasons=None, survival=None) -> Walk:
                 n_done += 1
                 stack.append((value, compute, r + persist, n_done, level, compute // STEP_NS))
                 events.append((t, "checkpoint_written", compute // STEP_NS, d, w, -1))
-        else:
-            r += spent
-            t += spent
-            if first_attempt:
-                startup += spent
-            else:
-                restart += spent
         # A failure at runtime r: pending writes are lost, the levels below the survival draw too;
         # the latest checkpoint left is restored.
         reason = next(reasons, -1) if reasons is not None else -1
