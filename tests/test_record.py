@@ -15,7 +15,7 @@ import relmodel as rm
 from relmodel.cli import main
 from relmodel.record import measure_run, predict_run, read_run, replay_run, simulate_run
 from relmodel.record.events import RunRecordError, format_instant, parse_instant
-from relmodel.record.measure import COMPONENTS
+from relmodel.record.measure import COMPONENTS, timeline
 from relmodel.record.timeline import Plan, walk
 
 DURATIONS = st.sampled_from([0.0, 1 / 3600, 0.01, 0.05, 0.2, 0.5, 1.0, 3.0])
@@ -61,6 +61,11 @@ def test_measured_components_equal_the_walks_own_exactly(tmp_path_factory, sc, s
         assert int(ds.time_ns.sel(component=c)) == truth[c], c
     assert int(ds.interruptions) == truth["failures"]
     assert int(ds.failures) + int(ds.planned) == truth["failures"]
+    # The figure's spans are the same accounting: each component's spans add up to it.
+    spans = timeline(back).spans
+    for c in COMPONENTS:
+        assert sum(b - a for a, b in spans[c]) == truth[c], c
+    assert not spans["attempt"]
     assert float(ds.ettr) == pytest.approx(truth["productive"] / truth["wall"], rel=1e-15)
     # The model's inputs, measured: every write and restart took the plan's time.
     if int(ds.writes) and not sc.fast_checkpoints:
@@ -329,6 +334,9 @@ def test_sacct_alone_says_what_it_can():
     assert int(ds.failures) == 1 and int(ds.planned) == 1 and int(ds.infrastructure) == 1
     assert float(ds.node_day_rate) == pytest.approx(2 / (31 / 24 * 16))
     assert "no trainer events" in ds.attrs["notes"]
+    spans = timeline(record).spans  # the figure's: attempts and queue waits alone
+    assert {k for k, v in spans.items() if v} == {"attempt", "queue"}
+    assert sum(b - a for v in spans.values() for a, b in v) == int(ds.wall_ns)
     with pytest.raises(rm.ParameterError, match="trainer's events"):
         replay_run(record)
 

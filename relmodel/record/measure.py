@@ -48,6 +48,10 @@ class Timeline:
         Per interruption: checkpoints its restore fell back past the latest.
     notes : list
         Remarks on how the record was read.
+    spans : dict
+        Where each stretch of the wall went, {kind: [(start, end), ...]} in ns
+        since the run's start: the components' names (a component's spans add
+        up to its total), or "attempt" and "queue" alone without trainer events.
     """
 
     start: int
@@ -59,6 +63,7 @@ class Timeline:
     writes: list  # (compute position at the write's start, duration, wait)
     restore_depths: list  # per interruption: checkpoints fallen back past the latest (0: the latest)
     notes: list
+    spans: dict
 
 
 def timeline(record: RunRecord) -> Timeline:
@@ -100,8 +105,13 @@ def timeline(record: RunRecord) -> Timeline:
     phase = "init"  # init | run | down | ended
     clock = start
     value = compute = 0
-    stack = [(0, 0, 0)]  # checkpoints on the path: (value, compute, step)
+    stack = [(0, 0, 0, 0)]  # checkpoints on the path: (value, compute, step, path spans up to its end)
     restorable = {0: 0}  # step -> stack depth
+    spans = {kind: [] for kind in (*COMPONENTS, "attempt")}
+    path = []  # the current path's compute and writes: (start, end, kind); a restore makes those above it lost
+
+    def span(kind, a, b):
+        spans[kind].append((a - start, b - start))
     totals = dict.fromkeys(COMPONENTS, 0)
     attempts = [[start, -1, -1, ""]]
     interruptions, writes, depths = [], [], []
@@ -112,12 +122,15 @@ def timeline(record: RunRecord) -> Timeline:
         nonlocal value, compute
         if depth_from_top:  # the checkpoints above the one restored are gone (only theirs: linear in writes)
             keep = len(stack) - depth_from_top
-            for _, _, step in stack[keep:]:
+            for _, _, step, _ in stack[keep:]:
                 if restorable.get(step, -1) >= keep:
                     del restorable[step]
             del stack[keep:]
         totals["lost"] += value - stack[-1][0]
         value, compute = stack[-1][0], stack[-1][1]
+        for a, b, _ in path[stack[-1][3]:]:
+            span("lost", a, b)
+        del path[stack[-1][3]:]
 
     def begin_run(i):
         nonlocal phase
@@ -138,6 +151,7 @@ def timeline(record: RunRecord) -> Timeline:
             if phase in ("init", "run"):
                 fail(i, "event", "an attempt_start while an attempt runs (its failure or interruption is missing)")
             totals["queue"] += t - down_at
+            span("queue", down_at, t)
             interruptions[-1][4] = t - down_at
             attempts.append([t, -1, -1, ""])
             clock, phase = t, "init"
@@ -159,6 +173,7 @@ def timeline(record: RunRecord) -> Timeline:
                 fail(i, "event", "first_step outside an attempt's initialisation")
             spent = t - clock
             totals["startup" if first_attempt else "restart"] += spent
+            span("startup" if first_attempt else "restart", clock, t)
             if not first_attempt:
                 interruptions[-1][5:8:2] = [spent, True]
             attempts[-1][1] = t
@@ -166,8 +181,7 @@ def timeline(record: RunRecord) -> Timeline:
         elif kind in ("checkpoint_written", "step", "run_end"):
             begin_run(i)
             if kind == "checkpoint_written":
-                d = int(round(durations[i] * NS_PER_S))
-                w = 0 if np.isnan(waits[i]) else int(round(waits[i] * NS_PER_S))
+                d, w = _ns(durations[i]), _ns(waits[i])
                 begin = t - d - w
                 if begin < clock:
                     fail(i, "duration_s", f"the write ({durations[i]:g} s, and wait_s) would start before the "
@@ -177,11 +191,15 @@ def timeline(record: RunRecord) -> Timeline:
                 writes.append((compute, d, w, t))
                 totals["persist_wait"] += w
                 value += d
-                stack.append((value, compute, int(steps[i])))
+                path.append((clock, begin, "productive"))
+                span("persist_wait", begin, begin + w)
+                path.append((begin + w, t, "checkpoint"))
+                stack.append((value, compute, int(steps[i]), len(path)))
                 restorable[int(steps[i])] = len(stack) - 1
             else:
                 value += t - clock
                 compute += t - clock
+                path.append((clock, t, "productive"))
             clock = t
             if kind == "run_end":
                 attempts[-1][2:] = [t, "run_end"]
@@ -193,16 +211,19 @@ def timeline(record: RunRecord) -> Timeline:
             if phase == "init":
                 spent = t - clock
                 totals["startup" if first_attempt else "restart"] += spent
+                span("startup" if first_attempt else "restart", clock, t)
                 if not first_attempt:
                     interruptions[-1][5:8:2] = [spent, False]
             else:  # compute (a write cut short looks the same), then the wait it cut short (wait_s) where logged
-                w = 0 if np.isnan(waits[i]) else int(round(waits[i] * NS_PER_S))
+                w = _ns(waits[i])
                 if t - w < clock:
                     fail(i, "wait_s", "the wait would start before the previous event of the attempt")
                 at = (compute, compute + t - w - clock, w)
                 value += t - w - clock
                 compute += t - w - clock
                 totals["persist_wait"] += w
+                path.append((clock, t - w, "productive"))
+                span("persist_wait", t - w, t)
             attempts[-1][2:] = [t, kind]
             lost_before = totals["lost"]
             interruptions.append([t, kind, str(reasons[i]), lost_before, -1, -1, 0, False, *at])
@@ -223,6 +244,8 @@ def timeline(record: RunRecord) -> Timeline:
         x[3] = lost_marks[k + 1] - lost_marks[k]
         x[6] = x[0] - start - queue_so_far  # runtime at the interruption
         queue_so_far += max(x[4], 0)
+    for a, b, kind in path:  # what the path kept: productive compute and checkpoint writes
+        span(kind, a, b)
     checkpoint = sum(stack[k][0] - stack[k - 1][0] - (stack[k][1] - stack[k - 1][1]) for k in range(1, len(stack)))
     totals["checkpoint"] = checkpoint
     totals["productive"] = value - checkpoint
@@ -232,8 +255,16 @@ def timeline(record: RunRecord) -> Timeline:
     if not trainer:  # attempts alone: only the run's boundaries are known
         for name in ("productive", "checkpoint", "persist_wait", "lost", "restart", "startup"):
             totals[name] = None
+            spans["attempt"] += spans.pop(name)
+            spans[name] = []
         notes.append("no trainer events: productive time, writes, lost work and restarts are unknown")
-    return Timeline(start, end, ended, totals, attempts, interruptions, writes, depths, notes)
+    spans = {kind: [(a, b) for a, b in items if b > a] for kind, items in spans.items()}
+    return Timeline(start, end, ended, totals, attempts, interruptions, writes, depths, notes, spans)
+
+
+def _ns(seconds: float) -> int:
+    """A logged duration in seconds (NaN: not logged, 0) as whole ns."""
+    return 0 if np.isnan(seconds) else int(round(seconds * NS_PER_S))
 
 
 def poisson_interval(count: int, exposure: float, level: float = 0.95) -> tuple[float, float]:
@@ -296,7 +327,29 @@ def measure_run(record: RunRecord, *, n_gpus: int | None = None, taxonomy="meta-
         ``interruption_queue``, ``interruption_restart`` (h; NaN where not
         known); ``interruptions_by_reason``. Provenance in attrs.
     """
-    tl = timeline(record)
+    return measure_timeline(record, timeline(record), n_gpus=n_gpus, taxonomy=taxonomy)
+
+
+def measure_timeline(record: RunRecord, tl: Timeline, *, n_gpus: int | None = None,
+                     taxonomy="meta-2024") -> xr.Dataset:
+    """`measure_run` of a record whose `timeline` is walked already (by a caller that also needs it).
+
+    Parameters
+    ----------
+    record : RunRecord
+        The run.
+    tl : Timeline
+        ``timeline(record)``.
+    n_gpus : int, optional
+        As for `measure_run`.
+    taxonomy : Taxonomy or str, default "meta-2024"
+        As for `measure_run`.
+
+    Returns
+    -------
+    xarray.Dataset
+        As `measure_run` returns it.
+    """
     tax = load_taxonomy(taxonomy)
     gpus = n_gpus if n_gpus is not None else record.n_gpus
     to_h = 1.0 / NS_PER_H

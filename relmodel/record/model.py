@@ -21,8 +21,9 @@ from ..errors import ParameterError, check_integer
 from ..scenario import Scenario, as_checkpoint_levels, as_scenario, split_work
 from ..simulate import simulate
 from ..units import to_hours
-from .events import NS_PER_H, RecordSummary, RunRecord, parse_instant
+from .events import NS_PER_H, NS_PER_S, RecordSummary, RunRecord, parse_instant
 from .measure import COMPONENTS, measure_run, timeline
+from .measure import measure_timeline
 from .timeline import Level, Plan, Walk, exponential_failures, hours_to_ns, walk
 
 PLAN_INPUTS = ("failure_rate", "checkpoint_interval", "checkpoint_cost", "restart_cost", "queue_wait")
@@ -81,8 +82,9 @@ def _record_of(w: Walk, start_ns: int, reasons: list, planned: set, source: str,
         {"time_ns": ("event", np.array([start_ns + e[0] for e in rows], dtype=np.int64)),
          "kind": ("event", np.array(kinds, dtype=object).astype(str)),
          "step": ("event", np.array([e[2] for e in rows], dtype=np.int64)),
-         "duration_s": ("event", np.array([e[3] / 1e9 if e[1] == "checkpoint_written" else np.nan for e in rows])),
-         "wait_s": ("event", np.array([e[4] / 1e9 if e[1] == "checkpoint_written" or e[4] else np.nan
+         "duration_s": ("event", np.array([e[3] / NS_PER_S if e[1] == "checkpoint_written" else np.nan
+                                           for e in rows])),
+         "wait_s": ("event", np.array([e[4] / NS_PER_S if e[1] == "checkpoint_written" or e[4] else np.nan
                                        for e in rows])),
          "reason": ("event", np.array([reasons[e[5]] if e[5] >= 0 else "" for e in rows], dtype=object).astype(str)),
          "source": ("event", np.full(len(rows), "events")),
@@ -276,7 +278,7 @@ def predict_run(record: RunRecord, *, scenario=None, assumed=None, n_gpus=None, 
     return ds
 
 
-def own_plan(record: RunRecord) -> tuple[Plan, list]:
+def own_plan(record: RunRecord, tl=None) -> tuple[Plan, list]:
     """The plan a run followed, as it was (writes, waits, restarts, queues and restores that fell back past
     the latest checkpoint, by occurrence), and its failures.
 
@@ -284,6 +286,8 @@ def own_plan(record: RunRecord) -> tuple[Plan, list]:
     ----------
     record : RunRecord
         The run (with trainer events).
+    tl : Timeline, optional
+        ``measure.timeline(record)``, where the caller has it.
 
     Returns
     -------
@@ -292,7 +296,7 @@ def own_plan(record: RunRecord) -> tuple[Plan, list]:
     failures : list of int
         Runtime instants (ns) of its interruptions.
     """
-    tl = timeline(record)
+    tl = timeline(record) if tl is None else tl
     if not record.has_trainer_events:
         raise ParameterError("events", "replay needs the trainer's events (checkpoints and first steps)")
     writes = tl.writes
@@ -363,8 +367,9 @@ def replay_run(record: RunRecord, *, checkpoint_interval=None, checkpoint_cost=N
         (the replay at the run's own plan gives its wall and every component
         to the nanosecond).
     """
-    measured = measure_run(record, n_gpus=n_gpus)
-    plan, failures = own_plan(record)
+    tl = timeline(record)
+    measured = measure_timeline(record, tl, n_gpus=n_gpus)
+    plan, failures = own_plan(record, tl)
     implied = implied_scenario(measured, n_gpus=n_gpus) if (n_gpus or record.n_gpus) else None
     failure_seed, survival_seed = np.random.SeedSequence(check_integer("seed", seed, 0, 2**63 - 1)).spawn(2)
     runtime_ns = int(measured.wall_ns) - int(measured.time_ns.sel(component="queue"))

@@ -19,81 +19,6 @@ LABELS = {"productive": "productive compute", "attempt": "attempt (no trainer ev
           "startup": "first startup", "queue": "queue waits", "lost": "lost work (thrown away by a restore)"}
 
 
-def timeline_spans(record) -> dict:
-    """Return the record's spans by kind, {kind: [(start, end), ...]} in ns since its first event.
-
-    A restore (the latest checkpoint, or the older one ``checkpoint_restored``
-    names) moves the path's compute and writes after it to "lost", as `measure_run`.
-
-    Parameters
-    ----------
-    record : RunRecord
-        The run.
-
-    Returns
-    -------
-    dict
-        Kind (a component, or "attempt" without trainer events) -> list of (start, end) in ns.
-    """
-    ev = record.events
-    times = ev.time_ns.values.astype(np.int64) - int(ev.time_ns.values[0])
-    kinds, steps, durations, waits = ev.kind.values, ev.step.values, ev.duration_s.values, ev.wait_s.values
-    trainer = record.has_trainer_events
-    spans = {k: [] for k in COLORS}
-    path, marks = [], [(0, 0)]  # spans on the path (start, end, kind); checkpoints on it: (step, len(path))
-    phase, clock, first = "init", 0, True
-
-    def restore(depth=0):
-        keep = marks[len(marks) - 1 - depth][1]
-        spans["lost"].extend((a, b) for a, b, _ in path[keep:])
-        del path[keep:], marks[len(marks) - depth:]
-
-    for i, kind in enumerate(kinds):
-        t = int(times[i])
-        if kind == "attempt_start":
-            if phase == "down":
-                spans["queue"].append((clock, t))
-                restore()
-            phase, clock = "init", t
-        elif kind == "checkpoint_restored":
-            step = int(steps[i])
-            depth = next((d for d, m in enumerate(reversed(marks)) if m[0] == step), 0)
-            if depth:
-                restore(depth)
-        elif kind == "first_step":
-            spans["startup" if first else "restart"].append((clock, t))
-            phase, clock = "run", t
-        elif kind in ("checkpoint_written", "step", "run_end", "failure", "interruption"):
-            down = kind in ("failure", "interruption")
-            if phase not in ("init", "run"):
-                continue  # contradictory events: measure_run names them
-            if not trainer:
-                spans["attempt"].append((clock, t))
-            elif phase == "init" and down:
-                spans["startup" if first else "restart"].append((clock, t))
-            elif kind == "checkpoint_written":
-                d = int(round(durations[i] * 1e9))
-                w = 0 if np.isnan(waits[i]) else int(round(waits[i] * 1e9))
-                path.append((clock, t - d - w, "productive"))
-                if w:
-                    spans["persist_wait"].append((t - d - w, t - d))
-                path.append((t - d, t, "checkpoint"))
-                marks.append((int(steps[i]), len(path)))
-            elif kind != "step":  # a failure's wait_s: a wait for persistence it cut short, at its end
-                w = int(round(waits[i] * 1e9)) if down and not np.isnan(waits[i]) else 0
-                path.append((clock, t - w, "productive"))
-                spans["persist_wait"].append((t - w, t))
-            if kind != "step":
-                clock = t
-            phase = "down" if down else "ended" if kind == "run_end" else "run"
-            first = first and not down
-    if phase == "down":
-        restore()
-    for a, b, kind in path:
-        spans[kind].append((a, b))
-    return {k: [(a, b) for a, b in v if b > a] for k, v in spans.items()}
-
-
 def _hours(h: float) -> str:
     return f"{h:,.1f} h" if h >= 10 else f"{h:.3g} h"
 
@@ -142,10 +67,12 @@ def run_figure(record, prediction=None, path=None, *, measured=None):
     """
     from matplotlib.figure import Figure
 
-    from .measure import COMPONENTS, measure_run
+    from .measure import COMPONENTS, timeline
+    from .measure import measure_timeline
 
-    measured = measure_run(record) if measured is None else measured
-    spans = timeline_spans(record)
+    tl = timeline(record)  # its spans are what measure_run adds up
+    measured = measure_timeline(record, tl) if measured is None else measured
+    spans = tl.spans
     ev = record.events
     t0, end = int(ev.time_ns.values[0]), (int(ev.time_ns.values[-1]) - int(ev.time_ns.values[0])) / NS_PER_DAY
     kinds = ev.kind.values
