@@ -28,7 +28,7 @@ import numpy as np
 
 import relmodel as rm
 from relmodel import engine
-from relmodel.engine import items_per_group
+from relmodel.engine import work_groups
 from relmodel._kernels import timeline_numba
 from relmodel._kernels.layout import BLOCK_SIZE, N_BINS, N_STATS
 from relmodel.bench import SCENARIOS
@@ -63,8 +63,11 @@ def block_sums(kernel, packed, n_jobs):
     args = (*packed.kernel_args(), np.uint64(0), np.zeros(1, np.uint64), np.zeros(items, np.int64),
             np.arange(items, dtype=np.int64), n_jobs, 10**6, stats, np.zeros(items, np.int64),
             np.zeros((1, 1, N_BINS + 1), np.int64), np.empty((items, 0, 4)), np.empty((items, 0, 3)))
-    if "items_per_group" in inspect.signature(kernel.run_blocks.py_func).parameters:  # a revision with groups
-        args += (items_per_group(items, 1),)
+    parameters = inspect.signature(kernel.run_blocks.py_func).parameters
+    if "n_groups" in parameters:  # a revision with even groups
+        args += (work_groups(items, 1),)
+    elif "items_per_group" in parameters:  # a revision with groups of a fixed size
+        args += (max(1, min(32, items // 4)),)
     kernel.run_blocks(*args)
     return stats
 

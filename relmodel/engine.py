@@ -26,15 +26,18 @@ from .scenario import Scenario, split_work
 # a failure once rounding is accounted for (see the kernels' fast path).
 _HAZARD_MARGIN = 1.0 + 1e-9
 CHUNK_ITEMS = 256  # work items (blocks of BLOCK_SIZE jobs) per kernel call
-# A Numba thread takes up to GROUP_ITEMS consecutive work items at once (its
+# A Numba thread takes about GROUP_ITEMS consecutive work items at once (its
 # scratch allocated once for them; the jobs their blocks leave unsettled share
 # the lanes), and at least 4 groups where the call has the items. No bit depends on it.
 GROUP_ITEMS = 32
 
 
-def items_per_group(n_items: int, n_threads: int) -> int:
-    """Work items a kernel thread takes at once: up to GROUP_ITEMS, and at least 4 groups a thread."""
-    return max(1, min(GROUP_ITEMS, n_items // (4 * max(1, n_threads))))
+def work_groups(n_items: int, n_threads: int) -> int:
+    """Groups of consecutive work items that a kernel call's threads share: a multiple of
+    the thread count (prange gives each thread as many; the kernel sizes them within one
+    item of each other), at least 4 a thread, at most about GROUP_ITEMS items each."""
+    threads = max(1, n_threads)
+    return threads * max(4, -(-n_items // (threads * GROUP_ITEMS)))
 # The random stream, named in every Dataset and store; a change of stream is a new name
 # (and a new relmodel version): the same seed gives other numbers.
 RNG_STREAM = "relmodel-words-2"
@@ -657,7 +660,7 @@ def run(packed: Packed, n_jobs: int, seed: int, backend: str = "numba", *, scena
             threads = kernel_threads(backend)
             item_hist, hist_rows, chunk_hist = chunk_histograms(row_index, todo, threads)
             kernel.run_blocks(*args, row, block, n_jobs, max_failures, chunk_stats[:m], item_hist, chunk_hist,
-                              chunk_cat[:m], chunk_level[:m], items_per_group(m, threads))
+                              chunk_cat[:m], chunk_level[:m], work_groups(m, threads))
             # Sums in item order, so each row's blocks are added in block order whatever
             # the chunking; counts are integers, so any order will do.
             np.add.at(stats, row, chunk_stats[:m])

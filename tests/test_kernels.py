@@ -60,9 +60,9 @@ def test_chunking_and_backend_do_not_change_the_sums():
             assert np.array_equal(ref.stats, other.stats) and np.array_equal(ref.hist, other.hist)
 
 
-@pytest.mark.parametrize("group", [1, 2, 5, 32])
-def test_how_threads_group_the_items_does_not_change_the_sums(group, monkeypatch):
-    """A Numba thread takes consecutive items in groups (`engine.items_per_group`),
+@pytest.mark.parametrize("groups", [1, 2, 3, 5, 32])
+def test_how_threads_group_the_items_does_not_change_the_sums(groups, monkeypatch):
+    """A Numba thread takes consecutive items in groups (`engine.work_groups`),
     and the jobs their blocks leave unsettled share the lanes: any grouping,
     any thread count, the Cython twin's bits. Rows of every path: settled and
     in lanes, Weibull one job at a time, levels; blocks short and whole."""
@@ -70,12 +70,31 @@ def test_how_threads_group_the_items_does_not_change_the_sums(group, monkeypatch
 
     packed = pack(REFERENCE.sweep(n_gpus=[8, 2048], weibull_shape=[1.0, 0.7], checkpoint_persist=[0.0, "5min"]))
     ref = run(packed, 9000, 4, "cython")
-    monkeypatch.setattr(engine, "items_per_group", lambda n_items, n_threads: group)
+    monkeypatch.setattr(engine, "work_groups", lambda n_items, n_threads: groups)
     for threads in (1, 2):
         for chunk_items in (7, 1000):
             other = run(packed, 9000, 4, "numba", n_threads=threads, chunk_items=chunk_items)
             assert np.array_equal(ref.stats, other.stats) and np.array_equal(ref.hist, other.hist)
             assert np.array_equal(ref.level_stats, other.level_stats)
+
+
+@pytest.mark.parametrize("n_threads", [1, 2, 3, 8])
+def test_work_groups_share_the_items_evenly_between_threads(n_threads):
+    """prange gives each thread an equal share of the groups, and the kernel sizes
+    them within one item of each other: no thread takes more than its share plus
+    a group (a call's slowest thread sets its time)."""
+    from relmodel.engine import GROUP_ITEMS, work_groups
+
+    for n_items in (1, 7, 40, 98, 209, 256, 1000):
+        groups = work_groups(n_items, n_threads)
+        assert groups % n_threads == 0 and groups >= 4 * n_threads
+        used = min(groups, n_items)
+        sizes = np.diff(np.arange(used + 1) * n_items // used)
+        assert sizes.sum() == n_items and sizes.max() - sizes.min() <= 1
+        assert sizes.max() <= max(GROUP_ITEMS, 1)
+        if used == groups:  # each thread's groups: a contiguous share, equal in count
+            shares = sizes.reshape(n_threads, -1).sum(axis=1)
+            assert shares.max() - shares.min() <= groups // n_threads
 
 
 def test_a_sub_grid_with_its_global_keys_reproduces_the_full_grid():

@@ -732,12 +732,12 @@ def run_blocks(const double[:, ::1] params, const double[::1] rate_cdf,
                const uint64_t[::1] scenario_key, const int64_t[::1] item_scenario,
                const int64_t[::1] item_block, int64_t n_jobs, int64_t max_failures,
                double[:, ::1] out_stats, const int64_t[::1] item_hist, int64_t[:, :, ::1] out_hist,
-               double[:, :, ::1] out_cat, double[:, :, ::1] out_level, int64_t items_per_group):
+               double[:, :, ::1] out_cat, double[:, :, ::1] out_level, int64_t n_groups):
     """Sums of each work item (scenario row, block of BLOCK_SIZE jobs) in
     out_stats[item]; its jobs counted into out_hist[0, item_hist[item]] (zeroed
     by the caller); out_cat[item, category] gets the per-category sums,
     out_level[item, level] the per-level ones (none without levels).
-    items_per_group: the Numba twin's grouping of items, unused (serial: no bit depends on it)."""
+    n_groups: the Numba twin's grouping of items, unused (serial: no bit depends on it)."""
     cdef Py_ssize_t it, s, c, n_cats, n_rates, n_levels
     cdef double* acc
     cdef double* lv_acc

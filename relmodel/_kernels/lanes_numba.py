@@ -122,14 +122,20 @@ def reject(state, lane, w):
     state[_STATUS * LANES + lane] = _RUNNING
 
 
-@njit(**JIT_OPTIONS)
-def step(state, calls, jobs, words, k0, k1, mean_ttf, segment, n_full, remainder, restart, queue, max_failures):
-    """One Philox call per lane, then its two words as events of the running lanes."""
+@njit(inline="always", **JIT_OPTIONS)
+def lane_words(calls, jobs, words, k0, k1):
+    """Each lane's next Philox call: its two words in words[lane] and words[LANES + lane]."""
     for lane in range(LANES):
         job = jobs[lane]
         w0, w1 = philox_words(calls[lane], job & np.uint64(0xFFFFFFFF), job >> np.uint64(32), k0, k1)
         words[lane] = w0
         words[LANES + lane] = w1
+
+
+@njit(**JIT_OPTIONS)
+def step(state, calls, jobs, words, k0, k1, mean_ttf, segment, n_full, remainder, restart, queue, max_failures):
+    """One Philox call per lane, then its two words as events of the running lanes."""
+    lane_words(calls, jobs, words, k0, k1)
     for half in range(2):
         n_rejected = 0
         for lane in range(LANES):

@@ -638,7 +638,7 @@ def run_blocks(
     params, rate_cdf, rate_value, rate_hazard, rate_offset, cat_cdf, cat_restart, cat_queue,
     cat_offset, lv_mult, lv_table, lv_offset, cyc_value, cyc_value_offset, cyc_index, cyc_index_offset, seed,
     scenario_key, item_scenario, item_block, n_jobs, max_failures, out_stats, item_hist, out_hist, out_cat, out_level,
-    items_per_group,
+    n_groups,
 ):
     """Sums of each work item (scenario row, block of BLOCK_SIZE jobs) in
     out_stats[item]; its jobs counted into the histogram
@@ -647,21 +647,22 @@ def run_blocks(
     caller: counts are integers, so which thread adds them does not matter);
     out_cat[item, category] gets the per-category sums (no columns without a
     taxonomy), out_level[item, level] the per-level ones (none without levels).
-    Threads take groups of `items_per_group` consecutive items
-    (`engine.items_per_group`): scratch allocated once a group, and the jobs
-    its blocks leave unsettled run in the lanes together."""
+    Threads take `n_groups` groups of consecutive items, as even as they can
+    be (`engine.work_groups`: a multiple of the thread count, which prange
+    shares out equally): scratch allocated once a group, and the jobs its
+    blocks leave unsettled run in the lanes together."""
     k0 = np.uint64(seed)
     n_items = item_scenario.size
-    group = max(np.int64(1), items_per_group)
-    for g in prange((n_items + group - 1) // group):
-        group_end = min(n_items, (g + 1) * group)
+    groups = min(max(np.int64(1), n_groups), max(np.int64(1), n_items))
+    for g in prange(groups):
+        group_end = (g + 1) * n_items // groups
         todo = np.empty(TODO_CAPACITY, np.int64)  # the jobs to simulate, in job order
         lane_out = np.empty((TODO_CAPACITY, J_CAPPED + 1))
         settle_words = np.empty(4 * BLOCK_SIZE + 2, np.uint64)
         settle_flags = np.empty(2 * BLOCK_SIZE, np.uint8)
         settle_indices = np.empty(2 * BLOCK_SIZE, np.int64)
-        batch_start = np.empty(group + 1, np.int64)  # an item's jobs in todo, from batch_start[b]
-        it = g * group
+        it = g * n_items // groups
+        batch_start = np.empty(group_end - it + 1, np.int64)  # an item's jobs in todo, from batch_start[b]
         while it < group_end:
             s = item_scenario[it]
             run_end = it + 1  # the group's items of this row: one setting, one batch of lanes
