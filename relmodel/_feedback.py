@@ -93,21 +93,24 @@ def note_once(text: str):
 
 
 def bar_width() -> dict:
-    """tqdm's width options: follow the terminal, or a fixed 80 columns where it reports
-    fewer than 10 (0 on some detached or CI terminals, where a following bar drew nothing).
+    """tqdm's size options: follow the terminal, or a fixed 80 columns where it reports
+    fewer than 10 (0 on some detached or CI terminals, where a following bar drew
+    nothing), and 24 rows where it reports fewer than 2 (tqdm hides a bar below the
+    last row, so a terminal of 0 rows, as a fresh pseudo-terminal reports, showed none).
 
     Returns
     -------
     dict
-        ``dynamic_ncols`` or ``ncols`` for tqdm.
+        ``dynamic_ncols`` or ``ncols``, and ``nrows`` where needed, for tqdm.
     """
     import os
 
     try:
-        columns = os.get_terminal_size(sys.stderr.fileno()).columns
-    except (OSError, ValueError, AttributeError):  # not a terminal: tqdm picks its own width
+        size = os.get_terminal_size(sys.stderr.fileno())
+    except (OSError, ValueError, AttributeError):  # not a terminal: tqdm picks its own size
         return {"dynamic_ncols": True}
-    return {"dynamic_ncols": True} if columns >= 10 else {"ncols": 80}
+    width = {"dynamic_ncols": True} if size.columns >= 10 else {"ncols": 80}
+    return width if size.lines >= 2 else {**width, "nrows": 24}
 
 
 def progress_bar(total: int | None, desc: str, unit: str = "job", enabled_: bool | None = None, **kwargs):

@@ -179,7 +179,9 @@ def terminal(monkeypatch):
 
 
 @pytest.mark.parametrize("size, expected", [((0, 24), {"ncols": 80}), ((5, 24), {"ncols": 80}),
-                                            ((120, 40), {"dynamic_ncols": True}), (None, {"dynamic_ncols": True})])
+                                            ((120, 40), {"dynamic_ncols": True}), (None, {"dynamic_ncols": True}),
+                                            ((0, 0), {"ncols": 80, "nrows": 24}),
+                                            ((120, 1), {"dynamic_ncols": True, "nrows": 24})])
 def test_a_terminal_that_reports_no_width_still_gets_a_bar(monkeypatch, size, expected):
     """On a terminal reporting 0 columns every bar drew nothing (tqdm followed the width)."""
     import io
@@ -203,6 +205,30 @@ def test_a_terminal_that_reports_no_width_still_gets_a_bar(monkeypatch, size, ex
             bar.refresh()
         drawn = [line for line in out.getvalue().split("\r") if line.startswith("simulate")]
         assert drawn and "100/100" in drawn[-1] and len(drawn[-1]) <= 80
+
+
+@pytest.mark.skipif(not hasattr(os, "openpty"), reason="no pseudo-terminals here")
+def test_a_fresh_pseudo_terminal_of_no_size_shows_the_bar(monkeypatch):
+    """A pseudo-terminal nobody sized reports 0 columns and 0 rows; tqdm hid every
+    bar below the last row, so `relmodel sweep` sat silent there for its whole run."""
+    master, slave = os.openpty()
+    terminal = os.fdopen(slave, "w", encoding="utf-8")
+    try:
+        assert tuple(os.get_terminal_size(slave)) == (0, 0)
+        monkeypatch.setattr(sys, "stderr", terminal)
+        with _feedback.progress_bar(100, "sweep", enabled_=True) as bar:
+            bar.update(100)
+            bar.refresh()
+        terminal.flush()
+        os.set_blocking(master, False)  # nothing drawn must fail the test, not hang it
+        try:
+            drawn = os.read(master, 65536).decode("utf-8", "replace")
+        except BlockingIOError:
+            drawn = ""
+    finally:
+        terminal.close()
+        os.close(master)
+    assert "sweep" in drawn and "100/100" in drawn
 
 
 SMALL_SIMULATE = ["simulate", "--gpus", "1024", "--n-jobs", "20000", "--seed", "3"]
