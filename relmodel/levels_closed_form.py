@@ -751,7 +751,11 @@ class _Cycles:
     """
 
     def __init__(self, lam, n_full, rem, lv: _Levels, persist, wait=0.0):
-        from ._kernels.levels_exact import solve_cycles  # (numba compiles on first use, not on import)
+        from ._feedback import announce_compile
+
+        # Numba compiles on first use, not on import: ~7 s on 2 cores, said on a terminal first.
+        announce_compile("relmodel._kernels.levels_exact", ("solve_cycles",), "exact checkpoint-level kernels", 8)
+        from ._kernels.levels_exact import solve_cycles
 
         self.solve = solve_cycles
         self.lam, self.n, self.rem, self.lv = lam, n_full, rem, lv

@@ -254,6 +254,21 @@ def test_in_a_pipe_nothing_but_the_result():
     assert "simulate:" in forced.stderr
 
 
+def test_the_exact_level_kernels_announce_their_compilation(terminal, monkeypatch):
+    """The exact form of an asynchronous write compiles its own kernels (7 s on a cold
+    cache, inside the strategy planner's bar): a note first, once, naming them."""
+    notes = []
+    monkeypatch.setattr(_feedback, "note", notes.append)
+    monkeypatch.setattr(_feedback, "_announced", set())
+    monkeypatch.setattr(_feedback, "kernels_cached", lambda module, entry_points=None: (
+        module != "relmodel._kernels.levels_exact"))
+    sc = rm.Scenario(n_gpus=16384, failure_rate=3.8e-3, work="54d", checkpoint_interval="1h", checkpoint_cost="30s",
+                     checkpoint_persist="5min", restart_cost="10min")
+    rm.ettr(sc)
+    rm.ettr(sc.sweep(checkpoint_interval=[0.5, 2.0]))
+    assert notes == [_feedback.COMPILE_NOTE.format(what="exact checkpoint-level kernels", seconds=8)]
+
+
 def test_plan_bar_and_figure_note_on_a_terminal_only(terminal, tmp_path):
     png = tmp_path / "plan.png"
     result = invoke("plan", "--gpus", "1024", "--n-jobs", "1000", "--plot", str(png))
