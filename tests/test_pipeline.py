@@ -149,6 +149,37 @@ def test_oobleck_templates_shorter_than_the_pipeline_carry_their_own_memory():
     assert grouped.budget == 24
 
 
+def test_recycle_adapts_no_job_that_cannot_run_fault_free():
+    """Budget 3, no static bytes, one unit of activation a micro-batch: 1F1B holds 4 at
+    stage 0, so nothing runs fault-free; ReCycle gave 42 with one failure (fraction 0.786
+    of an ideal that cannot run), 43 with two: throughput rose from zero when a worker failed."""
+    cfg = pl.PipelineConfig(4, 4, 8, memory=pl.StageMemory(3, (0.0,) * 4, 1.0))
+    for failed in ({}, {0: 1}, {0: 1, 1: 1}):
+        r = pl.evaluate(cfg, "recycle", failed)
+        assert r.period == math.inf and r.memory_limited and "fault-free schedule does not fit" in r.detail
+    assert pl.runs.recycle_period(cfg, pl.StrategyOptions(), (1, 0, 0, 0)) == math.inf  # the runs' path too
+    fits = cfg.replace(memory=pl.StageMemory(4, (0.0,) * 4, 1.0))
+    assert pl.evaluate(fits, "recycle", {0: 1}).period < math.inf
+
+
+@given(stages=st.integers(2, 4), replicas=st.integers(2, 3), microbatches=st.integers(1, 6),
+       activation=st.lists(st.floats(0.1, 3.0), min_size=4, max_size=4), room=st.floats(0.5, 3.0),
+       strategy=st.sampled_from(pl.STRATEGIES), data=st.data())
+def test_no_strategy_runs_after_a_failure_where_nothing_runs_fault_free(stages, replicas, microbatches, activation,
+                                                                        room, strategy, data):
+    """Budgets from below one micro-batch a stage to roomy: wherever a strategy cannot run
+    fault-free (period inf), it cannot run with workers down either."""
+    activation = tuple(activation[:stages])
+    cfg = pl.PipelineConfig(stages, replicas, microbatches,
+                            memory=pl.StageMemory(room * max(activation) * min(stages, microbatches), (0.0,) * stages,
+                                                  activation))
+    options = pl.StrategyOptions(method="heuristic")
+    failed = data.draw(st.lists(st.tuples(st.integers(0, replicas - 1), st.integers(0, stages - 1)), min_size=1,
+                                max_size=2, unique=True))
+    if pl.evaluate(cfg, strategy, None, options).period == math.inf:
+        assert pl.evaluate(cfg, strategy, pl.failed_workers(failed, replicas, stages), options).period == math.inf
+
+
 @given(stages=st.integers(2, 5), replicas=st.integers(1, 3), microbatches=st.integers(1, 8),
        static=st.lists(st.floats(0.0, 10.0), min_size=5, max_size=5),
        activation=st.lists(st.floats(0.1, 3.0), min_size=5, max_size=5), slack=st.floats(0.0, 100.0),

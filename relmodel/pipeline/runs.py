@@ -38,7 +38,7 @@ import numpy as np
 from ..units import to_hours
 from .config import PipelineConfig, PipelineError, check_real, failed_workers, show
 from .schedule import kernels
-from .strategies import STRATEGIES, StrategyOptions, evaluate, ideal, recycle_adapted
+from .strategies import STRATEGIES, StrategyOptions, evaluate, ideal, memory_fits, recycle_adapted
 from .traces import Trace
 
 LOSS_NONE, LOSS_STEP, LOSS_CHECKPOINT = 0, 1, 2
@@ -335,7 +335,7 @@ def row_periods(cfg: PipelineConfig, strategy: str, options: StrategyOptions, do
 @functools.lru_cache(maxsize=65536)
 def recycle_period(cfg: PipelineConfig, options: StrategyOptions, counts: tuple) -> float:
     """ReCycle's period with counts[s] failed workers at stage s (placed as `failed_workers` does)."""
-    if max(counts) >= cfg.replicas:
+    if max(counts) >= cfg.replicas or not memory_fits(cfg):  # (as `evaluate`: nothing runs to adapt)
         return math.inf
     mask = failed_workers(dict(enumerate(counts)), cfg.replicas, cfg.stages)
     if not mask.any():

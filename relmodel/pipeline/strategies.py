@@ -24,7 +24,9 @@ throughput is m d / period. "Ideal" is the fault-free schedule of `cfg`.
 With a memory budget (`PipelineConfig.memory`) a strategy whose schedule
 needs more memory than a worker has is not offered (period inf, `detail` and
 `memory_limited` say so): the fault-free schedule's micro-batches in flight
-(restart, spare, drop-pipeline), ReCycle's plan (planned within the budget),
+(restart, spare, drop-pipeline), ReCycle's plan (planned within the budget;
+none where the fault-free schedule does not fit, since ReCycle adapts a job
+that runs: throughput never rises from zero when a worker fails),
 Oobleck's templates (a k-stage template holds p / k stages' parameters and
 activations per worker; smaller ones are left out), Bamboo's redundant copy of
 the next stage's parameters.
@@ -294,9 +296,9 @@ def recycle_adapted(cfg: PipelineConfig, mask: np.ndarray, options: StrategyOpti
 
 
 def _recycle(cfg, mask, options, base, result):
+    if not memory_fits(cfg):  # no job runs to adapt: a failure must not make one appear
+        return _no_memory(result, "the fault-free schedule does not fit")
     if not mask.any():
-        if not memory_fits(cfg):
-            return _no_memory(result, "the fault-free schedule does not fit")
         return result(period=base.period, schedule=base, detail="fault-free schedule")
     if np.any(mask.all(axis=0)):
         return result(period=math.inf, detail="every replica of a stage lost")
