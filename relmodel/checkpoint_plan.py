@@ -299,8 +299,8 @@ class _Search:
         self.persist = table["persist"]
         self.work = sc.work
         # No shorter than a fast level's persistence over its multiple (else its writes wait, which the exact
-        # form does not solve); with fast levels the durable writes do not wait either (`low`): the exact
-        # form solves that case, but only by its positions engine (0.1-0.2 s a plan), too slow to search.
+        # form does not solve); with fast levels the durable writes do not wait either (`low`) but in
+        # `_waiting_search`: the exact form solves them by its positions engine, too slow for the whole ladder.
         self.floor = max([MIN_INTERVAL, *(self.persist[:-1] / self.own)])
         self.first = first_durable_multiple(sc)
         self.best = (-math.inf, None)
@@ -356,9 +356,11 @@ class _Search:
         above = min((x for x in grid if x > xs[k]), default=hi)
         return values[k], xs[k], below, above
 
-    def refine(self, m: int | None, lo: float, hi: float) -> tuple[float, float]:
-        """(value, x): the best fastest interval in [lo, hi] at multiple m, by a bounded search in log x."""
-        lo, hi = max(lo, self.low(m)), min(hi, self.high(m))
+    def refine(self, m: int | None, lo: float, hi: float, waiting: bool = False) -> tuple[float, float]:
+        """(value, x): the best fastest interval in [lo, hi] at multiple m, by a bounded search in log x
+        (with `waiting`, down to the floor: durable writes that wait too)."""
+        least = self.floor if waiting else self.low(m)
+        lo, hi = max(lo, least), min(hi, self.high(m))
         if hi <= lo:
             return (self.value(lo, m), lo) if hi == lo else (-math.inf, lo)
         found = _log_argmax(lambda x: self.value(x, m), lo, hi, xatol=1e-4)
@@ -374,8 +376,7 @@ class _Search:
         if m is not None:  # and where the number of durable writes changes (n a multiple of m)
             durable = n // m
             counts.update(k * m for k in range(max(1, durable - 2), durable + 3))
-        low, high = self.low(m), self.high(m)
-        kinks = [x for x in self.teeth(sorted(counts)) if low <= x <= high]
+        kinks = [x for x in self.teeth(sorted(counts)) if least <= x <= self.high(m)]
         return max((self.value(x, m), x) for x in (found, lo, hi, *kinks))
 
     def teeth(self, counts) -> list[float]:
@@ -430,11 +431,18 @@ def best_intervals(sc: Scenario) -> Scenario:
     (the ETTR jumps where the number of positions changes); then, where the
     best multiple is past the whole ones, rounds of bounded searches in the
     durable interval D = m x (at fixed x) and in x (at fixed D), m rounded to
-    a whole number. Plans whose ETTR is bounded below the best so far
+    a whole number. With fast levels, the plans whose durable writes wait
+    (written more often than they persist) come last, at the best multiple,
+    its two neighbours on each side and the best four of the ladder up to
+    twice it: the fastest interval from where the waits begin down a factor 3
+    at a time until the ETTR has fallen twice (each step down adds a stall to
+    every durable write), then the bounded search at the two best multiples. Plans whose ETTR is bounded below the best so far
     (`levels_wall_lower_bound`: each segment between durable checkpoints
     redone after failures that fall back to it, each failure's least restart
     and its queue wait) are not solved. No checkpoint at all is a candidate
     too. A property test holds the result within 0.1% of a dense brute force
+    of the plans whose writes do not wait, and three cases with fast levels
+    within 0.1% of one over durable writes that wait
     (`tests/test_checkpoint_plan.py`).
 
     Parameters
@@ -510,7 +518,37 @@ def _best_level_intervals(sc: Scenario) -> Scenario:
                             <= y <= search.high(multiple(y, durable)) else -1.0, x / 1.3, x * 1.3)
 
         search.refine(multiple(x, durable), x / 1.2, x * 1.2)  # and the teeth there (the durable count changes)
+    best = search.best[1]
+    if best is not None and search.first * search.floor < float(search.persist[-1]):
+        # Durable writes that wait: at the best multiple of the search without them, its neighbours and
+        # the best few up to twice it (a larger one's plans cost the positions engine seconds each).
+        m = round(best.checkpoint_interval / best.fast_checkpoints[0].interval)
+        _waiting_search(search, sorted({*(r for r in ranked[:4] if r is not None and r <= 2 * m + 4),
+                                        *range(max(search.first, m - 2), m + 3)}))
     return search.best[1] or search.plan(search.low(None), None)
+
+
+def _waiting_search(search: "_Search", multiples):
+    """Durable writes more often than they persist, with fast levels (the exact form solves them by its
+    positions engine, 5 to 60 ms a plan, so not over the whole ladder): at each of `multiples`, the
+    fastest interval from where its durable writes begin to wait down a factor _GRID_STEP at a time
+    while the ETTR rises or has fallen only once (each step down adds a stall to every durable write);
+    then, at the two multiples whose points did best, `_Search.refine` between the best point's
+    neighbours (and the teeth there)."""
+    persist = float(search.persist[-1])
+    brackets = []
+    for m in multiples:
+        xs, values = [], []
+        x = min(persist / m, search.high(m))
+        while x > search.floor and (len(values) < 3 or max(values[-2:]) >= max(values)):
+            xs.append(x)
+            values.append(search.value(x, m))
+            x /= _GRID_STEP
+        if xs:
+            k = int(np.argmax(values))
+            brackets.append((values[k], m, max(search.floor, xs[k] / _GRID_STEP), xs[max(k - 1, 0)]))
+    for _, m, lo, hi in sorted(brackets, reverse=True)[:2]:
+        search.refine(m, lo, hi, waiting=True)
 
 
 def _log_argmax(f, lo: float, hi: float, xatol: float = 3e-3) -> float:

@@ -25,6 +25,7 @@ SLOW_SAMPLE = (
     "tests/test_pipeline_runs.py::test_outage_share_and_failure_count_agree_with_the_rates",
     "tests/test_pipeline_runs.py::test_restart_loses_what_a_first_order_model_says",
     "tests/test_checkpoint_plan.py::test_multilevel_search_finds_the_brute_force_optimum[fields1]",
+    "tests/test_checkpoint_plan.py::test_the_planner_finds_durable_writes_that_wait_beside_fast_levels[persist of an hour]",
     "tests/reference/test_pipeline_planner.py::test_exact_planner_on_every_configuration_up_to_4x4x8[3-2]",
     "tests/reference/test_pipeline_planner.py::test_exact_planner_on_every_configuration_up_to_4x4x8[4-2]",
 )
