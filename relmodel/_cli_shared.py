@@ -392,16 +392,28 @@ def write_dataset(ds, path: Path, *, overwrite: bool, writer: str, groups=None):
         raise click.ClickException(f"--out: cannot write {path}: {err.strerror or err}") from None
 
 
-def format_table(rows: list[dict]) -> str:
+def table_cell(key: str, value) -> str:
+    """A value as the command tables print it: ETTRs to 4 decimals, standard errors to 2 figures,
+    other floats to 4 figures."""
+    if isinstance(value, float):
+        if key == "ettr_se":
+            return f"{value:.2g}"
+        return f"{value:.4f}" if key.startswith("ettr") else f"{value:.4g}"
+    return str(value)
+
+
+def table_line(cells, widths) -> str:
+    """One line of a table: the cells right-aligned in their columns."""
+    return "  ".join(v.rjust(w) for v, w in zip(cells, widths))
+
+
+def format_table(rows: list[dict], widths: dict | None = None) -> str:
+    """Rows (dicts of the same keys) as a text table under a header; each column as wide as its
+    longest cell, or as `widths` says (a table printed a row at a time knows them first)."""
     if not rows:
         return ""
-    def cell(key, value):
-        if isinstance(value, float):
-            if key == "ettr_se":
-                return f"{value:.2g}"
-            return f"{value:.4f}" if key.startswith("ettr") else f"{value:.4g}"
-        return str(value)
     keys = list(rows[0])
-    table = [keys] + [[cell(k, r[k]) for k in keys] for r in rows]
-    widths = [max(len(line[j]) for line in table) for j in range(len(keys))]
-    return "\n".join("  ".join(v.rjust(w) for v, w in zip(line, widths)) for line in table)
+    table = [keys] + [[table_cell(k, r[k]) for k in keys] for r in rows]
+    if widths is None:
+        widths = {k: max(len(line[j]) for line in table) for j, k in enumerate(keys)}
+    return "\n".join(table_line(line, [widths[k] for k in keys]) for line in table)

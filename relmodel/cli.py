@@ -13,8 +13,8 @@ from click.core import ParameterSource
 
 from . import _feedback as feedback
 from ._cli_shared import (ENVIRONMENT_ERRNOS, FLAGS, DatasetPath, FigurePath, OneLineErrors, build_scenario,
-                          format_table, overwrite_option, quiet_option, scenario_options, to_json, usage_error,
-                          write_dataset)
+                          format_table, overwrite_option, quiet_option, scenario_options, table_cell, table_line,
+                          to_json, usage_error, write_dataset)
 from .elastic.cli import cluster
 from .engine import DEFAULT_MAX_FAILURES, MAX_JOBS
 from .errors import ScenarioError, parameter_and_reason
@@ -102,10 +102,17 @@ def simulate(n_jobs, seed, backend, threads, max_failures, out, overwrite, progr
 
     sc = build_scenario(fields)
     refuse_if_no_job_can_finish(sc, max_failures)
+    widths = simulate_widths(sc, n_jobs)
     bar = feedback.progress_bar(sc.size * n_jobs, "simulate", enabled_=feedback.enabled(progress))
+    run = dict(n_jobs=n_jobs, seed=seed, backend=backend, n_threads=threads, max_failures=max_failures,
+               progress=False if bar.disable else bar.update)
     try:
-        ds = run_simulation(sc, n_jobs=n_jobs, seed=seed, backend=backend, n_threads=threads,
-                            max_failures=max_failures, progress=False if bar.disable else bar.update)
+        if not as_json and out is None and sc.size > 1:
+            # The table a point at a time, each with its key in the grid (the grid's bits): the first
+            # row comes with the first point, not after the whole grid.
+            simulate_streamed(sc, run, widths, bar)
+            return
+        ds = run_simulation(sc, **run)
     except ValueError as err:
         raise usage_error(err) from None
     finally:
@@ -118,7 +125,7 @@ def simulate(n_jobs, seed, backend, threads, max_failures, out, overwrite, progr
     if as_json:
         click.echo(to_json({"rows": rows, "attrs": dict(ds.attrs), "units": simulate_units(sc.dims)}))
     else:
-        click.echo(format_table(rows))
+        click.echo(format_table(rows, widths))
         if out is not None:
             click.echo(f"wrote {out}")
 
@@ -439,6 +446,63 @@ def bench(quick, json_path, figures):
     from .bench import run as run_bench
 
     run_bench(quick, json_path, figures)
+
+
+# The summary table's columns past the sweep dims, and their widest cell (`table_cell`).
+SUMMARY_WIDTHS = {"ettr": 6, "ettr_se": 8, "ettr_renewal": 6, "ettr_job_mean": 6, "wall_p50_h": 10,
+                  "wall_p95_h": 10, "failures_mean": 10}
+
+
+def simulate_widths(sc: Scenario, n_jobs: int) -> dict:
+    """The summary table's column widths, known before any row: a sweep dim's widest value, each
+    estimate's widest cell, the digits of n_jobs (so a table printed a row at a time lines up)."""
+    widths = {d: max([len(d)] + [len(table_cell(d, v)) for v in summary_values(getattr(sc, d))])
+              for d in sc.dims}
+    widths.update({k: max(len(k), w) for k, w in SUMMARY_WIDTHS.items()})
+    widths["n_capped"] = max(len("n_capped"), len(str(n_jobs)))
+    return widths
+
+
+def summary_values(values) -> list:
+    """A sweep dim's values as the summary rows hold them (Python scalars)."""
+    return [np.asarray(v).item() for v in values]
+
+
+def simulate_streamed(sc: Scenario, run: dict, widths: dict, bar):
+    """`relmodel simulate`'s text table, a grid point at a time (`run`: simulate's arguments), each
+    point run with its key in the grid and summarised as `simulate` summarises it (no Dataset a point:
+    the first row comes in a second, before the Numba kernels compile)."""
+    import warnings
+
+    from . import engine
+    from .closed_form import ettr_arrays
+    from .simulate import DEFAULT_QUANTILES, CappedJobsWarning, capped_message
+
+    def echo(line: str):
+        bar.clear()  # (a no-op where the bar is off)
+        click.echo(line)
+        bar.refresh()
+
+    echo(table_line(list(widths), list(widths.values())))
+    capped, failures = [], []
+    median, p95 = (DEFAULT_QUANTILES.index(q) for q in (0.5, 0.95))
+    for key, (index, point) in enumerate(zip(np.ndindex(*sc.shape), sc.points())):
+        packed = engine.pack(point)
+        totals = engine.run(packed, run["n_jobs"], run["seed"], run["backend"], scenario_keys=[key],
+                            max_failures=run["max_failures"], n_threads=run["n_threads"],
+                            progress=run["progress"] or None)
+        est = {name: value[0] for name, value in engine.summarize(totals, packed, DEFAULT_QUANTILES).items()}
+        row = {d: summary_values([getattr(sc, d)[i]])[0] for d, i in zip(sc.dims, index)}
+        row.update(ettr=float(est["ettr"]), ettr_se=float(est["ettr_se"]),
+                   ettr_renewal=float(ettr_arrays(point, "renewal")[0]), ettr_job_mean=float(est["ettr_job_mean"]),
+                   wall_p50_h=float(est["wall_quantile"][median]), wall_p95_h=float(est["wall_quantile"][p95]),
+                   failures_mean=float(est["failures_mean"]), n_capped=int(est["n_capped"]))
+        echo(table_line([table_cell(k, v) for k, v in row.items()], [widths[k] for k in row]))
+        capped.append(row["n_capped"])
+        failures.append(row["failures_mean"])
+    message = capped_message(capped, failures, run["n_jobs"], run["max_failures"])
+    if message:
+        warnings.warn(message, CappedJobsWarning, stacklevel=2)
 
 
 def summary_rows(ds, dims) -> list[dict]:

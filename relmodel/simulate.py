@@ -19,6 +19,9 @@ from .scenario import Scenario, as_scenario
 JOB_FIELDS = ("wall", "productive", "checkpoint", "lost", "restart", "queue", "failures", "capped", "persist_wait")
 
 
+DEFAULT_QUANTILES = (0.05, 0.5, 0.95)  # of the wall time, unless `simulate` is given others
+
+
 class CappedJobsWarning(RuntimeWarning):
     """Some jobs hit max_failures and were stopped: their scenario's ETTR is near 0."""
 
@@ -30,7 +33,7 @@ CATALOGUE = {**labels.SIMULATED, **labels.SIMULATED_BY_CATEGORY, **labels.SIMULA
 
 def simulate(scenario, n_jobs: int = 100_000, seed: int = 0, backend: str = "numba", *,
              keep_jobs: bool = False, max_failures: int = DEFAULT_MAX_FAILURES, n_threads: int | None = None,
-             progress: bool = False, quantiles=(0.05, 0.5, 0.95)) -> xr.Dataset:
+             progress: bool = False, quantiles=DEFAULT_QUANTILES, scenario_keys=None) -> xr.Dataset:
     """Sample `n_jobs` job timelines per scenario point and summarise them.
 
     With a failure taxonomy (``Scenario(taxonomy=...)`` or a `TaxonomyMixture`
@@ -93,6 +96,11 @@ def simulate(scenario, n_jobs: int = 100_000, seed: int = 0, backend: str = "num
         jobs finished after each chunk (to drive a bar of your own).
     quantiles : sequence of float, default (0.05, 0.5, 0.95)
         Distinct levels in [0, 1] of the wall-time quantiles.
+    scenario_keys : sequence of int, optional
+        Each grid point's key of the random stream, in [0, 2**32) (default 0,
+        1, ... in C order, the points' order in `Scenario.points`). A point
+        or a sub-grid simulated with the keys it has in a larger grid gets
+        that grid's bits there.
 
     Returns
     -------
@@ -133,8 +141,8 @@ def simulate(scenario, n_jobs: int = 100_000, seed: int = 0, backend: str = "num
         bar = tqdm(total=sc.size * n_jobs, unit="job", unit_scale=True, desc="simulate", **bar_width())
         callback = bar.update
     try:
-        totals = run(packed, n_jobs, seed, backend, max_failures=max_failures, keep_jobs=keep_jobs,
-                     n_threads=n_threads, progress=callback)
+        totals = run(packed, n_jobs, seed, backend, scenario_keys=scenario_keys, max_failures=max_failures,
+                     keep_jobs=keep_jobs, n_threads=n_threads, progress=callback)
     finally:
         if bar is not None:
             bar.close()
@@ -162,18 +170,39 @@ def simulate(scenario, n_jobs: int = 100_000, seed: int = 0, backend: str = "num
                                                      block_size=BLOCK_SIZE, histogram_bins=N_BINS))
     if keep_jobs:
         ds = ds.assign_coords(job=("job", np.arange(n_jobs)))
-    n_capped = int(est["n_capped"].sum())
-    if n_capped:
-        skipped = int((np.isnan(est["failures_mean"]) & (est["n_capped"] == n_jobs)).sum())
-        unsimulated = (f"; {skipped} grid point(s) not simulated, as every job would hit it "
-                       "(NaN estimates)") if skipped else ""
-        warnings.warn(
-            f"{n_capped} of {sc.size * n_jobs} jobs hit max_failures={max_failures} and were stopped; "
-            f"their ETTR is near 0 and their times are truncated (see n_capped){unsimulated}; "
-            "a run costs up to n_jobs x max_failures failure events, so a lower max_failures answers sooner",
-            CappedJobsWarning, stacklevel=2,
-        )
+    message = capped_message(est["n_capped"], est["failures_mean"], n_jobs, max_failures)
+    if message:
+        warnings.warn(message, CappedJobsWarning, stacklevel=2)
     return ds
+
+
+def capped_message(n_capped, failures_mean, n_jobs: int, max_failures: int) -> str | None:
+    """The CappedJobsWarning's text for these points' capped jobs (None: no job was capped).
+
+    Parameters
+    ----------
+    n_capped, failures_mean : array_like
+        Per grid point: jobs stopped at `max_failures`, and the mean failures (NaN where not simulated).
+    n_jobs : int
+        Jobs per point.
+    max_failures : int
+        The cap.
+
+    Returns
+    -------
+    str or None
+        The text, or None where no job hit the cap.
+    """
+    n_capped, failures_mean = np.asarray(n_capped), np.asarray(failures_mean)
+    total = int(n_capped.sum())
+    if not total:
+        return None
+    skipped = int((np.isnan(failures_mean) & (n_capped == n_jobs)).sum())
+    unsimulated = (f"; {skipped} grid point(s) not simulated, as every job would hit it "
+                   "(NaN estimates)") if skipped else ""
+    return (f"{total} of {n_capped.size * n_jobs} jobs hit max_failures={max_failures} and were stopped; "
+            f"their ETTR is near 0 and their times are truncated (see n_capped){unsimulated}; "
+            "a run costs up to n_jobs x max_failures failure events, so a lower max_failures answers sooner")
 
 
 def compare(grid, n_jobs: int = 100_000, seed: int = 0, backend: str = "numba", **simulate_kwargs) -> xr.Dataset:

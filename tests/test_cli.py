@@ -34,6 +34,45 @@ def test_simulate_sweep_writes_netcdf_and_prints_a_table(tmp_path):
     assert ds.sizes["n_gpus"] == 2 and ds.sizes["checkpoint_interval"] == 2 and "ettr" in ds
 
 
+def test_simulate_prints_a_grid_a_point_at_a_time_with_the_grid_bits(tmp_path, monkeypatch):
+    """Without --out or --json the table comes a row a point, each point simulated with its key in
+    the grid (whose bits it then has: `test_kernels`' sub-grid test): the same text as the whole
+    grid's table (columns sized before the first row), the same numbers as its JSON."""
+    from relmodel import engine
+    from relmodel._cli_shared import table_cell
+
+    args = ["simulate", "--gpus", "512,4096,16384", "--checkpoint-interval", "30min,2h", "--n-jobs", "3000",
+            "--seed", "5"]
+    keys = []
+    kernel_run = engine.run
+
+    def recorded(packed, *args, **kwargs):
+        keys.append(kwargs.get("scenario_keys"))
+        return kernel_run(packed, *args, **kwargs)
+
+    monkeypatch.setattr(engine, "run", recorded)
+    streamed = invoke(*args)
+    assert streamed.exit_code == 0, streamed.output
+    assert keys == [[k] for k in range(6)]
+    out = tmp_path / "grid.zarr"
+    whole = invoke(*args, "--out", str(out))
+    assert whole.exit_code == 0
+    assert streamed.stdout == whole.stdout.replace(f"wrote {out}\n", "")
+    rows = json.loads(invoke(*args, "--json").stdout)["rows"]
+    lines = streamed.stdout.splitlines()
+    assert lines[0].split() == list(rows[0]) and len(lines) == 1 + len(rows)
+    for row, line in zip(rows, lines[1:]):
+        assert line.split() == [table_cell(k, v) for k, v in row.items()]
+
+
+def test_a_streamed_grid_warns_once_of_its_capped_jobs():
+    with warnings.catch_warnings():
+        warnings.simplefilter("default", rm.CappedJobsWarning)  # (the suite makes our warnings errors)
+        result = invoke("simulate", "--gpus", "8192,16384", "--n-jobs", "400", "--max-failures", "3")
+    assert result.exit_code == 0, result.output
+    assert result.stderr.count("Warning:") == 1 and "Warning: 800 of 800 jobs hit max_failures=3" in result.stderr
+
+
 def test_simulate_json_is_strict_json():
     result = invoke("simulate", "--gpus", "64", "--weibull-shape", "0.7", "--n-jobs", "500", "--json")
     assert result.exit_code == 0, result.output
