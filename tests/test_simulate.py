@@ -86,3 +86,17 @@ def test_the_edges_of_the_valid_space_give_finite_or_flagged_results(sc):
         assert np.all(np.isfinite(ds.time_mean)) and float(ds.failures_mean) <= 1000
         if int(ds.n_capped) == 0:  # capped jobs stop short of their work
             assert float(ds.wall_mean) >= sc.work * (1 - 1e-12)
+
+
+def test_a_point_with_its_key_in_the_grid_has_the_grids_bits():
+    grid = rm.Scenario(n_gpus=[512, 4096], checkpoint_interval=[0.5, 2.0], failure_rate=6.5e-3, work="3d")
+    whole = rm.simulate(grid, n_jobs=2500, seed=7)
+    for key, point in enumerate(grid.points()):
+        alone = rm.simulate(point, n_jobs=2500, seed=7, scenario_keys=[key])
+        there = whole.sel(n_gpus=point.n_gpus, checkpoint_interval=point.checkpoint_interval)
+        for name in ("ettr", "ettr_se", "wall_quantile", "failures_mean", "time_mean"):
+            assert np.array_equal(alone[name].values, there[name].values), name
+    other = rm.simulate(grid.point((1, 1)), n_jobs=2500, seed=7)  # the default key, 0: another stream
+    assert other.ettr.item() != whole.ettr.values[1, 1]
+    with pytest.raises(ValueError, match="scenario_keys"):
+        rm.simulate(grid, n_jobs=10, scenario_keys=[0, 1])
