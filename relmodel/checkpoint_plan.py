@@ -434,9 +434,12 @@ def best_intervals(sc: Scenario) -> Scenario:
     a whole number. With fast levels, the plans whose durable writes wait
     (written more often than they persist) come last, at the best multiple,
     its two neighbours on each side and the best four of the ladder up to
-    twice it: the fastest interval from where the waits begin down a factor 3
-    at a time until the ETTR has fallen twice (each step down adds a stall to
-    every durable write), then the bounded search at the two best multiples. Plans whose ETTR is bounded below the best so far
+    twice it (whole multiples up to twice the ladder's first 16: the exact
+    form's cost grows with the multiple): the fastest interval from where the
+    waits begin down a factor 3 at a time until the ETTR has fallen twice
+    (each step down adds a stall to every durable write), then the bounded
+    search at the two best multiples. Plans whose ETTR is bounded below the
+    best so far
     (`levels_wall_lower_bound`: each segment between durable checkpoints
     redone after failures that fall back to it, each failure's least restart
     and its queue wait) are not solved. No checkpoint at all is a candidate
@@ -519,12 +522,15 @@ def _best_level_intervals(sc: Scenario) -> Scenario:
 
         search.refine(multiple(x, durable), x / 1.2, x * 1.2)  # and the teeth there (the durable count changes)
     best = search.best[1]
-    if best is not None and search.first * search.floor < float(search.persist[-1]):
+    if (best is not None and best.checkpoint_interval <= sc.work
+            and search.first * search.floor < float(search.persist[-1])):
         # Durable writes that wait: at the best multiple of the search without them, its neighbours and
-        # the best few up to twice it (a larger one's plans cost the positions engine seconds each).
+        # the best few up to twice it, among the whole multiples up to twice the ladder's (a larger one's
+        # plans cost the positions engine seconds each).
         m = round(best.checkpoint_interval / best.fast_checkpoints[0].interval)
-        _waiting_search(search, sorted({*(r for r in ranked[:4] if r is not None and r <= 2 * m + 4),
-                                        *range(max(search.first, m - 2), m + 3)}))
+        largest = 2 * (search.first + 15)
+        _waiting_search(search, sorted(r for r in {*ranked[:4], *range(m - 2, m + 3)}
+                                       if r is not None and search.first <= r <= min(2 * m + 4, largest)))
     return search.best[1] or search.plan(search.low(None), None)
 
 
