@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from hypothesis import event, given, settings
+from hypothesis import assume, event, given, settings
 from hypothesis import strategies as st
 
 import relmodel as rm
@@ -142,6 +142,37 @@ def test_the_planner_finds_durable_writes_that_wait_beside_fast_levels(case):
     found = best_intervals(sc)
     assert found.checkpoint_interval < sc.checkpoint_persist  # (its writes wait)
     assert exact(found) >= brute * (1 - 1e-3), (exact(found), brute)
+
+
+@st.composite
+def durable_writes_worth_waiting_for(draw):
+    """A fast level beside a durable write that persists for longer than its best interval might be:
+    persists of 20 min to 6 h against MTTFs of hours."""
+    fast = CheckpointLevel(interval=draw(st.floats(1 / 60, 0.5)), cost=draw(st.floats(0.0, 0.01)),
+                           restart=draw(st.floats(0.0, 0.2)),
+                           survives=draw(st.one_of(st.sampled_from([0.0, 0.3, 0.85, 0.995]), st.floats(0.0, 1.0))))
+    return rm.Scenario(n_gpus=draw(st.sampled_from([2048, 16384])), failure_rate=draw(st.sampled_from([1e-3, 6.5e-3])),
+                       work=draw(st.floats(12.0, 72.0)), restart_cost=draw(st.floats(0.0, 0.3)),
+                       checkpoint_cost=draw(st.floats(1 / 120, 0.2)), checkpoint_persist=draw(st.floats(1 / 3, 6.0)),
+                       checkpoint_interval=4 * fast.interval, fast_checkpoints=(fast,))
+
+
+@pytest.mark.slow
+@settings(max_examples=6, deadline=None)
+@given(sc=durable_writes_worth_waiting_for())
+def test_the_planner_is_within_a_thousandth_of_a_brute_force_over_waiting_writes(sc):
+    """Plans worth planning (the best ETTR at least 0.05): the planner against a brute force over
+    every durable multiple 2..30 (writes that wait or not) on a log grid of the fastest interval."""
+    brute = -1.0
+    for x in np.geomspace(1 / 120, min(4.0, sc.work / 2), 12):
+        for m in range(2, 31):
+            if m * x <= sc.work:
+                value = exact(with_intervals(sc, float(x), m))
+                brute = max(brute, value) if value == value else brute
+    assume(brute >= 0.05)
+    plan = best_intervals(sc)
+    event(f"durable writes wait in the plan: {plan.checkpoint_interval < sc.checkpoint_persist}")
+    assert exact(plan) >= brute * (1 - 1e-3), (exact(plan), brute)
 
 
 @st.composite
