@@ -211,7 +211,12 @@ def test_a_terminal_that_reports_no_width_still_gets_a_bar(monkeypatch, size, ex
 def test_a_fresh_pseudo_terminal_of_no_size_shows_the_bar(monkeypatch):
     """A pseudo-terminal nobody sized reports 0 columns and 0 rows; tqdm hid every
     bar below the last row, so `relmodel sweep` sat silent there for its whole run."""
+    import fcntl
+    import struct
+    import termios
+
     master, slave = os.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 0, 0, 0, 0))  # (Linux's default; said here)
     terminal = os.fdopen(slave, "w", encoding="utf-8")
     try:
         assert tuple(os.get_terminal_size(slave)) == (0, 0)
