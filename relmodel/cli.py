@@ -485,18 +485,15 @@ def simulate_streamed(sc: Scenario, run: dict, widths: dict, bar):
 
     echo(table_line(list(widths), list(widths.values())))
     capped, failures = [], []
-    median, p95 = (DEFAULT_QUANTILES.index(q) for q in (0.5, 0.95))
     for key, (index, point) in enumerate(zip(np.ndindex(*sc.shape), sc.points())):
         packed = engine.pack(point)
         totals = engine.run(packed, run["n_jobs"], run["seed"], run["backend"], scenario_keys=[key],
                             max_failures=run["max_failures"], n_threads=run["n_threads"],
                             progress=run["progress"] or None)
         est = {name: value[0] for name, value in engine.summarize(totals, packed, DEFAULT_QUANTILES).items()}
-        row = {d: summary_values([getattr(sc, d)[i]])[0] for d, i in zip(sc.dims, index)}
-        row.update(ettr=float(est["ettr"]), ettr_se=float(est["ettr_se"]),
-                   ettr_renewal=float(ettr_arrays(point, "renewal")[0]), ettr_job_mean=float(est["ettr_job_mean"]),
-                   wall_p50_h=float(est["wall_quantile"][median]), wall_p95_h=float(est["wall_quantile"][p95]),
-                   failures_mean=float(est["failures_mean"]), n_capped=int(est["n_capped"]))
+        est["ettr_renewal"] = ettr_arrays(point, "renewal")[0]
+        row = summary_row({d: summary_values([getattr(sc, d)[i]])[0] for d, i in zip(sc.dims, index)}, est,
+                          DEFAULT_QUANTILES)
         echo(table_line([table_cell(k, v) for k, v in row.items()], [widths[k] for k in row]))
         capped.append(row["n_capped"])
         failures.append(row["failures_mean"])
@@ -507,18 +504,24 @@ def simulate_streamed(sc: Scenario, run: dict, widths: dict, bar):
 
 def summary_rows(ds, dims) -> list[dict]:
     flat = ds.stack(point=dims) if dims else ds.expand_dims(point=[0])
-    rows = []
-    for i in range(flat.sizes["point"]):
-        pt = flat.isel(point=i)
-        row = {d: pt[d].item() for d in dims}
-        row.update({
-            "ettr": float(pt.ettr), "ettr_se": float(pt.ettr_se), "ettr_renewal": float(pt.ettr_renewal),
-            "ettr_job_mean": float(pt.ettr_job_mean), "wall_p50_h": float(pt.wall_quantile.sel(quantile=0.5)),
-            "wall_p95_h": float(pt.wall_quantile.sel(quantile=0.95)), "failures_mean": float(pt.failures_mean),
-            "n_capped": int(pt.n_capped),
-        })
-        rows.append(row)
-    return rows
+    quantiles = list(flat["quantile"].values)
+    return [summary_row({d: flat[d].values[i].item() for d in dims},
+                        {name: flat[name].isel(point=i).values for name in SUMMARY_VARIABLES}, quantiles)
+            for i in range(flat.sizes["point"])]
+
+
+# What a summary row reads of a point's estimates (`simulate`'s variables, and the renewal form).
+SUMMARY_VARIABLES = ("ettr", "ettr_se", "ettr_renewal", "ettr_job_mean", "wall_quantile", "failures_mean", "n_capped")
+
+
+def summary_row(coords: dict, values: dict, quantiles) -> dict:
+    """One point's row of the summary table: its sweep coordinates, then its estimates (`values`,
+    keyed by SUMMARY_VARIABLES; `wall_quantile` at the levels `quantiles`)."""
+    wall = dict(zip(quantiles, np.asarray(values["wall_quantile"]).tolist()))
+    return {**coords, "ettr": float(values["ettr"]), "ettr_se": float(values["ettr_se"]),
+            "ettr_renewal": float(values["ettr_renewal"]), "ettr_job_mean": float(values["ettr_job_mean"]),
+            "wall_p50_h": float(wall[0.5]), "wall_p95_h": float(wall[0.95]),
+            "failures_mean": float(values["failures_mean"]), "n_capped": int(values["n_capped"])}
 
 
 # The subpackages' commands (their modules import from `_cli_shared`, never from this one).

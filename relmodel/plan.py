@@ -499,7 +499,7 @@ def plan_checked(sc: Scenario, has_current: bool, target_ettr, n_jobs: int, seed
     Plan
         The plan.
     """
-    checkpoints = None
+    checkpoints = known = None  # (known: each strategy's check simulation, which the plan reuses)
     if not sc.has_levels:
         strategy = None  # one blocking checkpoint: nothing to compare (check_plan allows only "blocking")
     else:  # the strategies side by side, then the plan of the chosen one
@@ -522,7 +522,7 @@ def plan_checked(sc: Scenario, has_current: bool, target_ettr, n_jobs: int, seed
         intervals["current"] = sc.checkpoint_interval
     feasible = {label: feasible_interval(v, sc.work) for label, v in intervals.items()}
     checks = _check_simulations(sc, sorted(set(feasible.values())), n_jobs, seed, backend, max_failures, progress,
-                                known if checkpoints is not None else None)
+                                known)
     ettr_by = {}
     for label, interval in feasible.items():
         at = sc.sweep(checkpoint_interval=interval)

@@ -311,12 +311,11 @@ def format_table(table, model=None, rows: bool = True) -> str:
     a = table.attrs
     strategies = [str(s) for s in table.strategy.values]
     p, d, m = int(a["stages"]), int(a["replicas"]), int(a["microbatches"])
-    mark = _MARK
     notes = [
         f"aim: ReCycle's target T0 / max(T0, max_s L_s t_s); max L: micro-batches on the busiest survivor, "
         f"L_s = ceil(m d / (d - f_s)) (the extra load fits the bubble while L_s <= m + p - 1 = {m + p - 1}).",
     ]
-    if any(s in mark for s in strategies):
+    if any(s in _MARK for s in strategies):
         spares = a.get("spares")
         note = "* steady state once recovered on replacement nodes, not the run-level effect:"
         if "restart" in strategies:
