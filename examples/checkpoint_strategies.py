@@ -18,9 +18,10 @@ interruptions), planned three ways with the same storage:
 Each strategy is planned at its best intervals (`relmodel.plan_checkpoints`,
 exact expected ETTR for exponential failures, checked by a simulation), and a
 figure shows the ETTR against the fastest interval of each (the two-level
-strategy at its best durable multiple). The asynchronous curve starts at
-5 min: below it each write would wait for the one before it to persist, where
-the exact form does not hold (the simulation does; the planner stays above).
+strategy at its best durable multiple). Below 5 min the asynchronous writes
+wait for the one before them to persist (the exact form solves that: the job
+stalls at every write, and the curve falls steeply); the exact form has no
+answer (NaN) only where a fast level's writes would wait, here below 30 s.
 
 Writes checkpoint_strategies.nc and checkpoint_strategies.png.
 
@@ -51,7 +52,7 @@ LABELS = {"blocking": "blocking (5.5 min writes)", "asynchronous": "asynchronous
 
 def curve(plan: rm.CheckpointPlan, name: str, fastest: np.ndarray) -> np.ndarray:
     """Exact ETTR of the planned strategy with its fastest interval moved (durable multiple kept);
-    NaN where a write would wait for the one before it to persist."""
+    NaN where a fast level's write would wait for the one before it to persist."""
     best = next(s for s in plan.strategies if s.name == name).scenario
     multiple = int(best.level_table()["mult"][-1]) if best.has_levels else 1
     with warnings.catch_warnings():

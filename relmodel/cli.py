@@ -386,6 +386,7 @@ def sweep(study_file, out, verify_path, scheduler, workers, quiet, plot, x_dim, 
     # has just verified and written every chunk under the lock: no second full read.
     with open_study(out, verify=False) as ds:
         none_finished = "n_capped" in ds and bool((ds.n_capped == study.n_jobs).all())
+        result = None if none_finished or quiet else study_result(ds)
     if none_finished:
         raise click.ClickException(
             f"No job finished at any of the {study.scenario.size} points of {study_file}: every job hit "
@@ -400,7 +401,29 @@ def sweep(study_file, out, verify_path, scheduler, workers, quiet, plot, x_dim, 
             raise click.UsageError(f"--{parameter}: {message}" if parameter in ("x", "y") else str(err)) from None
     if not quiet:
         done = f"wrote {out}" if report["computed_chunks"] else f"{out} was finished: every chunk verified, none computed"
-        click.echo(done + (f"; wrote {plot}" if plot else ""))
+        click.echo((result + "\n" if result else "") + done + (f"; wrote {plot}" if plot else ""))
+
+
+def study_result(ds) -> str | None:
+    """A finished study's result in a line: its lowest and highest ETTR and their grid points (None
+    without an ETTR output or a finite ETTR)."""
+    if "ettr" not in ds or not np.isfinite(ettr := ds.ettr.values).any():
+        return None
+    dims = list(ds.ettr.dims)
+
+    def at(flat: int) -> str:
+        index = np.unravel_index(flat, ettr.shape)
+        where = ", ".join(f"{d}={value_text(ds[d], ds[d].values[i].item())}" for d, i in zip(dims, index))
+        return f"{table_cell('ettr', float(ettr[index]))}" + (f" at {where}" if where else "")
+
+    return f"ETTR from {at(int(np.nanargmin(ettr)))} to {at(int(np.nanargmax(ettr)))} over {ettr.size} points"
+
+
+def value_text(coord, value) -> str:
+    """A coordinate's value with its unit where it is a duration (hours in the store)."""
+    from .units import format_hours
+
+    return format_hours(value) if coord.attrs.get("units") == "h" else table_cell(coord.name, value)
 
 
 def verify_store(path: Path, quiet: bool):

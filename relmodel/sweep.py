@@ -14,6 +14,7 @@ written under a temporary name and renamed.
 from __future__ import annotations
 
 import itertools
+import math
 import os
 import shutil
 import warnings
@@ -385,8 +386,13 @@ def _compute(study: Study, store: Path, regions, todo, scheduler: str, n_workers
         reported[region] = reported.get(region, 0) + jobs
         bar.update(jobs)
 
+    seen = [math.inf, -math.inf]  # the ETTR range of the chunks done: a first result on the bar
+
     def finished(region, arrays):
         writer.write(region, arrays)
+        if "ettr" in arrays and np.isfinite(arrays["ettr"]).any():
+            seen[:] = min(seen[0], np.nanmin(arrays["ettr"])), max(seen[1], np.nanmax(arrays["ettr"]))
+            bar.set_postfix_str(f"ETTR {seen[0]:.3f} to {seen[1]:.3f} so far", refresh=False)
         advance(region, chunk_jobs[region] - reported.get(region, 0))
 
     try:

@@ -182,6 +182,16 @@ def test_a_sweep_run_again_on_its_finished_store_says_it_computed_nothing(tmp_pa
     out = tmp_path / "s.zarr"
     first = CliRunner().invoke(main, ["sweep", str(study_file), "--out", str(out)])
     assert first.exit_code == 0 and first.output.strip().splitlines()[-1] == f"wrote {out}", first.output
+    # Its result in a line: the lowest and highest ETTR of the store and where they are.
+    with rm.open_study(out) as ds:
+        ds = ds.load()
+        flat = ds.ettr.stack(point=["n_gpus", "checkpoint_interval"])
+        low, high = flat[int(flat.argmin())], flat[int(flat.argmax())]
+        expected = (f"ETTR from {float(low):.4f} at n_gpus={int(low.n_gpus)}, "
+                    f"checkpoint_interval={float(low.checkpoint_interval):g}h to {float(high):.4f} at "
+                    f"n_gpus={int(high.n_gpus)}, checkpoint_interval={float(high.checkpoint_interval):g}h "
+                    "over 9 points")
+    assert first.output.strip().splitlines()[-2] == expected
     again = CliRunner().invoke(main, ["sweep", str(study_file), "--out", str(out)])
     assert again.exit_code == 0, again.output
     assert again.output.strip().splitlines()[-1] == f"{out} was finished: every chunk verified, none computed"
