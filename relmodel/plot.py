@@ -66,13 +66,19 @@ def scenario_caption(sc: Scenario, *, fixed=("work", "failure_rate", "checkpoint
         "n_gpus": lambda: f"{sc.n_gpus} GPUs",
         "work": lambda: f"work {format_hours(sc.work)}",
         "failure_rate": lambda: f"failure rate {sc.failure_rate:g} per node-day",
-        "checkpoint_cost": lambda: f"checkpoint write {format_hours(sc.checkpoint_cost)}",
+        "checkpoint_cost": lambda: f"checkpoint write {format_hours(sc.checkpoint_cost)}" + (
+            f" + {format_hours(sc.checkpoint_persist)} to persist" if sc.checkpoint_persist > 0 else ""),
         "restart_cost": lambda: (f"restarts by taxonomy ({len(sc.taxonomy)} kinds)" if sc.taxonomy
                                  else f"restart {format_hours(sc.restart_cost)}"),
         "queue_wait": lambda: "" if sc.taxonomy else f"queue wait {format_hours(sc.queue_wait)}",
         "gpus_per_node": lambda: f"{sc.gpus_per_node} GPUs/node",
     }
     parts = [words[name]() for name in fixed]
+    if "checkpoint_cost" in fixed:  # a fast level's write is as much an input as the durable one's
+        parts += [f"fast level {k}: write {format_hours(lv.cost)}"
+                  + (f" + {format_hours(lv.persist)} to persist" if lv.persist > 0 else "")
+                  + f", restart {format_hours(lv.restart)}, survives {lv.survives:.0%}"
+                  for k, lv in enumerate(sc.fast_checkpoints or ())]
     if sc.lemon_fraction > 0 and sc.lemon_rate_factor != 1:
         parts.append(f"lemon nodes {sc.lemon_fraction:g} at {sc.lemon_rate_factor:g}x the rate")
     return ", ".join(p for p in parts if p)

@@ -11,7 +11,7 @@ import xarray as xr
 from matplotlib.text import Text
 
 import relmodel as rm
-from relmodel.plot import plan_figure, study_figure
+from relmodel.plot import plan_figure, scenario_caption, study_figure
 
 matplotlib.use("Agg")
 
@@ -274,3 +274,16 @@ def test_study_figure_refuses_one_axis_twice():
                      checkpoint_cost="5min", restart_cost="10min")
     with pytest.raises(rm.errors.ParameterError, match="y: must be another sweep axis than x"):
         study_figure(rm.simulate(sc, n_jobs=100, seed=0), x="n_gpus", y="n_gpus")
+
+
+def test_the_caption_names_the_persist_and_every_fast_level():
+    """The plan-with-strategies figure said 'checkpoint write 30s' of a write that also persists for
+    5 min, and nothing of its in-memory level."""
+    sc = rm.Scenario(n_gpus=16384, failure_rate=3.8e-3, work="54d", checkpoint_interval="1h", checkpoint_cost="30s",
+                     checkpoint_persist="5min", restart_cost="10min",
+                     fast_checkpoints=(rm.CheckpointLevel(interval="10min", cost="5s", restart="3min", persist="30s",
+                                                          survives=0.85),))
+    caption = scenario_caption(sc)
+    assert "checkpoint write 30s + 5min to persist" in caption
+    assert "fast level 0: write 5s + 30s to persist, restart 3min, survives 85%" in caption
+    assert "to persist" not in scenario_caption(sc.sweep(checkpoint_persist=0, fast_checkpoints=None))
