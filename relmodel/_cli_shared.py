@@ -17,7 +17,7 @@ from . import _feedback as feedback
 from ._extras import MissingExtraError, require
 from .errors import ScenarioError, parameter_and_reason
 from .scenario import FIELDS, Scenario
-from .units import to_hours_with_unit
+from .units import format_hours, to_hours_with_unit
 
 
 class Duration(click.ParamType):
@@ -393,8 +393,10 @@ def write_dataset(ds, path: Path, *, overwrite: bool, writer: str, groups=None):
 
 
 def table_cell(key: str, value) -> str:
-    """A value as the command tables print it: ETTRs to 4 decimals, standard errors to 2 figures,
-    other floats to 4 figures."""
+    """A value as the command tables print it: a Scenario duration with its unit (the JSON keeps
+    hours), ETTRs to 4 decimals, standard errors to 2 figures, other floats to 4 figures."""
+    if isinstance(value, float) and FIELDS.get(key, (None, None))[1] == "duration":
+        return format_hours(value)
     if isinstance(value, float):
         if key == "ettr_se":
             return f"{value:.2g}"

@@ -413,17 +413,10 @@ def study_result(ds) -> str | None:
 
     def at(flat: int) -> str:
         index = np.unravel_index(flat, ettr.shape)
-        where = ", ".join(f"{d}={value_text(ds[d], ds[d].values[i].item())}" for d, i in zip(dims, index))
+        where = ", ".join(f"{d}={table_cell(d, ds[d].values[i].item())}" for d, i in zip(dims, index))
         return f"{table_cell('ettr', float(ettr[index]))}" + (f" at {where}" if where else "")
 
     return f"ETTR from {at(int(np.nanargmin(ettr)))} to {at(int(np.nanargmax(ettr)))} over {ettr.size} points"
-
-
-def value_text(coord, value) -> str:
-    """A coordinate's value with its unit where it is a duration (hours in the store)."""
-    from .units import format_hours
-
-    return format_hours(value) if coord.attrs.get("units") == "h" else table_cell(coord.name, value)
 
 
 def verify_store(path: Path, quiet: bool):

@@ -65,6 +65,15 @@ def test_simulate_prints_a_grid_a_point_at_a_time_with_the_grid_bits(tmp_path, m
         assert line.split() == [table_cell(k, v) for k, v in row.items()]
 
 
+def test_the_table_prints_durations_with_their_unit_and_the_json_keeps_hours():
+    """A grid typed as 30min,2h printed 0.5 and 2 under `checkpoint_interval`, a column without a unit."""
+    args = ["simulate", "--gpus", "1024", "--checkpoint-interval", "30min,2h,90s", "--n-jobs", "500"]
+    lines = invoke(*args).stdout.splitlines()
+    assert [line.split()[0] for line in lines[1:]] == ["30min", "2h", "1.5min"]
+    rows = json.loads(invoke(*args, "--json").stdout)["rows"]
+    assert [row["checkpoint_interval"] for row in rows] == [0.5, 2.0, 90 / 3600]
+
+
 def test_a_streamed_grid_warns_once_of_its_capped_jobs():
     with warnings.catch_warnings():
         warnings.simplefilter("default", rm.CappedJobsWarning)  # (the suite makes our warnings errors)
