@@ -186,7 +186,7 @@ def test_a_sweep_run_again_on_its_finished_store_says_it_computed_nothing(tmp_pa
     with rm.open_study(out) as ds:
         ds = ds.load()
         flat = ds.ettr.stack(point=["n_gpus", "checkpoint_interval"])
-        low, high = flat[int(flat.argmin())], flat[int(flat.argmax())]
+        low, high = flat[int(np.argmin(flat.values))], flat[int(np.argmax(flat.values))]
         expected = (f"ETTR from {float(low):.4f} at n_gpus={int(low.n_gpus)}, "
                     f"checkpoint_interval={float(low.checkpoint_interval):g}h to {float(high):.4f} at "
                     f"n_gpus={int(high.n_gpus)}, checkpoint_interval={float(high.checkpoint_interval):g}h "
