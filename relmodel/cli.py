@@ -416,6 +416,8 @@ def study_result(ds) -> str | None:
         where = ", ".join(f"{d}={table_cell(d, ds[d].values[i].item())}" for d, i in zip(dims, index))
         return f"{table_cell('ettr', float(ettr[index]))}" + (f" at {where}" if where else "")
 
+    if ettr.size == 1:
+        return f"ETTR {at(0)}"
     return f"ETTR from {at(int(np.nanargmin(ettr)))} to {at(int(np.nanargmax(ettr)))} over {ettr.size} points"
 
 
