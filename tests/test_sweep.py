@@ -187,9 +187,10 @@ def test_a_sweep_run_again_on_its_finished_store_says_it_computed_nothing(tmp_pa
         ds = ds.load()
         flat = ds.ettr.stack(point=["n_gpus", "checkpoint_interval"])
         low, high = flat[int(np.argmin(flat.values))], flat[int(np.argmax(flat.values))]
+        typed = {0.5: "30min", 1.0: "1h", 2.0: "2h"}  # the study's intervals as its file types them
         expected = (f"ETTR from {float(low):.4f} at n_gpus={int(low.n_gpus)}, "
-                    f"checkpoint_interval={float(low.checkpoint_interval):g}h to {float(high):.4f} at "
-                    f"n_gpus={int(high.n_gpus)}, checkpoint_interval={float(high.checkpoint_interval):g}h "
+                    f"checkpoint_interval={typed[float(low.checkpoint_interval)]} to {float(high):.4f} at "
+                    f"n_gpus={int(high.n_gpus)}, checkpoint_interval={typed[float(high.checkpoint_interval)]} "
                     "over 9 points")
     assert first.output.strip().splitlines()[-2] == expected
     again = CliRunner().invoke(main, ["sweep", str(study_file), "--out", str(out)])
