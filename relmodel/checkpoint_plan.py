@@ -515,10 +515,15 @@ def _best_level_intervals(sc: Scenario) -> Scenario:
         def multiple(x: float, durable: float) -> int:
             return max(search.first, round(durable / x))
 
+        def scored(x: float, durable: float) -> float:
+            # Only plans whose durable writes do not wait (`_waiting_search` comes later, among small
+            # multiples: here the positions engine would take minutes a plan) and that fit the work.
+            m = multiple(x, durable)
+            return search.value(x, m) if search.low(m) <= x <= search.high(m) else -1.0
+
         for _ in range(_ROUNDS):
-            durable = _log_argmax(lambda d: search.value(x, multiple(x, d)), durable / 1.3, durable * 1.3)
-            x = _log_argmax(lambda y: search.value(y, multiple(y, durable)) if search.low(multiple(y, durable))
-                            <= y <= search.high(multiple(y, durable)) else -1.0, x / 1.3, x * 1.3)
+            durable = _log_argmax(lambda d: scored(x, d), durable / 1.3, durable * 1.3)
+            x = _log_argmax(lambda y: scored(y, durable), x / 1.3, x * 1.3)
 
         search.refine(multiple(x, durable), x / 1.2, x * 1.2)  # and the teeth there (the durable count changes)
     best = search.best[1]

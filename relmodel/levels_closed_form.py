@@ -29,6 +29,10 @@ import math
 import numpy as np
 
 MAX_STATES = 10**6  # runs and restore states one evaluation of the positions engine may solve
+# Positions and stretches its runs may walk (building and sliding them), some 5 to 10 million a second:
+# where the durable writes wait, the walk grows with the square of the durable level's multiple of the
+# fastest interval (800: 4e7 steps, 5 s; 3,200 took three minutes before this bound).
+MAX_STEPS = 10**8
 # The cycles engine jumps over the periods of the level pattern where it can; it gives up past
 # MAX_POSITIONS solved one by one (its rounding grows with them, about eps each).
 MAX_POSITIONS = 2**26
@@ -199,6 +203,7 @@ class _Exact:
             through, cut, mean = _phase(lam, r)
             self.fast.append((through, cut, lv.mean_queue + mean))
         self.states = 0
+        self.steps = 0
 
     # ---- one run -------------------------------------------------------------------------
 
@@ -250,6 +255,7 @@ class _Exact:
         bounds.append(t_cut)
         rows = np.array([self.first_draw(stair, md) for stair in stairs])
         self.states += 1
+        self.steps += len(taus) + len(bounds)
         return _Run(p, J, renew, np.array(bounds), rows, stairs, etas)
 
     def slide(self, run: _Run, p, md: _Mode) -> _Run:
@@ -284,6 +290,7 @@ class _Exact:
                 rows[i] = self.first_draw(stairs[i], md)
                 i += 1
         self.states += 1
+        self.steps += bounds.size
         return _Run(p, run.J, run.renew, bounds, rows, stairs, etas)
 
     def evaluate(self, run: _Run, t0, md: _Mode):
@@ -483,6 +490,9 @@ class _Exact:
             self.step(p, md)
             if self.states > MAX_STATES:
                 return math.nan, f"more than {MAX_STATES} restore states"
+            if self.steps > MAX_STEPS:
+                return math.nan, (f"more than {MAX_STEPS:.0e} positions to walk (durable writes that wait, "
+                                  f"{self.mL} fastest intervals apart)")
             if self.periodic and not jumped and self.far(p - 1 + period):
                 # Below p every run repeats the one a period up; once C and F do too over
                 # all a run refers to (its reach, known after a period of runs), so do all below.
@@ -689,9 +699,12 @@ def levels_expected_wall(lam, n_full, rem, d0, mult, cost, restart, persist, sur
         form does not apply (then `reason` says why).
     reason : str or None
         None where `value` is exact; otherwise why it is NaN: a fast level's
-        write that waits for persistence, or more than
+        write that waits for persistence, more than
         MAX_POSITIONS positions to solve one by one (a pattern too long to
-        jump over periods, or one that does not settle into them).
+        jump over periods, or one that does not settle into them), or, where
+        the durable writes wait, a walk of more than MAX_STEPS positions and
+        stretches (it grows with the square of the durable level's multiple
+        of d0: about 5 s at 800, and the bound at a few thousand).
 
     Raises
     ------

@@ -92,6 +92,45 @@ def test_the_planner_reaches_the_optima_it_missed(case):
     assert exact(best_intervals(sc)) >= reached * (1 - 1e-3)
 
 
+def test_the_planner_solves_no_waiting_plan_past_the_small_multiples(monkeypatch):
+    """A free 1 s fast level beside a durable write that persists 6 h: the search past the whole
+    multiples scored durable intervals below the persist at multiples of 20,000, each a positions-engine
+    walk of hours (the planner ran for more than ten minutes; now seconds). Plans whose durable writes
+    wait are solved only among the small multiples (`_waiting_search`)."""
+    from relmodel import checkpoint_plan
+
+    fast = CheckpointLevel(interval=1.17 / 3600, cost=0.0, restart=0.1, survives=0.9)
+    sc = rm.Scenario(n_gpus=16384, failure_rate=1e-3, work=24.0, restart_cost=0.1, checkpoint_cost=0.1,
+                     checkpoint_persist=6.0, checkpoint_interval=4 * fast.interval, fast_checkpoints=(fast,))
+    largest = 2 * (checkpoint_plan.first_durable_multiple(sc) + 15)
+    solve = checkpoint_plan._value
+
+    def small_waiting_multiples_only(plan):
+        multiple = round(plan.checkpoint_interval / plan.fast_checkpoints[0].interval)
+        waits = plan.checkpoint_interval < plan.checkpoint_persist * (1 - 1e-9) <= plan.work
+        assert not (waits and multiple > largest), f"a plan whose durable writes wait, at multiple {multiple}"
+        return solve(plan)
+
+    monkeypatch.setattr(checkpoint_plan, "_value", small_waiting_multiples_only)
+    best = best_intervals(sc)
+    assert exact(best) > 0.9
+
+
+def test_the_exact_form_stops_a_walk_too_long_and_says_why(monkeypatch):
+    """Durable writes that wait, thousands of fastest intervals apart, cost the positions engine the
+    square of that multiple (3,200: three minutes): past MAX_STEPS it answers NaN with the reason."""
+    from relmodel import levels_closed_form
+
+    fast = CheckpointLevel(interval=1.17 / 3600, cost=0.0, restart=0.1, survives=0.9)
+    sc = rm.Scenario(n_gpus=16384, failure_rate=1e-3, work=72.0, restart_cost=0.1, checkpoint_cost=0.1,
+                     checkpoint_persist=6.0, checkpoint_interval=200 * fast.interval, fast_checkpoints=(fast,))
+    assert 0 < exact(sc) < 1  # (2.3 million steps)
+    monkeypatch.setattr(levels_closed_form, "MAX_STEPS", 10**6)
+    with pytest.warns(rm.ClosedFormWarning, match="more than 1e\\+06 positions to walk .durable writes that wait, "
+                                                  "200 fastest intervals apart"):
+        assert math.isnan(rm.ettr(sc, "renewal"))
+
+
 def brute_force_best(sc, points=20):
     """The best exact ETTR over a log grid of the fastest interval and, with fast levels, every durable
     multiple up to 24 and past it a factor 1.15 apart, up to none at all; and no checkpoint at all."""
