@@ -443,7 +443,7 @@ def best_intervals(sc: Scenario) -> Scenario:
     (`levels_wall_lower_bound`: each segment between durable checkpoints
     redone after failures that fall back to it, each failure's least restart
     and its queue wait) are not solved. No checkpoint at all is a candidate
-    too. A property test holds the result within 0.1% of a dense brute force
+    too, solved first (the first best so far). A property test holds the result within 0.1% of a dense brute force
     of the plans whose writes do not wait, and three cases with fast levels
     within 0.1% of one over durable writes that wait
     (`tests/test_checkpoint_plan.py`).
@@ -465,11 +465,12 @@ def best_intervals(sc: Scenario) -> Scenario:
         # An optimum past the work is no checkpoint at all (an interval of exactly the work
         # would write one at the end).
         return sc.sweep(checkpoint_interval=feasible_interval(best, sc.work))
-    best = _best_level_intervals(sc)
     # No checkpoint at all (every interval past the work) is a plan too, and wins where writes cost
-    # more than the work they save.
+    # more than the work they save; solved first, it prunes every plan that cannot beat it (with
+    # failures years apart, all of them).
     never = with_intervals(sc, feasible_interval(math.inf, sc.work), 1 if not sc.fast_checkpoints else
                            round(sc.checkpoint_interval / sc.fast_checkpoints[0].interval))
+    best = _best_level_intervals(sc, never)
     return never if _value(never) >= _value(best) else best
 
 
@@ -479,9 +480,11 @@ def _value(sc: Scenario) -> float:
     return -math.inf if math.isnan(value) else float(value)
 
 
-def _best_level_intervals(sc: Scenario) -> Scenario:
-    """`best_intervals` with levels, among plans that write checkpoints."""
+def _best_level_intervals(sc: Scenario, never: Scenario) -> Scenario:
+    """`best_intervals` with levels: the best plan that writes checkpoints, or `never` (no checkpoint
+    at all, the best so far to begin with) where none beats it."""
     search = _Search(sc)
+    search.best = (_value(never), never)
     if not sc.fast_checkpoints:
         _, _, lo, hi = search.grid(1)
         search.refine(1, lo, hi)
@@ -527,12 +530,15 @@ def _best_level_intervals(sc: Scenario) -> Scenario:
 
         search.refine(multiple(x, durable), x / 1.2, x * 1.2)  # and the teeth there (the durable count changes)
     best = search.best[1]
-    if (best is not None and best.checkpoint_interval <= sc.work
-            and search.first * search.floor < float(search.persist[-1])):
+    if best is never:  # no plan beat it: around the multiple whose grid ranked first
+        m = ranked[0]
+    else:
+        m = round(best.checkpoint_interval / best.fast_checkpoints[0].interval) if best.checkpoint_interval <= sc.work \
+            else None
+    if m is not None and search.first * search.floor < float(search.persist[-1]):
         # Durable writes that wait: at the best multiple of the search without them, its neighbours and
         # the best few up to twice it, among the whole multiples up to twice the ladder's (a larger one's
         # plans cost the positions engine seconds each).
-        m = round(best.checkpoint_interval / best.fast_checkpoints[0].interval)
         largest = 2 * (search.first + 15)
         _waiting_search(search, sorted(r for r in {*ranked[:4], *range(m - 2, m + 3)}
                                        if r is not None and search.first <= r <= min(2 * m + 4, largest)))
