@@ -819,6 +819,11 @@ class _Cycles:
                 continue
             low = c + 1  # the lowest cycle solved
             now, up, up2 = (self.window_values(res, roff, low + k * q) for k in range(3))
+            if not np.isfinite(now).all():
+                # An overflow on the way (inf, or inf * 0), read by every cycle below: the start's value
+                # overflows too (inf, as `_expected_wall` takes it), and no period would ever repeat (a walk
+                # of MAX_POSITIONS, 25 s, to a NaN).
+                return math.inf, None
             d, d_prev = now[:, 0] - up[:, 0], up[:, 0] - up2[:, 0]
             if (np.all(np.abs(now[:, 1:] - up[:, 1:]) <= _PERIOD_RTOL * np.maximum(np.abs(now[:, 1:]),
                                                                                      np.abs(up[:, 1:])))

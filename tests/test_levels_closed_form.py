@@ -512,6 +512,16 @@ def test_a_hopeless_job_is_inf_without_warnings():
                      ONE_KIND) == math.inf
 
 
+def test_a_hopeless_long_job_overflows_at_once_rather_than_walk_its_positions():
+    """Failures every 18 s, 1 h restarts, writes that wait hours to persist, 2**27 positions: the
+    periodic shortcut met values that overflowed (inf * 0 on the way) and walked MAX_POSITIONS waiting for
+    them to repeat (25 s, then NaN); as a job of 10**5 positions does, it is inf at once."""
+    args = dict(lam=200.0, rem=0.0, d0=1 / 3600, mult=[1], cost=[1.0], restart=[1.0], persist=[17385.0],
+                survives=[1.0], categories=[(1.0, 1.0, 1 / 3600)])
+    assert levels_expected_wall(n_full=10**5, **args) == (math.inf, None)
+    assert levels_expected_wall(n_full=2**27, **args) == (math.inf, None)
+
+
 @pytest.mark.parametrize("change", [
     dict(mult=[2, 4]), dict(mult=[1, 1]), dict(mult=[1, 2.5]), dict(cost=[0.1]), dict(survives=[1.5, 1.0]),
     dict(mult=[1, 2, 4], cost=[0.0] * 3, restart=[0.0] * 3, persist=[0.0] * 3, survives=[0.8, 0.5, 1.0]),
