@@ -352,9 +352,8 @@ def measure_timeline(record: RunRecord, tl: Timeline, *, n_gpus: int | None = No
     """
     tax = load_taxonomy(taxonomy)
     gpus = n_gpus if n_gpus is not None else record.n_gpus
-    to_h = 1.0 / NS_PER_H
-    hours = {k: (np.nan if v is None else v * to_h) for k, v in tl.totals.items()}
-    wall = (tl.end - tl.start) * to_h
+    hours = {k: (np.nan if v is None else v / NS_PER_H) for k, v in tl.totals.items()}
+    wall = (tl.end - tl.start) / NS_PER_H
     runtime = wall - hours["queue"]
     inter = tl.interruptions
     kinds = np.array([x[1] for x in inter], dtype=object).astype(str)
@@ -366,7 +365,7 @@ def measure_timeline(record: RunRecord, tl: Timeline, *, n_gpus: int | None = No
     ordered = [w[0] for w in tl.writes]
     # Compute between checkpoints: the gaps between successive positions written (each once).
     positions = np.unique(np.array([0] + ordered, dtype=np.int64))
-    interval = float(np.mean(np.diff(positions))) * to_h if positions.size > 1 else np.nan
+    interval = float(np.mean(np.diff(positions))) / NS_PER_H if positions.size > 1 else np.nan
     first_init = tl.attempts[0][1] - tl.attempts[0][0] if tl.attempts[0][1] >= 0 else None
     values = {
         "wall": wall, "runtime": runtime,
@@ -375,10 +374,10 @@ def measure_timeline(record: RunRecord, tl: Timeline, *, n_gpus: int | None = No
         "interruptions": n, "failures": int((kinds == "failure").sum()), "planned": int((kinds == "interruption").sum()),
         "infrastructure": int(sum(infrastructure)), "attempts": len(tl.attempts), "writes": len(tl.writes),
         "checkpoint_interval": interval,
-        "checkpoint_cost": float(np.mean([w[1] for w in tl.writes])) * to_h if tl.writes else np.nan,
-        "restart_cost": float(np.mean(completed_restarts)) * to_h if completed_restarts else np.nan,
-        "queue_wait": float(np.mean(queue_waits)) * to_h if queue_waits else np.nan,
-        "startup_time": first_init * to_h if first_init is not None and record.has_trainer_events else np.nan,
+        "checkpoint_cost": float(np.mean([w[1] for w in tl.writes])) / NS_PER_H if tl.writes else np.nan,
+        "restart_cost": float(np.mean(completed_restarts)) / NS_PER_H if completed_restarts else np.nan,
+        "queue_wait": float(np.mean(queue_waits)) / NS_PER_H if queue_waits else np.nan,
+        "startup_time": first_init / NS_PER_H if first_init is not None and record.has_trainer_events else np.nan,
         "interruption_rate": n / runtime if runtime > 0 else np.nan,
     }
     if gpus:
@@ -395,13 +394,13 @@ def measure_timeline(record: RunRecord, tl: Timeline, *, n_gpus: int | None = No
          "wall_ns": tl.end - tl.start,
          **{k: ((), v) for k, v in values.items()},
          "interruption_time": ("interruption", np.array([x[0] for x in inter], dtype=np.int64).astype("datetime64[ns]")),
-         "interruption_runtime": ("interruption", np.array([x[6] * to_h for x in inter], dtype=float)),
+         "interruption_runtime": ("interruption", np.array([x[6] / NS_PER_H for x in inter], dtype=float)),
          "interruption_kind": ("interruption", kinds),
          "interruption_reason": ("interruption", reasons),
-         "interruption_lost": ("interruption", np.array([x[3] * to_h for x in inter], dtype=float)
+         "interruption_lost": ("interruption", np.array([x[3] / NS_PER_H for x in inter], dtype=float)
                                if record.has_trainer_events else np.full(n, np.nan)),
-         "interruption_queue": ("interruption", np.array([x[4] * to_h if x[4] >= 0 else np.nan for x in inter])),
-         "interruption_restart": ("interruption", np.array([x[5] * to_h if x[5] >= 0 else np.nan for x in inter])),
+         "interruption_queue": ("interruption", np.array([x[4] / NS_PER_H if x[4] >= 0 else np.nan for x in inter])),
+         "interruption_restart": ("interruption", np.array([x[5] / NS_PER_H if x[5] >= 0 else np.nan for x in inter])),
          "interruption_restart_completed": ("interruption", np.array([bool(x[7]) for x in inter], dtype=bool)),
          "interruptions_by_reason": ("reason", counts[order].astype(np.int64))},
         coords={"component": list(COMPONENTS), "interruption": np.arange(n), "reason": labels[order]},

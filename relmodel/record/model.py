@@ -403,11 +403,10 @@ def replay_run(record: RunRecord, *, checkpoint_interval=None, checkpoint_cost=N
     replayed = walk(other, _then_drawn(failures, runtime_ns, rng, 1.0 / rate if rate > 0 else np.inf),
                     survival=_survival(np.random.Generator(np.random.Philox(survival_seed))))
     walks = {"run": own, "replayed": replayed}
-    to_h = 1.0 / NS_PER_H
     ds = xr.Dataset(
-        {"wall": ("plan", [w.wall * to_h for w in walks.values()]),
+        {"wall": ("plan", [w.wall / NS_PER_H for w in walks.values()]),
          "ettr": ("plan", [w.productive / w.wall if w.wall else np.nan for w in walks.values()]),
-         "time": (("plan", "component"), [[getattr(w, c) * to_h for c in COMPONENTS] for w in walks.values()]),
+         "time": (("plan", "component"), [[getattr(w, c) / NS_PER_H for c in COMPONENTS] for w in walks.values()]),
          "failures": ("plan", [w.failures for w in walks.values()]),
          "extrapolated_failures": ("plan", [0, max(replayed.failures - len(failures), 0)]),
          "capped": ("plan", [own.capped, replayed.capped])},
