@@ -443,7 +443,8 @@ def best_intervals(sc: Scenario) -> Scenario:
     (`levels_wall_lower_bound`: each segment between durable checkpoints
     redone after failures that fall back to it, each failure's least restart
     and its queue wait) are not solved. No checkpoint at all is a candidate
-    too, solved first (the first best so far). A property test holds the result within 0.1% of a dense brute force
+    too, solved first (the first best so far). A property test holds the
+    result within 0.1% of a dense brute force
     of the plans whose writes do not wait, and three cases with fast levels
     within 0.1% of one over durable writes that wait
     (`tests/test_checkpoint_plan.py`).
