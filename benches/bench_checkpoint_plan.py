@@ -1,7 +1,7 @@
 """Benchmark of the exact form with checkpoint levels and of the planner on it (a script, not a test:
 it asserts nothing).
 
-    python benches/bench_checkpoint_plan.py [--repeats 3]
+    python benches/bench_checkpoint_plan.py [--repeats 3] [--survey N]
 
 First the exact E[wall] by its two engines on jobs of growing length (the
 default one a cycle of level-L positions at a time, with its jump over
@@ -9,6 +9,10 @@ periods and without it; the reference a position at a time), in ms per call
 and ns per position. Then `best_intervals` on the cases of issue 31 and the
 README's run: the intervals chosen, their exact ETTR and the planning time.
 Best of `--repeats`; the first call of each compiles or loads the kernels.
+`--survey N` then plans N scenarios drawn by `relmodel.testing.strategies`
+(`level_scenarios` on `scenarios(extreme=True)`, durable multiples up to 64)
+and prints the planning times' quantiles and the slowest cases (hypothesis, of
+the test extra, draws them).
 """
 
 from __future__ import annotations
@@ -31,6 +35,10 @@ PLANS = {
         fast_checkpoints=(FAST(interval="2min", cost=0, restart="10min", survives=1.0),)),
     "issue 31: durable write persisting past the MTTF": rm.Scenario(
         **CLUSTER, work="2d", checkpoint_interval="3h", checkpoint_cost="1min", checkpoint_persist="3h"),
+    "a free 1 s level beside a 6 h persist, 24 h": rm.Scenario(
+        n_gpus=16384, failure_rate=1e-3, work=24.0, restart_cost=0.1, checkpoint_cost=0.1, checkpoint_persist=6.0,
+        checkpoint_interval=4.68 / 3600, fast_checkpoints=(FAST(interval=1.17 / 3600, cost=0, restart=0.1,
+                                                                 survives=0.9),)),
     "README: 54 days, two levels": rm.Scenario(
         **CLUSTER, work="54d", checkpoint_interval="1h", checkpoint_cost="5min", checkpoint_persist="5min",
         fast_checkpoints=(FAST(interval="10min", cost="5s", restart="3min", persist="30s", survives=0.85),)),
@@ -51,6 +59,7 @@ def best_of(repeats: int, call) -> tuple[float, object]:
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--survey", type=int, default=0, metavar="N", help="then plan N drawn scenarios")
     args = parser.parse_args(argv)
     lcf._expected_wall(*WALL[:1], 24, *WALL[2:])  # compile or load the kernel
     print(f"{'exact E[wall], positions':<26} {'engine':<24} {'ms a call':>10} {'ns a position':>14}")
@@ -66,6 +75,36 @@ def main(argv=None) -> None:
         fastest = plan.fast_checkpoints[0].interval if plan.fast_checkpoints else plan.checkpoint_interval
         durable = "never" if plan.checkpoint_interval > sc.work else f"{plan.checkpoint_interval:.3f} h"
         print(f"{name:<50} {fastest * 3600:8.1f} s {durable:>10} {_value(plan):8.5f} {seconds:8.2f}")
+    if args.survey:
+        survey(args.survey)
+
+
+def survey(n: int) -> None:
+    """`best_intervals` over n drawn scenarios, extremes included: its time's quantiles and the slowest."""
+    import warnings
+
+    import numpy as np
+    from hypothesis import HealthCheck, given, settings
+
+    from relmodel.testing.strategies import level_scenarios, scenarios
+
+    times = []
+
+    @settings(max_examples=n, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+    @given(level_scenarios(base=scenarios(laws=("exponential",), extreme=True), max_fast_levels=2, max_multiple=64))
+    def plan(sc):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            start = time.perf_counter()
+            best_intervals(sc)
+            times.append((time.perf_counter() - start, repr(sc)))
+
+    plan()
+    seconds = np.array([t for t, _ in times])
+    print(f"\nsurvey: {seconds.size} drawn scenarios, {seconds.sum():.0f} s; planning time median "
+          f"{np.median(seconds):.2f} s, 90% {np.quantile(seconds, 0.9):.2f} s, 99% {np.quantile(seconds, 0.99):.2f} s")
+    for t, text in sorted(times, reverse=True)[:3]:
+        print(f"  {t:7.1f} s  {text}")
 
 
 if __name__ == "__main__":
