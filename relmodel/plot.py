@@ -362,8 +362,7 @@ def strategies_panel(plan: Plan, ax=None):
                     fontsize=9)
     ax.set_xticks(x, [f"{s.name}{' (planned)' if s.name == plan.strategy else ''}\n{s.intervals_text}"
                       for s in strategies], fontsize=9)
-    low = min(exact)
-    ax.set_ylim(max(0.0, low - 0.25 * (1.0 - low)), 1.0)
+    ax.set_ylim(0.0, 1.08)  # bars from zero, so that their lengths compare (room above for the labels)
     ax.set_ylabel("ETTR")
     ax.set_title("Checkpoint strategies, each at its best intervals (fastest level first)")
     ax.legend(loc="upper right", fontsize=9)
