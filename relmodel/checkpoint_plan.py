@@ -288,11 +288,12 @@ class _Search:
     and the best plan so far.
 
     m = None is the plan with no durable write at all (every multiple past the
-    work is that plan). A plan whose upper bound (`_ettr_bound`) cannot beat
-    the best so far is scored by that bound and not solved.
+    work is that plan). The best so far begins as `start` (a plan solved
+    first); a plan whose upper bound (`_ettr_bound`) cannot beat it is scored
+    by that bound and not solved, and only a plan that does better replaces it.
     """
 
-    def __init__(self, sc: Scenario):
+    def __init__(self, sc: Scenario, start: Scenario):
         self.sc = sc
         table = sc.level_table()
         self.own = table["mult"][:-1]  # the fast levels' multiples of the fastest
@@ -303,7 +304,7 @@ class _Search:
         # `_waiting_search`: the exact form solves them by its positions engine, too slow for the whole ladder.
         self.floor = max([MIN_INTERVAL, *(self.persist[:-1] / self.own)])
         self.first = first_durable_multiple(sc)
-        self.best = (-math.inf, None)
+        self.best = (_value(start), start)
         self.memo = {}
 
     def low(self, m: int | None) -> float:
@@ -471,8 +472,7 @@ def best_intervals(sc: Scenario) -> Scenario:
     # failures years apart, all of them).
     never = with_intervals(sc, feasible_interval(math.inf, sc.work), 1 if not sc.fast_checkpoints else
                            round(sc.checkpoint_interval / sc.fast_checkpoints[0].interval))
-    best = _best_level_intervals(sc, never)
-    return never if _value(never) >= _value(best) else best
+    return _best_level_intervals(sc, never)
 
 
 def _value(sc: Scenario) -> float:
@@ -483,13 +483,12 @@ def _value(sc: Scenario) -> float:
 
 def _best_level_intervals(sc: Scenario, never: Scenario) -> Scenario:
     """`best_intervals` with levels: the best plan that writes checkpoints, or `never` (no checkpoint
-    at all, the best so far to begin with) where none beats it."""
-    search = _Search(sc)
-    search.best = (_value(never), never)
+    at all, the best so far to begin with) where none does better (a tie keeps it)."""
+    search = _Search(sc, never)
     if not sc.fast_checkpoints:
         _, _, lo, hi = search.grid(1)
         search.refine(1, lo, hi)
-        return search.best[1] or search.plan(search.low(1), 1)
+        return search.best[1]
     top = int(sc.work // search.floor)  # past it no durable write fits the work
     ladder = [*_multiple_ladder(search.first, top), None]
     # The plan as given first, and no durable write: a good best-so-far early prunes more.
@@ -543,7 +542,7 @@ def _best_level_intervals(sc: Scenario, never: Scenario) -> Scenario:
         largest = 2 * (search.first + 15)
         _waiting_search(search, sorted(r for r in {*ranked[:4], *range(m - 2, m + 3)}
                                        if r is not None and search.first <= r <= min(2 * m + 4, largest)))
-    return search.best[1] or search.plan(search.low(None), None)
+    return search.best[1]
 
 
 def _waiting_search(search: "_Search", multiples):

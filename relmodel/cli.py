@@ -102,7 +102,7 @@ def simulate(n_jobs, seed, backend, threads, max_failures, out, overwrite, progr
 
     sc = build_scenario(fields)
     refuse_if_no_job_can_finish(sc, max_failures)
-    widths = simulate_widths(sc, n_jobs)
+    widths = None if as_json else simulate_widths(sc, n_jobs)  # (the text table's, known before any row)
     bar = feedback.progress_bar(sc.size * n_jobs, "simulate", enabled_=feedback.enabled(progress))
     run = dict(n_jobs=n_jobs, seed=seed, backend=backend, n_threads=threads, max_failures=max_failures,
                progress=False if bar.disable else bar.update)
@@ -502,6 +502,7 @@ def simulate_streamed(sc: Scenario, run: dict, widths: dict, bar):
         bar.refresh()
 
     echo(table_line(list(widths), list(widths.values())))
+    coords = {d: summary_values(getattr(sc, d)) for d in sc.dims}
     capped, failures = [], []
     for key, (index, point) in enumerate(zip(np.ndindex(*sc.shape), sc.points())):
         packed = engine.pack(point)
@@ -510,8 +511,7 @@ def simulate_streamed(sc: Scenario, run: dict, widths: dict, bar):
                             progress=run["progress"] or None)
         est = {name: value[0] for name, value in engine.summarize(totals, packed, DEFAULT_QUANTILES).items()}
         est["ettr_renewal"] = ettr_arrays(point, "renewal")[0]
-        row = summary_row({d: summary_values([getattr(sc, d)[i]])[0] for d, i in zip(sc.dims, index)}, est,
-                          DEFAULT_QUANTILES)
+        row = summary_row({d: coords[d][i] for d, i in zip(sc.dims, index)}, est, DEFAULT_QUANTILES)
         echo(table_line([table_cell(k, v) for k, v in row.items()], [widths[k] for k in row]))
         capped.append(row["n_capped"])
         failures.append(row["failures_mean"])
