@@ -15,17 +15,18 @@ import numpy as np
 from numba import njit
 
 from .._kernels._jit import JIT_OPTIONS
-from ._schedule_kernel import successors
+from ._schedule_kernel import _better, successors
 
 
 @njit(**JIT_OPTIONS)
-def _earliest_end(w, ready_ptr, ready_list, n_ready, ready, free, duration, holds, inflight, cap):
+def _earliest_end(lo, hi, entry_ready, entry_duration, entry_opens, free, full):
+    """The earliest end of the ready tasks in entries lo..hi of a worker free at `free` (`full`: no room
+    for a task that opens a micro-batch)."""
     best = math.inf
-    for k in range(ready_ptr[w], ready_ptr[w] + n_ready[w]):
-        i = ready_list[k]
-        if holds[i] > 0 and inflight[w] >= cap[w]:
+    for k in range(lo, hi):
+        if full and entry_opens[k]:
             continue
-        e = max(ready[i], free[w]) + duration[i]
+        e = max(entry_ready[k], free) + entry_duration[k]
         if e < best:
             best = e
     return best
@@ -35,13 +36,26 @@ def _earliest_end(w, ready_ptr, ready_list, n_ready, ready, free, duration, hold
 def plan_list_schedule(duration, worker, pred_ptr, pred_idx, pred_delay, priority, holds, cap, n_workers, start,
                        end, sequence):
     """Fill start, end and sequence (placement step) of every task; return
-    the number placed (< n: the caps left no task ready).
+    the number placed (< n: the caps left no task ready)."""
+    succ_ptr, succ_idx, succ_edge = successors(pred_ptr, pred_idx)
+    return list_schedule_core(duration, worker, pred_ptr, pred_delay, succ_ptr, succ_idx, succ_edge, priority, holds,
+                              cap, n_workers, start, end, sequence)
+
+
+@njit(**JIT_OPTIONS)
+def list_schedule_core(duration, worker, pred_ptr, pred_delay, succ_ptr, succ_idx, succ_edge, priority, holds, cap,
+                       n_workers, start, end, sequence):
+    """`plan_list_schedule` given the successor lists (the same for every state of a pipeline).
 
     Each worker keeps the list of its tasks whose predecessors have all ended
-    and that are not placed (in any order: ties of priority go to the lowest
-    task index), so a step looks at a few tasks, not at all of a worker's."""
+    and that are not placed, in any order (ties of priority go to the lowest
+    task index); an entry carries the task's ready time, duration, priority
+    and whether it opens a micro-batch, so a step reads a few contiguous
+    entries, not tasks scattered over the graph. A min-tree over the workers'
+    earliest ends (ties to the lower worker) finds the next worker in
+    log(workers) steps. Only the worker that ran a task is rescanned; a task
+    that becomes ready elsewhere lowers its worker's earliest end in place."""
     n = duration.size
-    succ_ptr, succ_idx, succ_edge = successors(pred_ptr, pred_idx)
     waiting = np.empty(n, dtype=np.int64)
     ready = np.zeros(n)
     count = np.zeros(n_workers + 1, dtype=np.int64)
@@ -49,27 +63,42 @@ def plan_list_schedule(duration, worker, pred_ptr, pred_idx, pred_delay, priorit
         waiting[i] = pred_ptr[i + 1] - pred_ptr[i]
         if worker[i] >= 0:
             count[worker[i] + 1] += 1
-    ready_ptr = np.cumsum(count)  # worker w's ready tasks: ready_list[ready_ptr[w]:ready_ptr[w] + n_ready[w]]
-    ready_list = np.empty(ready_ptr[-1], dtype=np.int64)
+    base = np.cumsum(count)  # worker w's ready entries: base[w] .. base[w] + n_ready[w]
+    n_entries = base[-1]
+    entry_task = np.empty(n_entries, dtype=np.int64)
+    entry_ready = np.empty(n_entries)
+    entry_duration = np.empty(n_entries)
+    entry_priority = np.empty(n_entries)
+    entry_opens = np.empty(n_entries, dtype=np.bool_)
     n_ready = np.zeros(n_workers, dtype=np.int64)
-    slot = np.empty(n, dtype=np.int64)  # a ready task's place in its worker's list
-    for i in range(n):
-        if worker[i] >= 0 and waiting[i] == 0:
-            w = worker[i]
-            slot[i] = ready_ptr[w] + n_ready[w]
-            ready_list[slot[i]] = i
-            n_ready[w] += 1
     free = np.zeros(n_workers)
     inflight = np.zeros(n_workers, dtype=np.int64)
     best_end = np.full(n_workers, math.inf)
+    leaves = 1
+    while leaves < n_workers:
+        leaves *= 2
+    tree = np.empty(2 * leaves, dtype=np.int64)
+    for k in range(leaves):
+        tree[leaves + k] = k if k < n_workers else -1
+    for k in range(leaves - 1, 0, -1):
+        tree[k] = _better(tree[2 * k], tree[2 * k + 1], best_end)
     stale = np.ones(n_workers, dtype=np.bool_)
+    stale_list = np.arange(n_workers)
+    n_stale = n_workers
     queue = np.empty(n, dtype=np.int64)  # worker-less tasks whose predecessors have ended
     q_head = 0
     q_tail = 0
     for i in range(n):
-        if worker[i] < 0 and waiting[i] == 0:
-            queue[q_tail] = i
-            q_tail += 1
+        if waiting[i] == 0:
+            if worker[i] < 0:
+                queue[q_tail] = i
+                q_tail += 1
+            else:
+                w = worker[i]
+                k = base[w] + n_ready[w]
+                n_ready[w] += 1
+                entry_task[k], entry_ready[k], entry_duration[k] = i, 0.0, duration[i]
+                entry_priority[k], entry_opens[k] = priority[i], holds[i] > 0
     placed = 0
     i = -1
     while True:
@@ -81,17 +110,27 @@ def plan_list_schedule(duration, worker, pred_ptr, pred_idx, pred_delay, priorit
                     if t > ready[j]:
                         ready[j] = t
                     waiting[j] -= 1
+                    if waiting[j] > 0:
+                        continue
                     if worker[j] < 0:
-                        if waiting[j] == 0:
-                            queue[q_tail] = j
-                            q_tail += 1
-                    else:
-                        v = worker[j]
-                        if waiting[j] == 0:
-                            slot[j] = ready_ptr[v] + n_ready[v]
-                            ready_list[slot[j]] = j
-                            n_ready[v] += 1
-                        stale[v] = True
+                        queue[q_tail] = j
+                        q_tail += 1
+                        continue
+                    v = worker[j]
+                    e = base[v] + n_ready[v]
+                    n_ready[v] += 1
+                    entry_task[e], entry_ready[e], entry_duration[e] = j, ready[j], duration[j]
+                    entry_priority[e], entry_opens[e] = priority[j], holds[j] > 0
+                    # One more ready task: v's earliest end can only fall, to this task's (its other
+                    # tasks, free time and room are unchanged), unless v is rescanned anyway.
+                    if not stale[v] and not (entry_opens[e] and inflight[v] >= cap[v]):
+                        t = max(ready[j], free[v]) + duration[j]
+                        if t < best_end[v]:
+                            best_end[v] = t
+                            node = (leaves + v) // 2
+                            while node >= 1:
+                                tree[node] = _better(tree[2 * node], tree[2 * node + 1], best_end)
+                                node //= 2
             if q_head == q_tail:
                 break
             i = queue[q_head]
@@ -100,34 +139,40 @@ def plan_list_schedule(duration, worker, pred_ptr, pred_idx, pred_delay, priorit
             end[i] = ready[i] + duration[i]
             sequence[i] = placed
             placed += 1
-        w = -1
-        cut = math.inf
-        for v in range(n_workers):
-            if stale[v]:
-                best_end[v] = _earliest_end(v, ready_ptr, ready_list, n_ready, ready, free, duration, holds,
-                                            inflight, cap)
-                stale[v] = False
-            if best_end[v] < cut:
-                cut = best_end[v]
-                w = v
-        if w < 0:
+        while n_stale > 0:
+            n_stale -= 1
+            v = stale_list[n_stale]
+            stale[v] = False
+            best_end[v] = _earliest_end(base[v], base[v] + n_ready[v], entry_ready, entry_duration, entry_opens,
+                                        free[v], inflight[v] >= cap[v])
+            node = (leaves + v) // 2
+            while node >= 1:
+                tree[node] = _better(tree[2 * node], tree[2 * node + 1], best_end)
+                node //= 2
+        w = tree[1]
+        cut = best_end[w]
+        if cut == math.inf:
             break
+        # Among w's ready tasks that could start before `cut`, the lowest priority runs (the task ending at
+        # `cut` always qualifies).
+        full = inflight[w] >= cap[w]
         pick = -1
-        for k in range(ready_ptr[w], ready_ptr[w] + n_ready[w]):
-            j = ready_list[k]
-            if holds[j] > 0 and inflight[w] >= cap[w]:
+        for k in range(base[w], base[w] + n_ready[w]):
+            if full and entry_opens[k]:
                 continue
-            s = max(ready[j], free[w])
-            if (s < cut or s + duration[j] == cut) and (
-                    pick < 0 or priority[j] < priority[pick] or (priority[j] == priority[pick] and j < pick)):
-                pick = j
+            s = max(entry_ready[k], free[w])
+            if (s < cut or s + entry_duration[k] == cut) and (
+                    pick < 0 or entry_priority[k] < entry_priority[pick]
+                    or (entry_priority[k] == entry_priority[pick] and entry_task[k] < entry_task[pick])):
+                pick = k
         if pick < 0:  # unreachable: the task ending at `cut` qualifies
             break
-        i = pick
-        # Out of the ready list: the list's last task takes its place.
-        last = ready_list[ready_ptr[w] + n_ready[w] - 1]
-        ready_list[slot[i]] = last
-        slot[last] = slot[i]
+        i = entry_task[pick]
+        # Out of the ready list: the list's last entry takes its place.
+        last = base[w] + n_ready[w] - 1
+        entry_task[pick], entry_ready[pick], entry_duration[pick] = entry_task[last], entry_ready[last], \
+            entry_duration[last]
+        entry_priority[pick], entry_opens[pick] = entry_priority[last], entry_opens[last]
         n_ready[w] -= 1
         s = max(ready[i], free[w])
         start[i] = s
@@ -136,5 +181,367 @@ def plan_list_schedule(duration, worker, pred_ptr, pred_idx, pred_delay, priorit
         inflight[w] += holds[i]
         sequence[i] = placed
         placed += 1
-        stale[w] = True
+        if not stale[w]:
+            stale[w] = True
+            stale_list[n_stale] = w
+            n_stale += 1
     return placed
+
+
+# -- the heuristic's candidates, compiled end to end ----------------------------
+#
+# A trace replay plans thousands of failure states of one pipeline. The task
+# graph's structure (its predecessor lists) is the same in every state: a
+# state changes only which worker runs each task and the delay of the edges
+# between stages (point-to-point within a replica, re-routing across). So the
+# structure is made once per pipeline (`planner._Rules`) and each state only
+# fills `worker` and `delay`, schedules, and measures the period, here.
+
+
+@njit(**JIT_OPTIONS)
+def reroute_into(mask, m, blocks, executor):
+    """Fill executor (d, m, p) as `planner.reroute` does; False when a stage has no survivor."""
+    d, p = mask.shape
+    for r in range(d):
+        for j in range(m):
+            for s in range(p):
+                executor[r, j, s] = r * p + s
+    lost = np.empty(d, dtype=np.int64)
+    alive = np.empty(d, dtype=np.int64)
+    for s in range(p):
+        n_lost = 0
+        n_alive = 0
+        for r in range(d):
+            if mask[r, s]:
+                lost[n_lost] = r
+                n_lost += 1
+            else:
+                alive[n_alive] = r
+                n_alive += 1
+        if n_lost == 0:
+            continue
+        if n_alive == 0:
+            return False
+        total = n_lost * m
+        k = 0
+        if blocks:  # each survivor a contiguous run, replica major
+            for q in range(n_lost):
+                for j in range(m):
+                    executor[lost[q], j, s] = alive[(k * n_alive) // total] * p + s
+                    k += 1
+        else:  # dealt in turn, micro-batch major
+            for j in range(m):
+                for q in range(n_lost):
+                    executor[lost[q], j, s] = alive[k % n_alive] * p + s
+                    k += 1
+    return True
+
+
+@njit(**JIT_OPTIONS)
+def place_workers(executor, on, pred_idx, edge_dst, cross, p2p_delay, reroute_delay, worker, delay):
+    """Fill each task's worker and each edge's delay of the one-iteration graph under `executor`.
+
+    Task i < 3 d m p is (r, j, s, t) with i // 3 the flat (r, j, s): the same
+    layout as `executor`. An edge between stages waits `p2p_delay` within a
+    replica and `reroute_delay` across replicas (as `build_graph`'s link)."""
+    flat = executor.ravel()
+    p = executor.shape[2]
+    for i in range(worker.size):
+        worker[i] = flat[i // 3] if on[i] else -1
+    for k in range(pred_idx.size):
+        if cross[k]:
+            delay[k] = p2p_delay if worker[pred_idx[k]] // p == worker[edge_dst[k]] // p else reroute_delay
+        else:
+            delay[k] = 0.0
+
+
+@njit(**JIT_OPTIONS)
+def tail_priority(duration, order, succ_ptr, succ_idx, succ_edge, delay, out):
+    """Fill out with -(longest path from each task through the end), by reverse topological `order`
+    (as `_schedule_kernel.tail_lengths`, whose successor lists and order are the structure's)."""
+    tail = duration.copy()
+    for q in range(order.size - 1, -1, -1):
+        i = order[q]
+        if succ_ptr[i + 1] > succ_ptr[i]:
+            longest = -np.inf
+            for k in range(succ_ptr[i], succ_ptr[i + 1]):
+                t = tail[succ_idx[k]] + delay[succ_edge[k]]
+                if t > longest:
+                    longest = t
+            tail[i] = duration[i] + longest
+    for i in range(out.size):
+        out[i] = -tail[i]
+
+
+@njit(**JIT_OPTIONS)
+def max_cycle_mean(weight):
+    """Karp's maximum cycle mean (as `planner.max_cycle_mean`, operation for operation)."""
+    n = weight.shape[0]
+    walk = np.full((n + 1, n), -np.inf)
+    for v in range(n):
+        walk[0, v] = 0.0
+    for k in range(1, n + 1):
+        for v in range(n):
+            best = -np.inf
+            for u in range(n):
+                t = walk[k - 1, u] + weight[u, v]
+                if t > best:
+                    best = t
+            walk[k, v] = best
+    best = -np.inf
+    for v in range(n):
+        if walk[n, v] == -np.inf:
+            continue
+        least = np.inf
+        for k in range(n):
+            if walk[k, v] > -np.inf:
+                mean = (walk[n, v] - walk[k, v]) / (n - k)
+                if mean < least:
+                    least = mean
+        if least > best:
+            best = least
+    return best
+
+
+@njit(**JIT_OPTIONS)
+def sequence_period(duration, worker, pred_ptr, pred_idx, delay, sequence, steps, p, n_workers, start, end):
+    """The period of the orders a list schedule placed (`planner.orders_period`), and fill `start`.
+
+    The placement sequence is a topological order of the graph with the
+    workers' orders added (a task is placed after its predecessors and after
+    its worker's previous task), so no deadlock check is needed."""
+    n = duration.size
+    order = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        order[sequence[i]] = i
+    previous = np.full(n, -1, dtype=np.int64)  # the task before it on its worker
+    last = np.full(n_workers, -1, dtype=np.int64)
+    for q in range(n):
+        i = order[q]
+        w = worker[i]
+        if w >= 0:
+            previous[i] = last[w]
+            last[w] = i
+    return _period_in_order(duration, worker, pred_ptr, pred_idx, delay, order, previous, steps, p, start, end)
+
+
+@njit(**JIT_OPTIONS)
+def orders_period(duration, worker, pred_ptr, pred_idx, delay, order_ptr, order_tasks, steps, p, start, end):
+    """(period, placed) of fixed worker orders (worker w runs order_tasks[order_ptr[w]:order_ptr[w + 1]]
+    in that order), and fill `start`; placed < n: the orders deadlock (period NaN).
+
+    A topological order of the graph with the orders' edges added (Kahn's), then `_period_in_order`."""
+    n = duration.size
+    previous = np.full(n, -1, dtype=np.int64)
+    following = np.full(n, -1, dtype=np.int64)
+    for w in range(order_ptr.size - 1):
+        for k in range(order_ptr[w] + 1, order_ptr[w + 1]):
+            previous[order_tasks[k]] = order_tasks[k - 1]
+            following[order_tasks[k - 1]] = order_tasks[k]
+    succ_ptr, succ_idx, _ = successors(pred_ptr, pred_idx)
+    waiting = np.empty(n, dtype=np.int64)
+    order = np.empty(n, dtype=np.int64)
+    tail = 0
+    for i in range(n):
+        waiting[i] = pred_ptr[i + 1] - pred_ptr[i] + (1 if previous[i] >= 0 else 0)
+        if waiting[i] == 0:
+            order[tail] = i
+            tail += 1
+    head = 0
+    while head < tail:
+        i = order[head]
+        head += 1
+        for k in range(succ_ptr[i], succ_ptr[i + 1] + 1):
+            j = succ_idx[k] if k < succ_ptr[i + 1] else following[i]
+            if j < 0:
+                continue
+            waiting[j] -= 1
+            if waiting[j] == 0:
+                order[tail] = j
+                tail += 1
+    if tail < n:
+        return np.nan, tail
+    return _period_in_order(duration, worker, pred_ptr, pred_idx, delay, order, previous, steps, p, start, end), n
+
+
+@njit(**JIT_OPTIONS)
+def _period_in_order(duration, worker, pred_ptr, pred_idx, delay, order, previous, steps, p, start, end):
+    """The period of the graph with each task also after `previous[i]` (its worker's previous task, -1: none),
+    swept in the topological `order`, and fill `start` and `end` (every task released at 0).
+
+    Per stage s: the longest paths from the tasks of stage s to every stage's optimizer step; the period
+    is the maximum cycle mean of that stage graph (`planner.orders_period`)."""
+    n = duration.size
+    # Column s < p: the tasks of stage s released at 0 (the others at -inf); column p: every task at 0.
+    times = np.empty((n, p + 1))
+    for q in range(n):
+        i = order[q]
+        for s in range(p + 1):
+            times[i, s] = -np.inf
+        times[i, p] = 0.0
+        if worker[i] >= 0:
+            times[i, worker[i] % p] = 0.0
+        for k in range(pred_ptr[i], pred_ptr[i + 1]):
+            u = pred_idx[k]
+            for s in range(p + 1):
+                t = times[u, s] + delay[k]
+                if t > times[i, s]:
+                    times[i, s] = t
+        if previous[i] >= 0:
+            u = previous[i]
+            for s in range(p + 1):
+                t = times[u, s] + 0.0
+                if t > times[i, s]:
+                    times[i, s] = t
+        start[i] = times[i, p]
+        for s in range(p + 1):
+            times[i, s] += duration[i]  # from here on, the task's end
+        end[i] = times[i, p]
+    weight = np.empty((p, p))
+    for s in range(p):
+        for u in range(p):
+            weight[s, u] = times[steps[u], s]
+    return max_cycle_mean(weight)
+
+
+@njit(**JIT_OPTIONS)
+def search_candidates(priorities, row_assignment, workers, delays, duration, pred_ptr, pred_idx, succ_ptr, succ_idx,
+                      succ_edge, holds, cap, steps, p, bound, tolerance, have_best, best_period, tries,
+                      best_sequence, best_start):
+    """List schedules under each row of `priorities` (on the workers and delays of its assignment), in
+    order, until one reaches `bound`; a candidate replaces the best so far (`best_period`, if `have_best`) only
+    if it is shorter by more than `tolerance`, as `planner.plan` compares them.
+
+    Returns (period, row, tries): the best period, the row that gave it (-1: none of these rows), and
+    `tries` plus the candidates that placed every task. `best_sequence` and `best_start` hold that row's
+    placement sequence and start times."""
+    n = duration.size
+    n_workers = cap.size
+    start = np.empty(n)
+    end = np.empty(n)
+    sequence = np.empty(n, dtype=np.int64)
+    best_row = -1
+    for row in range(priorities.shape[0]):
+        if have_best and best_period <= bound * (1 + tolerance):
+            break
+        a = row_assignment[row]
+        worker = workers[a]
+        delay = delays[a]
+        placed = list_schedule_core(duration, worker, pred_ptr, delay, succ_ptr, succ_idx, succ_edge,
+                                    priorities[row], holds, cap, n_workers, start, end, sequence)
+        if placed < n:
+            continue
+        tries += 1
+        period = sequence_period(duration, worker, pred_ptr, pred_idx, delay, sequence, steps, p, n_workers,
+                                 start, end)
+        if not have_best or period < best_period * (1 - tolerance):
+            have_best = True
+            best_period = period
+            best_row = row
+            best_sequence[:] = sequence
+            best_start[:] = start
+    return best_period, best_row, tries
+
+
+@njit(**JIT_OPTIONS)
+def flat_orders(sequence, worker, n_workers):
+    """(ptr, tasks): worker w's tasks in placement order are tasks[ptr[w]:ptr[w + 1]] (`worker_orders`)."""
+    n = sequence.size
+    ptr = np.zeros(n_workers + 1, dtype=np.int64)
+    order = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        order[sequence[i]] = i
+        if worker[i] >= 0:
+            ptr[worker[i] + 1] += 1
+    for w in range(n_workers):
+        ptr[w + 1] += ptr[w]
+    fill = ptr[:-1].copy()
+    tasks = np.empty(ptr[-1], dtype=np.int64)
+    for q in range(n):
+        i = order[q]
+        if worker[i] >= 0:
+            tasks[fill[worker[i]]] = i
+            fill[worker[i]] += 1
+    return ptr, tasks
+
+
+@njit(**JIT_OPTIONS)
+def lower_bound(alive, work_items, fwd, bwd, wgt, back, trip, reach, cap, optimizer_time):
+    """`planner.lower_bound` for `alive` survivors per stage, from the pipeline's parts (`planner._BoundParts`:
+    trip[s] the round trip below stage s, reach[s, s'] the way from stage s down to s' and back), operation
+    for operation as the formula there; inf when a stage has no survivor or no room."""
+    p = alive.size
+    for s in range(p):
+        if alive[s] == 0 or cap[s] < 1:
+            return np.inf
+    load = np.empty(p, dtype=np.int64)
+    span = np.empty(p)
+    for s in range(p):
+        load[s] = -(-work_items // alive[s])
+        held = min(load[s], cap[s])
+        work = load[s] * (fwd[s] + bwd[s] + wgt[s])
+        head = fwd[s] + trip[s] - held * fwd[s]
+        tail = trip[s] - (held - 1) * (bwd[s] + wgt[s])
+        span[s] = work + max(0.0, max(head, tail))
+    for s in range(p):
+        for later in range(s + 1, p):
+            n = load[later]
+            f = fwd[later]
+            b = back[later]
+            busiest = max(n * (f + b), f + trip[later] + n * b, n * f + trip[later] + b)
+            span[s] = max(span[s], reach[s, later] + busiest)
+    return span.max() + optimizer_time
+
+
+@njit(**JIT_OPTIONS)
+def prepare_state(mask, on, pred_idx, edge_dst, cross, p2p_delay, reroute_delay, duration, order, succ_ptr,
+                  succ_idx, succ_edge, executors, workers, delays, tails):
+    """Per assignment (0: round-robin, 1: blocks), fill the executor, the workers and delays of the
+    one-iteration graph, and the longest-tail priority; False when a stage has no survivor."""
+    m = executors.shape[2]
+    for a in range(executors.shape[0]):
+        if not reroute_into(mask, m, a == 1, executors[a]):
+            return False
+        place_workers(executors[a], on, pred_idx, edge_dst, cross, p2p_delay, reroute_delay, workers[a], delays[a])
+        tail_priority(duration, order, succ_ptr, succ_idx, succ_edge, delays[a], tails[a])
+    return True
+
+
+@njit(**JIT_OPTIONS)
+def search_states(masks, m, on, pred_idx, edge_dst, cross, p2p_delay, reroute_delay, duration, pred_ptr, order,
+                  succ_ptr, succ_idx, succ_edge, fixed, holds, cap, steps, work_items, fwd, bwd, wgt, back, trip,
+                  reach, stage_cap, optimizer_time, tolerance, period, bound):
+    """For each state (masks[k], (d, p)), the heuristic's fixed rules as `planner.plan` runs them: fill
+    bound[k] and period[k], the period of the first plan that reaches the bound; NaN when none does (the
+    caller goes on with the seeds and restarts) and inf when no plan runs."""
+    d, p = masks.shape[1], masks.shape[2]
+    n = duration.size
+    executors = np.empty((2, d, m, p), dtype=np.int64)
+    workers = np.empty((2, n), dtype=np.int64)
+    delays = np.empty((2, pred_idx.size))
+    tails = np.empty((2, n))
+    rows = np.empty((6, n))
+    row_assignment = np.array([0, 0, 0, 1, 1, 1], dtype=np.int64)
+    sequence = np.empty(n, dtype=np.int64)
+    start = np.empty(n)
+    alive = np.empty(p, dtype=np.int64)
+    for k in range(masks.shape[0]):
+        for s in range(p):
+            alive[s] = d
+            for r in range(d):
+                if masks[k, r, s]:
+                    alive[s] -= 1
+        bound[k] = lower_bound(alive, work_items, fwd, bwd, wgt, back, trip, reach, stage_cap, optimizer_time)
+        if not np.isfinite(bound[k]) or not prepare_state(masks[k], on, pred_idx, edge_dst, cross, p2p_delay,
+                                                          reroute_delay, duration, order, succ_ptr, succ_idx,
+                                                          succ_edge, executors, workers, delays, tails):
+            period[k] = np.inf
+            continue
+        for a in range(2):
+            rows[3 * a] = tails[a]
+            rows[3 * a + 1] = fixed[0]
+            rows[3 * a + 2] = fixed[1]
+        best, row, _ = search_candidates(rows, row_assignment, workers, delays, duration, pred_ptr, pred_idx,
+                                         succ_ptr, succ_idx, succ_edge, holds, cap, steps, p, bound[k], tolerance,
+                                         False, np.inf, 0, sequence, start)
+        period[k] = best if row >= 0 and best <= bound[k] * (1 + tolerance) else np.nan

@@ -12,7 +12,7 @@ import xarray as xr
 from .. import labels
 from .config import PipelineConfig, PipelineError, check_choice, check_count, show, spread_failures
 from .recycle import load_bound
-from .runs import RunModel, ideal_steps, monte_carlo_paths, recycle_period, replay_paths, run_progress
+from .runs import RunModel, ideal_steps, monte_carlo_paths, recycle_periods, replay_paths, run_progress
 from .schedule import Schedule
 from .strategies import STRATEGIES, StrategyOptions, check_strategy, evaluate, ideal
 from .traces import Trace, read_trace
@@ -171,9 +171,9 @@ def _interval(values: np.ndarray, confidence: float) -> tuple[float, float, floa
     mean = float(values.mean())
     if n < 2:
         return mean, math.nan, math.nan
-    from scipy import stats  # here: only intervals need it
+    from scipy.special import stdtrit  # Student t's quantile (what stats.t.ppf calls), without scipy.stats' import
 
-    half = float(stats.t.ppf(0.5 + confidence / 2, n - 1) * values.std(ddof=1) / math.sqrt(n))
+    half = float(stdtrit(n - 1, 0.5 + confidence / 2) * values.std(ddof=1) / math.sqrt(n))
     return mean, mean - half, mean + half
 
 
@@ -202,10 +202,8 @@ def _run_variables(cfg, strategies, options, model, paths, confidence, bar=None)
     for i, s in enumerate(strategies):
         if s == "recycle" and bar is not None and not bar.disable:
             # Schedule each ReCycle state here, one bar step each; run_progress then finds
-            # them in recycle_period's cache (the same numbers, computed once).
-            for state in _recycle_states(cfg, paths):
-                recycle_period(cfg, options, tuple(state.tolist()))
-                bar.update(1)
+            # them in recycle_periods' cache (the same numbers, computed once).
+            recycle_periods(cfg, options, _recycle_states(cfg, paths), progress=bar.update)
         steps = run_progress(cfg, s, options, model, paths)
         fraction[i] = _interval(steps / ideal_count, confidence)
         if bar is not None and s != "recycle":

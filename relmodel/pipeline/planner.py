@@ -57,8 +57,8 @@ import warnings
 import numpy as np
 
 from .config import PipelineConfig, PipelineError, check_choice
-from .graph import B, F, W, build_graph, default_executor, stage_order, task_index, with_orders
-from .schedule import DeadlockError, kernels, worker_orders
+from .graph import B, F, W, build_graph, default_executor, stage_order, task_index
+from .schedule import DeadlockError, kernel_inputs, kernels
 
 PLAN_METHODS = ("auto", "exact", "heuristic")
 ASSIGNMENTS = ("round-robin", "blocks")
@@ -173,18 +173,9 @@ def max_cycle_mean(weight: np.ndarray) -> float:
     float
         The largest mean weight of a cycle; -inf without a cycle.
     """
-    n = weight.shape[0]
-    walk = np.full((n + 1, n), -np.inf)
-    walk[0] = 0.0  # a source with a free edge to every node
-    for k in range(1, n + 1):
-        walk[k] = np.max(walk[k - 1][:, None] + weight, axis=0)
-    best = -np.inf
-    for v in range(n):
-        if walk[n, v] == -np.inf:
-            continue
-        ks = [k for k in range(n) if walk[k, v] > -np.inf]
-        best = max(best, min((walk[n, v] - walk[k, v]) / (n - k) for k in ks))
-    return float(best)
+    from . import _plan_kernel
+
+    return float(_plan_kernel.max_cycle_mean(np.ascontiguousarray(weight, dtype=float)))
 
 
 def orders_period(graph, orders) -> tuple[float, np.ndarray]:
@@ -207,22 +198,18 @@ def orders_period(graph, orders) -> tuple[float, np.ndarray]:
     DeadlockError
         If the orders wait on each other.
     """
-    ptr, idx, delay = with_orders(graph, orders)
-    kernel = kernels()
-    order, placed = kernel.topological_order(ptr, idx)
+    from . import _plan_kernel
+
+    tasks = kernel_inputs(graph, orders)  # indices in range, each task in one order at most
+    ptr = np.zeros(len(orders) + 1, dtype=np.int64)
+    np.cumsum([len(o) for o in orders], out=ptr[1:])
+    start, end = np.empty(graph.size), np.empty(graph.size)
+    period, placed = _plan_kernel.orders_period(graph.duration, graph.worker, graph.pred_ptr, graph.pred_idx,
+                                                graph.pred_delay, ptr, tasks, np.ascontiguousarray(graph.step_index[0]),
+                                                graph.shape[2], start, end)
     if placed < graph.size:
         raise DeadlockError(f"the worker orders deadlock: {graph.size - placed} of {graph.size} tasks wait on a cycle")
-    p = graph.shape[2]
-    stage = np.where(graph.worker >= 0, graph.worker % p, -1)
-    steps = graph.step_index[0]
-    start, end = np.empty(graph.size), np.empty(graph.size)
-    weight = np.full((p, p), -np.inf)
-    for s in range(p):
-        release = np.where(stage == s, 0.0, -np.inf)
-        kernel.longest_path(order, graph.duration, release, ptr, idx, delay, start, end)
-        weight[s] = end[steps]
-    kernel.longest_path(order, graph.duration, np.zeros(graph.size), ptr, idx, delay, start, end)
-    return max_cycle_mean(weight), start.copy()
+    return float(period), start
 
 
 # -- the lower bound ----------------------------------------------------------
@@ -271,34 +258,41 @@ def lower_bound(cfg: PipelineConfig, mask: np.ndarray) -> float:
     float
         The bound; inf when a stage has no survivor or no room.
     """
-    d, m, p = cfg.replicas, cfg.microbatches, cfg.stages
-    fwd, bwd, wgt = (np.asarray(x, dtype=float) for x in (cfg.fwd, cfg.bwd_input, cfg.bwd_weight))
-    alive = d - mask.sum(axis=0)
-    cap = capacity(cfg)
-    if np.any(alive == 0) or np.any(cap < 1):
-        return math.inf
-    load = -(-(m * d) // alive)
-    hop = min(cfg.p2p_delay, cfg.reroute_delay)
-    back = bwd + wgt if cfg.backward == "fused" else bwd  # the task a later stage runs on the way back
-    trip = np.array([float(np.sum(fwd[s + 1:] + back[s + 1:])) + 2 * (p - 1 - s) * hop for s in range(p)])
-    held = np.minimum(load, cap)
-    work = load * (fwd + bwd + wgt)
-    head = fwd + trip - held * fwd
-    tail = trip - (held - 1) * (bwd + wgt)
-    span = work + np.maximum(0.0, np.maximum(head, tail))
-    # Stage s's span also covers the busiest peer of every later stage s': from
-    # the first forward's way down to s' to the last backward's way back up to s,
-    # that peer runs all its forwards and backwards; or its first forward, the
-    # round trip below s' and all its backwards; or all its forwards, the trip
-    # and one backward.
-    for s in range(p):
-        for later in range(s + 1, p):
-            down = float(np.sum(fwd[s:later])) + (later - s) * hop
-            up = float(np.sum(back[s + 1:later])) + (later - s) * hop + bwd[s] + wgt[s]
-            n = load[later]
-            f, b = fwd[later], back[later]
-            span[s] = max(span[s], down + up + max(n * (f + b), f + trip[later] + n * b, n * f + trip[later] + b))
-    return float(span.max()) + cfg.optimizer_time
+    parts = _bound_parts(cfg)
+    alive = (cfg.replicas - mask.sum(axis=0)).astype(np.int64)
+    return float(parts.kernel.lower_bound(alive, *parts.arrays))
+
+
+class _BoundParts:
+    """What `lower_bound` needs of a pipeline, whatever its failures: the times, the round trip below each
+    stage and the way down to each later stage and back (sums made once, in numpy's order)."""
+
+    def __init__(self, cfg: PipelineConfig):
+        from . import _plan_kernel
+
+        self.kernel = _plan_kernel
+        p = cfg.stages
+        fwd, bwd, wgt = (np.asarray(x, dtype=float) for x in (cfg.fwd, cfg.bwd_input, cfg.bwd_weight))
+        hop = min(cfg.p2p_delay, cfg.reroute_delay)
+        back = bwd + wgt if cfg.backward == "fused" else bwd  # the task a later stage runs on the way back
+        trip = np.array([float(np.sum(fwd[s + 1:] + back[s + 1:])) + 2 * (p - 1 - s) * hop for s in range(p)])
+        # Stage s's span also covers the busiest peer of every later stage s': from the first forward's way
+        # down to s' to the last backward's way back up to s, that peer runs all its forwards and
+        # backwards; or its first forward, the round trip below s' and all its backwards; or all its
+        # forwards, the trip and one backward (the kernel adds the larger of these to reach[s, s']).
+        reach = np.full((p, p), -np.inf)
+        for s in range(p):
+            for later in range(s + 1, p):
+                down = float(np.sum(fwd[s:later])) + (later - s) * hop
+                up = float(np.sum(back[s + 1:later])) + (later - s) * hop + bwd[s] + wgt[s]
+                reach[s, later] = down + up
+        self.arrays = (cfg.microbatches * cfg.replicas, fwd, bwd, wgt, back, trip, reach, capacity(cfg),
+                       float(cfg.optimizer_time))
+
+
+@functools.lru_cache(maxsize=64)
+def _bound_parts(cfg: PipelineConfig) -> _BoundParts:
+    return _BoundParts(cfg)
 
 
 # -- plans --------------------------------------------------------------------
@@ -387,27 +381,6 @@ def peak_inflight(graph, orders) -> np.ndarray:
     return np.array([int(np.max(np.cumsum(h[o]), initial=0)) for o in orders], dtype=np.int64)
 
 
-def _list_plan(graph, priority, cap_per_worker):
-    n = graph.size
-    start, end, sequence = np.empty(n), np.empty(n), np.empty(n, dtype=np.int64)
-    from . import _plan_kernel
-
-    d, m, p = graph.shape
-    placed = _plan_kernel.plan_list_schedule(graph.duration, graph.worker, graph.pred_ptr, graph.pred_idx,
-                                             # A writeable copy: a read-only priority (a cached one) would make
-                                             # Numba compile the kernel a second time (a second on a cold cache).
-                                             graph.pred_delay, np.array(priority, dtype=float), holds(graph),
-                                             cap_per_worker, d * p, start, end, sequence)
-    if placed < n:
-        return None
-    return tuple(worker_orders(graph, sequence))
-
-
-def _tail_priority(graph) -> np.ndarray:
-    """-(longest path from each task to the end of the iteration): the most urgent first."""
-    return -kernels().tail_lengths(graph.duration, graph.pred_ptr, graph.pred_idx, graph.pred_delay)
-
-
 def _order_priority(graph, order: str) -> np.ndarray:
     """Each task's position in its own (fault-free) worker's order, by micro-batch slot."""
     return _order_priority_of(graph.shape, graph.size, order)
@@ -426,32 +399,126 @@ def _order_priority_of(shape, size, order):
     return priority
 
 
-def _plan_candidates(kind, mask, cap_per_worker, seed_orders, restarts):
-    """(executor, graph, orders) of the heuristic's plans, cheapest first (the
-    caller stops at the lower bound): list schedules under fixed priority
-    rules, then the seeds, then randomised restarts."""
-    m = kind.microbatches
-    graphs = []
-    for assignment in ASSIGNMENTS:
-        executor = reroute(mask, m, assignment)
-        graph = build_graph(kind, 1, executor=executor)
-        tail = _tail_priority(graph)
-        graphs.append((executor, graph, tail))
-        for priority in (tail, _order_priority(graph, "1f1b"), _order_priority(graph, "zb-h1")):
-            orders = _list_plan(graph, priority, cap_per_worker)
-            if orders is not None:
-                yield executor, graph, orders
+class _Rules:
+    """The heuristic's list schedules for one pipeline (in the plan's kind), compiled end to end.
+
+    Every failure state of a pipeline shares the one-iteration graph's
+    structure: predecessor lists, durations, which tasks occupy a worker,
+    their micro-batches in flight. A state changes only which worker runs
+    each task and the delays between stages (`_plan_kernel.place_workers`),
+    so the structure is made once here (a trace replay plans thousands of
+    states) and each candidate is scheduled and measured in compiled code."""
+
+    def __init__(self, kind: PipelineConfig):
+        from . import _plan_kernel, _schedule_kernel
+
+        self.kernel = _plan_kernel
+        graph = build_graph(kind, 1)
+        self.kind, self.graph = kind, graph
+        d, m, p = graph.shape
+        self.shape, self.n_workers = (d, m, p), d * p
+        self.succ = _schedule_kernel.successors(graph.pred_ptr, graph.pred_idx)
+        self.order, _ = _schedule_kernel.topological_order(graph.pred_ptr, graph.pred_idx)
+        self.edge_dst = np.repeat(np.arange(graph.size), np.diff(graph.pred_ptr))
+        stage = np.where(graph.worker >= 0, graph.worker % p, -1)
+        src_stage = stage[graph.pred_idx]
+        self.cross = (src_stage >= 0) & (stage[self.edge_dst] >= 0) & (src_stage != stage[self.edge_dst])
+        self.on = graph.worker >= 0
+        self.holds = holds(graph)
+        self.cap = np.tile(capacity(kind), d)
+        self.steps = np.ascontiguousarray(graph.step_index[0])
+        self.fixed = [np.array(_order_priority(graph, order)) for order in ("1f1b", "zb-h1")]
+        self.structure = (self.on, graph.pred_idx, self.edge_dst, self.cross, float(kind.p2p_delay),
+                          float(kind.reroute_delay), graph.duration, self.order, *self.succ)
+
+    def states(self, mask: np.ndarray):
+        """(executors, workers, delays, tails) of each assignment in `ASSIGNMENTS` under `mask`."""
+        d, m, p = self.shape
+        n, n_edges = self.graph.size, self.graph.pred_idx.size
+        executors = np.empty((len(ASSIGNMENTS), d, m, p), dtype=np.int64)
+        workers = np.empty((len(ASSIGNMENTS), n), dtype=np.int64)
+        delays = np.empty((len(ASSIGNMENTS), n_edges))
+        tails = np.empty((len(ASSIGNMENTS), n))
+        self.kernel.prepare_state(np.ascontiguousarray(mask, dtype=np.bool_), *self.structure, executors, workers,
+                                  delays, tails)
+        return executors, workers, delays, tails
+
+    def periods(self, masks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(period, bound) of each state of `masks` (k, d, p) under the fixed rules alone: the period of the
+        plan `plan` returns when one of them reaches the bound, NaN when none does, inf when none runs."""
+        masks = np.ascontiguousarray(masks, dtype=np.bool_)
+        period, bound = np.empty(masks.shape[0]), np.empty(masks.shape[0])
+        structure = self.structure
+        self.kernel.search_states(masks, self.shape[1], *structure[:7], self.graph.pred_ptr, *structure[7:],
+                                  np.stack(self.fixed), self.holds, self.cap, self.steps,
+                                  *_bound_parts(self.kind).arrays, TOLERANCE, period, bound)
+        return period, bound
+
+    def search(self, priorities, row_assignment, state, bound, best):
+        """List schedules under each row of `priorities`, on the row's assignment of `state` (`states`), until
+        one reaches `bound` (`_plan_kernel.search_candidates`); update and return `best`."""
+        executors, workers, delays, _ = state
+        row_assignment = np.asarray(row_assignment, dtype=np.int64)
+        sequence, start = np.empty(self.graph.size, dtype=np.int64), np.empty(self.graph.size)
+        period, row, best.tries = self.kernel.search_candidates(
+            priorities, row_assignment, workers, delays, self.graph.duration, self.graph.pred_ptr,
+            self.graph.pred_idx, *self.succ, self.holds, self.cap, self.steps, self.shape[2], float(bound), TOLERANCE,
+            best.period is not None, math.inf if best.period is None else best.period, best.tries, sequence, start)
+        if row >= 0:
+            a = row_assignment[row]
+            ptr, tasks = self.kernel.flat_orders(sequence, workers[a], self.n_workers)
+            best.period, best.executor, best.start = period, executors[a].copy(), start
+            best.orders = tuple(tasks[ptr[w]:ptr[w + 1]] for w in range(self.n_workers))
+        return best
+
+
+@functools.lru_cache(maxsize=16)
+def _rules(kind: PipelineConfig) -> _Rules:
+    return _Rules(kind)
+
+
+@dataclasses.dataclass
+class _Best:
+    """The heuristic's best plan so far (period None: no candidate yet) and the candidates tried."""
+
+    period: float | None = None
+    tries: int = 0
+    executor: np.ndarray | None = None
+    orders: tuple = ()
+    start: np.ndarray | None = None
+
+    def reaches(self, bound: float) -> bool:
+        return self.period is not None and self.period <= bound * (1 + TOLERANCE)
+
+
+def _heuristic(kind, mask, bound, seed_orders, restarts) -> _Best:
+    """The heuristic's best plan: list schedules under fixed priority rules (per assignment: the
+    longest tail first, then the fault-free 1F1B and ZB-H1 slots), then the seeds, then randomised
+    restarts around the tails; it stops at the lower bound."""
+    rules = _rules(kind)
+    state = rules.states(mask)
+    tails = state[3]
+    rows = [tails[0], *rules.fixed, tails[1], *rules.fixed]
+    best = rules.search(np.stack(rows), [0, 0, 0, 1, 1, 1], state, bound, _Best())
+    if best.reaches(bound):
+        return best
     for executor, orders in seed_orders or ():
         graph = build_graph(kind, 1, executor=executor)
-        if np.all(peak_inflight(graph, orders) <= cap_per_worker):
-            yield executor, graph, orders
-    rng = np.random.default_rng(0)  # fixed: the same plan every time
-    for k in range(restarts):
-        executor, graph, tail = graphs[k % len(graphs)]
-        scale = float(np.ptp(tail)) or 1.0
-        orders = _list_plan(graph, tail + rng.uniform(0.0, 0.25 * scale, graph.size), cap_per_worker)
-        if orders is not None:
-            yield executor, graph, orders
+        if not np.all(peak_inflight(graph, orders) <= rules.cap):
+            continue
+        best.tries += 1
+        period, start = orders_period(graph, orders)
+        if best.period is None or period < best.period * (1 - TOLERANCE):
+            best.period, best.executor, best.orders, best.start = period, executor, orders, start
+        if best.reaches(bound):
+            return best
+    if restarts:
+        rng = np.random.default_rng(0)  # fixed: the same plan every time
+        assignment = [k % len(ASSIGNMENTS) for k in range(restarts)]
+        scale = [float(np.ptp(tail)) or 1.0 for tail in tails]
+        rows = [tails[a] + rng.uniform(0.0, 0.25 * scale[a], tails.shape[1]) for a in assignment]
+        rules.search(np.stack(rows), assignment, state, bound, best)
+    return best
 
 
 def plan(cfg: PipelineConfig, mask: np.ndarray, *, method: str = "auto", time_limit: float | None = None,
@@ -492,23 +559,15 @@ def plan(cfg: PipelineConfig, mask: np.ndarray, *, method: str = "auto", time_li
     bound = lower_bound(cfg, mask)
     if not math.isfinite(bound):
         return None
-    cap_per_worker = np.tile(capacity(cfg), cfg.replicas)
-    best = None
-    tries = 0
-    for executor, graph, orders in _plan_candidates(cfg, mask, cap_per_worker, seed_orders, RESTARTS):
-        tries += 1
-        period, start = orders_period(graph, orders)
-        if best is None or period < best[0] * (1 - TOLERANCE):
-            best = (period, executor, orders, start)
-        if best[0] <= bound * (1 + TOLERANCE):
-            break
-    reached = best is not None and best[0] <= bound * (1 + TOLERANCE)
+    best = _heuristic(cfg, mask, bound, seed_orders, RESTARTS)
+    reached = best.period is not None and best.period <= bound * (1 + TOLERANCE)
     heuristic = None
-    if best is not None:
-        heuristic = AdaptedPlan(period=best[0], lower_bound=bound, method="heuristic", optimal=reached,
-                                executor=best[1], orders=best[2], start=best[3],
+    if best.period is not None:
+        heuristic = AdaptedPlan(period=best.period, lower_bound=bound, method="heuristic", optimal=reached,
+                                executor=best.executor, orders=best.orders, start=best.start,
                                 planning_time=time.perf_counter() - began,
-                                detail=f"best of {tries} list schedules" + (", reaches the bound" if reached else ""))
+                                detail=f"best of {best.tries} list schedules" + (", reaches the bound" if reached
+                                                                                  else ""))
     if method == "heuristic" or reached:
         return heuristic
     from .. import _extras
@@ -529,8 +588,9 @@ def plan(cfg: PipelineConfig, mask: np.ndarray, *, method: str = "auto", time_li
                                        "(pip install 'relmodel[exact]')")
         _extras.require("ortools", "a plan that no list schedule finds")
     hint = None
-    if best is not None:
-        hint = (best[1], build_graph(cfg, 1, executor=best[1]), best[2], best[3])
+    if heuristic is not None:
+        hint = (heuristic.executor, build_graph(cfg, 1, executor=heuristic.executor), heuristic.orders,
+                heuristic.start)
     limit = (EXACT_TIME_LIMIT if method == "exact" else AUTO_TIME_LIMIT) if time_limit is None else time_limit
     wall = (AUTO_WALL_LIMIT if method == "auto" else None) if wall_limit is None else float(wall_limit)
     from .._feedback import note_once  # even auto's 2 deterministic s can be 15 s of CPU: said once, on a terminal

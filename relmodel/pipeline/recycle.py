@@ -27,7 +27,7 @@ from .config import PipelineConfig
 from .graph import build_graph, stage_order, task_index
 from .planner import ASSIGNMENTS, AdaptedPlan, check_method, plan, reroute
 from .schedule import (N_ITERATIONS, N_MEASURED, Schedule, after_all, check_iterations, fault_free, greedy, measure,
-                       resweep, sweep)
+                       sweep)
 
 PLANS = tuple((a, first) for a in ASSIGNMENTS for first in (False, True))
 
@@ -153,12 +153,7 @@ def greedy_seeds(kind: PipelineConfig, mask: np.ndarray):
         executor = reroute(mask, kind.microbatches, assignment)
         if executor is None:
             return
-        schedule = _adapted(kind, mask, executor, reference, kind.backward == "decoupled", reroute_first)
-        d, m, p = schedule.graph.shape
-        per_iteration = d * m * p * 3
-        last = (N_ITERATIONS - 1) * per_iteration
-        orders = tuple(o[(o >= last) & (o < last + per_iteration)] - last for o in schedule.orders())
-        yield executor, orders
+        yield executor, _last_orders(kind, mask, executor, reference, kind.backward == "decoupled", reroute_first)
 
 
 def load_bound(cfg: PipelineConfig, mask: np.ndarray) -> float:
@@ -170,13 +165,22 @@ def load_bound(cfg: PipelineConfig, mask: np.ndarray) -> float:
     return float(np.max(-(-(m * d) // alive) * cfg.stage_time))
 
 
-def _adapted(kind, mask, executor, reference, decoupled, reroute_first):
+def _last_orders(kind, mask, executor, reference, decoupled, reroute_first):
+    """Each worker's tasks of the greedy merge's last iteration, as one-iteration indices, in the order it
+    ran them (by start, then end, then index: `Schedule.orders`, restricted to that iteration)."""
     graph = build_graph(kind, N_ITERATIONS, executor=executor)
     chains, priority, release = _chains(graph, kind.order, mask, reference.start, defer=decoupled,
                                         reroute_first=reroute_first)
-    _, _, sequence = greedy(graph, chains, priority, release)
-    start, end = resweep(graph, sequence, release)
-    return measure(graph, start, end, N_MEASURED)
+    start, end, _ = greedy(graph, chains, priority, release)  # the times a sweep of its orders gives (`resweep`)
+    d, m, p = graph.shape
+    per_iteration = d * m * p * 3
+    last = (N_ITERATIONS - 1) * per_iteration
+    tasks = np.arange(last, last + per_iteration)
+    tasks = tasks[graph.worker[tasks] >= 0]
+    tasks = tasks[np.lexsort((end[tasks], start[tasks], graph.worker[tasks]))]  # stable: index breaks ties
+    bounds = np.searchsorted(graph.worker[tasks], np.arange(d * p + 1))
+    tasks -= last
+    return tuple(tasks[bounds[w]:bounds[w + 1]] for w in range(d * p))
 
 
 def _chains(graph, order, mask, reference_start, *, defer, reroute_first):

@@ -29,6 +29,7 @@ its last checkpoint and pays `restart_cost` once it can run again.
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 import functools
 import math
@@ -320,8 +321,7 @@ def row_periods(cfg: PipelineConfig, strategy: str, options: StrategyOptions, do
         return np.where(n_down == 0, ideal(cfg).period, math.inf)
     if strategy == "recycle":  # normalised to failures per stage
         counts, inverse = np.unique(down3.sum(axis=1), axis=0, return_inverse=True)
-        periods = np.array([recycle_period(cfg, options, tuple(c.tolist())) for c in counts])
-        return periods[inverse.ravel()]
+        return recycle_periods(cfg, options, counts)[inverse.ravel()]
     if strategy == "drop-pipeline":
         keys = (~down3.any(axis=2)).sum(axis=1)[:, None]
     elif strategy == "oobleck":
@@ -342,6 +342,88 @@ def recycle_period(cfg: PipelineConfig, options: StrategyOptions, counts: tuple)
         return evaluate(cfg, "recycle", mask, options).period
     adapted = recycle_adapted(cfg, mask, options)  # the plan alone: its period, without evaluate's schedule
     return math.inf if adapted is None else adapted.period
+
+
+_PERIODS: dict = {}
+"""`recycle_periods`' results by (cfg, options, counts); emptied when it reaches `_PERIODS_HELD`."""
+_PERIODS_HELD = 65536
+CHUNK_STATES = 32
+"""States per compiled batch in `recycle_periods` (and per progress update)."""
+
+
+def recycle_periods(cfg: PipelineConfig, options: StrategyOptions, counts: np.ndarray, progress=None) -> np.ndarray:
+    """Return ReCycle's period in each state: `counts[k, s]` failed workers at stage s.
+
+    Each is `recycle_period`'s number, bit for bit. A trace replay visits
+    thousands of states of one pipeline, so they are planned in compiled
+    batches of `CHUNK_STATES` (`planner._Rules.periods`: the heuristic's fixed
+    rules, which reach the lower bound in nearly every state) on
+    `numba.get_num_threads()` threads; a state they leave short of the bound
+    goes through the whole planner (`recycle_period`). A state's plan does not
+    depend on the batch, the thread or the order.
+
+    Parameters
+    ----------
+    cfg : PipelineConfig
+        The pipeline.
+    options : StrategyOptions
+        The strategies' knobs (ReCycle's kind and planning method).
+    counts : numpy.ndarray
+        (k, p) failed workers per stage, one state a row.
+    progress : callable, optional
+        Called with the number of states just planned, as they finish.
+
+    Returns
+    -------
+    numpy.ndarray
+        (k,) periods; inf where nothing runs.
+    """
+    counts = np.asarray(counts, dtype=np.int64).reshape(-1, cfg.stages)
+    keys = [(cfg, options, tuple(row)) for row in counts.tolist()]
+    periods = np.array([_PERIODS.get(key, math.nan) for key in keys])
+    todo = np.flatnonzero(np.isnan(periods))
+    batch = [k for k in todo if _plannable(cfg, counts[k])]
+    easy = np.setdiff1d(todo, batch)
+    for k in easy:  # no failure, or nothing runs: no plan to search
+        periods[k] = recycle_period(cfg, options, keys[k][2])
+    if progress is not None and easy.size:
+        progress(int(easy.size))
+    if batch:
+        from ..engine import kernel_threads
+        from .planner import _rules
+        from .recycle import recycle_kind
+
+        rules = _rules(recycle_kind(cfg, options.recycle_decoupled, options.recycle_staggered))
+        masks = np.stack([failed_workers(dict(enumerate(keys[k][2])), cfg.replicas, cfg.stages) for k in batch])
+        chunks = [np.array(batch[i:i + CHUNK_STATES]) for i in range(0, len(batch), CHUNK_STATES)]
+        offsets = np.cumsum([0] + [c.size for c in chunks])
+
+        def plan_chunk(c):
+            return c, rules.periods(masks[offsets[c]:offsets[c + 1]])[0]
+
+        with concurrent.futures.ThreadPoolExecutor(min(kernel_threads("numba"), len(chunks))) as pool:
+            for c, found in pool.map(plan_chunk, range(len(chunks))):
+                periods[chunks[c]] = found
+                short = chunks[c][np.isnan(found)]
+                for k in short:  # the fixed rules left it short of the bound: seeds, restarts, an exact search
+                    periods[k] = recycle_period(cfg, options, keys[k][2])
+                if progress is not None:
+                    progress(int(chunks[c].size))
+    if len(_PERIODS) + todo.size > _PERIODS_HELD:
+        _PERIODS.clear()
+    _PERIODS.update((keys[k], float(periods[k])) for k in todo)
+    return periods
+
+
+def clear_period_cache() -> None:
+    """Forget the periods `recycle_period` and `recycle_periods` have computed (they are kept per process)."""
+    recycle_period.cache_clear()
+    _PERIODS.clear()
+
+
+def _plannable(cfg: PipelineConfig, counts: np.ndarray) -> bool:
+    """Whether `recycle_period` would search a plan for `counts` (a failure, and something runs)."""
+    return bool(counts.any() and counts.max() < cfg.replicas and memory_fits(cfg))
 
 
 def bamboo_dropped(down3: np.ndarray) -> np.ndarray:

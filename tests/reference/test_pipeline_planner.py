@@ -25,8 +25,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import relmodel.pipeline as pl
-from relmodel.pipeline import planner
+from relmodel.pipeline import _plan_kernel, planner
 from relmodel.pipeline.graph import build_graph
+from relmodel.pipeline.schedule import worker_orders
 from relmodel.pipeline.recycle import plan_schedule, recycle_kind
 
 from . import plan_brute, plan_milp
@@ -206,6 +207,17 @@ def plans(draw, max_stages=3, max_replicas=3, max_microbatches=4):
     return cfg, mask
 
 
+def list_plan(graph, priority, cap):
+    """Each worker's order in the planner's list schedule under `priority` (every task placed)."""
+    start, end, sequence = np.empty(graph.size), np.empty(graph.size), np.empty(graph.size, dtype=np.int64)
+    d, m, p = graph.shape
+    placed = _plan_kernel.plan_list_schedule(graph.duration, graph.worker, graph.pred_ptr, graph.pred_idx,
+                                             graph.pred_delay, priority, planner.holds(graph), cap, d * p, start, end,
+                                             sequence)
+    assert placed == graph.size
+    return worker_orders(graph, sequence)
+
+
 @given(case=plans(), seed=st.integers(0, 2**32 - 1))
 def test_random_plans_never_beat_the_bound_and_their_period_is_the_linear_programs(case, seed):
     """Any plan (a random assignment and random priorities) has the period the
@@ -218,7 +230,7 @@ def test_random_plans_never_beat_the_bound_and_their_period_is_the_linear_progra
         alive = np.flatnonzero(~mask[:, s])
         executor[r, j, s] = rng.choice(alive) * p + s
     graph = build_graph(cfg, 1, executor=executor)
-    orders = planner._list_plan(graph, rng.uniform(size=graph.size), np.full(d * p, 2**62))
+    orders = list_plan(graph, rng.uniform(size=graph.size), np.full(d * p, 2**62))
     period, _ = planner.orders_period(graph, orders)
     runs_on = {(r, j, s): int(executor[r, j, s] // p) for r, j, s in itertools.product(range(d), range(m), range(p))}
     names = {}
