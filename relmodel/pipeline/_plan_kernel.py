@@ -444,28 +444,6 @@ def search_candidates(priorities, row_assignment, workers, delays, duration, pre
 
 
 @njit(**JIT_OPTIONS)
-def flat_orders(sequence, worker, n_workers):
-    """(ptr, tasks): worker w's tasks in placement order are tasks[ptr[w]:ptr[w + 1]] (`worker_orders`)."""
-    n = sequence.size
-    ptr = np.zeros(n_workers + 1, dtype=np.int64)
-    order = np.empty(n, dtype=np.int64)
-    for i in range(n):
-        order[sequence[i]] = i
-        if worker[i] >= 0:
-            ptr[worker[i] + 1] += 1
-    for w in range(n_workers):
-        ptr[w + 1] += ptr[w]
-    fill = ptr[:-1].copy()
-    tasks = np.empty(ptr[-1], dtype=np.int64)
-    for q in range(n):
-        i = order[q]
-        if worker[i] >= 0:
-            tasks[fill[worker[i]]] = i
-            fill[worker[i]] += 1
-    return ptr, tasks
-
-
-@njit(**JIT_OPTIONS)
 def lower_bound(alive, work_items, fwd, bwd, wgt, back, trip, reach, cap, optimizer_time):
     """`planner.lower_bound` for `alive` survivors per stage, from the pipeline's parts (`planner._BoundParts`:
     trip[s] the round trip below stage s, reach[s, s'] the way from stage s down to s' and back), operation
@@ -508,40 +486,47 @@ def prepare_state(mask, on, pred_idx, edge_dst, cross, p2p_delay, reroute_delay,
 
 
 @njit(**JIT_OPTIONS)
-def search_states(masks, m, on, pred_idx, edge_dst, cross, p2p_delay, reroute_delay, duration, pred_ptr, order,
-                  succ_ptr, succ_idx, succ_edge, fixed, holds, cap, steps, work_items, fwd, bwd, wgt, back, trip,
-                  reach, stage_cap, optimizer_time, tolerance, period, bound):
-    """For each state (masks[k], (d, p)), the heuristic's fixed rules as `planner.plan` runs them: fill
-    bound[k] and period[k], the period of the first plan that reaches the bound; NaN when none does (the
-    caller goes on with the seeds and restarts) and inf when no plan runs."""
-    d, p = masks.shape[1], masks.shape[2]
+def search_states(masks, on, pred_idx, edge_dst, cross, p2p_delay, reroute_delay, duration, pred_ptr, order, succ_ptr,
+                  succ_idx, succ_edge, fixed, rows, row_assignment, holds, cap, steps, work_items, fwd, bwd, wgt, back,
+                  trip, reach, stage_cap, optimizer_time, tolerance, have_best, best_in, tries_in, period, bound, tries,
+                  best_row, sequence, start, executors, tails):
+    """The heuristic's list schedules in each state (masks[k], (d, p)), as `planner.plan` runs them: the
+    lower bound, both assignments' workers, delays and tails, then the candidates in order until one
+    reaches the bound. The candidates are the fixed rules (per assignment: the longest tail first, then
+    the priorities in `fixed`) when `rows` is empty, else `rows` on `row_assignment`, after a best so far
+    (`have_best`, `best_in`, `tries_in`: the seeds').
+
+    Fills, per state: bound[k]; period[k] the best period (inf: no plan runs); tries[k] the candidates
+    that placed every task, with tries_in; best_row[k] the candidate that gave the best (-1: none of
+    these). `sequence`, `start`, `executors` and `tails` hold the last state's: its best candidate's
+    placement sequence and start times, each assignment's executor and tail priority."""
+    k_states, d, p = masks.shape
     n = duration.size
-    executors = np.empty((2, d, m, p), dtype=np.int64)
     workers = np.empty((2, n), dtype=np.int64)
     delays = np.empty((2, pred_idx.size))
-    tails = np.empty((2, n))
-    rows = np.empty((6, n))
-    row_assignment = np.array([0, 0, 0, 1, 1, 1], dtype=np.int64)
-    sequence = np.empty(n, dtype=np.int64)
-    start = np.empty(n)
+    use_rows = rows.shape[0] > 0
+    candidates = rows if use_rows else np.empty((6, n))
+    assignment = row_assignment if use_rows else np.array([0, 0, 0, 1, 1, 1], dtype=np.int64)
     alive = np.empty(p, dtype=np.int64)
-    for k in range(masks.shape[0]):
+    for k in range(k_states):
         for s in range(p):
             alive[s] = d
             for r in range(d):
                 if masks[k, r, s]:
                     alive[s] -= 1
         bound[k] = lower_bound(alive, work_items, fwd, bwd, wgt, back, trip, reach, stage_cap, optimizer_time)
+        period[k] = np.inf
+        tries[k] = tries_in
+        best_row[k] = -1
         if not np.isfinite(bound[k]) or not prepare_state(masks[k], on, pred_idx, edge_dst, cross, p2p_delay,
                                                           reroute_delay, duration, order, succ_ptr, succ_idx,
                                                           succ_edge, executors, workers, delays, tails):
-            period[k] = np.inf
             continue
-        for a in range(2):
-            rows[3 * a] = tails[a]
-            rows[3 * a + 1] = fixed[0]
-            rows[3 * a + 2] = fixed[1]
-        best, row, _ = search_candidates(rows, row_assignment, workers, delays, duration, pred_ptr, pred_idx,
-                                         succ_ptr, succ_idx, succ_edge, holds, cap, steps, p, bound[k], tolerance,
-                                         False, np.inf, 0, sequence, start)
-        period[k] = best if row >= 0 and best <= bound[k] * (1 + tolerance) else np.nan
+        if not use_rows:
+            for a in range(2):
+                candidates[3 * a] = tails[a]
+                candidates[3 * a + 1] = fixed[0]
+                candidates[3 * a + 2] = fixed[1]
+        period[k], best_row[k], tries[k] = search_candidates(
+            candidates, assignment, workers, delays, duration, pred_ptr, pred_idx, succ_ptr, succ_idx, succ_edge,
+            holds, cap, steps, p, bound[k], tolerance, have_best, best_in, tries_in, sequence, start)

@@ -58,7 +58,7 @@ import numpy as np
 
 from .config import PipelineConfig, PipelineError, check_choice
 from .graph import B, F, W, build_graph, default_executor, stage_order, task_index
-from .schedule import DeadlockError, kernel_inputs, kernels
+from .schedule import DeadlockError, kernel_inputs, worker_orders
 
 PLAN_METHODS = ("auto", "exact", "heuristic")
 ASSIGNMENTS = ("round-robin", "blocks")
@@ -405,9 +405,10 @@ class _Rules:
     Every failure state of a pipeline shares the one-iteration graph's
     structure: predecessor lists, durations, which tasks occupy a worker,
     their micro-batches in flight. A state changes only which worker runs
-    each task and the delays between stages (`_plan_kernel.place_workers`),
-    so the structure is made once here (a trace replay plans thousands of
-    states) and each candidate is scheduled and measured in compiled code."""
+    each task and the delays between stages, so the structure is made once
+    here (a trace replay plans thousands of states) and each state is planned
+    in compiled code (`_plan_kernel.search_states`, the one entry point: a
+    plan of its own or a batch of states)."""
 
     def __init__(self, kind: PipelineConfig):
         from . import _plan_kernel, _schedule_kernel
@@ -417,59 +418,49 @@ class _Rules:
         self.kind, self.graph = kind, graph
         d, m, p = graph.shape
         self.shape, self.n_workers = (d, m, p), d * p
-        self.succ = _schedule_kernel.successors(graph.pred_ptr, graph.pred_idx)
-        self.order, _ = _schedule_kernel.topological_order(graph.pred_ptr, graph.pred_idx)
-        self.edge_dst = np.repeat(np.arange(graph.size), np.diff(graph.pred_ptr))
+        succ = _schedule_kernel.successors(graph.pred_ptr, graph.pred_idx)
+        order, _ = _schedule_kernel.topological_order(graph.pred_ptr, graph.pred_idx)
+        edge_dst = np.repeat(np.arange(graph.size), np.diff(graph.pred_ptr))
         stage = np.where(graph.worker >= 0, graph.worker % p, -1)
         src_stage = stage[graph.pred_idx]
-        self.cross = (src_stage >= 0) & (stage[self.edge_dst] >= 0) & (src_stage != stage[self.edge_dst])
+        cross = (src_stage >= 0) & (stage[edge_dst] >= 0) & (src_stage != stage[edge_dst])  # delays depend on workers
         self.on = graph.worker >= 0
-        self.holds = holds(graph)
         self.cap = np.tile(capacity(kind), d)
-        self.steps = np.ascontiguousarray(graph.step_index[0])
-        self.fixed = [np.array(_order_priority(graph, order)) for order in ("1f1b", "zb-h1")]
-        self.structure = (self.on, graph.pred_idx, self.edge_dst, self.cross, float(kind.p2p_delay),
-                          float(kind.reroute_delay), graph.duration, self.order, *self.succ)
+        fixed = np.stack([_order_priority(graph, order) for order in ("1f1b", "zb-h1")])
+        self.inputs = (self.on, graph.pred_idx, edge_dst, cross, float(kind.p2p_delay), float(kind.reroute_delay),
+                       graph.duration, graph.pred_ptr, order, *succ, fixed)
+        self.after = (holds(graph), self.cap, np.ascontiguousarray(graph.step_index[0]),
+                      *_bound_parts(kind).arrays, TOLERANCE)
 
-    def states(self, mask: np.ndarray):
-        """(executors, workers, delays, tails) of each assignment in `ASSIGNMENTS` under `mask`."""
+    def run(self, masks: np.ndarray, rows: np.ndarray | None = None, assignment=(), best: "_Best | None" = None):
+        """`_plan_kernel.search_states` over `masks` (k, d, p): the fixed rules, or `rows` on `assignment`
+        after `best`. Returns (period, bound, tries, best_row, sequence, start, executors, tails)."""
         d, m, p = self.shape
-        n, n_edges = self.graph.size, self.graph.pred_idx.size
-        executors = np.empty((len(ASSIGNMENTS), d, m, p), dtype=np.int64)
-        workers = np.empty((len(ASSIGNMENTS), n), dtype=np.int64)
-        delays = np.empty((len(ASSIGNMENTS), n_edges))
-        tails = np.empty((len(ASSIGNMENTS), n))
-        self.kernel.prepare_state(np.ascontiguousarray(mask, dtype=np.bool_), *self.structure, executors, workers,
-                                  delays, tails)
-        return executors, workers, delays, tails
+        n, k = self.graph.size, len(masks)
+        rows = np.empty((0, n)) if rows is None else rows
+        period, bound = np.empty(k), np.empty(k)
+        tries, best_row = np.empty(k, dtype=np.int64), np.empty(k, dtype=np.int64)
+        sequence, start = np.empty(n, dtype=np.int64), np.empty(n)
+        executors, tails = np.empty((2, d, m, p), dtype=np.int64), np.empty((2, n))
+        have_best = best is not None and best.period is not None
+        self.kernel.search_states(np.ascontiguousarray(masks, dtype=np.bool_), *self.inputs, rows,
+                                  np.asarray(assignment, dtype=np.int64), *self.after, have_best,
+                                  best.period if have_best else math.inf, best.tries if best is not None else 0,
+                                  period, bound, tries, best_row, sequence, start, executors, tails)
+        return period, bound, tries, best_row, sequence, start, executors, tails
 
-    def periods(self, masks: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(period, bound) of each state of `masks` (k, d, p) under the fixed rules alone: the period of the
-        plan `plan` returns when one of them reaches the bound, NaN when none does, inf when none runs."""
-        masks = np.ascontiguousarray(masks, dtype=np.bool_)
-        period, bound = np.empty(masks.shape[0]), np.empty(masks.shape[0])
-        structure = self.structure
-        self.kernel.search_states(masks, self.shape[1], *structure[:7], self.graph.pred_ptr, *structure[7:],
-                                  np.stack(self.fixed), self.holds, self.cap, self.steps,
-                                  *_bound_parts(self.kind).arrays, TOLERANCE, period, bound)
-        return period, bound
+    def periods(self, masks: np.ndarray) -> np.ndarray:
+        """The period of the plan `plan` returns in each state of `masks` (k, d, p) when one of the fixed
+        rules reaches the bound; NaN where none does (the seeds and restarts would be next), inf where no
+        plan runs."""
+        period, bound = self.run(masks)[:2]
+        return np.where(np.isinf(bound), math.inf, np.where(period <= bound * (1 + TOLERANCE), period, math.nan))
 
-    def search(self, priorities, row_assignment, state, bound, best):
-        """List schedules under each row of `priorities`, on the row's assignment of `state` (`states`), until
-        one reaches `bound` (`_plan_kernel.search_candidates`); update and return `best`."""
-        executors, workers, delays, _ = state
-        row_assignment = np.asarray(row_assignment, dtype=np.int64)
-        sequence, start = np.empty(self.graph.size, dtype=np.int64), np.empty(self.graph.size)
-        period, row, best.tries = self.kernel.search_candidates(
-            priorities, row_assignment, workers, delays, self.graph.duration, self.graph.pred_ptr,
-            self.graph.pred_idx, *self.succ, self.holds, self.cap, self.steps, self.shape[2], float(bound), TOLERANCE,
-            best.period is not None, math.inf if best.period is None else best.period, best.tries, sequence, start)
-        if row >= 0:
-            a = row_assignment[row]
-            ptr, tasks = self.kernel.flat_orders(sequence, workers[a], self.n_workers)
-            best.period, best.executor, best.start = period, executors[a].copy(), start
-            best.orders = tuple(tasks[ptr[w]:ptr[w + 1]] for w in range(self.n_workers))
-        return best
+    def orders(self, executor: np.ndarray, sequence: np.ndarray) -> tuple:
+        """Each worker's tasks in placement order, under `executor`."""
+        worker = np.full(self.graph.size, -1, dtype=np.int64)
+        worker[self.on] = executor.ravel()[np.flatnonzero(self.on) // 3]  # task i < 3 d m p is (r, j, s) = i // 3
+        return tuple(worker_orders(dataclasses.replace(self.graph, worker=worker), sequence))
 
 
 @functools.lru_cache(maxsize=16)
@@ -490,18 +481,27 @@ class _Best:
     def reaches(self, bound: float) -> bool:
         return self.period is not None and self.period <= bound * (1 + TOLERANCE)
 
+    def take(self, rules: _Rules, result, assignment) -> "_Best":
+        """Take the best of a `_Rules.run` over one state, if one of its candidates gave it."""
+        period, _, tries, row, sequence, start, executors, _ = result
+        self.tries = int(tries[0])
+        if row[0] >= 0:
+            executor = executors[assignment[row[0]]].copy()
+            self.period, self.executor, self.start = float(period[0]), executor, start
+            self.orders = rules.orders(executor, sequence)
+        return self
 
-def _heuristic(kind, mask, bound, seed_orders, restarts) -> _Best:
-    """The heuristic's best plan: list schedules under fixed priority rules (per assignment: the
-    longest tail first, then the fault-free 1F1B and ZB-H1 slots), then the seeds, then randomised
-    restarts around the tails; it stops at the lower bound."""
+
+def _heuristic(kind, mask, seed_orders, restarts) -> tuple[_Best, float]:
+    """The heuristic's best plan and the lower bound: list schedules under fixed priority rules (per
+    assignment: the longest tail first, then the fault-free 1F1B and ZB-H1 slots), then the seeds, then
+    randomised restarts around the tails; it stops at the bound."""
     rules = _rules(kind)
-    state = rules.states(mask)
-    tails = state[3]
-    rows = [tails[0], *rules.fixed, tails[1], *rules.fixed]
-    best = rules.search(np.stack(rows), [0, 0, 0, 1, 1, 1], state, bound, _Best())
-    if best.reaches(bound):
-        return best
+    result = rules.run(mask[None])
+    bound = float(result[1][0])
+    best = _Best().take(rules, result, [0, 0, 0, 1, 1, 1])
+    if not math.isfinite(bound) or best.reaches(bound):
+        return best, bound
     for executor, orders in seed_orders or ():
         graph = build_graph(kind, 1, executor=executor)
         if not np.all(peak_inflight(graph, orders) <= rules.cap):
@@ -511,14 +511,15 @@ def _heuristic(kind, mask, bound, seed_orders, restarts) -> _Best:
         if best.period is None or period < best.period * (1 - TOLERANCE):
             best.period, best.executor, best.orders, best.start = period, executor, orders, start
         if best.reaches(bound):
-            return best
+            return best, bound
     if restarts:
+        tails = result[7]
         rng = np.random.default_rng(0)  # fixed: the same plan every time
         assignment = [k % len(ASSIGNMENTS) for k in range(restarts)]
         scale = [float(np.ptp(tail)) or 1.0 for tail in tails]
-        rows = [tails[a] + rng.uniform(0.0, 0.25 * scale[a], tails.shape[1]) for a in assignment]
-        rules.search(np.stack(rows), assignment, state, bound, best)
-    return best
+        rows = np.stack([tails[a] + rng.uniform(0.0, 0.25 * scale[a], tails.shape[1]) for a in assignment])
+        best.take(rules, rules.run(mask[None], rows, assignment, best), assignment)
+    return best, bound
 
 
 def plan(cfg: PipelineConfig, mask: np.ndarray, *, method: str = "auto", time_limit: float | None = None,
@@ -556,10 +557,9 @@ def plan(cfg: PipelineConfig, mask: np.ndarray, *, method: str = "auto", time_li
                                    or not wall_limit > 0):
         raise PipelineError("wall_limit", f"must be a number of seconds > 0 (got {wall_limit!r})")
     began = time.perf_counter()
-    bound = lower_bound(cfg, mask)
+    best, bound = _heuristic(cfg, mask, seed_orders, RESTARTS)
     if not math.isfinite(bound):
         return None
-    best = _heuristic(cfg, mask, bound, seed_orders, RESTARTS)
     reached = best.period is not None and best.period <= bound * (1 + TOLERANCE)
     heuristic = None
     if best.period is not None:

@@ -399,7 +399,7 @@ def recycle_periods(cfg: PipelineConfig, options: StrategyOptions, counts: np.nd
         offsets = np.cumsum([0] + [c.size for c in chunks])
 
         def plan_chunk(c):
-            return c, rules.periods(masks[offsets[c]:offsets[c + 1]])[0]
+            return c, rules.periods(masks[offsets[c]:offsets[c + 1]])
 
         with concurrent.futures.ThreadPoolExecutor(min(kernel_threads("numba"), len(chunks))) as pool:
             for c, found in pool.map(plan_chunk, range(len(chunks))):
