@@ -18,7 +18,7 @@ from .._kernels._jit import JIT_OPTIONS
 from ._schedule_kernel import _better, successors
 
 
-@njit(**JIT_OPTIONS)
+@njit(inline="always", **JIT_OPTIONS)
 def _earliest_end(lo, hi, entry_ready, entry_duration, entry_opens, free, full):
     """The earliest end of the ready tasks in entries lo..hi of a worker free at `free` (`full`: no room
     for a task that opens a micro-batch)."""
@@ -198,7 +198,7 @@ def list_schedule_core(duration, worker, pred_ptr, pred_delay, succ_ptr, succ_id
 # fills `worker` and `delay`, schedules, and measures the period, here.
 
 
-@njit(**JIT_OPTIONS)
+@njit(inline="always", **JIT_OPTIONS)
 def reroute_into(mask, m, blocks, executor):
     """Fill executor (d, m, p) as `planner.reroute` does; False when a stage has no survivor."""
     d, p = mask.shape
@@ -237,7 +237,7 @@ def reroute_into(mask, m, blocks, executor):
     return True
 
 
-@njit(**JIT_OPTIONS)
+@njit(inline="always", **JIT_OPTIONS)
 def place_workers(executor, on, pred_idx, edge_dst, cross, p2p_delay, reroute_delay, worker, delay):
     """Fill each task's worker and each edge's delay of the one-iteration graph under `executor`.
 
@@ -255,7 +255,7 @@ def place_workers(executor, on, pred_idx, edge_dst, cross, p2p_delay, reroute_de
             delay[k] = 0.0
 
 
-@njit(**JIT_OPTIONS)
+@njit(inline="always", **JIT_OPTIONS)
 def tail_priority(duration, order, succ_ptr, succ_idx, succ_edge, delay, out):
     """Fill out with -(longest path from each task through the end), by reverse topological `order`
     (as `_schedule_kernel.tail_lengths`, whose successor lists and order are the structure's)."""
@@ -273,7 +273,7 @@ def tail_priority(duration, order, succ_ptr, succ_idx, succ_edge, delay, out):
         out[i] = -tail[i]
 
 
-@njit(**JIT_OPTIONS)
+@njit(inline="always", **JIT_OPTIONS)
 def max_cycle_mean(weight):
     """Karp's maximum cycle mean (as `planner.max_cycle_mean`, operation for operation)."""
     n = weight.shape[0]
@@ -301,28 +301,6 @@ def max_cycle_mean(weight):
         if least > best:
             best = least
     return best
-
-
-@njit(**JIT_OPTIONS)
-def sequence_period(duration, worker, pred_ptr, pred_idx, delay, sequence, steps, p, n_workers, start, end):
-    """The period of the orders a list schedule placed (`planner.orders_period`), and fill `start`.
-
-    The placement sequence is a topological order of the graph with the
-    workers' orders added (a task is placed after its predecessors and after
-    its worker's previous task), so no deadlock check is needed."""
-    n = duration.size
-    order = np.empty(n, dtype=np.int64)
-    for i in range(n):
-        order[sequence[i]] = i
-    previous = np.full(n, -1, dtype=np.int64)  # the task before it on its worker
-    last = np.full(n_workers, -1, dtype=np.int64)
-    for q in range(n):
-        i = order[q]
-        w = worker[i]
-        if w >= 0:
-            previous[i] = last[w]
-            last[w] = i
-    return _period_in_order(duration, worker, pred_ptr, pred_idx, delay, order, previous, steps, p, start, end)
 
 
 @njit(**JIT_OPTIONS)
@@ -405,128 +383,96 @@ def _period_in_order(duration, worker, pred_ptr, pred_idx, delay, order, previou
 
 
 @njit(**JIT_OPTIONS)
-def search_candidates(priorities, row_assignment, workers, delays, duration, pred_ptr, pred_idx, succ_ptr, succ_idx,
-                      succ_edge, holds, cap, steps, p, bound, tolerance, have_best, best_period, tries,
-                      best_sequence, best_start):
-    """List schedules under each row of `priorities` (on the workers and delays of its assignment), in
-    order, until one reaches `bound`; a candidate replaces the best so far (`best_period`, if `have_best`) only
-    if it is shorter by more than `tolerance`, as `planner.plan` compares them.
-
-    Returns (period, row, tries): the best period, the row that gave it (-1: none of these rows), and
-    `tries` plus the candidates that placed every task. `best_sequence` and `best_start` hold that row's
-    placement sequence and start times."""
-    n = duration.size
-    n_workers = cap.size
-    start = np.empty(n)
-    end = np.empty(n)
-    sequence = np.empty(n, dtype=np.int64)
-    best_row = -1
-    for row in range(priorities.shape[0]):
-        if have_best and best_period <= bound * (1 + tolerance):
-            break
-        a = row_assignment[row]
-        worker = workers[a]
-        delay = delays[a]
-        placed = list_schedule_core(duration, worker, pred_ptr, delay, succ_ptr, succ_idx, succ_edge,
-                                    priorities[row], holds, cap, n_workers, start, end, sequence)
-        if placed < n:
-            continue
-        tries += 1
-        period = sequence_period(duration, worker, pred_ptr, pred_idx, delay, sequence, steps, p, n_workers,
-                                 start, end)
-        if not have_best or period < best_period * (1 - tolerance):
-            have_best = True
-            best_period = period
-            best_row = row
-            best_sequence[:] = sequence
-            best_start[:] = start
-    return best_period, best_row, tries
-
-
-@njit(**JIT_OPTIONS)
-def lower_bound(alive, work_items, fwd, bwd, wgt, back, trip, reach, cap, optimizer_time):
-    """`planner.lower_bound` for `alive` survivors per stage, from the pipeline's parts (`planner._BoundParts`:
-    trip[s] the round trip below stage s, reach[s, s'] the way from stage s down to s' and back), operation
-    for operation as the formula there; inf when a stage has no survivor or no room."""
-    p = alive.size
-    for s in range(p):
-        if alive[s] == 0 or cap[s] < 1:
-            return np.inf
-    load = np.empty(p, dtype=np.int64)
-    span = np.empty(p)
-    for s in range(p):
-        load[s] = -(-work_items // alive[s])
-        held = min(load[s], cap[s])
-        work = load[s] * (fwd[s] + bwd[s] + wgt[s])
-        head = fwd[s] + trip[s] - held * fwd[s]
-        tail = trip[s] - (held - 1) * (bwd[s] + wgt[s])
-        span[s] = work + max(0.0, max(head, tail))
-    for s in range(p):
-        for later in range(s + 1, p):
-            n = load[later]
-            f = fwd[later]
-            b = back[later]
-            busiest = max(n * (f + b), f + trip[later] + n * b, n * f + trip[later] + b)
-            span[s] = max(span[s], reach[s, later] + busiest)
-    return span.max() + optimizer_time
-
-
-@njit(**JIT_OPTIONS)
-def prepare_state(mask, on, pred_idx, edge_dst, cross, p2p_delay, reroute_delay, duration, order, succ_ptr,
-                  succ_idx, succ_edge, executors, workers, delays, tails):
-    """Per assignment (0: round-robin, 1: blocks), fill the executor, the workers and delays of the
-    one-iteration graph, and the longest-tail priority; False when a stage has no survivor."""
-    m = executors.shape[2]
-    for a in range(executors.shape[0]):
-        if not reroute_into(mask, m, a == 1, executors[a]):
-            return False
-        place_workers(executors[a], on, pred_idx, edge_dst, cross, p2p_delay, reroute_delay, workers[a], delays[a])
-        tail_priority(duration, order, succ_ptr, succ_idx, succ_edge, delays[a], tails[a])
-    return True
-
-
-@njit(**JIT_OPTIONS)
-def search_states(masks, on, pred_idx, edge_dst, cross, p2p_delay, reroute_delay, duration, pred_ptr, order, succ_ptr,
-                  succ_idx, succ_edge, fixed, rows, row_assignment, holds, cap, steps, work_items, fwd, bwd, wgt, back,
-                  trip, reach, stage_cap, optimizer_time, tolerance, have_best, best_in, tries_in, period, bound, tries,
-                  best_row, sequence, start, executors, tails):
-    """The heuristic's list schedules in each state (masks[k], (d, p)), as `planner.plan` runs them: the
-    lower bound, both assignments' workers, delays and tails, then the candidates in order until one
-    reaches the bound. The candidates are the fixed rules (per assignment: the longest tail first, then
-    the priorities in `fixed`) when `rows` is empty, else `rows` on `row_assignment`, after a best so far
+def search_states(masks, bounds, on, pred_idx, edge_dst, cross, p2p_delay, reroute_delay, duration, pred_ptr, order,
+                  succ_ptr, succ_idx, succ_edge, fixed, rows, row_assignment, holds, cap, steps, tolerance, have_best,
+                  best_in, tries_in, period, tries, best_row, best_sequence, best_start, executors, tails):
+    """The heuristic's list schedules in each state (masks[k], (d, p), with lower bound bounds[k]), as
+    `planner.plan` runs them: both assignments' workers, delays and tails, then the candidates in order
+    until one reaches the bound. A candidate replaces the best so far only if it is shorter by more than
+    `tolerance`. The candidates are the fixed rules (per assignment: the longest tail first, then the
+    priorities in `fixed`) when `rows` is empty, else `rows` on `row_assignment`, after a best so far
     (`have_best`, `best_in`, `tries_in`: the seeds').
 
-    Fills, per state: bound[k]; period[k] the best period (inf: no plan runs); tries[k] the candidates
-    that placed every task, with tries_in; best_row[k] the candidate that gave the best (-1: none of
-    these). `sequence`, `start`, `executors` and `tails` hold the last state's: its best candidate's
+    Fills, per state: period[k] the best period (inf: no plan runs); tries[k] the candidates that
+    placed every task, with tries_in; best_row[k] the candidate that gave the best (-1: none of these).
+    `best_sequence`, `best_start`, `executors` and `tails` hold the last state's: its best candidate's
     placement sequence and start times, each assignment's executor and tail priority."""
     k_states, d, p = masks.shape
+    m = executors.shape[2]
     n = duration.size
+    n_workers = cap.size
     workers = np.empty((2, n), dtype=np.int64)
     delays = np.empty((2, pred_idx.size))
     use_rows = rows.shape[0] > 0
     candidates = rows if use_rows else np.empty((6, n))
-    assignment = row_assignment if use_rows else np.array([0, 0, 0, 1, 1, 1], dtype=np.int64)
-    alive = np.empty(p, dtype=np.int64)
+    assignment = row_assignment if use_rows else np.arange(6) // 3  # the fixed rules: 3 per assignment
+    start = np.empty(n)
+    end = np.empty(n)
+    sequence = np.empty(n, dtype=np.int64)
     for k in range(k_states):
-        for s in range(p):
-            alive[s] = d
-            for r in range(d):
-                if masks[k, r, s]:
-                    alive[s] -= 1
-        bound[k] = lower_bound(alive, work_items, fwd, bwd, wgt, back, trip, reach, stage_cap, optimizer_time)
-        period[k] = np.inf
+        period[k] = best_in if have_best else np.inf
         tries[k] = tries_in
         best_row[k] = -1
-        if not np.isfinite(bound[k]) or not prepare_state(masks[k], on, pred_idx, edge_dst, cross, p2p_delay,
-                                                          reroute_delay, duration, order, succ_ptr, succ_idx,
-                                                          succ_edge, executors, workers, delays, tails):
+        if not np.isfinite(bounds[k]):
+            continue
+        runs = True
+        for a in range(2):  # 0: round-robin, 1: blocks
+            runs = runs and reroute_into(masks[k], m, a == 1, executors[a])
+            if runs:
+                place_workers(executors[a], on, pred_idx, edge_dst, cross, p2p_delay, reroute_delay, workers[a],
+                              delays[a])
+                tail_priority(duration, order, succ_ptr, succ_idx, succ_edge, delays[a], tails[a])
+        if not runs:
+            period[k] = np.inf
             continue
         if not use_rows:
             for a in range(2):
-                candidates[3 * a] = tails[a]
-                candidates[3 * a + 1] = fixed[0]
-                candidates[3 * a + 2] = fixed[1]
-        period[k], best_row[k], tries[k] = search_candidates(
-            candidates, assignment, workers, delays, duration, pred_ptr, pred_idx, succ_ptr, succ_idx, succ_edge,
-            holds, cap, steps, p, bound[k], tolerance, have_best, best_in, tries_in, sequence, start)
+                for i in range(n):  # (element by element: a slice assignment costs seconds of compile time)
+                    candidates[3 * a, i] = tails[a, i]
+                    candidates[3 * a + 1, i] = fixed[0, i]
+                    candidates[3 * a + 2, i] = fixed[1, i]
+        best = have_best
+        for row in range(candidates.shape[0]):
+            if best and period[k] <= bounds[k] * (1 + tolerance):
+                break
+            a = assignment[row]
+            placed = list_schedule_core(duration, workers[a], pred_ptr, delays[a], succ_ptr, succ_idx, succ_edge,
+                                        candidates[row], holds, cap, n_workers, start, end, sequence)
+            if placed < n:
+                continue
+            tries[k] += 1
+            # The placement sequence is a topological order of the graph with the workers' orders added.
+            found = _period_in_order(duration, workers[a], pred_ptr, pred_idx, delays[a],
+                                     _placement_order(sequence), _previous_on_worker(sequence, workers[a], n_workers),
+                                     steps, p, start, end)
+            if not best or found < period[k] * (1 - tolerance):
+                best = True
+                period[k] = found
+                best_row[k] = row
+                for i in range(n):
+                    best_sequence[i] = sequence[i]
+                    best_start[i] = start[i]
+
+
+@njit(inline="always", **JIT_OPTIONS)
+def _placement_order(sequence):
+    order = np.empty(sequence.size, dtype=np.int64)
+    for i in range(sequence.size):
+        order[sequence[i]] = i
+    return order
+
+
+@njit(inline="always", **JIT_OPTIONS)
+def _previous_on_worker(sequence, worker, n_workers):
+    """The task placed before each on its worker (-1: none)."""
+    n = sequence.size
+    order = _placement_order(sequence)
+    previous = np.full(n, -1, dtype=np.int64)
+    last = np.full(n_workers, -1, dtype=np.int64)
+    for q in range(n):
+        i = order[q]
+        w = worker[i]
+        if w >= 0:
+            previous[i] = last[w]
+            last[w] = i
+    return previous

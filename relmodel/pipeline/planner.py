@@ -258,41 +258,61 @@ def lower_bound(cfg: PipelineConfig, mask: np.ndarray) -> float:
     float
         The bound; inf when a stage has no survivor or no room.
     """
-    parts = _bound_parts(cfg)
-    alive = (cfg.replicas - mask.sum(axis=0)).astype(np.int64)
-    return float(parts.kernel.lower_bound(alive, *parts.arrays))
+    return float(lower_bounds(cfg, (cfg.replicas - np.asarray(mask).sum(axis=0))[None])[0])
 
 
-class _BoundParts:
-    """What `lower_bound` needs of a pipeline, whatever its failures: the times, the round trip below each
-    stage and the way down to each later stage and back (sums made once, in numpy's order)."""
+def lower_bounds(cfg: PipelineConfig, alive: np.ndarray) -> np.ndarray:
+    """Return `lower_bound` of many states at once.
 
-    def __init__(self, cfg: PipelineConfig):
-        from . import _plan_kernel
+    Parameters
+    ----------
+    cfg : PipelineConfig
+        The pipeline, in the kind the plan runs (ReCycle's).
+    alive : numpy.ndarray
+        (k, p) integers: alive[k, s] survivors at stage s in state k.
 
-        self.kernel = _plan_kernel
-        p = cfg.stages
-        fwd, bwd, wgt = (np.asarray(x, dtype=float) for x in (cfg.fwd, cfg.bwd_input, cfg.bwd_weight))
-        hop = min(cfg.p2p_delay, cfg.reroute_delay)
-        back = bwd + wgt if cfg.backward == "fused" else bwd  # the task a later stage runs on the way back
-        trip = np.array([float(np.sum(fwd[s + 1:] + back[s + 1:])) + 2 * (p - 1 - s) * hop for s in range(p)])
-        # Stage s's span also covers the busiest peer of every later stage s': from the first forward's way
-        # down to s' to the last backward's way back up to s, that peer runs all its forwards and
-        # backwards; or its first forward, the round trip below s' and all its backwards; or all its
-        # forwards, the trip and one backward (the kernel adds the larger of these to reach[s, s']).
-        reach = np.full((p, p), -np.inf)
-        for s in range(p):
-            for later in range(s + 1, p):
-                down = float(np.sum(fwd[s:later])) + (later - s) * hop
-                up = float(np.sum(back[s + 1:later])) + (later - s) * hop + bwd[s] + wgt[s]
-                reach[s, later] = down + up
-        self.arrays = (cfg.microbatches * cfg.replicas, fwd, bwd, wgt, back, trip, reach, capacity(cfg),
-                       float(cfg.optimizer_time))
+    Returns
+    -------
+    numpy.ndarray
+        (k,) bounds; inf where a stage has no survivor or no room.
+    """
+    work_items, fwd, bwd, wgt, back, trip, reach, cap, optimizer_time = _bound_parts(cfg)
+    alive = np.asarray(alive, dtype=np.int64).reshape(-1, cfg.stages)
+    none = np.any(alive == 0, axis=1) | np.any(cap < 1)
+    load = -(-work_items // np.maximum(alive, 1))  # the most micro-batches a survivor takes
+    held = np.minimum(load, cap)
+    work = load * (fwd + bwd + wgt)
+    head = fwd + trip - held * fwd
+    tail = trip - (held - 1) * (bwd + wgt)
+    span = work + np.maximum(0.0, np.maximum(head, tail))
+    for s in range(cfg.stages):
+        for later in range(s + 1, cfg.stages):
+            n, f, b = load[:, later], fwd[later], back[later]
+            busiest = np.maximum(np.maximum(n * (f + b), f + trip[later] + n * b), n * f + trip[later] + b)
+            span[:, s] = np.maximum(span[:, s], reach[s, later] + busiest)
+    return np.where(none, math.inf, span.max(axis=1) + optimizer_time)
 
 
 @functools.lru_cache(maxsize=64)
-def _bound_parts(cfg: PipelineConfig) -> _BoundParts:
-    return _BoundParts(cfg)
+def _bound_parts(cfg: PipelineConfig) -> tuple:
+    """What `lower_bound` needs of a pipeline whatever its failures: the times, the round trip below each
+    stage, and the way from stage s down to each later stage s' and back (reach[s, s'])."""
+    p = cfg.stages
+    fwd, bwd, wgt = (np.asarray(x, dtype=float) for x in (cfg.fwd, cfg.bwd_input, cfg.bwd_weight))
+    hop = min(cfg.p2p_delay, cfg.reroute_delay)
+    back = bwd + wgt if cfg.backward == "fused" else bwd  # the task a later stage runs on the way back
+    trip = np.array([float(np.sum(fwd[s + 1:] + back[s + 1:])) + 2 * (p - 1 - s) * hop for s in range(p)])
+    # Stage s's span also covers the busiest peer of every later stage s': from the first forward's way
+    # down to s' to the last backward's way back up to s, that peer runs all its forwards and backwards;
+    # or its first forward, the round trip below s' and all its backwards; or all its forwards, the trip
+    # and one backward (`lower_bounds` adds the largest of these to reach[s, s']).
+    reach = np.full((p, p), -np.inf)
+    for s in range(p):
+        for later in range(s + 1, p):
+            down = float(np.sum(fwd[s:later])) + (later - s) * hop
+            up = float(np.sum(back[s + 1:later])) + (later - s) * hop + bwd[s] + wgt[s]
+            reach[s, later] = down + up
+    return cfg.microbatches * cfg.replicas, fwd, bwd, wgt, back, trip, reach, capacity(cfg), float(cfg.optimizer_time)
 
 
 # -- plans --------------------------------------------------------------------
@@ -429,24 +449,25 @@ class _Rules:
         fixed = np.stack([_order_priority(graph, order) for order in ("1f1b", "zb-h1")])
         self.inputs = (self.on, graph.pred_idx, edge_dst, cross, float(kind.p2p_delay), float(kind.reroute_delay),
                        graph.duration, graph.pred_ptr, order, *succ, fixed)
-        self.after = (holds(graph), self.cap, np.ascontiguousarray(graph.step_index[0]),
-                      *_bound_parts(kind).arrays, TOLERANCE)
+        self.after = (holds(graph), self.cap, np.ascontiguousarray(graph.step_index[0]), TOLERANCE)
 
     def run(self, masks: np.ndarray, rows: np.ndarray | None = None, assignment=(), best: "_Best | None" = None):
         """`_plan_kernel.search_states` over `masks` (k, d, p): the fixed rules, or `rows` on `assignment`
         after `best`. Returns (period, bound, tries, best_row, sequence, start, executors, tails)."""
         d, m, p = self.shape
-        n, k = self.graph.size, len(masks)
+        n = self.graph.size
+        masks = np.ascontiguousarray(masks, dtype=np.bool_)
+        bound = lower_bounds(self.kind, d - masks.sum(axis=1))
+        k = len(masks)
         rows = np.empty((0, n)) if rows is None else rows
-        period, bound = np.empty(k), np.empty(k)
-        tries, best_row = np.empty(k, dtype=np.int64), np.empty(k, dtype=np.int64)
+        period, tries, best_row = np.empty(k), np.empty(k, dtype=np.int64), np.empty(k, dtype=np.int64)
         sequence, start = np.empty(n, dtype=np.int64), np.empty(n)
         executors, tails = np.empty((2, d, m, p), dtype=np.int64), np.empty((2, n))
         have_best = best is not None and best.period is not None
-        self.kernel.search_states(np.ascontiguousarray(masks, dtype=np.bool_), *self.inputs, rows,
-                                  np.asarray(assignment, dtype=np.int64), *self.after, have_best,
-                                  best.period if have_best else math.inf, best.tries if best is not None else 0,
-                                  period, bound, tries, best_row, sequence, start, executors, tails)
+        self.kernel.search_states(masks, bound, *self.inputs, rows, np.asarray(assignment, dtype=np.int64),
+                                  *self.after, have_best, best.period if have_best else math.inf,
+                                  best.tries if best is not None else 0, period, tries, best_row, sequence, start,
+                                  executors, tails)
         return period, bound, tries, best_row, sequence, start, executors, tails
 
     def periods(self, masks: np.ndarray) -> np.ndarray:
