@@ -35,7 +35,9 @@ def run(package: Path, cache: Path, trace: Path) -> tuple[float, str]:
             f"assert relmodel.__file__.startswith({str(package)!r}), relmodel.__file__; main(sys.argv[1:])")
     began = time.perf_counter()
     done = subprocess.run([sys.executable, "-c", code, *COMMAND, "--trace", str(trace)], env=env,
-                          capture_output=True, text=True, check=True)
+                          cwd=cache.parent, capture_output=True, text=True)  # not the checkout: it would come first
+    if done.returncode:
+        sys.exit(f"{package}: exit {done.returncode}\n{done.stderr}")
     return time.perf_counter() - began, done.stdout
 
 

@@ -166,7 +166,7 @@ def test_the_pipeline_command_compiles_each_kernel_once():
     run = subprocess.run([sys.executable, "-c", _SPECIALISATIONS], capture_output=True, text=True, check=True)
     counts = dict(line.split() for line in run.stdout.splitlines() if line.count(" ") == 1)
     used = {name: int(n) for name, n in counts.items() if int(n)}
-    assert {"_plan_kernel.search_candidates", "_plan_kernel.orders_period", "_schedule_kernel.longest_path"} <= set(used)
+    assert {"_plan_kernel.search_states", "_plan_kernel.orders_period", "_schedule_kernel.longest_path"} <= set(used)
     assert all(n == 1 for n in used.values()), used
 
 

@@ -37,13 +37,13 @@ is what the schedule simulator measures once the iterations settle.
   heuristic leaves a gap, the pipeline is small (`EXACT_TASKS`) and the task
   times lie on a common grid (so the search can prove its plan).
 
-How long it takes. The heuristic takes under a millisecond to a few
-milliseconds where a fixed rule reaches the bound (8 x 8 x 16, 3,080 tasks:
-0.4 to 1.2 ms), and tens of milliseconds where the seeds and restarts run
-(the first compiles for about 10 s on an empty Numba cache). The exact search stops after `AUTO_TIME_LIMIT` (auto) or
-`EXACT_TIME_LIMIT` (exact) seconds of CP-SAT's deterministic time, which
-counts the same on every machine, so a plan does not depend on the load; in
-CPU seconds it is several times more (auto's 2 took 0.6 to 16 s on 3 x 3 x 4
+How long it takes. The heuristic takes about a millisecond where a fixed
+rule reaches the bound (8 x 8 x 16, 3,080 tasks: 0.5 to 1.5 ms) and tens of
+milliseconds where the seeds and restarts run (its first plan compiles for
+about 10 s on an empty Numba cache). The exact search stops after
+`AUTO_TIME_LIMIT` (auto) or `EXACT_TIME_LIMIT` (exact) seconds of CP-SAT's
+deterministic time, which counts the same on every machine, so a plan does
+not depend on the load; in CPU seconds it is several times more (auto's 2 took 0.6 to 16 s on 3 x 3 x 4
 and 4 x 3 x 8; a proof of 37 on 3 x 3 x 4 took 105 s), and wall seconds grow
 further on a busy machine. So a wall-clock cap bounds it too
 (`wall_limit`: `AUTO_WALL_LIMIT` for auto, none for exact unless given),
@@ -444,7 +444,7 @@ class _Rules:
         graph = build_graph(kind, 1)
         self.kind, self.graph = kind, graph
         d, m, p = graph.shape
-        self.shape, self.n_workers = (d, m, p), d * p
+        self.shape = (d, m, p)
         succ = _schedule_kernel.successors(graph.pred_ptr, graph.pred_idx)
         order, _ = _schedule_kernel.topological_order(graph.pred_ptr, graph.pred_idx)
         edge_dst = np.repeat(np.arange(graph.size), np.diff(graph.pred_ptr))
@@ -453,7 +453,7 @@ class _Rules:
         cross = (src_stage >= 0) & (stage[edge_dst] >= 0) & (src_stage != stage[edge_dst])  # delays depend on workers
         self.on = graph.worker >= 0
         self.cap = np.tile(capacity(kind), d)
-        fixed = np.stack([_order_priority(graph, order) for order in ("1f1b", "zb-h1")])
+        fixed = np.stack([_order_priority(graph, rule) for rule in ("1f1b", "zb-h1")])  # (a writeable copy)
         self.inputs = (self.on, graph.pred_idx, edge_dst, cross, float(kind.p2p_delay), float(kind.reroute_delay),
                        graph.duration, graph.pred_ptr, order, *succ, fixed)
         self.after = (holds(graph), self.cap, np.ascontiguousarray(graph.step_index[0]), TOLERANCE)
@@ -588,7 +588,7 @@ def plan(cfg: PipelineConfig, mask: np.ndarray, *, method: str = "auto", time_li
     best, bound = _heuristic(cfg, mask, seed_orders, RESTARTS)
     if not math.isfinite(bound):
         return None
-    reached = best.period is not None and best.period <= bound * (1 + TOLERANCE)
+    reached = best.reaches(bound)
     heuristic = None
     if best.period is not None:
         heuristic = AdaptedPlan(period=best.period, lower_bound=bound, method="heuristic", optimal=reached,
