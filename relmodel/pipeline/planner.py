@@ -37,10 +37,11 @@ is what the schedule simulator measures once the iterations settle.
   heuristic leaves a gap, the pipeline is small (`EXACT_TASKS`) and the task
   times lie on a common grid (so the search can prove its plan).
 
-How long it takes. The heuristic takes about a millisecond where a fixed
-rule reaches the bound (8 x 8 x 16, 3,080 tasks: 0.5 to 1.5 ms) and tens of
-milliseconds where the seeds and restarts run (its first plan compiles for
-about 10 s on an empty Numba cache). The exact search stops after
+How long it takes. The heuristic takes a few milliseconds where a fixed rule
+reaches the bound (8 x 8 x 16, 3,080 tasks: 1 to 2.3 ms a plan; 0.4 to 1.1 ms
+a state in a trace's batches) and tens of milliseconds where the seeds and
+restarts run (its first plan compiles for about 10 s on an empty Numba
+cache). The exact search stops after
 `AUTO_TIME_LIMIT` (auto) or `EXACT_TIME_LIMIT` (exact) seconds of CP-SAT's
 deterministic time, which counts the same on every machine, so a plan does
 not depend on the load; in CPU seconds it is several times more (auto's 2 took 0.6 to 16 s on 3 x 3 x 4
