@@ -171,7 +171,9 @@ def pipeline(stages, replicas, microbatches, fwd, bwd_input, bwd_weight, model_n
                          swap_time=swap_time, restart_cost=restart_cost, checkpoint_interval=checkpoint_interval,
                          time_unit=time_unit)
         # The schedule kernels compile (or load) on their first use, just below.
-        feedback.announce_compile("relmodel.pipeline._schedule_kernel", what="pipeline kernels", seconds=8)
+        feedback.announce_compile("relmodel.pipeline._schedule_kernel", what="pipeline kernels", seconds=4)
+        feedback.announce_compile("relmodel.pipeline._plan_kernel", ("search_states",), what="ReCycle planner",
+                                  seconds=6)
         # The table a row (failure count) at a time: a text table prints each row as it comes (on an
         # empty cache the fault-free row is ready in ~3 s, the rest once the planner has compiled);
         # not with traces, whose files are read after it (an error there stays the output's one line).
