@@ -265,3 +265,68 @@ def test_a_batch_reports_the_states_the_fixed_rules_leave_short():
     assert math.isnan(found[2])
     fixed, bound = planner._heuristic(cfg, masks[2], (), 0)
     assert not fixed.reaches(bound) and planner.plan(cfg, masks[2], method="heuristic").period >= bound
+
+
+def reference_chains(graph, order, mask, reference_start, *, defer, reroute_first):
+    """The greedy merge's chains, priorities and release times, worker by worker as the docstring of
+    `recycle._SeedParts.chains` states them."""
+    from relmodel.pipeline.graph import stage_order, task_index
+    from relmodel.pipeline.recycle import _half_gap
+    from relmodel.pipeline.schedule import after_all
+
+    d, m, p = graph.shape
+    its = np.arange(graph.n_iterations)[:, None]
+    priority, release = reference_start.copy(), np.zeros(graph.size)
+    later = after_all(reference_start)
+    ahead = _half_gap(reference_start) if reroute_first else 0.0
+    own, extra = [], []
+
+    def add(chains, tasks):
+        if defer:
+            is_w = tasks % 3 == 2
+            priority[tasks[is_w]] += later
+            chains += [tasks[~is_w], tasks[is_w]]
+        else:
+            chains.append(tasks)
+
+    for r in range(d):
+        for s in range(p):
+            types, micro = stage_order(order, p, m, s)
+            tasks = task_index(graph.shape, its, r, micro[None, :], s, types[None, :]).ravel()
+            tasks = tasks[graph.worker[tasks] >= 0]
+            if not mask[r, s]:
+                keep = tasks % 3 != 2
+                release[tasks[keep]] = reference_start[tasks[keep]]
+                add(own, tasks)
+                continue
+            priority[tasks] -= ahead
+            runs_on = graph.worker[tasks]
+            for peer in np.unique(runs_on):
+                add(extra, tasks[runs_on == peer])
+    return [c for c in own + extra if c.size], priority, release
+
+
+@settings(max_examples=40)
+@given(pipelines(), st.sampled_from(planner.ASSIGNMENTS), st.booleans())
+def test_the_seeds_graph_and_chains_are_built_as_for_one_state(case, assignment, reroute_first):
+    """The greedy merge's inputs from the pipeline's parts made once (`recycle._SeedParts`) are those
+    built for the state alone: the graph of `build_graph` under the re-routing, the chains,
+    priorities and release times of the plain construction."""
+    from relmodel.pipeline.recycle import _seed_parts
+    from relmodel.pipeline.schedule import N_ITERATIONS
+
+    cfg, mask = case
+    kind = recycle_kind(cfg)
+    executor = planner.reroute(mask, kind.microbatches, assignment)
+    if executor is None:
+        return
+    parts = _seed_parts(kind)
+    graph = parts.graph_for(executor)
+    want = build_graph(kind, N_ITERATIONS, executor=executor)
+    for name in ("duration", "worker", "kind", "pred_ptr", "pred_idx", "pred_delay", "step_index"):
+        assert np.array_equal(getattr(graph, name), getattr(want, name)), name
+    chains, priority, release = parts.chains(graph, mask, reroute_first)
+    ref = reference_chains(want, kind.order, mask, parts.reference, defer=kind.backward == "decoupled",
+                           reroute_first=reroute_first)
+    assert len(chains) == len(ref[0]) and all(np.array_equal(a, b) for a, b in zip(chains, ref[0]))
+    assert np.array_equal(priority, ref[1]) and np.array_equal(release, ref[2])

@@ -148,12 +148,11 @@ def greedy_seeds(kind: PipelineConfig, mask: np.ndarray):
     re-routed tasks go into the idle time around them. The orders are those of
     the last simulated iteration (the first ones are a transient). A generator:
     each is simulated when asked for."""
-    reference = _reference(kind, N_ITERATIONS, N_MEASURED)
     for assignment, reroute_first in PLANS:
         executor = reroute(mask, kind.microbatches, assignment)
         if executor is None:
             return
-        yield executor, _last_orders(kind, mask, executor, reference, kind.backward == "decoupled", reroute_first)
+        yield executor, _last_orders(_seed_parts(kind), mask, executor, reroute_first)
 
 
 def load_bound(cfg: PipelineConfig, mask: np.ndarray) -> float:
@@ -165,12 +164,88 @@ def load_bound(cfg: PipelineConfig, mask: np.ndarray) -> float:
     return float(np.max(-(-(m * d) // alive) * cfg.stage_time))
 
 
-def _last_orders(kind, mask, executor, reference, decoupled, reroute_first):
+class _SeedParts:
+    """What the greedy merge needs of a pipeline whatever its failures (a trace replay seeds many states of
+    one pipeline): the graph of `N_ITERATIONS` iterations, which of its edges cross stages (their delays
+    follow the workers), each worker's own tasks in its fault-free order (split into the W passes and
+    the rest where they are deferred), the fault-free start times, and the priority offsets from them."""
+
+    def __init__(self, kind: PipelineConfig):
+        self.kind = kind
+        self.graph = graph = build_graph(kind, N_ITERATIONS)
+        d, m, p = graph.shape
+        self.reference = _reference(kind, N_ITERATIONS, N_MEASURED).start
+        self.defer = kind.backward == "decoupled"
+        self.on = graph.worker >= 0
+        self.owner = graph.worker  # the fault-free worker r p + s of each task (-1: none)
+        self.is_w = (np.arange(graph.size) % 3 == 2) & (np.arange(graph.size) < d * m * p * 3 * N_ITERATIONS)
+        stage = np.where(self.on, graph.worker % p, -1)
+        self.edge_dst = np.repeat(np.arange(graph.size), np.diff(graph.pred_ptr))
+        src_stage = stage[graph.pred_idx]
+        self.cross = (src_stage >= 0) & (stage[self.edge_dst] >= 0) & (src_stage != stage[self.edge_dst])
+        its = np.arange(N_ITERATIONS)[:, None]
+        self.own = []  # per worker r p + s: its tasks over the iterations, in its order
+        for r in range(d):
+            for s in range(p):
+                types, micro = stage_order(kind.order, p, m, s)
+                tasks = task_index(graph.shape, its, r, micro[None, :], s, types[None, :]).ravel()
+                self.own.append(tasks[graph.worker[tasks] >= 0])
+        self.later = after_all(self.reference)  # beyond any fault-free time
+        self.ahead = _half_gap(self.reference)
+
+    def graph_for(self, executor: np.ndarray):
+        """`build_graph(kind, N_ITERATIONS, executor=executor)`: the same tasks and edges, their workers
+        and the delays between stages (p2p within a replica, re-routing across) under `executor`."""
+        g = self.graph
+        d, m, p = g.shape
+        worker = np.full(g.size, -1, dtype=np.int64)
+        tasks = np.flatnonzero(self.on)
+        worker[tasks] = executor.ravel()[(tasks // 3) % (d * m * p)]  # task (k, r, j, s, t): (r, j, s) = i // 3 mod
+        same = worker[g.pred_idx] // p == worker[self.edge_dst] // p
+        delay = np.where(self.cross, np.where(same, self.kind.p2p_delay, self.kind.reroute_delay), g.pred_delay)
+        return dataclasses.replace(g, worker=worker, pred_delay=delay)
+
+    def chains(self, graph, mask: np.ndarray, reroute_first: bool):
+        """Chains, priorities and release times: each survivor's own fault-free order (released at its
+        fault-free times), then per (failed worker, peer) the re-routed tasks in the failed worker's
+        order; with deferred W passes, each W moves to a chain of the lowest priority."""
+        failed = mask.ravel()
+        lost = self.on & failed[np.maximum(self.owner, 0)]
+        release = np.zeros(graph.size)
+        kept = self.on & ~lost & ~self.is_w
+        release[kept] = self.reference[kept]
+        priority = self.reference.copy()
+        if reroute_first:
+            priority[lost] -= self.ahead
+        if self.defer:
+            priority[self.on & self.is_w] += self.later
+        own, extra = [], []
+        for w, tasks in enumerate(self.own):
+            if not failed[w]:
+                own += self._split(tasks)
+                continue
+            runs_on = graph.worker[tasks]
+            for peer in np.unique(runs_on):
+                extra += self._split(tasks[runs_on == peer])
+        return [c for c in own + extra if c.size], priority, release
+
+    def _split(self, tasks):
+        if not self.defer:
+            return [tasks]
+        is_w = tasks % 3 == 2
+        return [tasks[~is_w], tasks[is_w]]
+
+
+@functools.lru_cache(maxsize=8)  # a graph of N_ITERATIONS iterations each: keep few
+def _seed_parts(kind: PipelineConfig) -> _SeedParts:
+    return _SeedParts(kind)
+
+
+def _last_orders(parts: _SeedParts, mask, executor, reroute_first):
     """Each worker's tasks of the greedy merge's last iteration, as one-iteration indices, in the order it
     ran them (by start, then end, then index: `Schedule.orders`, restricted to that iteration)."""
-    graph = build_graph(kind, N_ITERATIONS, executor=executor)
-    chains, priority, release = _chains(graph, kind.order, mask, reference.start, defer=decoupled,
-                                        reroute_first=reroute_first)
+    graph = parts.graph_for(executor)
+    chains, priority, release = parts.chains(graph, mask, reroute_first)
     start, end, _ = greedy(graph, chains, priority, release)  # the times a sweep of its orders gives (`resweep`)
     d, m, p = graph.shape
     per_iteration = d * m * p * 3
@@ -181,44 +256,6 @@ def _last_orders(kind, mask, executor, reference, decoupled, reroute_first):
     bounds = np.searchsorted(graph.worker[tasks], np.arange(d * p + 1))
     tasks -= last
     return tuple(tasks[bounds[w]:bounds[w + 1]] for w in range(d * p))
-
-
-def _chains(graph, order, mask, reference_start, *, defer, reroute_first):
-    """Chains, priorities and release times: each survivor's own fault-free
-    order (released at its fault-free times), then per (failed worker, peer)
-    the re-routed tasks in the failed worker's order; with `defer`, every W
-    moves to a chain of the lowest priority."""
-    d, m, p = graph.shape
-    its = np.arange(graph.n_iterations)[:, None]
-    priority = reference_start.copy()
-    release = np.zeros(graph.size)
-    later = after_all(reference_start)  # beyond any fault-free time
-    ahead = _half_gap(reference_start) if reroute_first else 0.0
-    own, extra = [], []
-
-    def add(chains, tasks):
-        if defer:
-            is_w = tasks % 3 == 2
-            priority[tasks[is_w]] += later
-            chains += [tasks[~is_w], tasks[is_w]]
-        else:
-            chains.append(tasks)
-
-    for r in range(d):
-        for s in range(p):
-            types, micro = stage_order(order, p, m, s)
-            tasks = task_index(graph.shape, its, r, micro[None, :], s, types[None, :]).ravel()
-            tasks = tasks[graph.worker[tasks] >= 0]
-            if not mask[r, s]:
-                keep = tasks % 3 != 2
-                release[tasks[keep]] = reference_start[tasks[keep]]
-                add(own, tasks)
-                continue
-            priority[tasks] -= ahead
-            runs_on = graph.worker[tasks]
-            for peer in np.unique(runs_on):
-                add(extra, tasks[runs_on == peer])
-    return [c for c in own + extra if c.size], priority, release
 
 
 def _half_gap(times) -> float:
