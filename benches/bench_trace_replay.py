@@ -46,8 +46,8 @@ def breakdown(trace: Path) -> None:
     import numpy as np
 
     import relmodel.pipeline as pl
-    from relmodel.pipeline import datasets, planner, runs
     from relmodel.engine import kernel_threads
+    from relmodel.pipeline import datasets, planner, runs
     from relmodel.pipeline.recycle import recycle_kind
 
     cfg = pl.PipelineConfig(stages=8, replicas=8, microbatches=16)

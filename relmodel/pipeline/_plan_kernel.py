@@ -1,5 +1,9 @@
-"""The planner's list scheduler (Numba): one iteration's tasks, any order per
-worker, at most `cap[w]` micro-batches in flight on worker w.
+"""ReCycle's heuristic planner, compiled (Numba): the list scheduler, the period
+of fixed worker orders, and `search_states`, the one entry point that plans a
+state (or a batch of a trace's states) from the pipeline's structure.
+
+The list scheduler: one iteration's tasks, any order per worker, at most
+`cap[w]` micro-batches in flight on worker w.
 
 Giffler-Thompson: at each step the ready task that could end first fixes the
 worker and the time `cut`; among that worker's ready tasks that could start

@@ -201,8 +201,8 @@ def _run_variables(cfg, strategies, options, model, paths, confidence, bar=None)
     fraction = np.empty((len(strategies), 3))
     for i, s in enumerate(strategies):
         if s == "recycle" and bar is not None and not bar.disable:
-            # Schedule each ReCycle state here, one bar step each; run_progress then finds
-            # them in recycle_periods' cache (the same numbers, computed once).
+            # Plan the ReCycle states here, the bar a step a state as each batch ends; run_progress
+            # then finds them in recycle_periods' cache (the same numbers, computed once).
             recycle_periods(cfg, options, _recycle_states(cfg, paths), progress=bar.update)
         steps = run_progress(cfg, s, options, model, paths)
         fraction[i] = _interval(steps / ideal_count, confidence)

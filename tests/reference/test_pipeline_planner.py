@@ -27,8 +27,8 @@ from hypothesis import strategies as st
 import relmodel.pipeline as pl
 from relmodel.pipeline import _plan_kernel, planner
 from relmodel.pipeline.graph import build_graph
-from relmodel.pipeline.schedule import worker_orders
 from relmodel.pipeline.recycle import plan_schedule, recycle_kind
+from relmodel.pipeline.schedule import worker_orders
 
 from . import plan_brute, plan_milp
 
