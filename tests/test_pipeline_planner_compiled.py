@@ -20,6 +20,7 @@ from relmodel.pipeline.graph import build_graph, with_orders
 from relmodel.pipeline.recycle import greedy_seeds, recycle_kind
 from relmodel.pipeline.schedule import DeadlockError, worker_orders
 
+
 # -- plain references --------------------------------------------------------------------------------
 
 def reference_lower_bound(cfg, mask):
