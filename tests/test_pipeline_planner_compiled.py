@@ -245,6 +245,12 @@ def test_a_batch_of_states_plans_as_each_alone(monkeypatch, chunk, threads):
             want = [runs.recycle_period(cfg, options, tuple(c)) for c in counts.tolist()]
             assert got.tolist() == want
             assert runs.recycle_periods(cfg, options, counts[::-1]).tolist() == want[::-1]  # from the cache
+            half = counts[::2]
+            runs.clear_period_cache()
+            runs.recycle_periods(cfg, options, half)
+            done = []  # half of them known: every state still counts once
+            assert runs.recycle_periods(cfg, options, counts, progress=done.append).tolist() == want
+            assert sum(done) == len(counts)
     finally:
         numba.set_num_threads(previous)
         runs.clear_period_cache()

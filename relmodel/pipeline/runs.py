@@ -371,7 +371,8 @@ def recycle_periods(cfg: PipelineConfig, options: StrategyOptions, counts: np.nd
     counts : numpy.ndarray
         (k, p) failed workers per stage, one state a row.
     progress : callable, optional
-        Called with the number of states just planned, as they finish.
+        Called with a number of states as they are done (those already
+        known first), k in all.
 
     Returns
     -------
@@ -386,8 +387,8 @@ def recycle_periods(cfg: PipelineConfig, options: StrategyOptions, counts: np.nd
     easy = np.setdiff1d(todo, batch)
     for k in easy:  # no failure, or nothing runs: no plan to search
         periods[k] = recycle_period(cfg, options, keys[k][2])
-    if progress is not None and easy.size:
-        progress(int(easy.size))
+    if progress is not None and len(keys) - len(batch):  # the states known already count as done
+        progress(len(keys) - len(batch))
     if batch:
         from ..engine import kernel_threads
         from .planner import _rules
