@@ -19,7 +19,7 @@ import numpy as np
 from numba import njit
 
 from .._kernels._jit import JIT_OPTIONS
-from ._schedule_kernel import _better, successors
+from ._schedule_kernel import _better, successors, tails_in_order
 
 
 @njit(inline="always", **JIT_OPTIONS)
@@ -261,18 +261,9 @@ def place_workers(executor, on, pred_idx, edge_dst, cross, p2p_delay, reroute_de
 
 @njit(inline="always", **JIT_OPTIONS)
 def tail_priority(duration, order, succ_ptr, succ_idx, succ_edge, delay, out):
-    """Fill out with -(longest path from each task through the end), by reverse topological `order`
-    (as `_schedule_kernel.tail_lengths`, whose successor lists and order are the structure's)."""
-    tail = duration.copy()
-    for q in range(order.size - 1, -1, -1):
-        i = order[q]
-        if succ_ptr[i + 1] > succ_ptr[i]:
-            longest = -np.inf
-            for k in range(succ_ptr[i], succ_ptr[i + 1]):
-                t = tail[succ_idx[k]] + delay[succ_edge[k]]
-                if t > longest:
-                    longest = t
-            tail[i] = duration[i] + longest
+    """Fill out with -(longest path from each task through the end): `_schedule_kernel.tails_in_order`
+    on the structure's successor lists and order, negated (the most urgent first)."""
+    tail = tails_in_order(duration, order, succ_ptr, succ_idx, succ_edge, delay)
     for i in range(out.size):
         out[i] = -tail[i]
 
@@ -446,9 +437,9 @@ def search_states(masks, bounds, on, pred_idx, edge_dst, cross, p2p_delay, rerou
                 continue
             tries[k] += 1
             # The placement sequence is a topological order of the graph with the workers' orders added.
-            found = _period_in_order(duration, workers[a], pred_ptr, pred_idx, delays[a],
-                                     _placement_order(sequence), _previous_on_worker(sequence, workers[a], n_workers),
-                                     steps, p, start, end)
+            placed_order = _placement_order(sequence)
+            found = _period_in_order(duration, workers[a], pred_ptr, pred_idx, delays[a], placed_order,
+                                     _previous_on_worker(placed_order, workers[a], n_workers), steps, p, start, end)
             if not best or found < period[k] * (1 - tolerance):
                 best = True
                 period[k] = found
@@ -467,10 +458,9 @@ def _placement_order(sequence):
 
 
 @njit(inline="always", **JIT_OPTIONS)
-def _previous_on_worker(sequence, worker, n_workers):
-    """The task placed before each on its worker (-1: none)."""
-    n = sequence.size
-    order = _placement_order(sequence)
+def _previous_on_worker(order, worker, n_workers):
+    """The task before each on its worker, in a placement `order` (-1: none)."""
+    n = order.size
     previous = np.full(n, -1, dtype=np.int64)
     last = np.full(n_workers, -1, dtype=np.int64)
     for q in range(n):

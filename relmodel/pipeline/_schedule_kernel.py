@@ -126,6 +126,13 @@ def tail_lengths(duration, pred_ptr, pred_idx, pred_delay):
     the largest of its successors' tails, each with the edge's delay."""
     succ_ptr, succ_idx, succ_edge = successors(pred_ptr, pred_idx)
     order, _ = _kahn_order(pred_ptr, succ_ptr, succ_idx)  # the successor lists made once, for both
+    return tails_in_order(duration, order, succ_ptr, succ_idx, succ_edge, pred_delay)
+
+
+@njit(inline="always", **JIT_OPTIONS)
+def tails_in_order(duration, order, succ_ptr, succ_idx, succ_edge, pred_delay):
+    """`tail_lengths` given the successor lists and a topological `order` (the planner has them made
+    once per pipeline)."""
     tail = duration.copy()
     for r in range(order.size - 1, -1, -1):
         i = order[r]

@@ -158,6 +158,26 @@ def build_graph(cfg, n_iterations: int, *, executor=None, split=None, redundant=
                      redundant_base=n_comp if redundant is not None else -1)
 
 
+def cross_stage_edges(graph: TaskGraph) -> tuple[np.ndarray, np.ndarray]:
+    """(edge_dst, cross): each predecessor edge's task, and whether the edge joins two stages (its delay
+    then follows the workers: point-to-point within a replica, re-routing across)."""
+    d, m, p = graph.shape
+    edge_dst = np.repeat(np.arange(graph.size), np.diff(graph.pred_ptr))
+    stage = np.where(graph.worker >= 0, graph.worker % p, -1)
+    src, dst = stage[graph.pred_idx], stage[edge_dst]
+    return edge_dst, (src >= 0) & (dst >= 0) & (src != dst)
+
+
+def executor_workers(graph: TaskGraph, executor: np.ndarray) -> np.ndarray:
+    """Each task's worker when `executor` runs each (replica, micro-batch, stage) (-1 where `graph`'s task
+    occupies no worker): task (k, r, j, s, t) is (r, j, s) = i // 3 modulo d m p (a graph without
+    redundant forwards)."""
+    worker = np.full(graph.size, -1, dtype=np.int64)
+    tasks = np.flatnonzero(graph.worker >= 0)
+    worker[tasks] = executor.ravel()[(tasks // 3) % executor.size]
+    return worker
+
+
 def default_executor(d: int, m: int, p: int) -> np.ndarray:
     r, _, s = np.meshgrid(np.arange(d), np.arange(m), np.arange(p), indexing="ij")
     return (r * p + s).astype(np.int64)

@@ -65,7 +65,8 @@ import warnings
 import numpy as np
 
 from .config import PipelineConfig, PipelineError, check_choice
-from .graph import B, F, W, build_graph, default_executor, stage_order, task_index
+from .graph import (B, F, W, build_graph, cross_stage_edges, default_executor, executor_workers, stage_order,
+                    task_index)
 from .schedule import DeadlockError, kernel_inputs, worker_orders
 
 PLAN_METHODS = ("auto", "exact", "heuristic")
@@ -448,10 +449,7 @@ class _Rules:
         self.shape = (d, m, p)
         succ = _schedule_kernel.successors(graph.pred_ptr, graph.pred_idx)
         order, _ = _schedule_kernel.topological_order(graph.pred_ptr, graph.pred_idx)
-        edge_dst = np.repeat(np.arange(graph.size), np.diff(graph.pred_ptr))
-        stage = np.where(graph.worker >= 0, graph.worker % p, -1)
-        src_stage = stage[graph.pred_idx]
-        cross = (src_stage >= 0) & (stage[edge_dst] >= 0) & (src_stage != stage[edge_dst])  # delays depend on workers
+        edge_dst, cross = cross_stage_edges(graph)
         self.on = graph.worker >= 0
         self.cap = np.tile(capacity(kind), d)
         fixed = np.stack([_order_priority(graph, rule) for rule in ("1f1b", "zb-h1")])  # (a writeable copy)
@@ -487,9 +485,8 @@ class _Rules:
 
     def orders(self, executor: np.ndarray, sequence: np.ndarray) -> tuple:
         """Each worker's tasks in placement order, under `executor`."""
-        worker = np.full(self.graph.size, -1, dtype=np.int64)
-        worker[self.on] = executor.ravel()[np.flatnonzero(self.on) // 3]  # task i < 3 d m p is (r, j, s) = i // 3
-        return tuple(worker_orders(dataclasses.replace(self.graph, worker=worker), sequence))
+        graph = dataclasses.replace(self.graph, worker=executor_workers(self.graph, executor))
+        return tuple(worker_orders(graph, sequence))
 
 
 @functools.lru_cache(maxsize=16)

@@ -24,7 +24,7 @@ import functools
 import numpy as np
 
 from .config import PipelineConfig
-from .graph import build_graph, stage_order, task_index
+from .graph import build_graph, cross_stage_edges, executor_workers, stage_order, task_index
 from .planner import ASSIGNMENTS, AdaptedPlan, check_method, plan, reroute
 from .schedule import (N_ITERATIONS, N_MEASURED, Schedule, after_all, check_iterations, fault_free, greedy, measure,
                        sweep)
@@ -179,10 +179,7 @@ class _SeedParts:
         self.on = graph.worker >= 0
         self.owner = graph.worker  # the fault-free worker r p + s of each task (-1: none)
         self.is_w = (np.arange(graph.size) % 3 == 2) & (np.arange(graph.size) < d * m * p * 3 * N_ITERATIONS)
-        stage = np.where(self.on, graph.worker % p, -1)
-        self.edge_dst = np.repeat(np.arange(graph.size), np.diff(graph.pred_ptr))
-        src_stage = stage[graph.pred_idx]
-        self.cross = (src_stage >= 0) & (stage[self.edge_dst] >= 0) & (src_stage != stage[self.edge_dst])
+        self.edge_dst, self.cross = cross_stage_edges(graph)
         its = np.arange(N_ITERATIONS)[:, None]
         self.own = []  # per worker r p + s: its tasks over the iterations, in its order
         for r in range(d):
@@ -197,10 +194,8 @@ class _SeedParts:
         """`build_graph(kind, N_ITERATIONS, executor=executor)`: the same tasks and edges, their workers
         and the delays between stages (p2p within a replica, re-routing across) under `executor`."""
         g = self.graph
-        d, m, p = g.shape
-        worker = np.full(g.size, -1, dtype=np.int64)
-        tasks = np.flatnonzero(self.on)
-        worker[tasks] = executor.ravel()[(tasks // 3) % (d * m * p)]  # task (k, r, j, s, t): (r, j, s) = i // 3 mod
+        p = g.shape[2]
+        worker = executor_workers(g, executor)
         same = worker[g.pred_idx] // p == worker[self.edge_dst] // p
         delay = np.where(self.cross, np.where(same, self.kind.p2p_delay, self.kind.reroute_delay), g.pred_delay)
         return dataclasses.replace(g, worker=worker, pred_delay=delay)
