@@ -334,42 +334,49 @@ def orders_period(duration, worker, pred_ptr, pred_idx, delay, order_ptr, order_
                 tail += 1
     if tail < n:
         return np.nan, tail
-    return _period_in_order(duration, worker, pred_ptr, pred_idx, delay, order, previous, steps, p, start, end), n
+    return _period_in_order(duration, worker, pred_ptr, pred_idx, delay, order, previous, steps, p, True, start,
+                            end), n
 
 
 @njit(**JIT_OPTIONS)
-def _period_in_order(duration, worker, pred_ptr, pred_idx, delay, order, previous, steps, p, start, end):
+def _period_in_order(duration, worker, pred_ptr, pred_idx, delay, order, previous, steps, p, fill_times, start, end):
     """The period of the graph with each task also after `previous[i]` (its worker's previous task, -1: none),
-    swept in the topological `order`, and fill `start` and `end` (every task released at 0).
+    swept in the topological `order`; with `fill_times`, fill `start` and `end` (every task released at 0).
 
     Per stage s: the longest paths from the tasks of stage s to every stage's optimizer step; the period
-    is the maximum cycle mean of that stage graph (`planner.orders_period`)."""
+    is the maximum cycle mean of that stage graph (`planner.orders_period`). A list schedule's own start
+    and end times are those of every task released at 0 (the same maxima of the same sums), so it
+    leaves `fill_times` off and the sweep carries p columns, not p + 1."""
     n = duration.size
     # Column s < p: the tasks of stage s released at 0 (the others at -inf); column p: every task at 0.
-    times = np.empty((n, p + 1))
+    columns = p + 1 if fill_times else p
+    times = np.empty((n, columns))
     for q in range(n):
         i = order[q]
-        for s in range(p + 1):
+        for s in range(columns):
             times[i, s] = -np.inf
-        times[i, p] = 0.0
+        if fill_times:
+            times[i, p] = 0.0
         if worker[i] >= 0:
             times[i, worker[i] % p] = 0.0
         for k in range(pred_ptr[i], pred_ptr[i + 1]):
             u = pred_idx[k]
-            for s in range(p + 1):
+            for s in range(columns):
                 t = times[u, s] + delay[k]
                 if t > times[i, s]:
                     times[i, s] = t
         if previous[i] >= 0:
             u = previous[i]
-            for s in range(p + 1):
+            for s in range(columns):
                 t = times[u, s] + 0.0
                 if t > times[i, s]:
                     times[i, s] = t
-        start[i] = times[i, p]
-        for s in range(p + 1):
+        if fill_times:
+            start[i] = times[i, p]
+        for s in range(columns):
             times[i, s] += duration[i]  # from here on, the task's end
-        end[i] = times[i, p]
+        if fill_times:
+            end[i] = times[i, p]
     weight = np.empty((p, p))
     for s in range(p):
         for u in range(p):
@@ -382,8 +389,8 @@ def search_states(masks, bounds, on, pred_idx, edge_dst, cross, p2p_delay, rerou
                   succ_ptr, succ_idx, succ_edge, fixed, rows, row_assignment, holds, cap, steps, tolerance, have_best,
                   best_in, tries_in, period, tries, best_row, best_sequence, best_start, executors, tails):
     """The heuristic's list schedules in each state (masks[k], (d, p), with lower bound bounds[k]), as
-    `planner.plan` runs them: both assignments' workers, delays and tails, then the candidates in order
-    until one reaches the bound. A candidate replaces the best so far only if it is shorter by more than
+    `planner.plan` runs them: the candidates in order until one reaches the bound, each on its
+    assignment's workers, delays and tails. A candidate replaces the best so far only if it is shorter by more than
     `tolerance`. The candidates are the fixed rules (per assignment: the longest tail first, then the
     priorities in `fixed`) when `rows` is empty, else `rows` on `row_assignment`, after a best so far
     (`have_best`, `best_in`, `tries_in`: the seeds').
@@ -391,7 +398,8 @@ def search_states(masks, bounds, on, pred_idx, edge_dst, cross, p2p_delay, rerou
     Fills, per state: period[k] the best period (inf: no plan runs); tries[k] the candidates that
     placed every task, with tries_in; best_row[k] the candidate that gave the best (-1: none of these).
     `best_sequence`, `best_start`, `executors` and `tails` hold the last state's: its best candidate's
-    placement sequence and start times, each assignment's executor and tail priority."""
+    placement sequence and start times, each assignment's executor and tail priority (where a stage
+    has a survivor)."""
     k_states, d, p = masks.shape
     m = executors.shape[2]
     n = duration.size
@@ -404,33 +412,40 @@ def search_states(masks, bounds, on, pred_idx, edge_dst, cross, p2p_delay, rerou
     start = np.empty(n)
     end = np.empty(n)
     sequence = np.empty(n, dtype=np.int64)
+    if not use_rows:
+        for a in range(2):
+            for i in range(n):  # (element by element: a slice assignment costs seconds of compile time)
+                candidates[3 * a + 1, i] = fixed[0, i]
+                candidates[3 * a + 2, i] = fixed[1, i]
+    filled = np.zeros(2, dtype=np.bool_)
+    rerouted = False
     for k in range(k_states):
         period[k] = best_in if have_best else np.inf
         tries[k] = tries_in
         best_row[k] = -1
+        filled[0] = False
+        filled[1] = False
+        rerouted = False
         if not np.isfinite(bounds[k]):
             continue
-        runs = True
-        for a in range(2):  # 0: round-robin, 1: blocks
-            runs = runs and reroute_into(masks[k], m, a == 1, executors[a])
-            if runs:
-                place_workers(executors[a], on, pred_idx, edge_dst, cross, p2p_delay, reroute_delay, workers[a],
-                              delays[a])
-                tail_priority(duration, order, succ_ptr, succ_idx, succ_edge, delays[a], tails[a])
-        if not runs:
+        # An assignment's workers, delays and tails are made when its first candidate runs (most states
+        # reach the bound on the round-robin one); a stage with no survivor stops either.
+        if not reroute_into(masks[k], m, False, executors[0]):
             period[k] = np.inf
             continue
-        if not use_rows:
-            for a in range(2):
-                for i in range(n):  # (element by element: a slice assignment costs seconds of compile time)
-                    candidates[3 * a, i] = tails[a, i]
-                    candidates[3 * a + 1, i] = fixed[0, i]
-                    candidates[3 * a + 2, i] = fixed[1, i]
+        rerouted = True
         best = have_best
         for row in range(candidates.shape[0]):
             if best and period[k] <= bounds[k] * (1 + tolerance):
                 break
             a = assignment[row]
+            if not filled[a]:
+                filled[a] = True
+                _assign(masks[k], a, executors[a], on, pred_idx, edge_dst, cross, p2p_delay, reroute_delay, duration,
+                        order, succ_ptr, succ_idx, succ_edge, workers[a], delays[a], tails[a])
+                if not use_rows:
+                    for i in range(n):
+                        candidates[3 * a, i] = tails[a, i]
             placed = list_schedule_core(duration, workers[a], pred_ptr, delays[a], succ_ptr, succ_idx, succ_edge,
                                         candidates[row], holds, cap, n_workers, start, end, sequence)
             if placed < n:
@@ -439,7 +454,8 @@ def search_states(masks, bounds, on, pred_idx, edge_dst, cross, p2p_delay, rerou
             # The placement sequence is a topological order of the graph with the workers' orders added.
             placed_order = _placement_order(sequence)
             found = _period_in_order(duration, workers[a], pred_ptr, pred_idx, delays[a], placed_order,
-                                     _previous_on_worker(placed_order, workers[a], n_workers), steps, p, start, end)
+                                     _previous_on_worker(placed_order, workers[a], n_workers), steps, p, False,
+                                     start, end)
             if not best or found < period[k] * (1 - tolerance):
                 best = True
                 period[k] = found
@@ -447,6 +463,21 @@ def search_states(masks, bounds, on, pred_idx, edge_dst, cross, p2p_delay, rerou
                 for i in range(n):
                     best_sequence[i] = sequence[i]
                     best_start[i] = start[i]
+    if rerouted:  # the last state's executors and tails in full (the restarts draw from both tails)
+        for a in range(2):
+            if not filled[a]:
+                _assign(masks[k_states - 1], a, executors[a], on, pred_idx, edge_dst, cross, p2p_delay, reroute_delay, duration,
+                        order, succ_ptr, succ_idx, succ_edge, workers[a], delays[a], tails[a])
+
+
+@njit(inline="always", **JIT_OPTIONS)
+def _assign(mask, a, executor, on, pred_idx, edge_dst, cross, p2p_delay, reroute_delay, duration, order, succ_ptr,
+            succ_idx, succ_edge, worker, delay, tail):
+    """Assignment a's executor (0, round-robin: already made; 1: blocks), workers, delays and tail priority."""
+    if a == 1:
+        reroute_into(mask, executor.shape[1], True, executor)
+    place_workers(executor, on, pred_idx, edge_dst, cross, p2p_delay, reroute_delay, worker, delay)
+    tail_priority(duration, order, succ_ptr, succ_idx, succ_edge, delay, tail)
 
 
 @njit(inline="always", **JIT_OPTIONS)
