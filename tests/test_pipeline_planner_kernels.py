@@ -1,6 +1,7 @@
 """The planner's compiled helpers against plain references: the list scheduler
-(`_plan_kernel.plan_list_schedule`, which keeps each worker's ready tasks) and
-the tail lengths (`_schedule_kernel.tail_lengths`), bit for bit."""
+(`_plan_kernel.plan_list_schedule`, which keeps each worker's ready tasks), the
+simulator's merge of chains (`_schedule_kernel.list_schedule`) and the tail
+lengths (`_schedule_kernel.tail_lengths`), bit for bit."""
 
 import math
 
@@ -10,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from relmodel.pipeline import _plan_kernel, planner
-from relmodel.pipeline._schedule_kernel import tail_lengths
+from relmodel.pipeline._schedule_kernel import list_schedule, tail_lengths
 from relmodel.pipeline.config import PipelineConfig
 from relmodel.pipeline.graph import build_graph
 
@@ -84,6 +85,75 @@ def test_the_list_scheduler_is_the_reference_bit_for_bit(graph_workers, data):
                                              holds, cap, n_workers, start, end, sequence)
     ref = reference_list_schedule(g, priority, holds, cap, n_workers)
     assert placed == ref[0]
+    assert np.array_equal(start, ref[1]) and np.array_equal(end, ref[2]) and np.array_equal(sequence, ref[3])
+
+
+def reference_chain_merge(g, chains, priority, release, n_workers):
+    """The greedy merge as `list_schedule`'s docstring states it: a chain's head runs once its
+    predecessors have ended; the candidate that could end first fixes the worker (the lowest on a tie)
+    and the cut; among that worker's heads that could start before the cut, the lowest priority runs
+    (ties: the first chain). Every task is looked at in every step."""
+    n = g.size
+    start, end, sequence = np.full(n, -1.0), np.full(n, -1.0), np.full(n, -1, dtype=np.int64)
+    done = np.zeros(n, dtype=bool)
+    head = [0] * len(chains)
+    free = np.zeros(n_workers)
+    placed = 0
+
+    def ready_at(i):  # None while a predecessor has not ended
+        preds = range(g.pred_ptr[i], g.pred_ptr[i + 1])
+        if not all(done[g.pred_idx[k]] for k in preds):
+            return None
+        return max([release[i]] + [end[g.pred_idx[k]] + g.pred_delay[k] for k in preds])
+
+    def place(i, s):
+        nonlocal placed
+        start[i], end[i], sequence[i], done[i] = s, s + g.duration[i], placed, True
+        placed += 1
+
+    while True:
+        moved = True
+        while moved:
+            moved = False
+            for i in range(n):
+                if not done[i] and g.worker[i] < 0 and ready_at(i) is not None:
+                    place(i, ready_at(i))
+                    moved = True
+        heads = [(c, chain[head[c]]) for c, chain in enumerate(chains)
+                 if head[c] < len(chain) and ready_at(chain[head[c]]) is not None]
+        if not heads:
+            return placed, start, end, sequence
+        ends = {i: max(ready_at(i), free[g.worker[i]]) + g.duration[i] for _, i in heads}
+        cut = min(ends.values())
+        w = min(g.worker[i] for _, i in heads if ends[i] == cut)
+        eligible = [(priority[i], c, i) for c, i in heads if g.worker[i] == w
+                    and (max(ready_at(i), free[w]) < cut or ends[i] == cut)]
+        _, c, i = min(eligible)
+        place(i, max(ready_at(i), free[w]))
+        head[c] += 1
+        free[w] = end[i]
+
+
+@settings(max_examples=60)
+@given(planner_graphs(), st.data())
+def test_the_merge_of_chains_is_the_reference_bit_for_bit(graph_workers, data):
+    g, n_workers = graph_workers
+    # Each worker's tasks in a random order, cut into chains; chains in a random order (they may deadlock).
+    chains = []
+    for w in range(n_workers):
+        tasks = data.draw(st.permutations(np.flatnonzero(g.worker == w).tolist()))
+        cuts = sorted(data.draw(st.sets(st.integers(1, max(len(tasks) - 1, 1)), max_size=3)))
+        chains += [c for c in np.split(np.array(tasks, dtype=np.int64), cuts) if c.size]
+    chains = data.draw(st.permutations(chains))
+    priority = np.array(data.draw(st.lists(st.integers(0, 3), min_size=g.size, max_size=g.size)), dtype=float)
+    release = np.array(data.draw(st.lists(st.sampled_from([0.0, 0.5, 2.0]), min_size=g.size, max_size=g.size)))
+    chain_ptr = np.concatenate([[0], np.cumsum([c.size for c in chains])]).astype(np.int64)
+    chain_task = np.concatenate(chains).astype(np.int64)
+    start, end, sequence = np.full(g.size, -1.0), np.full(g.size, -1.0), np.full(g.size, -1, dtype=np.int64)
+    placed = list_schedule(g.duration, release, g.worker, g.pred_ptr, g.pred_idx, g.pred_delay, chain_ptr, chain_task,
+                           priority, n_workers, start, end, sequence)
+    ref = reference_chain_merge(g, chains, priority, release, n_workers)
+    assert placed == ref[0]  # (a task left unplaced keeps -1 in both)
     assert np.array_equal(start, ref[1]) and np.array_equal(end, ref[2]) and np.array_equal(sequence, ref[3])
 
 

@@ -195,6 +195,10 @@ def list_schedule(duration, release, worker, pred_ptr, pred_idx, pred_delay, cha
         fill[chain_worker[c]] += 1
     free = np.zeros(n_workers)
     head = chain_ptr[:-1].copy()
+    chain_of = np.full(n, -1, dtype=np.int64)
+    for c in range(n_chains):
+        for k in range(chain_ptr[c], chain_ptr[c + 1]):
+            chain_of[chain_task[k]] = c
     best_end = np.full(n_workers, math.inf)
     # A min-tree over best_end (ties to the lower worker, as argmin) and a list of
     # workers to update: a step costs log(workers), not a scan of every worker.
@@ -228,14 +232,25 @@ def list_schedule(duration, release, worker, pred_ptr, pred_idx, pred_delay, cha
                     if t > ready[j]:
                         ready[j] = t
                     waiting[j] -= 1
+                    if waiting[j] > 0:
+                        continue
                     if worker[j] < 0:
-                        if waiting[j] == 0:
-                            queue[q_tail] = j
-                            q_tail += 1
-                    elif not dirty[worker[j]]:
-                        dirty[worker[j]] = True
-                        dirty_list[n_dirty] = worker[j]
-                        n_dirty += 1
+                        queue[q_tail] = j
+                        q_tail += 1
+                        continue
+                    # A new candidate only if it heads its chain; then its worker's best end can only fall,
+                    # to this task's (unless the worker is rescanned anyway).
+                    c = chain_of[j]
+                    v = worker[j]
+                    if dirty[v] or chain_task[head[c]] != j:
+                        continue
+                    t = max(ready[j], free[v]) + duration[j]
+                    if t < best_end[v]:
+                        best_end[v] = t
+                        k2 = (leaves + v) // 2
+                        while k2 >= 1:
+                            tree[k2] = _better(tree[2 * k2], tree[2 * k2 + 1], best_end)
+                            k2 //= 2
             if q_head == q_tail:
                 break
             i = queue[q_head]
