@@ -16,46 +16,58 @@ from relmodel.pipeline.config import PipelineConfig
 from relmodel.pipeline.graph import build_graph
 
 
+class _Placement:
+    """What a plain reference scheduler has placed: times, placement steps, and `ready_at`."""
+
+    def __init__(self, g, release=None):
+        self.g, n = g, g.size
+        self.release = np.zeros(n) if release is None else release
+        self.start, self.end = np.full(n, -1.0), np.full(n, -1.0)
+        self.sequence, self.done, self.placed = np.full(n, -1, dtype=np.int64), np.zeros(n, dtype=bool), 0
+
+    def ready_at(self, i):
+        """When task i's predecessors let it start; None while one has not ended."""
+        g, preds = self.g, range(self.g.pred_ptr[i], self.g.pred_ptr[i + 1])
+        if not all(self.done[g.pred_idx[k]] for k in preds):
+            return None
+        return max([self.release[i]] + [self.end[g.pred_idx[k]] + g.pred_delay[k] for k in preds])
+
+    def place(self, i, s):
+        self.start[i], self.end[i], self.sequence[i], self.done[i] = s, s + self.g.duration[i], self.placed, True
+        self.placed += 1
+
+    def place_workerless(self):
+        """Worker-less tasks run as soon as their predecessors end."""
+        moved = True
+        while moved:
+            moved = False
+            for i in range(self.g.size):
+                if not self.done[i] and self.g.worker[i] < 0 and self.ready_at(i) is not None:
+                    self.place(i, self.ready_at(i))
+                    moved = True
+
+    def result(self):
+        return self.placed, self.start, self.end, self.sequence
+
+
 def reference_list_schedule(g, priority, holds, cap, n_workers):
     """Giffler-Thompson as the kernel's docstring states it, scanning every task at every step."""
-    n = g.size
-    preds = [list(range(g.pred_ptr[i], g.pred_ptr[i + 1])) for i in range(n)]
-    start, end, sequence = np.full(n, -1.0), np.full(n, -1.0), np.full(n, -1, dtype=np.int64)
-    done = np.zeros(n, dtype=bool)
+    at = _Placement(g)
     free, inflight = np.zeros(n_workers), np.zeros(n_workers, dtype=np.int64)
-    placed = 0
-
-    def ready_at(i):  # None while a predecessor has not ended
-        if not all(done[g.pred_idx[k]] for k in preds[i]):
-            return None
-        return max([end[g.pred_idx[k]] + g.pred_delay[k] for k in preds[i]], default=0.0)
-
-    def place(i, s):
-        nonlocal placed
-        start[i], end[i], sequence[i], done[i] = s, s + g.duration[i], placed, True
-        placed += 1
-
     while True:
-        moved = True
-        while moved:  # worker-less tasks run as soon as their predecessors end
-            moved = False
-            for i in range(n):
-                if not done[i] and g.worker[i] < 0 and ready_at(i) is not None:
-                    place(i, ready_at(i))
-                    moved = True
-        candidates = [i for i in range(n) if not done[i] and g.worker[i] >= 0 and ready_at(i) is not None
+        at.place_workerless()
+        candidates = [i for i in range(g.size) if not at.done[i] and g.worker[i] >= 0 and at.ready_at(i) is not None
                       and not (holds[i] > 0 and inflight[g.worker[i]] >= cap[g.worker[i]])]
         if not candidates:
-            return placed, start, end, sequence
-        ends = {i: max(ready_at(i), free[g.worker[i]]) + g.duration[i] for i in candidates}
+            return at.result()
+        ends = {i: max(at.ready_at(i), free[g.worker[i]]) + g.duration[i] for i in candidates}
         cut = min(ends.values())
         w = min(g.worker[i] for i in candidates if ends[i] == cut)  # the lowest worker reaching the cut
         eligible = [i for i in candidates if g.worker[i] == w
-                    and (max(ready_at(i), free[w]) < cut or ends[i] == cut)]
+                    and (max(at.ready_at(i), free[w]) < cut or ends[i] == cut)]
         i = min(eligible, key=lambda j: (priority[j], j))  # ties: the lowest task index
-        s = max(ready_at(i), free[w])
-        place(i, s)
-        free[w] = end[i]
+        at.place(i, max(at.ready_at(i), free[w]))
+        free[w] = at.end[i]
         inflight[w] += holds[i]
 
 
@@ -92,46 +104,25 @@ def reference_chain_merge(g, chains, priority, release, n_workers):
     """The greedy merge as `list_schedule`'s docstring states it: a chain's head runs once its
     predecessors have ended; the candidate that could end first fixes the worker (the lowest on a tie)
     and the cut; among that worker's heads that could start before the cut, the lowest priority runs
-    (ties: the first chain). Every task is looked at in every step."""
-    n = g.size
-    start, end, sequence = np.full(n, -1.0), np.full(n, -1.0), np.full(n, -1, dtype=np.int64)
-    done = np.zeros(n, dtype=bool)
+    (ties: the first chain). Every chain is looked at in every step."""
+    at = _Placement(g, release)
     head = [0] * len(chains)
     free = np.zeros(n_workers)
-    placed = 0
-
-    def ready_at(i):  # None while a predecessor has not ended
-        preds = range(g.pred_ptr[i], g.pred_ptr[i + 1])
-        if not all(done[g.pred_idx[k]] for k in preds):
-            return None
-        return max([release[i]] + [end[g.pred_idx[k]] + g.pred_delay[k] for k in preds])
-
-    def place(i, s):
-        nonlocal placed
-        start[i], end[i], sequence[i], done[i] = s, s + g.duration[i], placed, True
-        placed += 1
-
     while True:
-        moved = True
-        while moved:
-            moved = False
-            for i in range(n):
-                if not done[i] and g.worker[i] < 0 and ready_at(i) is not None:
-                    place(i, ready_at(i))
-                    moved = True
+        at.place_workerless()
         heads = [(c, chain[head[c]]) for c, chain in enumerate(chains)
-                 if head[c] < len(chain) and ready_at(chain[head[c]]) is not None]
+                 if head[c] < len(chain) and at.ready_at(chain[head[c]]) is not None]
         if not heads:
-            return placed, start, end, sequence
-        ends = {i: max(ready_at(i), free[g.worker[i]]) + g.duration[i] for _, i in heads}
+            return at.result()
+        ends = {i: max(at.ready_at(i), free[g.worker[i]]) + g.duration[i] for _, i in heads}
         cut = min(ends.values())
         w = min(g.worker[i] for _, i in heads if ends[i] == cut)
         eligible = [(priority[i], c, i) for c, i in heads if g.worker[i] == w
-                    and (max(ready_at(i), free[w]) < cut or ends[i] == cut)]
+                    and (max(at.ready_at(i), free[w]) < cut or ends[i] == cut)]
         _, c, i = min(eligible)
-        place(i, max(ready_at(i), free[w]))
+        at.place(i, max(at.ready_at(i), free[w]))
         head[c] += 1
-        free[w] = end[i]
+        free[w] = at.end[i]
 
 
 @settings(max_examples=60)

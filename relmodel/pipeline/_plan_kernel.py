@@ -19,7 +19,7 @@ import numpy as np
 from numba import njit
 
 from .._kernels._jit import JIT_OPTIONS
-from ._schedule_kernel import _better, successors, tails_in_order
+from ._schedule_kernel import _min_tree, _update, successors, tails_in_order
 
 
 @njit(inline="always", **JIT_OPTIONS)
@@ -78,14 +78,7 @@ def list_schedule_core(duration, worker, pred_ptr, pred_delay, succ_ptr, succ_id
     free = np.zeros(n_workers)
     inflight = np.zeros(n_workers, dtype=np.int64)
     best_end = np.full(n_workers, math.inf)
-    leaves = 1
-    while leaves < n_workers:
-        leaves *= 2
-    tree = np.empty(2 * leaves, dtype=np.int64)
-    for k in range(leaves):
-        tree[leaves + k] = k if k < n_workers else -1
-    for k in range(leaves - 1, 0, -1):
-        tree[k] = _better(tree[2 * k], tree[2 * k + 1], best_end)
+    tree = _min_tree(best_end)
     stale = np.ones(n_workers, dtype=np.bool_)
     stale_list = np.arange(n_workers)
     n_stale = n_workers
@@ -131,10 +124,7 @@ def list_schedule_core(duration, worker, pred_ptr, pred_delay, succ_ptr, succ_id
                         t = max(ready[j], free[v]) + duration[j]
                         if t < best_end[v]:
                             best_end[v] = t
-                            node = (leaves + v) // 2
-                            while node >= 1:
-                                tree[node] = _better(tree[2 * node], tree[2 * node + 1], best_end)
-                                node //= 2
+                            _update(tree, v, best_end)
             if q_head == q_tail:
                 break
             i = queue[q_head]
@@ -149,10 +139,7 @@ def list_schedule_core(duration, worker, pred_ptr, pred_delay, succ_ptr, succ_id
             stale[v] = False
             best_end[v] = _earliest_end(base[v], base[v] + n_ready[v], entry_ready, entry_duration, entry_opens,
                                         free[v], inflight[v] >= cap[v])
-            node = (leaves + v) // 2
-            while node >= 1:
-                tree[node] = _better(tree[2 * node], tree[2 * node + 1], best_end)
-                node //= 2
+            _update(tree, v, best_end)
         w = tree[1]
         cut = best_end[w]
         if cut == math.inf:

@@ -200,16 +200,7 @@ def list_schedule(duration, release, worker, pred_ptr, pred_idx, pred_delay, cha
         for k in range(chain_ptr[c], chain_ptr[c + 1]):
             chain_of[chain_task[k]] = c
     best_end = np.full(n_workers, math.inf)
-    # A min-tree over best_end (ties to the lower worker, as argmin) and a list of
-    # workers to update: a step costs log(workers), not a scan of every worker.
-    leaves = 1
-    while leaves < n_workers:
-        leaves *= 2
-    tree = np.empty(2 * leaves, dtype=np.int64)
-    for k in range(leaves):
-        tree[leaves + k] = k if k < n_workers else -1
-    for k in range(leaves - 1, 0, -1):
-        tree[k] = _better(tree[2 * k], tree[2 * k + 1], best_end)
+    tree = _min_tree(best_end)  # and a list of workers to rescan
     dirty = np.ones(n_workers, dtype=np.bool_)
     dirty_list = np.arange(n_workers)
     n_dirty = n_workers
@@ -247,10 +238,7 @@ def list_schedule(duration, release, worker, pred_ptr, pred_idx, pred_delay, cha
                     t = max(ready[j], free[v]) + duration[j]
                     if t < best_end[v]:
                         best_end[v] = t
-                        k2 = (leaves + v) // 2
-                        while k2 >= 1:
-                            tree[k2] = _better(tree[2 * k2], tree[2 * k2 + 1], best_end)
-                            k2 //= 2
+                        _update(tree, v, best_end)
             if q_head == q_tail:
                 break
             i = queue[q_head]
@@ -265,10 +253,7 @@ def list_schedule(duration, release, worker, pred_ptr, pred_idx, pred_delay, cha
             dirty[w] = False
             best_end[w] = _best_on(w, worker_chain_ptr, worker_chain, head, chain_ptr, chain_task, waiting,
                                    ready, free, duration)
-            k = (leaves + w) // 2
-            while k >= 1:
-                tree[k] = _better(tree[2 * k], tree[2 * k + 1], best_end)
-                k //= 2
+            _update(tree, w, best_end)
         w = tree[1]
         cut = best_end[w]
         if cut == math.inf:
@@ -314,6 +299,30 @@ def _better(a, b, best_end):
     if a < 0:
         return b
     return b if best_end[b] < best_end[a] else a
+
+
+@njit(inline="always", **JIT_OPTIONS)
+def _min_tree(best_end):
+    """A min-tree over `best_end` (ties to the lower worker, as argmin): tree[1] is the worker with the
+    earliest best end, and a change costs log(workers) (`_update`), not a scan of every worker."""
+    leaves = 1
+    while leaves < best_end.size:
+        leaves *= 2
+    tree = np.empty(2 * leaves, dtype=np.int64)
+    for k in range(leaves):
+        tree[leaves + k] = k if k < best_end.size else -1
+    for k in range(leaves - 1, 0, -1):
+        tree[k] = _better(tree[2 * k], tree[2 * k + 1], best_end)
+    return tree
+
+
+@njit(inline="always", **JIT_OPTIONS)
+def _update(tree, w, best_end):
+    """Mend the min-tree after worker w's best end changed."""
+    node = (tree.size // 2 + w) // 2
+    while node >= 1:
+        tree[node] = _better(tree[2 * node], tree[2 * node + 1], best_end)
+        node //= 2
 
 
 # -- failure paths of a run -------------------------------------------------------
