@@ -256,6 +256,28 @@ def test_a_batch_of_states_plans_as_each_alone(monkeypatch, chunk, threads):
         runs.clear_period_cache()
 
 
+def test_a_state_a_batch_left_short_plans_from_its_result_as_from_scratch():
+    """The planner goes on from the fixed rules' result a batch kept (`planner._SHORT`) to the same plan,
+    field for field, as when it runs them itself."""
+    cfg = PipelineConfig(stages=3, replicas=3, microbatches=4, fwd=(1.0, 1.5, 1.0), p2p_delay=0.1)
+    masks = np.array([np.reshape(bits, (3, 3)) for bits in np.ndindex(*(2,) * 9)], dtype=bool)
+    runs.clear_period_cache()
+    try:
+        periods = planner._rules(cfg).periods(masks)
+        short = masks[np.isnan(periods)][:planner.SHORT_HELD]
+        assert len(short) > 10 and len(planner._SHORT) == len(short)
+        for mask in short:
+            kept = planner.plan(cfg, mask, method="heuristic")
+            assert (cfg, planner._key(mask)) not in planner._SHORT  # taken up
+            alone = planner.plan(cfg, mask, method="heuristic")
+            assert kept.period == alone.period and kept.detail == alone.detail
+            assert np.array_equal(kept.executor, alone.executor) and np.array_equal(kept.start, alone.start)
+            assert all(np.array_equal(a, b) for a, b in zip(kept.orders, alone.orders, strict=True))
+    finally:
+        runs.clear_period_cache()
+    assert not planner._SHORT
+
+
 def test_a_batch_reports_the_states_the_fixed_rules_leave_short():
     """NaN marks a state where no fixed rule reaches the bound (the seeds and restarts come next), inf
     one where no plan runs; elsewhere the period `plan` returns."""

@@ -377,18 +377,18 @@ def search_states(masks, bounds, on, pred_idx, edge_dst, cross, p2p_delay, rerou
                   best_in, tries_in, period, tries, best_row, best_sequence, best_start, executors, tails):
     """The heuristic's list schedules in each state (masks[k], (d, p), with lower bound bounds[k]), as
     `planner.plan` runs them: the candidates in order until one reaches the bound, each on its
-    assignment's workers, delays and tails. A candidate replaces the best so far only if it is shorter by more than
-    `tolerance`. The candidates are the fixed rules (per assignment: the longest tail first, then the
-    priorities in `fixed`) when `rows` is empty, else `rows` on `row_assignment`, after a best so far
-    (`have_best`, `best_in`, `tries_in`: the seeds').
+    assignment's workers, delays and tails. A candidate replaces the best so far only if it is shorter
+    by more than `tolerance`. The candidates are the fixed rules (per assignment: the longest tail
+    first, then the priorities in `fixed`) when `rows` is empty, else `rows` on `row_assignment`, after
+    a best so far (`have_best`, `best_in`, `tries_in`: the seeds').
 
-    Fills, per state: period[k] the best period (inf: no plan runs); tries[k] the candidates that
-    placed every task, with tries_in; best_row[k] the candidate that gave the best (-1: none of these).
-    `best_sequence`, `best_start`, `executors` and `tails` hold the last state's: its best candidate's
-    placement sequence and start times, each assignment's executor and tail priority (where a stage
-    has a survivor)."""
+    Fills, per state k: period[k] the best period (inf: no plan runs); tries[k] the candidates that
+    placed every task, with tries_in; best_row[k] the candidate that gave the best (-1: none of these);
+    best_sequence[k] and best_start[k] its placement sequence and start times; executors[k, a] and
+    tails[k, a] assignment a's executor and tail priority, where a candidate of a ran (in a state left
+    short of the bound, every one ran)."""
     k_states, d, p = masks.shape
-    m = executors.shape[2]
+    m = executors.shape[3]
     n = duration.size
     n_workers = cap.size
     workers = np.empty((2, n), dtype=np.int64)
@@ -405,22 +405,19 @@ def search_states(masks, bounds, on, pred_idx, edge_dst, cross, p2p_delay, rerou
                 candidates[3 * a + 1, i] = fixed[0, i]
                 candidates[3 * a + 2, i] = fixed[1, i]
     filled = np.zeros(2, dtype=np.bool_)
-    rerouted = False
     for k in range(k_states):
         period[k] = best_in if have_best else np.inf
         tries[k] = tries_in
         best_row[k] = -1
-        filled[0] = False
-        filled[1] = False
-        rerouted = False
         if not np.isfinite(bounds[k]):
             continue
         # An assignment's workers, delays and tails are made when its first candidate runs (most states
         # reach the bound on the round-robin one); a stage with no survivor stops either.
-        if not reroute_into(masks[k], m, False, executors[0]):
+        if not reroute_into(masks[k], m, False, executors[k, 0]):
             period[k] = np.inf
             continue
-        rerouted = True
+        filled[0] = False
+        filled[1] = False
         best = have_best
         for row in range(candidates.shape[0]):
             if best and period[k] <= bounds[k] * (1 + tolerance):
@@ -428,11 +425,11 @@ def search_states(masks, bounds, on, pred_idx, edge_dst, cross, p2p_delay, rerou
             a = assignment[row]
             if not filled[a]:
                 filled[a] = True
-                _assign(masks[k], a, executors[a], on, pred_idx, edge_dst, cross, p2p_delay, reroute_delay, duration,
-                        order, succ_ptr, succ_idx, succ_edge, workers[a], delays[a], tails[a])
+                _assign(masks[k], a, executors[k, a], on, pred_idx, edge_dst, cross, p2p_delay, reroute_delay,
+                        duration, order, succ_ptr, succ_idx, succ_edge, workers[a], delays[a], tails[k, a])
                 if not use_rows:
                     for i in range(n):
-                        candidates[3 * a, i] = tails[a, i]
+                        candidates[3 * a, i] = tails[k, a, i]
             placed = list_schedule_core(duration, workers[a], pred_ptr, delays[a], succ_ptr, succ_idx, succ_edge,
                                         candidates[row], holds, cap, n_workers, start, end, sequence)
             if placed < n:
@@ -448,13 +445,8 @@ def search_states(masks, bounds, on, pred_idx, edge_dst, cross, p2p_delay, rerou
                 period[k] = found
                 best_row[k] = row
                 for i in range(n):
-                    best_sequence[i] = sequence[i]
-                    best_start[i] = start[i]
-    if rerouted:  # the last state's executors and tails in full (the restarts draw from both tails)
-        for a in range(2):
-            if not filled[a]:
-                _assign(masks[k_states - 1], a, executors[a], on, pred_idx, edge_dst, cross, p2p_delay, reroute_delay, duration,
-                        order, succ_ptr, succ_idx, succ_edge, workers[a], delays[a], tails[a])
+                    best_sequence[k, i] = sequence[i]
+                    best_start[k, i] = start[i]
 
 
 @njit(inline="always", **JIT_OPTIONS)

@@ -459,7 +459,8 @@ class _Rules:
 
     def run(self, masks: np.ndarray, rows: np.ndarray | None = None, assignment=(), best: "_Best | None" = None):
         """`_plan_kernel.search_states` over `masks` (k, d, p): the fixed rules, or `rows` on `assignment`
-        after `best`. Returns (period, bound, tries, best_row, sequence, start, executors, tails)."""
+        after `best`. Returns (period, bound, tries, best_row, sequence, start, executors, tails), one row
+        per state."""
         d, m, p = self.shape
         n = self.graph.size
         masks = np.ascontiguousarray(masks, dtype=np.bool_)
@@ -467,8 +468,8 @@ class _Rules:
         k = len(masks)
         rows = np.empty((0, n)) if rows is None else rows
         period, tries, best_row = np.empty(k), np.empty(k, dtype=np.int64), np.empty(k, dtype=np.int64)
-        sequence, start = np.empty(n, dtype=np.int64), np.empty(n)
-        executors, tails = np.empty((2, d, m, p), dtype=np.int64), np.empty((2, n))
+        sequence, start = np.empty((k, n), dtype=np.int64), np.empty((k, n))
+        executors, tails = np.empty((k, 2, d, m, p), dtype=np.int64), np.empty((k, 2, n))
         have_best = best is not None and best.period is not None
         self.kernel.search_states(masks, bound, *self.inputs, rows, np.asarray(assignment, dtype=np.int64),
                                   *self.after, have_best, best.period if have_best else math.inf,
@@ -479,14 +480,30 @@ class _Rules:
     def periods(self, masks: np.ndarray) -> np.ndarray:
         """The period of the plan `plan` returns in each state of `masks` (k, d, p) when one of the fixed
         rules reaches the bound; NaN where none does (the seeds and restarts would be next), inf where no
-        plan runs."""
-        period, bound = self.run(masks)[:2]
-        return np.where(np.isinf(bound), math.inf, np.where(period <= bound * (1 + TOLERANCE), period, math.nan))
+        plan runs. A state left short keeps its fixed rules' result in `_SHORT` (at most `SHORT_HELD`),
+        where `_heuristic` takes it up rather than run them again."""
+        result = self.run(masks)
+        period, bound = result[:2]
+        found = np.where(np.isinf(bound), math.inf, np.where(period <= bound * (1 + TOLERANCE), period, math.nan))
+        for k in np.flatnonzero(np.isnan(found)):
+            if len(_SHORT) < SHORT_HELD:
+                _SHORT[self.kind, _key(masks[k])] = tuple(x[k:k + 1].copy() for x in result)
+        return found
 
     def orders(self, executor: np.ndarray, sequence: np.ndarray) -> tuple:
         """Each worker's tasks in placement order, under `executor`."""
         graph = dataclasses.replace(self.graph, worker=executor_workers(self.graph, executor))
         return tuple(worker_orders(graph, sequence))
+
+
+_SHORT: dict = {}
+"""The fixed rules' result (`_Rules.run`) by (kind, mask) of states a batch left short of the bound."""
+SHORT_HELD = 128
+"""At most this many in `_SHORT` (about 0.1 MB each on 8 x 8 x 16); a trace replay takes each up at once."""
+
+
+def _key(mask: np.ndarray) -> bytes:
+    return np.ascontiguousarray(mask, dtype=np.bool_).tobytes()
 
 
 @functools.lru_cache(maxsize=16)
@@ -512,9 +529,9 @@ class _Best:
         period, _, tries, row, sequence, start, executors, _ = result
         self.tries = int(tries[0])
         if row[0] >= 0:
-            executor = executors[assignment[row[0]]].copy()
-            self.period, self.executor, self.start = float(period[0]), executor, start
-            self.orders = rules.orders(executor, sequence)
+            executor = executors[0, assignment[row[0]]].copy()
+            self.period, self.executor, self.start = float(period[0]), executor, start[0]
+            self.orders = rules.orders(executor, sequence[0])
         return self
 
 
@@ -523,7 +540,7 @@ def _heuristic(kind, mask, seed_orders, restarts) -> tuple[_Best, float]:
     assignment: the longest tail first, then the fault-free 1F1B and ZB-H1 slots), then the seeds, then
     randomised restarts around the tails; it stops at the bound."""
     rules = _rules(kind)
-    result = rules.run(mask[None])
+    result = _SHORT.pop((kind, _key(mask)), None) or rules.run(mask[None])  # (a batch's, left short)
     bound = float(result[1][0])
     best = _Best().take(rules, result, [0, 0, 0, 1, 1, 1])
     if not math.isfinite(bound) or best.reaches(bound):
@@ -539,7 +556,7 @@ def _heuristic(kind, mask, seed_orders, restarts) -> tuple[_Best, float]:
         if best.reaches(bound):
             return best, bound
     if restarts:
-        tails = result[7]
+        tails = result[7][0]
         rng = np.random.default_rng(0)  # fixed: the same plan every time
         assignment = [k % len(ASSIGNMENTS) for k in range(restarts)]
         scale = [float(np.ptp(tail)) or 1.0 for tail in tails]

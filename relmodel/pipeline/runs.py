@@ -417,9 +417,13 @@ def recycle_periods(cfg: PipelineConfig, options: StrategyOptions, counts: np.nd
 
 
 def clear_period_cache() -> None:
-    """Forget the periods `recycle_period` and `recycle_periods` have computed (they are kept per process)."""
+    """Forget the periods `recycle_period` and `recycle_periods` have computed (they are kept per process),
+    and the fixed rules' results a batch kept for the states it left short."""
+    from .planner import _SHORT
+
     recycle_period.cache_clear()
     _PERIODS.clear()
+    _SHORT.clear()
 
 
 def _plannable(cfg: PipelineConfig, counts: np.ndarray) -> bool:
