@@ -374,7 +374,8 @@ def _period_in_order(duration, worker, pred_ptr, pred_idx, delay, order, previou
 @njit(**JIT_OPTIONS)
 def search_states(masks, bounds, on, pred_idx, edge_dst, cross, p2p_delay, reroute_delay, duration, pred_ptr, order,
                   succ_ptr, succ_idx, succ_edge, fixed, rows, row_assignment, holds, cap, steps, tolerance, have_best,
-                  best_in, tries_in, period, tries, best_row, best_sequence, best_start, executors, tails):
+                  best_in, tries_in, keep_all, period, tries, best_row, best_sequence, best_start, executors,
+                  tails):
     """The heuristic's list schedules in each state (masks[k], (d, p), with lower bound bounds[k]), as
     `planner.plan` runs them: the candidates in order until one reaches the bound, each on its
     assignment's workers, delays and tails. A candidate replaces the best so far only if it is shorter
@@ -383,12 +384,17 @@ def search_states(masks, bounds, on, pred_idx, edge_dst, cross, p2p_delay, rerou
     a best so far (`have_best`, `best_in`, `tries_in`: the seeds').
 
     Fills, per state k: period[k] the best period (inf: no plan runs); tries[k] the candidates that
-    placed every task, with tries_in; best_row[k] the candidate that gave the best (-1: none of these);
-    best_sequence[k] and best_start[k] its placement sequence and start times; executors[k, a] and
-    tails[k, a] assignment a's executor and tail priority, where a candidate of a ran (in a state left
-    short of the bound, every one ran)."""
+    placed every task, with tries_in; best_row[k] the candidate that gave the best (-1: none of these).
+    With `keep_all`, or where the state is left short of the bound (a batch keeps only those, for the
+    seeds to go on from): best_sequence[k] and best_start[k], the best's placement sequence and start
+    times; executors[k, a] and tails[k, a], assignment a's executor and tail priority where a candidate
+    of a ran (in a state left short, every one ran)."""
     k_states, d, p = masks.shape
     m = executors.shape[3]
+    executor = np.empty((2, d, m, p), dtype=np.int64)  # the state's own, kept as said above
+    tail = np.empty((2, duration.size))
+    kept_sequence = np.empty(duration.size, dtype=np.int64)
+    kept_start = np.empty(duration.size)
     n = duration.size
     n_workers = cap.size
     workers = np.empty((2, n), dtype=np.int64)
@@ -413,7 +419,7 @@ def search_states(masks, bounds, on, pred_idx, edge_dst, cross, p2p_delay, rerou
             continue
         # An assignment's workers, delays and tails are made when its first candidate runs (most states
         # reach the bound on the round-robin one); a stage with no survivor stops either.
-        if not reroute_into(masks[k], m, False, executors[k, 0]):
+        if not reroute_into(masks[k], m, False, executor[0]):
             period[k] = np.inf
             continue
         filled[0] = False
@@ -425,11 +431,11 @@ def search_states(masks, bounds, on, pred_idx, edge_dst, cross, p2p_delay, rerou
             a = assignment[row]
             if not filled[a]:
                 filled[a] = True
-                _assign(masks[k], a, executors[k, a], on, pred_idx, edge_dst, cross, p2p_delay, reroute_delay,
-                        duration, order, succ_ptr, succ_idx, succ_edge, workers[a], delays[a], tails[k, a])
+                _assign(masks[k], a, executor[a], on, pred_idx, edge_dst, cross, p2p_delay, reroute_delay,
+                        duration, order, succ_ptr, succ_idx, succ_edge, workers[a], delays[a], tail[a])
                 if not use_rows:
                     for i in range(n):
-                        candidates[3 * a, i] = tails[k, a, i]
+                        candidates[3 * a, i] = tail[a, i]
             placed = list_schedule_core(duration, workers[a], pred_ptr, delays[a], succ_ptr, succ_idx, succ_edge,
                                         candidates[row], holds, cap, n_workers, start, end, sequence)
             if placed < n:
@@ -445,8 +451,19 @@ def search_states(masks, bounds, on, pred_idx, edge_dst, cross, p2p_delay, rerou
                 period[k] = found
                 best_row[k] = row
                 for i in range(n):
-                    best_sequence[k, i] = sequence[i]
-                    best_start[k, i] = start[i]
+                    kept_sequence[i] = sequence[i]
+                    kept_start[i] = start[i]
+        if keep_all or not (best and period[k] <= bounds[k] * (1 + tolerance)):
+            for i in range(n):
+                best_sequence[k, i] = kept_sequence[i]
+                best_start[k, i] = kept_start[i]
+                tails[k, 0, i] = tail[0, i]
+                tails[k, 1, i] = tail[1, i]
+            for a in range(2):
+                for r in range(d):
+                    for j in range(m):
+                        for s in range(p):
+                            executors[k, a, r, j, s] = executor[a, r, j, s]
 
 
 @njit(inline="always", **JIT_OPTIONS)

@@ -457,10 +457,11 @@ class _Rules:
                        graph.duration, graph.pred_ptr, order, *succ, fixed)
         self.after = (holds(graph), self.cap, np.ascontiguousarray(graph.step_index[0]), TOLERANCE)
 
-    def run(self, masks: np.ndarray, rows: np.ndarray | None = None, assignment=(), best: "_Best | None" = None):
+    def run(self, masks: np.ndarray, rows: np.ndarray | None = None, assignment=(), best: "_Best | None" = None,
+            keep_all: bool = True):
         """`_plan_kernel.search_states` over `masks` (k, d, p): the fixed rules, or `rows` on `assignment`
         after `best`. Returns (period, bound, tries, best_row, sequence, start, executors, tails), one row
-        per state."""
+        per state; the last four only for the states left short of the bound unless `keep_all`."""
         d, m, p = self.shape
         n = self.graph.size
         masks = np.ascontiguousarray(masks, dtype=np.bool_)
@@ -473,8 +474,8 @@ class _Rules:
         have_best = best is not None and best.period is not None
         self.kernel.search_states(masks, bound, *self.inputs, rows, np.asarray(assignment, dtype=np.int64),
                                   *self.after, have_best, best.period if have_best else math.inf,
-                                  best.tries if best is not None else 0, period, tries, best_row, sequence, start,
-                                  executors, tails)
+                                  best.tries if best is not None else 0, keep_all, period, tries, best_row,
+                                  sequence, start, executors, tails)
         return period, bound, tries, best_row, sequence, start, executors, tails
 
     def periods(self, masks: np.ndarray) -> np.ndarray:
@@ -482,7 +483,7 @@ class _Rules:
         rules reaches the bound; NaN where none does (the seeds and restarts would be next), inf where no
         plan runs. A state left short keeps its fixed rules' result in `_SHORT` (at most `SHORT_HELD`),
         where `_heuristic` takes it up rather than run them again."""
-        result = self.run(masks)
+        result = self.run(masks, keep_all=False)
         period, bound = result[:2]
         found = np.where(np.isinf(bound), math.inf, np.where(period <= bound * (1 + TOLERANCE), period, math.nan))
         for k in np.flatnonzero(np.isnan(found)):
