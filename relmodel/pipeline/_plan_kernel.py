@@ -321,20 +321,22 @@ def orders_period(duration, worker, pred_ptr, pred_idx, delay, order_ptr, order_
                 tail += 1
     if tail < n:
         return np.nan, tail
-    return _period_in_order(duration, worker, pred_ptr, pred_idx, delay, order, previous, steps, p, True, start,
-                            end), n
+    return _period_in_order(duration, worker, pred_ptr, pred_idx, delay, order, previous, steps, p, start, end), n
 
 
 @njit(**JIT_OPTIONS)
-def _period_in_order(duration, worker, pred_ptr, pred_idx, delay, order, previous, steps, p, fill_times, start, end):
+def _period_in_order(duration, worker, pred_ptr, pred_idx, delay, order, previous, steps, p, start, end):
     """The period of the graph with each task also after `previous[i]` (its worker's previous task, -1: none),
-    swept in the topological `order`; with `fill_times`, fill `start` and `end` (every task released at 0).
+    swept in the topological `order`; fill `start` and `end` (every task released at 0) unless they are
+    empty.
 
     Per stage s: the longest paths from the tasks of stage s to every stage's optimizer step; the period
     is the maximum cycle mean of that stage graph (`planner.orders_period`). A list schedule's own start
     and end times are those of every task released at 0 (the same maxima of the same sums), so it
-    leaves `fill_times` off and the sweep carries p columns, not p + 1."""
+    passes empty ones and the sweep carries p columns, not p + 1. (An array's size, not a flag: a
+    constant flag would compile the sweep once for each value.)"""
     n = duration.size
+    fill_times = start.size > 0
     # Column s < p: the tasks of stage s released at 0 (the others at -inf); column p: every task at 0.
     columns = p + 1 if fill_times else p
     times = np.empty((n, columns))
@@ -405,6 +407,7 @@ def search_states(masks, bounds, on, pred_idx, edge_dst, cross, p2p_delay, rerou
     start = np.empty(n)
     end = np.empty(n)
     sequence = np.empty(n, dtype=np.int64)
+    no_times = np.empty(0)
     if not use_rows:
         for a in range(2):
             for i in range(n):  # (element by element: a slice assignment costs seconds of compile time)
@@ -444,8 +447,8 @@ def search_states(masks, bounds, on, pred_idx, edge_dst, cross, p2p_delay, rerou
             # The placement sequence is a topological order of the graph with the workers' orders added.
             placed_order = _placement_order(sequence)
             found = _period_in_order(duration, workers[a], pred_ptr, pred_idx, delays[a], placed_order,
-                                     _previous_on_worker(placed_order, workers[a], n_workers), steps, p, False,
-                                     start, end)
+                                     _previous_on_worker(placed_order, workers[a], n_workers), steps, p,
+                                     no_times, no_times)
             if not best or found < period[k] * (1 - tolerance):
                 best = True
                 period[k] = found
