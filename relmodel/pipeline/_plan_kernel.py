@@ -78,7 +78,7 @@ def list_schedule_core(duration, worker, pred_ptr, pred_delay, succ_ptr, succ_id
     free = np.zeros(n_workers)
     inflight = np.zeros(n_workers, dtype=np.int64)
     best_end = np.full(n_workers, math.inf)
-    tree = _min_tree(best_end)
+    tree_end, tree_worker = _min_tree(n_workers)
     stale = np.ones(n_workers, dtype=np.bool_)
     stale_list = np.arange(n_workers)
     n_stale = n_workers
@@ -124,7 +124,7 @@ def list_schedule_core(duration, worker, pred_ptr, pred_delay, succ_ptr, succ_id
                         t = max(ready[j], free[v]) + duration[j]
                         if t < best_end[v]:
                             best_end[v] = t
-                            _update(tree, v, best_end)
+                            _update(tree_end, tree_worker, v, t)
             if q_head == q_tail:
                 break
             i = queue[q_head]
@@ -139,9 +139,9 @@ def list_schedule_core(duration, worker, pred_ptr, pred_delay, succ_ptr, succ_id
             stale[v] = False
             best_end[v] = _earliest_end(base[v], base[v] + n_ready[v], entry_ready, entry_duration, entry_opens,
                                         free[v], inflight[v] >= cap[v])
-            _update(tree, v, best_end)
-        w = tree[1]
-        cut = best_end[w]
+            _update(tree_end, tree_worker, v, best_end[v])
+        w = tree_worker[1]
+        cut = tree_end[1]
         if cut == math.inf:
             break
         # Among w's ready tasks that could start before `cut`, the lowest priority runs (the task ending at

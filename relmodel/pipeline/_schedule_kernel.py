@@ -200,7 +200,7 @@ def list_schedule(duration, release, worker, pred_ptr, pred_idx, pred_delay, cha
         for k in range(chain_ptr[c], chain_ptr[c + 1]):
             chain_of[chain_task[k]] = c
     best_end = np.full(n_workers, math.inf)
-    tree = _min_tree(best_end)  # and a list of workers to rescan
+    tree_end, tree_worker = _min_tree(n_workers)  # and a list of workers to rescan
     dirty = np.ones(n_workers, dtype=np.bool_)
     dirty_list = np.arange(n_workers)
     n_dirty = n_workers
@@ -238,7 +238,7 @@ def list_schedule(duration, release, worker, pred_ptr, pred_idx, pred_delay, cha
                     t = max(ready[j], free[v]) + duration[j]
                     if t < best_end[v]:
                         best_end[v] = t
-                        _update(tree, v, best_end)
+                        _update(tree_end, tree_worker, v, t)
             if q_head == q_tail:
                 break
             i = queue[q_head]
@@ -253,9 +253,9 @@ def list_schedule(duration, release, worker, pred_ptr, pred_idx, pred_delay, cha
             dirty[w] = False
             best_end[w] = _best_on(w, worker_chain_ptr, worker_chain, head, chain_ptr, chain_task, waiting,
                                    ready, free, duration)
-            _update(tree, w, best_end)
-        w = tree[1]
-        cut = best_end[w]
+            _update(tree_end, tree_worker, w, best_end[w])
+        w = tree_worker[1]
+        cut = tree_end[1]
         if cut == math.inf:
             break
         # Among this worker's candidates that could start before `cut`, the lowest priority value runs.
@@ -292,37 +292,42 @@ def list_schedule(duration, release, worker, pred_ptr, pred_idx, pred_delay, cha
 
 
 @njit(inline="always", **JIT_OPTIONS)
-def _better(a, b, best_end):
-    """The worker with the earlier best end; the lower one on a tie (-1: none)."""
-    if b < 0:
-        return a
-    if a < 0:
-        return b
-    return b if best_end[b] < best_end[a] else a
-
-
-@njit(inline="always", **JIT_OPTIONS)
-def _min_tree(best_end):
-    """A min-tree over `best_end` (ties to the lower worker, as argmin): tree[1] is the worker with the
-    earliest best end, and a change costs log(workers) (`_update`), not a scan of every worker."""
+def _min_tree(n_workers):
+    """(ends, workers): a tournament tree over the workers' best ends, every one inf to start. Node k
+    holds the earliest end below it and its worker, the lower worker on a tie (as argmin), so ends[1]
+    and workers[1] are the next cut and its worker; worker w is leaf ends.size // 2 + w. A change costs
+    log(workers) (`_update`), not a scan of every worker, and a node keeps its end beside its worker,
+    so the climb compares what it holds rather than look each worker's end up."""
     leaves = 1
-    while leaves < best_end.size:
+    while leaves < n_workers:
         leaves *= 2
-    tree = np.empty(2 * leaves, dtype=np.int64)
+    ends = np.full(2 * leaves, math.inf)
+    workers = np.empty(2 * leaves, dtype=np.int64)
     for k in range(leaves):
-        tree[leaves + k] = k if k < best_end.size else -1
+        workers[leaves + k] = k
     for k in range(leaves - 1, 0, -1):
-        tree[k] = _better(tree[2 * k], tree[2 * k + 1], best_end)
-    return tree
+        workers[k] = workers[2 * k]  # all ends equal: the left one
+    return ends, workers
 
 
 @njit(inline="always", **JIT_OPTIONS)
-def _update(tree, w, best_end):
-    """Mend the min-tree after worker w's best end changed."""
-    node = (tree.size // 2 + w) // 2
-    while node >= 1:
-        tree[node] = _better(tree[2 * node], tree[2 * node + 1], best_end)
-        node //= 2
+def _update(ends, workers, w, end):
+    """Set worker w's best end to `end` and mend the tree above it."""
+    node = ends.size // 2 + w
+    ends[node] = end
+    while node > 1:
+        other = node ^ 1
+        other_end = ends[other]
+        if node & 1:  # the other is the left one: it wins a tie
+            take = not end < other_end
+        else:
+            take = other_end < end
+        if take:
+            end = other_end
+            w = workers[other]
+        node >>= 1
+        ends[node] = end
+        workers[node] = w
 
 
 # -- failure paths of a run -------------------------------------------------------
