@@ -5,11 +5,13 @@
 Runs `relmodel pipeline --stages 8 --replicas 8 --microbatches 16 --trace PATH`
 in a process of its own, once to fill Numba's cache and then `--rounds` times
 (best and median wall seconds), and checks that its output is the same text
-each time. With `--against REV`, REV's package (a `git worktree` of it, on
-PYTHONPATH, with a Numba cache of its own) runs the same command in the same
-rounds, interleaved, and the two outputs must be the same. Then, in this
-process, where the replay spends its time: the ReCycle states planned, the
-share the compiled fixed rules settle, and the seconds per state.
+each time; each round also runs the command without `--trace` (imports and
+the table), and the replay's own time is the difference of the medians. With
+`--against REV`, REV's package (a `git worktree` of it, on PYTHONPATH, with a
+Numba cache of its own) runs the same commands in the same rounds,
+interleaved, and the two outputs must be the same. Then, in this process,
+where the replay spends its time: the ReCycle states planned, the share the
+compiled fixed rules settle, and the seconds per state.
 """
 
 from __future__ import annotations
@@ -28,13 +30,14 @@ TRACE = ROOT.parent / "shared" / "data" / "spot-traces" / "p3-trace.csv"
 COMMAND = ["pipeline", "--stages", "8", "--replicas", "8", "--microbatches", "16"]
 
 
-def run(package: Path, cache: Path, trace: Path) -> tuple[float, str]:
-    """(wall seconds, stdout) of the command with `package` first on the path."""
+def run(package: Path, cache: Path, trace: Path | None) -> tuple[float, str]:
+    """(wall seconds, stdout) of the command with `package` first on the path (without `--trace`: None)."""
     env = dict(os.environ, PYTHONPATH=str(package), NUMBA_CACHE_DIR=str(cache))
     code = ("import sys, relmodel; from relmodel.cli import main; "
             f"assert relmodel.__file__.startswith({str(package)!r}), relmodel.__file__; main(sys.argv[1:])")
     began = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", code, *COMMAND, "--trace", str(trace)], env=env,
+    replay = ["--trace", str(trace)] if trace is not None else []
+    done = subprocess.run([sys.executable, "-c", code, *COMMAND, *replay], env=env,
                           cwd=cache.parent, capture_output=True, text=True)  # not the checkout: it would come first
     if done.returncode:
         sys.exit(f"{package}: exit {done.returncode}\n{done.stderr}")
@@ -88,15 +91,16 @@ def main() -> None:
                             args.against], check=True)
             packages[args.against] = scratch / "rev"
         try:
-            outputs, times = {}, {name: [] for name in packages}
+            outputs, times, table = {}, {name: [] for name in packages}, {name: [] for name in packages}
             for name, package in packages.items():  # a first run each fills its Numba cache
                 outputs[name] = run(package, scratch / f"cache-{len(outputs)}", args.trace)[1]
-            for _ in range(args.rounds):
+            for _ in range(args.rounds):  # interleaved, so that a busy spell falls on every revision
                 for k, (name, package) in enumerate(packages.items()):
                     seconds, out = run(package, scratch / f"cache-{k}", args.trace)
                     if out != outputs[name]:
                         sys.exit(f"{name}: the output changed between runs")
                     times[name].append(seconds)
+                    table[name].append(run(package, scratch / f"cache-{k}", None)[0])
             if len(set(outputs.values())) > 1:
                 sys.exit("the revisions print different results")
         finally:
@@ -106,7 +110,9 @@ def main() -> None:
     print(f"relmodel {' '.join(COMMAND)} --trace {args.trace.name}, warm, {args.rounds} rounds "
           f"({os.cpu_count()} cores):")
     for name, seconds in times.items():
-        print(f"  {name}: best {min(seconds):.2f} s, median {statistics.median(seconds):.2f} s")
+        print(f"  {name}: best {min(seconds):.2f} s, median {statistics.median(seconds):.2f} s; without --trace "
+              f"median {statistics.median(table[name]):.2f} s; the replay "
+              f"{statistics.median(seconds) - statistics.median(table[name]):.2f} s")
     if args.against:
         print("  the same output")
     breakdown(args.trace)
