@@ -219,9 +219,7 @@ def list_schedule(duration, release, worker, pred_ptr, pred_idx, pred_delay, cha
             if i >= 0:
                 for k in range(succ_ptr[i], succ_ptr[i + 1]):
                     j = succ_idx[k]
-                    t = end[i] + pred_delay[succ_edge[k]]
-                    if t > ready[j]:
-                        ready[j] = t
+                    ready[j] = max(ready[j], end[i] + pred_delay[succ_edge[k]])  # (a select: no branch to miss)
                     waiting[j] -= 1
                     if waiting[j] > 0:
                         continue
