@@ -19,7 +19,7 @@ import numpy as np
 from numba import njit
 
 from .._kernels._jit import JIT_OPTIONS
-from ._schedule_kernel import _min_tree, _update, successors, tails_in_order
+from ._schedule_kernel import _kahn_order, _min_tree, _update, successors, tails_in_order
 
 
 @njit(inline="always", **JIT_OPTIONS)
@@ -297,26 +297,7 @@ def orders_period(duration, worker, pred_ptr, pred_idx, delay, order_ptr, order_
             previous[order_tasks[k]] = order_tasks[k - 1]
             following[order_tasks[k - 1]] = order_tasks[k]
     succ_ptr, succ_idx, _ = successors(pred_ptr, pred_idx)
-    waiting = np.empty(n, dtype=np.int64)
-    order = np.empty(n, dtype=np.int64)
-    tail = 0
-    for i in range(n):
-        waiting[i] = pred_ptr[i + 1] - pred_ptr[i] + (1 if previous[i] >= 0 else 0)
-        if waiting[i] == 0:
-            order[tail] = i
-            tail += 1
-    head = 0
-    while head < tail:
-        i = order[head]
-        head += 1
-        for k in range(succ_ptr[i], succ_ptr[i + 1] + 1):
-            j = succ_idx[k] if k < succ_ptr[i + 1] else following[i]
-            if j < 0:
-                continue
-            waiting[j] -= 1
-            if waiting[j] == 0:
-                order[tail] = j
-                tail += 1
+    order, tail = _kahn_order(pred_ptr, succ_ptr, succ_idx, following)
     if tail < n:
         return np.nan, tail
     return _period_in_order(duration, worker, pred_ptr, pred_idx, delay, order, previous, steps, p, start, end), n

@@ -75,18 +75,23 @@ def successors(pred_ptr, pred_idx):
 def topological_order(pred_ptr, pred_idx):
     """(order, n_placed): Kahn's order; n_placed < n when the graph has a cycle."""
     succ_ptr, succ_idx, _ = successors(pred_ptr, pred_idx)
-    return _kahn_order(pred_ptr, succ_ptr, succ_idx)
+    return _kahn_order(pred_ptr, succ_ptr, succ_idx, np.full(pred_ptr.size - 1, -1, dtype=np.int64))
 
 
 @njit(**JIT_OPTIONS)
-def _kahn_order(pred_ptr, succ_ptr, succ_idx):
-    """`topological_order` from the successor lists its caller already has."""
+def _kahn_order(pred_ptr, succ_ptr, succ_idx, following):
+    """`topological_order` from the successor lists its caller already has, with one more edge from each
+    task i to following[i] (-1: none; a worker's next task in a fixed order)."""
     n = pred_ptr.size - 1
     waiting = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        waiting[i] = pred_ptr[i + 1] - pred_ptr[i]
+    for i in range(n):
+        if following[i] >= 0:
+            waiting[following[i]] += 1
     order = np.empty(n, dtype=np.int64)
     tail = 0
     for i in range(n):
-        waiting[i] = pred_ptr[i + 1] - pred_ptr[i]
         if waiting[i] == 0:
             order[tail] = i
             tail += 1
@@ -94,8 +99,10 @@ def _kahn_order(pred_ptr, succ_ptr, succ_idx):
     while head < tail:
         i = order[head]
         head += 1
-        for k in range(succ_ptr[i], succ_ptr[i + 1]):
-            j = succ_idx[k]
+        for k in range(succ_ptr[i], succ_ptr[i + 1] + 1):
+            j = succ_idx[k] if k < succ_ptr[i + 1] else following[i]
+            if j < 0:
+                continue
             waiting[j] -= 1
             if waiting[j] == 0:
                 order[tail] = j
@@ -125,7 +132,8 @@ def tail_lengths(duration, pred_ptr, pred_idx, pred_delay):
     included), by reverse topological order: a task's tail is its duration plus
     the largest of its successors' tails, each with the edge's delay."""
     succ_ptr, succ_idx, succ_edge = successors(pred_ptr, pred_idx)
-    order, _ = _kahn_order(pred_ptr, succ_ptr, succ_idx)  # the successor lists made once, for both
+    no_edges = np.full(duration.size, -1, dtype=np.int64)
+    order, _ = _kahn_order(pred_ptr, succ_ptr, succ_idx, no_edges)  # the successor lists made once, for both
     return tails_in_order(duration, order, succ_ptr, succ_idx, succ_edge, pred_delay)
 
 
