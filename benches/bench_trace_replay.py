@@ -66,7 +66,7 @@ def breakdown(trace: Path) -> None:
     short = plannable[np.isnan(found)]
     began = time.perf_counter()
     for counts in short.tolist():
-        runs.recycle_period.__wrapped__(cfg, pl.StrategyOptions(), tuple(counts))
+        runs.recycle_period(cfg, pl.StrategyOptions(), tuple(counts))
     rest = time.perf_counter() - began
     print(f"\nReCycle states in the replay: {len(states)}, {len(plannable)} with a plan to search")
     print(f"  fixed rules, compiled, one thread: {len(plannable) - len(short)} settled, "

@@ -332,4 +332,4 @@ def test_a_replays_recycle_period_is_evaluates_without_its_schedule(options):
             counts = tuple(int(c) for c in counts)
             mask = runs.failed_workers(dict(enumerate(counts)), cfg.replicas, cfg.stages)
             expected = pl.evaluate(cfg, "recycle", mask, options).period
-            assert runs.recycle_period.__wrapped__(cfg, options, counts) == expected, (cfg.memory, counts)
+            assert runs.recycle_period(cfg, options, counts) == expected, (cfg.memory, counts)

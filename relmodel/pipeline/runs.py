@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import dataclasses
-import functools
 import math
 
 import numpy as np
@@ -332,9 +331,9 @@ def row_periods(cfg: PipelineConfig, strategy: str, options: StrategyOptions, do
     return _periods_by_key(cfg, strategy, options, down3, keys, lambda mask: mask)
 
 
-@functools.lru_cache(maxsize=65536)
 def recycle_period(cfg: PipelineConfig, options: StrategyOptions, counts: tuple) -> float:
-    """ReCycle's period with counts[s] failed workers at stage s (placed as `failed_workers` does)."""
+    """ReCycle's period with counts[s] failed workers at stage s (placed as `failed_workers` does); not
+    kept (`recycle_periods` keeps each state's)."""
     if max(counts) >= cfg.replicas or not memory_fits(cfg):  # (as `evaluate`: nothing runs to adapt)
         return math.inf
     mask = failed_workers(dict(enumerate(counts)), cfg.replicas, cfg.stages)
@@ -359,8 +358,9 @@ def recycle_periods(cfg: PipelineConfig, options: StrategyOptions, counts: np.nd
     batches of `CHUNK_STATES` (`planner._Rules.periods`: the heuristic's fixed
     rules, which reach the lower bound in nearly every state) on
     `numba.get_num_threads()` threads; a state they leave short of the bound
-    goes through the whole planner (`recycle_period`). A state's plan does not
-    depend on the batch, the thread or the order.
+    goes through the whole planner (`recycle_period`), from the fixed rules'
+    result the batch found. A state's plan does not depend on the batch, the
+    thread or the order; each period is kept per process (`_PERIODS`).
 
     Parameters
     ----------
@@ -417,11 +417,10 @@ def recycle_periods(cfg: PipelineConfig, options: StrategyOptions, counts: np.nd
 
 
 def clear_period_cache() -> None:
-    """Forget the periods `recycle_period` and `recycle_periods` have computed (they are kept per process),
-    and the fixed rules' results a batch kept for the states it left short."""
+    """Forget the periods `recycle_periods` has computed (they are kept per process), and the fixed rules'
+    results a batch kept for the states it left short."""
     from .planner import _SHORT
 
-    recycle_period.cache_clear()
     _PERIODS.clear()
     _SHORT.clear()
 
