@@ -87,7 +87,8 @@ def parse_failures(text: str, most: int | None = None) -> list[int]:
 @click.option("--microbatch-size", type=int, default=1, show_default=True, help="Sequences per micro-batch with --model.")
 @click.option("--mfu", type=float, default=None, help="Model FLOPs utilisation with --model (default: the GPU's).")
 @click.option("--method", type=click.Choice(("auto", "exact", "heuristic")), default="auto", show_default=True,
-              help="How ReCycle plans its adapted schedule.")
+              help="How ReCycle plans its adapted schedule (auto: the exact search after a heuristic gap up to "
+                   "d m p = 256 tasks, seconds a state; heuristic: milliseconds).")
 @click.option("--failures", default="0..4", show_default=True, metavar="A..B|a,b|N", help="Failed workers to tabulate.")
 @click.option("--strategies", metavar="NAMES", default=",".join(("recycle", "restart", "spare", "drop-pipeline", "oobleck", "bamboo")),
               show_default=True, help="Comma-separated strategies.")

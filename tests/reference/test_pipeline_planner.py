@@ -291,9 +291,12 @@ def test_without_or_tools_auto_plans_by_the_heuristic_and_exact_names_the_extra(
     assert auto.method == "heuristic" and auto.period == heuristic.period and "relmodel[exact]" in auto.detail
     with pytest.raises(_extras.MissingExtraError, match=r"ortools: pip install 'relmodel\[exact\]'"):
         planner.plan(cfg, mask, method="exact")
-    # Beyond the gate (d m p = 256) auto would not search anyway: its plan says nothing about OR-Tools.
-    big, big_mask = pl.PipelineConfig(4, 4, 16), pl.failed_workers({0: 1, 1: 1}, 4, 4)
-    assert "OR-Tools" not in planner.plan(big, big_mask, method="auto").detail
+    # Beyond the gate (d m p = 272) auto would not search anyway: its plan, short of the bound (75 against
+    # 72), says nothing about OR-Tools.
+    big, big_mask = pl.PipelineConfig(4, 4, 17), pl.failed_workers({0: 1, 1: 1}, 4, 4)
+    assert 4 * 4 * 17 > planner.EXACT_TASKS
+    beyond = planner.plan(big, big_mask, method="auto")
+    assert not beyond.optimal and "OR-Tools" not in beyond.detail
 
 
 @given(p=st.integers(1, 8), d=st.integers(2, 8), m=st.integers(1, 16), seed=st.integers(0, 2**16))
