@@ -76,11 +76,11 @@ EXACT_TASKS = 256
 
 Replicas x micro-batches x stages: "auto" runs the exact search after the
 heuristic leaves a gap up to 4 stages x 4 replicas x 16 micro-batches (or
-8 x 4 x 8); "exact" runs it at any size. (It once compared d p m p, the workers times m p, so that
-4 x 4 x 8 never got the search the docs promised.) On the scan of
-benches/bench_recycle_auto.py (225 pipelines up to 256) auto's search brings 32
-of the heuristic's 57 gaps to the bound and narrows 9 more (at most 20 s
-a plan, two runs sharing 2 cores)."""
+8 x 4 x 8); "exact" runs it at any size. (It once compared d p m p, the
+workers times m p, so that 4 x 4 x 8 never got the search the docs promised.)
+On the scan of benches/bench_recycle_auto.py (225 pipelines up to 256) auto's
+search brings 32 of the heuristic's 57 gaps to the bound and narrows 9 more
+(at most 20 s a plan, two runs sharing 2 cores)."""
 EXACT_TIME_LIMIT = 300.0
 """How long "exact" may search before it gives up (the result then says it is
 not proven), in CP-SAT's deterministic time: about seconds on a typical core,
