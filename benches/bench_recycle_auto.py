@@ -6,8 +6,8 @@ whether it proved its period, the cases it left short listed (a script, not a te
 
 Stages 2-4, replicas 2-4, 4, 8 or 16 micro-batches, (F, B, W) in (1, 1, 1), (1, 2, 1), (2, 3, 1), 1-3 failed
 workers as `spread_failures` places them: 243 cases, 225 with a plan (in the others a stage has no
-survivor), every one with d m p <= 256, where the docs promise the exact search. Uses only the public API, so an older
-revision runs it too.
+survivor), every one with d m p <= 256, where the docs promise the exact search. Uses only the public API,
+so an older revision runs it too.
 """
 
 import itertools
