@@ -196,6 +196,76 @@ def test_a_wall_clock_limit_stops_the_exact_search_with_its_best_plan_and_gap():
     assert any(issubclass(w.category, PlannerWarning) and "not proven least" in str(w.message) for w in caught)
 
 
+_INTERRUPTED_SEARCH = """
+import os, signal, threading, time, warnings
+import numpy as np
+from ortools.sat.python import cp_model
+from relmodel.pipeline import PipelineConfig, recycle_plan
+
+real_solve = cp_model.CpSolver.Solve
+
+def solve_then_interrupt(self, *args, **kwargs):  # SIGINT once CP-SAT runs
+    timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        return real_solve(self, *args, **kwargs)
+    finally:
+        timer.cancel()
+
+cp_model.CpSolver.Solve = solve_then_interrupt
+cfg = PipelineConfig(stages=3, replicas=3, microbatches=4, fwd=(2.0,) * 3, bwd_input=(3.0,) * 3,
+                     bwd_weight=(1.0,) * 3)
+mask = np.zeros((3, 3), dtype=bool)
+mask[0, 1] = True  # its proof takes ~100 CPU s: the search is running when the signal comes
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
+    adapted = recycle_plan(cfg, mask, method="exact", time_limit=600.0)
+print(adapted.interrupted, adapted.optimal, adapted.period >= adapted.lower_bound, adapted.detail, flush=True)
+try:
+    os.kill(os.getpid(), signal.SIGINT)
+    time.sleep(10)
+except KeyboardInterrupt:
+    print("KeyboardInterrupt after the search")
+"""
+
+
+def test_ctrl_c_stops_an_exact_search_with_its_best_plan_and_still_reaches_python_after():
+    """SIGINT during the search stops it with its best plan, marked interrupted; after it, SIGINT raises
+    KeyboardInterrupt again. (CP-SAT had left the system's default: a later Ctrl-C killed the process,
+    exit 130, skipping every `finally`.) In a process of its own, which that would kill."""
+    pytest.importorskip("ortools")
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", _INTERRUPTED_SEARCH], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, (done.returncode, done.stdout, done.stderr[-2000:])
+    assert done.stdout.splitlines() == ["True False True exact search, stopped by an interrupt before a proof",
+                                        "KeyboardInterrupt after the search"], done.stderr[-2000:]
+
+
+def test_a_replay_stops_at_a_state_whose_search_was_interrupted(monkeypatch):
+    """A replay plans many states: one whose exact search Ctrl-C stopped would make its result depend on
+    when the signal came, so the replay raises KeyboardInterrupt there and keeps no period."""
+    import dataclasses
+
+    from relmodel.pipeline import StrategyOptions, runs
+
+    real = runs.recycle_adapted
+    monkeypatch.setattr(runs, "recycle_adapted",
+                        lambda *args: dataclasses.replace(real(*args), interrupted=True))
+    cfg, options = PipelineConfig(4, 4, 8), StrategyOptions(method="heuristic")
+    with pytest.raises(KeyboardInterrupt):
+        runs.recycle_period(cfg, options, (1, 0, 1, 0))
+    runs.clear_period_cache()
+    with pytest.raises(KeyboardInterrupt):  # (1, 0, 1, 0): the fixed rules leave it short, so it is planned whole
+        runs.recycle_periods(cfg, options, np.array([[1, 0, 0, 0], [1, 0, 1, 0]]))
+    assert not runs._PERIODS
+    monkeypatch.setattr(runs, "recycle_adapted", real)
+    assert runs.recycle_periods(cfg, options, np.array([[1, 0, 1, 0]]))[0] == runs.recycle_period(cfg, options,
+                                                                                                 (1, 0, 1, 0))
+    runs.clear_period_cache()
+
+
 @pytest.mark.parametrize("bad", [0, -1.0, float("nan"), "5s", True])
 def test_a_bad_wall_limit_is_named(bad):
     from relmodel.pipeline import recycle_plan

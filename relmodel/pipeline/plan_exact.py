@@ -25,6 +25,8 @@ times are rounded to one and the result says so.
 from __future__ import annotations
 
 import math
+import signal
+import threading
 from fractions import Fraction
 
 import numpy as np
@@ -32,6 +34,7 @@ import numpy as np
 from .config import PipelineConfig
 
 MAX_UNITS = 10**9  # the largest scaled time: CP-SAT's integers stay far from overflow
+INTERRUPTED = "by an interrupt"  # `solve`'s stopped_by when Ctrl-C ended the search
 
 
 def quantum(cfg: PipelineConfig) -> tuple[float, bool]:
@@ -185,14 +188,13 @@ def solve(cfg: PipelineConfig, mask: np.ndarray, *, hint=None, time_limit: float
     solver.parameters.num_workers = 1
     if wall_limit is not None:  # a busy machine's bound: only it can make a plan depend on the machine
         solver.parameters.max_time_in_seconds = float(wall_limit)
-    solver.parameters.catch_sigint_signal = True  # Ctrl-C stops the search with its best plan
-    status = solver.Solve(model)
+    status = _solve_stoppable(solver, model)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return None
     stopped_by = "at the time limit"
     if status != cp_model.OPTIMAL and solver.ResponseProto().deterministic_time < 0.999 * time_limit:
         wall_hit = wall_limit is not None and solver.WallTime() >= 0.999 * wall_limit
-        stopped_by = "at the wall-clock limit" if wall_hit else "by an interrupt"
+        stopped_by = "at the wall-clock limit" if wall_hit else INTERRUPTED
     executor = default_executor(d, m, p)
     for (key, c), lit in present.items():
         if solver.BooleanValue(lit):  # a failed worker's micro-batch moves even to a lone survivor
@@ -205,6 +207,22 @@ def solve(cfg: PipelineConfig, mask: np.ndarray, *, hint=None, time_limit: float
         at[((r * m + j) * p + s) * 3 + t] = solver.Value(var)
     orders = tuple(worker_orders(graph, np.lexsort((graph.kind, at)).argsort()))  # by start, F before B before W
     return executor, orders, status == cp_model.OPTIMAL, on_grid, stopped_by
+
+
+def _solve_stoppable(solver, model):
+    """`solver.Solve(model)`, which Ctrl-C stops with its best plan where Ctrl-C reaches it (the main thread).
+
+    CP-SAT leaves SIGINT at the system's default when it returns, so a later
+    Ctrl-C would kill the process outright, skipping every `finally` (a
+    writer's lock, a partial file): Python's handler is put back."""
+    in_main = threading.current_thread() is threading.main_thread()
+    previous = signal.getsignal(signal.SIGINT) if in_main else None
+    solver.parameters.catch_sigint_signal = previous is not None
+    try:
+        return solver.Solve(model)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGINT, previous)
 
 
 def _hint(model, hint, start, present, peers, types, q, p):

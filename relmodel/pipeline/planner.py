@@ -50,7 +50,9 @@ further on a busy machine. So a wall-clock cap bounds it too
 (`wall_limit`: `AUTO_WALL_LIMIT` for auto, none for exact unless given),
 which only a very busy machine reaches (the plan's detail then says so: only
 then can a plan depend on the machine). Ctrl-C during an exact search stops it
-with the best plan found and its gap to the lower bound, as a time limit does.
+with the best plan found and its gap to the lower bound, as a time limit does
+(`AdaptedPlan.interrupted`); a trace replay, which plans many states, stops
+there instead (KeyboardInterrupt), since its result would depend on when.
 The first exact search of a process says so on a terminal.
 """
 
@@ -124,6 +126,10 @@ class AdaptedPlan:
         Seconds spent planning.
     detail : str, default ""
         How it was found.
+    interrupted : bool, default False
+        Whether Ctrl-C (SIGINT) stopped its exact search: the plan is the
+        best found by then, so it depends on when. A run of many plans (a
+        trace replay) stops there rather than go on with it.
     """
 
     period: float
@@ -135,6 +141,7 @@ class AdaptedPlan:
     start: np.ndarray
     planning_time: float
     detail: str = ""
+    interrupted: bool = False
 
     @property
     def gap(self) -> float:
@@ -668,4 +675,5 @@ def plan(cfg: PipelineConfig, mask: np.ndarray, *, method: str = "auto", time_li
         warnings.warn(PlannerWarning(f"the plan's period {period:.6g} is not proven least: {detail} "
                                      f"(lower bound {bound:.6g})"), stacklevel=2)
     return AdaptedPlan(period=period, lower_bound=bound, method="exact", optimal=proven, executor=executor,
-                       orders=orders, start=start, planning_time=elapsed, detail=detail)
+                       orders=orders, start=start, planning_time=elapsed, detail=detail,
+                       interrupted=not proven and stopped_by == plan_exact.INTERRUPTED)

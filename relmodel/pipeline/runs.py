@@ -340,6 +340,8 @@ def recycle_period(cfg: PipelineConfig, options: StrategyOptions, counts: tuple)
     if not mask.any():
         return evaluate(cfg, "recycle", mask, options).period
     adapted = recycle_adapted(cfg, mask, options)  # the plan alone: its period, without evaluate's schedule
+    if adapted is not None and adapted.interrupted:  # its period would depend on when Ctrl-C came: stop the run
+        raise KeyboardInterrupt
     return math.inf if adapted is None else adapted.period
 
 
@@ -360,7 +362,9 @@ def recycle_periods(cfg: PipelineConfig, options: StrategyOptions, counts: np.nd
     `numba.get_num_threads()` threads; a state they leave short of the bound
     goes through the whole planner (`recycle_period`), from the fixed rules'
     result the batch found. A state's plan does not depend on the batch, the
-    thread or the order; each period is kept per process (`_PERIODS`).
+    thread or the order; each period is kept per process (`_PERIODS`). Ctrl-C
+    during a state's exact search ends the call with KeyboardInterrupt, as
+    anywhere else (a plan stopped early would depend on when).
 
     Parameters
     ----------
