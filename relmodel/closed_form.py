@@ -7,6 +7,7 @@ is a different quantity (Jensen), which only `simulate` reports.
 from __future__ import annotations
 
 import math
+import sys
 import warnings
 
 import numpy as np
@@ -367,16 +368,27 @@ def levels_point_ettr(p: Scenario, method: str) -> tuple[float, str | None]:
         mass = np.exp(log_mass - log_mass.max())
         walls = []
         for rate in rates:
-            wall, reason = levels_expected_wall(rate, *args)
+            wall, reason = _levels_wall(rate, args)
             if reason is not None:
                 return math.nan, reason
             walls.append(wall)
         wall = float(np.dot(mass, walls) / mass.sum())
     else:
-        wall, reason = levels_expected_wall(p.job_failure_rate, *args)
+        wall, reason = _levels_wall(p.job_failure_rate, args)
         if reason is not None:
             return math.nan, reason
     return min(p.work / wall, 1.0), None
+
+
+def _levels_wall(rate: float, args: tuple) -> tuple[float, str | None]:
+    """`levels_expected_wall` at `rate`; at a subnormal rate, its value at rate 0 where failures move the
+    wall by less than rounding (such a rate has too few digits for the exact form's sums: it read 0 or
+    erred by 1e-6)."""
+    if 0.0 < rate < sys.float_info.min:
+        wall, reason = levels_expected_wall(0.0, *args)
+        if reason is None and rate * wall < 2.0**-60:
+            return wall, None
+    return levels_expected_wall(rate, *args)
 
 
 def _levels_values(sc: Scenario, points: np.ndarray, method: str) -> tuple[np.ndarray, list]:
@@ -711,10 +723,15 @@ def _optimal_intervals(sc: Scenario, cols: dict, method: str) -> np.ndarray:
     rate = np.where(failing, lam, 1.0)
     with np.errstate(invalid="ignore", over="ignore"):
         m = 1.0 / rate  # the job's MTTF where it fails (inf for a subnormal rate)
+        # Where 2 w M overflows (a subnormal rate) its root need not: then a product of roots.
         if method == "young":
-            return np.where(failing, np.sqrt(2.0 * w / rate), np.inf)
+            young = np.sqrt(2.0 * w / rate)
+            young = np.where(np.isinf(young), np.sqrt(2.0 * w) / np.sqrt(rate), young)
+            return np.where(failing, young, np.inf)
         if method == "daly":
-            daly = np.sqrt(2.0 * w * m) * (1.0 + np.sqrt(w / (2.0 * m)) / 3.0 + w / (18.0 * m)) - w
+            root = np.sqrt(2.0 * w * m)
+            root = np.where(np.isinf(root), np.sqrt(2.0 * w) * np.sqrt(m), root)
+            daly = root * (1.0 + np.sqrt(w / (2.0 * m)) / 3.0 + w / (18.0 * m)) - w
             # Free checkpoints: 0, also where M overflows (sqrt(0 * inf) would be NaN).
             return np.where(failing, np.where(w == 0, 0.0, np.where(w >= 2.0 * m, m, daly)), np.inf)
     # The exact optimum is a search over checkpoint counts, point by point.

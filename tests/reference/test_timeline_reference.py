@@ -141,6 +141,8 @@ def test_exact_is_never_below_young_or_daly(sc):
 
 
 @given(sc=scenarios(extreme=True))
+@example(sc=rm.Scenario(n_gpus=2921, failure_rate=1e-310, checkpoint_interval=1 / 3600, work=1 / 3600,
+                        checkpoint_cost=876000.0, gpus_per_node=1))  # Young's 2 w / lam overflowed: inf
 def test_every_closed_form_is_a_ratio_a_named_nan_or_an_interval(sc):
     # Over every law, Weibull included: a number in [0, 1], or NaN with a warning saying why;
     # intervals positive, infinite only where there is no failure or no checkpoint pays.
@@ -217,6 +219,10 @@ def test_simulation_agrees_with_the_plain_event_simulation(law):
 
 @given(sc=scenarios(extreme=True, laws=("exponential",)), multiple=st.integers(2, 6),
        fast_restart=st.sampled_from([0.0, 1 / 60, 1.0]))
+@example(sc=rm.Scenario(n_gpus=1, failure_rate=1e-320, checkpoint_interval=1 / 3600, work=1 / 3600,
+                        checkpoint_cost=168.0, gpus_per_node=1), multiple=2, fast_restart=0.0)  # erred by 1.7e-6
+@example(sc=rm.Scenario(n_gpus=1, failure_rate=1e-320, checkpoint_interval=1 / 3600, work=1 / 3600,
+                        checkpoint_cost=0.0, gpus_per_node=1), multiple=2, fast_restart=0.0)  # divided by 0
 def test_levels_that_never_survive_give_the_high_precision_renewal_reference(sc, multiple, fast_restart):
     """Over the edges of the valid space, through `rm.ettr`: a fast level of no cost whose
     checkpoints never survive a failure, and a durable write that persists at once, is the
