@@ -370,10 +370,11 @@ class _Search:
         # candidates too (at x, k positions; just past it, k - 1).
         n = round(self.work / found)
         few = (max(1, math.ceil(self.work / hi)), math.floor(self.work / lo))  # the counts in [lo, hi]
-        if few[1] - few[0] <= _ALL_TEETH:  # (a sawtooth has a max on each tooth: with few, try them all)
-            counts = set(range(few[0], few[1] + 1))
-        else:
-            counts = set(range(max(1, n - _KINKS), n + _KINKS + 1)) if n <= _KINKS_UP_TO else set()
+        # (A sawtooth has a max on each tooth: with few, try them all; and those around n, within [lo, hi] or
+        # not: the grid ranks teeth where its points fall on them, so the best one may lie past the bracket.)
+        counts = set(range(few[0], few[1] + 1)) if few[1] - few[0] <= _ALL_TEETH else set()
+        if n <= _KINKS_UP_TO:
+            counts.update(range(max(1, n - _KINKS), n + _KINKS + 1))
         if m is not None:  # and where the number of durable writes changes (n a multiple of m)
             durable = n // m
             counts.update(k * m for k in range(max(1, durable - 2), durable + 3))

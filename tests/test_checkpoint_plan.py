@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from hypothesis import assume, event, given, settings
+from hypothesis import assume, event, example, given, settings
 from hypothesis import strategies as st
 
 import relmodel as rm
@@ -254,6 +254,8 @@ def strategies_to_plan(draw):
 
 
 @given(sc=strategies_to_plan())
+@example(sc=rm.Scenario(n_gpus=2048, failure_rate=0.02, checkpoint_interval=1.0, work=4.0, checkpoint_cost=0.015625,
+                        gpus_per_node=8, checkpoint_persist=0.125))  # the best tooth (10 writes) past the bracket
 def test_the_planner_is_within_a_thousandth_of_a_dense_brute_force(sc):
     found = exact(best_intervals(sc))
     brute = brute_force_best(sc)
