@@ -233,6 +233,34 @@ def test_oobleck_plans_within_any_budget_and_a_roomy_budget_changes_nothing(stag
     assert roomy.period == free.period and roomy.detail == free.detail
 
 
+@given(stages=st.integers(2, 5), replicas=st.integers(1, 4), microbatches=st.integers(1, 8),
+       times=st.lists(st.sampled_from([0.0, 0.25, 1.0, 1.5, 3.0]), min_size=15, max_size=15),
+       budget=st.one_of(st.none(), st.floats(1.0, 40.0)), data=st.data())
+def test_oobleck_deals_micro_batches_as_a_scan_of_every_pipeline_would(stages, replicas, microbatches, times, budget,
+                                                                       data):
+    """Oobleck's dealing (a heap) against the plain rule: each micro-batch to the pipeline whose period
+    grows least, the first on a tie; templates of two sizes, with or without a memory budget."""
+    from relmodel.pipeline import strategies
+
+    fwd, bwd, wgt = times[:stages], times[5:5 + stages], times[10:10 + stages]
+    assume(all(f + b + w > 0 for f, b, w in zip(fwd, bwd, wgt)))
+    memory = None if budget is None else pl.StageMemory(budget, (1.0,) * stages, (0.5,) * stages)
+    cfg = pl.PipelineConfig(stages, replicas, microbatches, fwd=fwd, bwd_input=bwd, bwd_weight=wgt, memory=memory)
+    small = data.draw(st.integers(1, stages))
+    sizes = [min(small + 1, stages)] * data.draw(st.integers(0, 3)) + [small] * data.draw(st.integers(1, 3))
+    templates = {k: (tuple(map(tuple, strategies.group_stages(cfg.times, k).T)),
+                     None if memory is None else strategies.group_memory(cfg, k)) for k in set(sizes)}
+    pipelines = [templates[k] for k in sizes]
+    total = microbatches * replicas
+    batches, periods = [0] * len(pipelines), [0.0] * len(pipelines)
+    for _ in range(total):
+        trial = [strategies._single_pipeline_period(cfg, t, mb + 1, mem) for (t, mem), mb in zip(pipelines, batches)]
+        i = trial.index(min(trial))
+        batches[i] += 1
+        periods[i] = trial[i]
+    assert strategies._split_batch(cfg, pipelines, total) == (max(periods), batches)
+
+
 def test_throughput_table_is_labelled():
     cfg = pl.PipelineConfig(4, 4, 8)
     ds = pl.throughput_table(cfg, range(4))

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import heapq
 import math
 
 import numpy as np
@@ -468,15 +469,19 @@ def oobleck_plan(cfg: PipelineConfig, nodes: int, min_stages: int):
 
 
 def _split_batch(cfg, pipelines, total_mb):
-    """Deal micro-batches one at a time to the pipeline whose period grows least
-    (`pipelines`: each one's per-stage times and memory)."""
+    """Deal micro-batches one at a time to the pipeline whose period grows least, the first such on a tie
+    (`pipelines`: each one's per-stage times and memory). A heap of each pipeline's period with one more
+    (thousands of pipelines deal thousands of micro-batches: a scan a deal took hours)."""
     batches = [0] * len(pipelines)
     periods = [0.0] * len(pipelines)
+    trial = [(_single_pipeline_period(cfg, times, 1, memory), i) for i, (times, memory) in enumerate(pipelines)]
+    heapq.heapify(trial)
     for _ in range(total_mb):
-        trial = [_single_pipeline_period(cfg, times, mb + 1, memory) for (times, memory), mb in zip(pipelines, batches)]
-        i = int(np.argmin(trial))
+        period, i = heapq.heappop(trial)
         batches[i] += 1
-        periods[i] = trial[i]
+        periods[i] = period
+        times, memory = pipelines[i]
+        heapq.heappush(trial, (_single_pipeline_period(cfg, times, batches[i] + 1, memory), i))
     return max(periods), batches
 
 
