@@ -77,8 +77,8 @@ def list_schedule_core(duration, worker, pred_ptr, pred_delay, succ_ptr, succ_id
     n_ready = np.zeros(n_workers, dtype=np.int64)
     free = np.zeros(n_workers)
     inflight = np.zeros(n_workers, dtype=np.int64)
-    best_end = np.full(n_workers, math.inf)
     tree_end, tree_worker = _min_tree(n_workers)
+    leaf = tree_end.size // 2  # worker v's earliest end: tree_end[leaf + v]
     stale = np.ones(n_workers, dtype=np.bool_)
     stale_list = np.arange(n_workers)
     n_stale = n_workers
@@ -120,8 +120,7 @@ def list_schedule_core(duration, worker, pred_ptr, pred_delay, succ_ptr, succ_id
                     # tasks, free time and room are unchanged), unless v is rescanned anyway.
                     if not stale[v] and not (entry_opens[e] and inflight[v] >= cap[v]):
                         t = max(ready[j], free[v]) + duration[j]
-                        if t < best_end[v]:
-                            best_end[v] = t
+                        if t < tree_end[leaf + v]:
                             _update(tree_end, tree_worker, v, t)
             if q_head == q_tail:
                 break
@@ -135,9 +134,9 @@ def list_schedule_core(duration, worker, pred_ptr, pred_delay, succ_ptr, succ_id
             n_stale -= 1
             v = stale_list[n_stale]
             stale[v] = False
-            best_end[v] = _earliest_end(base[v], base[v] + n_ready[v], entry_ready, entry_duration, entry_opens,
-                                        free[v], inflight[v] >= cap[v])
-            _update(tree_end, tree_worker, v, best_end[v])
+            _update(tree_end, tree_worker, v, _earliest_end(base[v], base[v] + n_ready[v], entry_ready,
+                                                            entry_duration, entry_opens, free[v],
+                                                            inflight[v] >= cap[v]))
         w = tree_worker[1]
         cut = tree_end[1]
         if cut == math.inf:

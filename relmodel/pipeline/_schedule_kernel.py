@@ -207,8 +207,8 @@ def list_schedule(duration, release, worker, pred_ptr, pred_idx, pred_delay, cha
     for c in range(n_chains):
         for k in range(chain_ptr[c], chain_ptr[c + 1]):
             chain_of[chain_task[k]] = c
-    best_end = np.full(n_workers, math.inf)
     tree_end, tree_worker = _min_tree(n_workers)  # and a list of workers to rescan
+    leaf = tree_end.size // 2  # worker v's best end: tree_end[leaf + v]
     dirty = np.ones(n_workers, dtype=np.bool_)
     dirty_list = np.arange(n_workers)
     n_dirty = n_workers
@@ -242,8 +242,7 @@ def list_schedule(duration, release, worker, pred_ptr, pred_idx, pred_delay, cha
                     if dirty[v] or chain_task[head[c]] != j:
                         continue
                     t = max(ready[j], free[v]) + duration[j]
-                    if t < best_end[v]:
-                        best_end[v] = t
+                    if t < tree_end[leaf + v]:
                         _update(tree_end, tree_worker, v, t)
             if q_head == q_tail:
                 break
@@ -257,9 +256,8 @@ def list_schedule(duration, release, worker, pred_ptr, pred_idx, pred_delay, cha
             n_dirty -= 1
             w = dirty_list[n_dirty]
             dirty[w] = False
-            best_end[w] = _best_on(w, worker_chain_ptr, worker_chain, head, chain_ptr, chain_task, waiting,
-                                   ready, free, duration)
-            _update(tree_end, tree_worker, w, best_end[w])
+            _update(tree_end, tree_worker, w, _best_on(w, worker_chain_ptr, worker_chain, head, chain_ptr,
+                                                       chain_task, waiting, ready, free, duration))
         w = tree_worker[1]
         cut = tree_end[1]
         if cut == math.inf:
