@@ -21,6 +21,7 @@ from .errors import ScenarioError, parameter_and_reason
 from .pipeline.cli import pipeline
 from .record.cli import run
 from .scenario import Scenario
+from .sweep import MAX_LOCAL_WORKERS
 from .units import UNIT_REQUIRED_HELP, format_hours
 
 BACKEND_HELP = ("auto: the Cython twin for short runs (no compile wait), Numba (parallel) for long ones; "
@@ -333,7 +334,8 @@ def fit_log(path: Path, *, flag: str, **kwargs):
               help="Check every chunk of a study store against its checksum and report; compute nothing.")
 @click.option("--scheduler", default="local", show_default=True,
               help="local (Numba threads here), dask-local (a LocalCluster here) or tcp://HOST:PORT.")
-@click.option("--workers", type=click.IntRange(min=1), default=None, help="Workers of dask-local (default: cores).")
+@click.option("--workers", type=click.IntRange(1, MAX_LOCAL_WORKERS), default=None,
+              help="Workers of dask-local (default: cores).")
 @click.option("--plot", type=FigurePath(), default=None,
               help="Draw the standard figures of two sweep axes to this image file.")
 @click.option("--x", "x_dim", default=None, help="Sweep axis on the x axis of --plot (default: the first).")

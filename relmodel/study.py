@@ -47,6 +47,7 @@ LEVEL_OUTPUTS = tuple(labels.SIMULATED_BY_LEVEL)
 FIXED_ONLY = ("taxonomy", "fast_checkpoints")
 MAX_AXIS_VALUES = 2**20  # values of one range axis
 RUN_KEYS = {"n_jobs", "seed", "backend", "max_failures", "chunk_points", "outputs"}
+RUN_BOUNDS = {"n_jobs": (1, MAX_JOBS), "seed": (0, 2**32 - 1), "max_failures": (1, 2**62), "chunk_points": (1, 2**40)}
 
 
 class StudyError(ParameterError):
@@ -251,8 +252,7 @@ def parse_study(text: str, name: str = "study", folder: Path | None = None) -> S
     outputs = run.get("outputs", list(known))
     if not isinstance(outputs, list) or not set(outputs) <= set(known) or not outputs:
         fail("run", "outputs", f"a non-empty list of {', '.join(known)}")
-    checks = {"n_jobs": (1, MAX_JOBS), "seed": (0, 2**32 - 1), "max_failures": (1, 2**62), "chunk_points": (1, 2**40)}
-    for key, (low, high) in checks.items():
+    for key, (low, high) in RUN_BOUNDS.items():
         value = run.get(key)
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high):
             fail("run", key, f"must be an integer in [{low}, {high}] (got {value!r})")

@@ -28,12 +28,14 @@ from . import labels
 from . import store as stores
 from ._extras import require
 from .engine import COMPONENTS, RNG_SCHEME, RNG_STREAM, pack_points, run, summarize
+from .errors import check_integer
 from .scenario import Scenario
 from .simulate import simulate
 from .store import DONE_DIR, ZARR_FORMAT, chunk_id, write_zarr  # noqa: F401  write_zarr: re-exported
-from .study import Study, StudyError, chunk_shape, default_chunk_points
+from .study import RUN_BOUNDS, Study, StudyError, chunk_shape, default_chunk_points
 
 QUANTILES = (0.05, 0.5, 0.95)
+MAX_LOCAL_WORKERS = 2**12  # worker processes of one machine's dask-local cluster
 _CONNECT_TIMEOUT = "10s"  # to a remote Dask scheduler
 
 
@@ -162,7 +164,7 @@ def open_or_create(study: Study, store: Path, source: str, label: str = "") -> t
     import zarr
 
     if not store.exists():
-        target = study.chunk_points or default_chunk_points(study.n_jobs)
+        target = default_chunk_points(study.n_jobs) if study.chunk_points is None else study.chunk_points
         chunks = chunk_shape(study.scenario.shape, target)
         template = _template(study, chunks)
         template.attrs = {**_store_attrs(study, source, label, chunks),
@@ -299,6 +301,10 @@ def run_study(study: Study, out, *, source: str = "", label: str = "", scheduler
         raise StudyError(str(out), "the output must end in .zarr or .nc")
     if scheduler not in ("local", "dask-local") and not scheduler.startswith(("tcp://", "tls://", "ucx://")):
         raise StudyError("scheduler", f"use 'local', 'dask-local' or a Dask scheduler address (got {scheduler!r})")
+    if n_workers is not None:  # 0 is refused, not taken for "one per core"
+        check_integer("n_workers", n_workers, 1, MAX_LOCAL_WORKERS)
+    if study.chunk_points is not None:  # a Study built in Python, not read by parse_study
+        check_integer("chunk_points", study.chunk_points, *RUN_BOUNDS["chunk_points"])
     require("zarr", "a study's store")
     require("filelock", "a study's store")
     if out.suffix == ".nc":
@@ -423,8 +429,8 @@ def _run_on_dask(study: Study, todo, finished, scheduler: str, n_workers, remote
         # imported Numba before it saw the environment (a script importing numba at
         # its top is re-imported by spawned workers).
         env = {"NUMBA_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
-        cluster = LocalCluster(n_workers=n_workers or os.cpu_count(), threads_per_worker=1, processes=True,
-                               env=env, dashboard_address=None)
+        cluster = LocalCluster(n_workers=os.cpu_count() if n_workers is None else n_workers, threads_per_worker=1,
+                               processes=True, env=env, dashboard_address=None)
         client, n_threads = Client(cluster), 1
     else:  # an existing cluster (`_remote_client`): its workers' own NUMBA_NUM_THREADS decides
         cluster, client, n_threads = None, remote, None

@@ -66,6 +66,10 @@ def test_one_policy():
     (["--batch-range", "2,4"], "Error: --batch-range: need 0 < low <= 1 <= high"),
     (["--out", "x.csv"], "Error: --out: unknown suffix"),
     (["--trace", "no/such.csv"], "Error: --trace: no such file"),
+    # A zero window is the user's own value: refused, never replaced by the 24 h default
+    (["--duration", "0"], "Error: --duration: must be a finite number > 0"),
+    (["--duration", "0s"], "Error: --duration: must be a finite number > 0"),
+    (["--trace", str(TRACE_195), "--duration", "0s"], "Error: --duration: must be a finite number > 0"),
 ])
 def test_bad_input_is_one_line_naming_the_flag(args, message):
     result = invoke(*args)

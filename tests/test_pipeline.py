@@ -366,6 +366,8 @@ def test_cli_runs_a_short_monte_carlo():
     (["--gpu", "h100"], "--gpu"), (["--failure-rate", "1"], "--failure-rate"),
     (["--run-duration", "1d", "--runs", "18446744073709551616"], "--runs"),
     (["--run-duration", "1d", "--runs", "0"], "--runs"),
+    # An empty list is given, not left out: refused, never read as 1 for every stage
+    (["--fwd", ""], "--fwd"), (["--bwd-input", ""], "--bwd-input"), (["--bwd-weight", ""], "--bwd-weight"),
 ])
 def test_cli_errors_are_one_line_naming_the_flag(args, flag):
     result = invoke(*args)

@@ -135,6 +135,17 @@ def test_another_study_is_refused(tmp_path):
         run_study(parse_study(STUDY), tmp_path / "junk.zarr", progress=False)
 
 
+@pytest.mark.parametrize("run, parameter", [({"n_workers": 0}, "n_workers"), ({"chunk_points": 0}, "chunk_points")])
+def test_a_zero_given_in_python_is_refused_not_replaced_by_a_default(tmp_path, run, parameter):
+    """n_workers=0 ran one worker per core, chunk_points=0 the default chunking."""
+    study = parse_study(STUDY.replace("n_jobs = 20000", "n_jobs = 100"))
+    study = dataclasses.replace(study, **{k: v for k, v in run.items() if k == "chunk_points"})
+    with pytest.raises(rm.ScenarioError) as info:
+        run_study(study, tmp_path / "s.zarr", scheduler="dask-local" if "n_workers" in run else "local",
+                  progress=False, **{k: v for k, v in run.items() if k == "n_workers"})
+    assert info.value.parameter == parameter and not (tmp_path / "s.zarr").exists()
+
+
 def test_a_store_from_another_random_stream_is_not_resumed(tmp_path):
     """A store begun by a relmodel with another stream (an upgrade mid-study) is
     refused by name: its finished chunks and new ones would not be one run's bits."""

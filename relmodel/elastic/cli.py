@@ -103,8 +103,8 @@ def cluster(n_gpus, gpus_per_node, arrival_rate, duration, seed, policy, failure
                 raise click.UsageError(f"--trace: no such file {str(trace)!r}")
             workload = read_trace(trace, batch_range_factor=factors, window=duration, curve=curve)
         else:
-            workload = synthetic_workload(arrival_rate, duration or "24h", seed, batch_range_factor=factors,
-                                          curve=curve)
+            window = "24h" if duration is None else duration  # 0 is a window too (and refused)
+            workload = synthetic_workload(arrival_rate, window, seed, batch_range_factor=factors, curve=curve)
         ds = simulate_cluster(workload, policy, n_gpus=n_gpus, gpus_per_node=gpus_per_node, seed=seed,
                               failure_rate=failure_rate, repair_time=repair_time,
                               checkpoint_interval=checkpoint_interval, checkpoint_cost=checkpoint_cost,

@@ -41,7 +41,11 @@ def _flag_error(err: ValueError) -> click.UsageError:
     return usage_error(ValueError(f"{flag}: {message}"))
 
 
-def _times(text: str, flag: str):
+def _times(text: str | None, flag: str):
+    """A task-time option: one number, or one per stage; 1 where the option is not given
+    (an empty text is given, and refused)."""
+    if text is None:
+        return 1.0
     try:
         values = [float(v) for v in text.split(",")]
     except ValueError:
@@ -162,9 +166,9 @@ def pipeline(stages, replicas, microbatches, fwd, bwd_input, bwd_weight, model_n
             if not math.isclose(RunModel(time_unit=time_unit).time_unit, 1 / 3600, rel_tol=1e-12):
                 raise click.UsageError("--time-unit: --model gives the task times in seconds; leave it out")
         else:
-            cfg = PipelineConfig(stages, replicas, microbatches, fwd=_times(fwd or "1", "--fwd"),
-                                 bwd_input=_times(bwd_input or "1", "--bwd-input"),
-                                 bwd_weight=_times(bwd_weight or "1", "--bwd-weight"), **kind)
+            cfg = PipelineConfig(stages, replicas, microbatches, fwd=_times(fwd, "--fwd"),
+                                 bwd_input=_times(bwd_input, "--bwd-input"),
+                                 bwd_weight=_times(bwd_weight, "--bwd-weight"), **kind)
         counts = parse_failures(failures, cfg.n_workers)
         options = StrategyOptions(spares=spares, bamboo_slowdown=bamboo_slowdown,
                                   oobleck_min_stages=oobleck_min_stages, method=method)

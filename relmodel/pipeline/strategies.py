@@ -346,7 +346,7 @@ def _drop(cfg, mask, options, base, result):
 def _oobleck(cfg, mask, options, base, result):
     if np.any(mask.all(axis=0)):
         return result(period=math.inf, detail="every copy of a stage lost")
-    min_stages = options.oobleck_min_stages or cfg.stages
+    min_stages = cfg.stages if options.oobleck_min_stages is None else options.oobleck_min_stages
     fitting = smallest_fitting_template(cfg, min_stages)
     if fitting is None:
         return _no_memory(result, "no pipeline template fits")
