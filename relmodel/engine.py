@@ -12,7 +12,7 @@ import numpy as np
 
 from ._kernels import backend as get_backend
 from ._kernels.layout import (
-    BLOCK_SIZE, C_FAILURES, C_LOST, C_QUEUE, C_RESTART, L_RESTORES, L_WAIT, L_WRITES, N_BINS, N_CAT_STATS,
+    BLOCK_SIZE, C_FAILURES, C_LOST, C_QUEUE, C_RESTART, J_WALL, L_RESTORES, L_WAIT, L_WRITES, N_BINS, N_CAT_STATS,
     N_JOB_FIELDS, N_LEVEL_PARAMS, N_LEVEL_STATS, N_PARAMS, N_STATS, P_CKPT, P_FF_CKPT, P_FF_WAIT, P_INTERVAL, P_N_FULL, P_QUEUE,
     P_QUEUE_EXP, P_REMAINDER, P_RESTART, P_SCALE_FACTOR, P_SHAPE, P_WORK, S_CAPPED, S_CHECKPOINT,
     S_EFF, S_EFF_SQ, S_FAILURES, S_FAILURES_SQ, S_LOST, S_N, S_PRODUCTIVE, S_PRODUCTIVE_SQ,
@@ -644,7 +644,7 @@ def run(packed: Packed, n_jobs: int, seed: int, backend: str = "numba", *, scena
         if backend == "numba":
             import numba
 
-            threads = n_threads or numba.get_num_threads()
+            threads = numba.get_num_threads() if n_threads is None else n_threads
         chunk_items = int(min(CHUNK_ITEMS, max(threads, -(-todo.size * n_blocks // 100))))
     ran = []  # the backends that ran chunks, in order
     with numba_threads(n_threads if backend == "numba" or compiling else None):
@@ -737,6 +737,41 @@ def histogram_quantiles(hist: np.ndarray, levels) -> np.ndarray:
     return out
 
 
+def wall_quantiles(totals: Totals, packed: Packed, quantiles) -> np.ndarray:
+    """Wall-time quantiles per row, shape (n_rows, len(quantiles)).
+
+    A row without a capped job reads its quantiles from the histogram of
+    failure-free wall / wall (linear within a bin). A capped job's wall is
+    truncated, and there the histogram's bins (equal in failure-free wall /
+    wall) are far too coarse for walls many times the failure-free one: a row
+    with a capped job gets the exact quantiles of its jobs' (truncated) walls
+    where the jobs are kept (`numpy.quantile`, linear interpolation), else NaN
+    (`n_capped` > 0 flags it).
+
+    Parameters
+    ----------
+    totals : Totals
+        The run's folded output (`run`); its `jobs` where they were kept.
+    packed : Packed
+        The kernel inputs the run took.
+    quantiles : sequence of float
+        Levels in [0, 1].
+
+    Returns
+    -------
+    numpy.ndarray
+        Hours; NaN where no job was simulated, or where a job was capped and the jobs were not kept.
+    """
+    n = totals.stats[:, S_N]
+    y = np.where(n[:, None] > 0, histogram_quantiles(totals.hist, [1.0 - q for q in quantiles]), np.nan)
+    out = packed.failure_free_wall[:, None] / y
+    capped = totals.stats[:, S_CAPPED] > 0
+    out[capped] = np.nan
+    if totals.jobs is not None and capped.any():
+        out[capped] = np.quantile(totals.jobs[capped, :, J_WALL], quantiles, axis=1).T
+    return out
+
+
 def summarize(totals: Totals, packed: Packed, quantiles=(0.05, 0.5, 0.95)) -> dict[str, np.ndarray]:
     """Estimates per row: ETTR both ways with standard errors, wall quantiles, breakdown."""
     s = totals.stats
@@ -756,7 +791,6 @@ def summarize(totals: Totals, packed: Packed, quantiles=(0.05, 0.5, 0.95)) -> di
         # Delta method for a ratio of means.
         ratio_var = np.maximum(var_prod - 2 * ratio * cov + ratio**2 * var_wall, 0.0)
         ratio_se = np.sqrt(ratio_var / n) / wall
-    y = np.where(n[:, None] > 0, histogram_quantiles(totals.hist, [1.0 - q for q in quantiles]), np.nan)
     with np.errstate(invalid="ignore", divide="ignore"):
         by_category = {f"{name}_by_category": totals.cat_stats[:, :, col] / n[:, None]
                        for name, col in (("failures", C_FAILURES), ("lost", C_LOST), ("restart", C_RESTART),
@@ -775,7 +809,7 @@ def summarize(totals: Totals, packed: Packed, quantiles=(0.05, 0.5, 0.95)) -> di
         "ettr_job_mean_se": np.sqrt(var_eff / n),
         "wall_mean": wall,
         "wall_se": np.sqrt(var_wall / n),
-        "wall_quantile": packed.failure_free_wall[:, None] / y,
+        "wall_quantile": wall_quantiles(totals, packed, quantiles),
         "failures_mean": fail,
         "failures_se": np.sqrt(var_fail / n),
         "time_mean": np.stack([prod] + breakdown, axis=1),

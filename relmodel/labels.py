@@ -53,8 +53,8 @@ SIMULATED = {
     "ettr_job_mean_se": Variable("standard error of ettr_job_mean", "1"),
     "wall_mean": Variable("mean wall-clock time per job", "h"),
     "wall_se": Variable("standard error of wall_mean", "h"),
-    "wall_quantile": Variable("wall-clock time quantiles (2048-bin histogram of failure-free wall / wall)", "h",
-                              ("quantile",)),
+    "wall_quantile": Variable("wall-clock time quantiles (2048-bin histogram of failure-free wall / wall; where a "
+                              "job was capped, the kept jobs' exact quantiles, NaN if not kept)", "h", ("quantile",)),
     "failures_mean": Variable("mean failures per job (during compute, checkpoint writes and restarts)", "1"),
     "failures_se": Variable("standard error of failures_mean", "1"),
     "time_mean": Variable("mean time per job by component; the components add up to wall_mean", "h",

@@ -85,7 +85,9 @@ def simulate(scenario, n_jobs: int = 100_000, seed: int = 0, backend: str = "num
         in the memory available is refused before it starts.
     max_failures : int, default 100000
         A job is stopped at this many failures and counted in `n_capped` (a
-        CappedJobsWarning says so); its times are truncated. A grid point whose
+        CappedJobsWarning says so); its times are truncated, and its point's
+        `wall_quantile` is the kept jobs' exact quantiles with `keep_jobs`,
+        NaN without (the histogram is too coarse for such walls). A grid point whose
         every job would be stopped (probability above 1 - 1e-6, exponential
         failures: `engine.certainly_capped`) is not simulated at all:
         n_capped = n_jobs and NaN estimates, in no time (unless keep_jobs).
@@ -201,7 +203,8 @@ def capped_message(n_capped, failures_mean, n_jobs: int, max_failures: int) -> s
     unsimulated = (f"; {skipped} grid point(s) not simulated, as every job would hit it "
                    "(NaN estimates)") if skipped else ""
     return (f"{total} of {n_capped.size * n_jobs} jobs hit max_failures={max_failures} and were stopped; "
-            f"their ETTR is near 0 and their times are truncated (see n_capped){unsimulated}; "
+            f"their ETTR is near 0 and their times are truncated (see n_capped; wall_quantile is NaN there unless "
+            f"keep_jobs){unsimulated}; "
             "a run costs up to n_jobs x max_failures failure events, so a lower max_failures answers sooner")
 
 
