@@ -11,7 +11,9 @@
     n_jobs = 100000
     seed = 1
 
-Every error names the key and its line.
+Durations are read as the command line reads them: a string with its unit;
+a bare number other than 0 is refused (`units.to_hours_with_unit`). Every
+error names the key and its line.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import dataclasses
 import hashlib
 import json
 import math
+import numbers
 import re
 import sys
 from pathlib import Path
@@ -28,10 +31,10 @@ import numpy as np
 
 from . import labels
 from .engine import MAX_JOBS
-from .errors import ParameterError, ScenarioError
+from .errors import ParameterError, ScenarioError, parameter_and_reason
 from .scenario import FIELDS, Scenario
 from .taxonomy import read_small_text
-from .units import to_hours
+from .units import to_hours, to_hours_with_unit
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -154,6 +157,29 @@ def _line_of(text: str, section: str | None, key: str) -> int | None:
     return None
 
 
+LEVEL_DURATIONS = ("interval", "cost", "restart", "persist")  # a fast checkpoint level's durations
+
+
+def _check_duration_units(key: str, value):
+    """Refuse a duration without its unit other than 0, as the command line does
+    (`units.to_hours_with_unit`): ``checkpoint_cost = 300`` (or ``"300"``) is not read
+    as 300 hours. Bounds and every other check are left to the Scenario."""
+    if key == "fast_checkpoints":
+        levels = value if isinstance(value, list) else []
+        for i, level in enumerate(levels):
+            for field in LEVEL_DURATIONS if isinstance(level, dict) else ():
+                if field in level:
+                    to_hours_with_unit(level[field], f"fast_checkpoints[{i}].{field}")
+        return
+    if FIELDS.get(key, (None, None))[1] != "duration":
+        return
+    if isinstance(value, dict):  # a range
+        value = [value[end] for end in ("start", "stop") if end in value]
+    for item in value if isinstance(value, list) else [value]:
+        if isinstance(item, (str, numbers.Real)):
+            to_hours_with_unit(item, key)
+
+
 def _axis(field: str, spec) -> list:
     """A sweep axis: a list, or {start, stop, num, scale = "linear" | "log"}."""
     kind = FIELDS[field][1]
@@ -232,6 +258,13 @@ def parse_study(text: str, name: str = "study", folder: Path | None = None) -> S
                      + (f" ({key} belongs in [fixed])" if key in FIXED_ONLY else ""))
     for key in set(fixed) & set(sweep):
         fail("sweep", key, "given in both [fixed] and [sweep]")
+    for section, table in (("fixed", fixed), ("sweep", sweep)):
+        for key, value in table.items():
+            try:
+                _check_duration_units(key, value)
+            except ValueError as err:
+                parameter, reason = parameter_and_reason(err)
+                fail(section, key, reason if parameter == key else str(err))
     for key in run:
         if key not in RUN_KEYS:
             fail("run", key, f"unknown run setting; settings are {', '.join(sorted(RUN_KEYS))}")

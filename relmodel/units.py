@@ -47,16 +47,18 @@ def to_hours(value, name: str = "duration") -> float:
 
 
 def to_hours_with_unit(text, name: str = "duration") -> float:
-    """Convert a duration as the command line reads it: a non-zero number needs a unit.
+    """Convert a duration as the command line and study files read it: a non-zero number needs a unit.
 
-    In the Python API a bare number is hours; typed as an option, "300" is far
-    more often meant as seconds or minutes, and taking it for hours would be a
-    silently wrong run. Zero needs no unit.
+    In the Python API a bare number is hours; typed as an option or written in
+    a file, 300 is far more often meant as seconds or minutes, and taking it
+    for hours would be a silently wrong run. Zero needs no unit; a number that
+    is not finite comes back for the caller's bounds to refuse.
 
     Parameters
     ----------
     text : str or float
-        The duration as typed, e.g. ``"300s"`` or ``"0"``.
+        The duration as typed, e.g. ``"300s"`` or ``"0"``, or a number read
+        from a file (``300`` is refused, ``0`` is read).
     name : str, default "duration"
         The option named in error messages.
 
@@ -74,7 +76,17 @@ def to_hours_with_unit(text, name: str = "duration") -> float:
         number, unit = _split(text, name, UNIT_REQUIRED_HELP)
         if unit == "" and float(number) != 0:
             raise ValueError(f"{name}: {number} has no unit; write {number}s, {number}min or {number}h")
+    elif isinstance(text, numbers.Real) and not isinstance(text, bool) and _finite_non_zero(text):
+        number = short_repr(text)
+        raise ValueError(f'{name}: {number} has no unit; write "{number}s", "{number}min" or "{number}h"')
     return _to_hours(text, name, UNIT_REQUIRED_HELP)
+
+
+def _finite_non_zero(value: numbers.Real) -> bool:
+    try:
+        return math.isfinite(value) and value != 0
+    except OverflowError:  # an int beyond the float range: `_to_hours` refuses it
+        return False
 
 
 def _to_hours(value, name: str, help_text: str) -> float:

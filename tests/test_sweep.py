@@ -231,11 +231,26 @@ def test_a_sweep_run_again_on_its_finished_store_says_it_computed_nothing(tmp_pa
      "[sweep] n_gpus: start and stop must be finite"),
     (("n_gpus = [1024, 4096, 16384]", "n_gpus = { start = 8, stop = 64, num = 10000000000 }"),
      "[sweep] n_gpus: num must be at most 2**20"),
+    # A duration without its unit is refused, as on the command line, never read as hours
+    (("checkpoint_cost = \"5min\"", "checkpoint_cost = 300"), "line 3: [fixed] checkpoint_cost: 300 has no unit"),
+    (("checkpoint_cost = \"5min\"", "checkpoint_cost = \"300\""), "line 3: [fixed] checkpoint_cost: 300 has no unit"),
+    (("work = \"7d\"", "work = \"7d\"\nfast_checkpoints = [{interval = \"10min\", cost = 5, restart = \"3min\", "
+                       "survives = 0.85}]"), "line 6: [fixed] fast_checkpoints: fast_checkpoints[0].cost: 5 has no unit"),
+    (("checkpoint_interval = [\"30min\", \"1h\", \"2h\"]", "checkpoint_interval = [\"30min\", 1.5]"),
+     "line 8: [sweep] checkpoint_interval: 1.5 has no unit"),
+    (("checkpoint_interval = [\"30min\", \"1h\", \"2h\"]", "checkpoint_interval = { start = 1, stop = \"4h\", num = 3 }"),
+     "line 8: [sweep] checkpoint_interval: 1 has no unit"),
 ])
 def test_study_errors_name_the_key_and_line(change, message):
     with pytest.raises(StudyError) as info:
         parse_study(STUDY.replace(*change), name="study.toml")
     assert message in str(info.value)
+
+
+def test_a_study_reads_a_bare_zero_duration_and_durations_with_units():
+    study = parse_study(STUDY.replace("checkpoint_cost = \"5min\"", "checkpoint_cost = 0\nqueue_wait = \"0\""))
+    assert study.scenario.checkpoint_cost == 0.0 and study.scenario.queue_wait == 0.0
+    assert study.scenario.restart_cost == pytest.approx(1 / 6) and study.scenario.work == 168.0
 
 
 def test_ranges_make_axes():
