@@ -25,7 +25,7 @@ except ModuleNotFoundError:  # pragma: no cover - Python 3.10
 
 from ._text import decode_utf8
 from .errors import ParameterError
-from .units import short_repr, to_hours
+from .units import short_repr, to_hours_with_unit
 
 PRESETS = Path(__file__).resolve().parent / "data" / "taxonomy"
 END_STATES = ("COMPLETED", "FAILED", "NODE_FAIL", "PREEMPTED", "REQUEUED", "TIMEOUT", "CANCELLED", "OUT_OF_MEMORY")
@@ -385,7 +385,7 @@ def _build(data: dict, path: Path) -> Taxonomy:
         hours = {}
         for key in ("restart_cost", "queue_wait"):
             try:
-                hours[key] = to_hours(spec.get(key), key)
+                hours[key] = to_hours_with_unit(spec.get(key), key)
             except ValueError as err:
                 fail(f"{where}{key}", spec.get(key), str(err).split(": ", 1)[-1])
             if not math.isfinite(hours[key]) or hours[key] < 0:

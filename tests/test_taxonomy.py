@@ -57,6 +57,9 @@ def test_load_by_path_and_same_object(tmp_path):
 @pytest.mark.parametrize("edit, key, value", [
     (("share = 0.18", "share = 0.5"), "categories.share", "0.5"),
     (('restart_cost = "15min"', 'restart_cost = "15m"'), "categories[0].restart_cost", "15m"),
+    # A bare number is refused as the command line and study files refuse it, not read as hours.
+    (('restart_cost = "15min"', 'restart_cost = 15'), "categories[0].restart_cost", "has no unit"),
+    (('queue_wait = "10min"', 'queue_wait = "10"'), "categories[0].queue_wait", "has no unit"),
     (('domain = "hardware_transient"', 'domain = "cosmic_rays"'), "categories[0].domain", "cosmic_rays"),
     (("[end_states.TIMEOUT]\ninfrastructure = false", "[end_states.TIMEOUT]\ninfrastructure = 0"),
      "end_states.TIMEOUT.infrastructure", "0"),
