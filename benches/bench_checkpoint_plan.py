@@ -7,7 +7,7 @@ First the exact E[wall] by its two engines on jobs of growing length (the
 default one a cycle of level-L positions at a time, with its jump over
 periods and without it; the reference a position at a time), in ms per call
 and ns per position. Then `best_intervals` on the cases of issue 31 and the
-README's run: the intervals chosen, their exact ETTR and the planning time.
+run of docs/user-guide/checkpoint-strategies.md: the intervals chosen, their exact ETTR and the planning time.
 Best of `--repeats`; the first call of each compiles or loads the kernels.
 `--survey N` then plans N scenarios drawn by `relmodel.testing.strategies`
 (`level_scenarios` on `scenarios(extreme=True)`, durable multiples up to 64)
@@ -39,7 +39,7 @@ PLANS = {
         n_gpus=16384, failure_rate=1e-3, work=24.0, restart_cost=0.1, checkpoint_cost=0.1, checkpoint_persist=6.0,
         checkpoint_interval=4.68 / 3600, fast_checkpoints=(FAST(interval=1.17 / 3600, cost=0, restart=0.1,
                                                                  survives=0.9),)),
-    "README: 54 days, two levels": rm.Scenario(
+    "docs: 54 days, two levels": rm.Scenario(
         **CLUSTER, work="54d", checkpoint_interval="1h", checkpoint_cost="5min", checkpoint_persist="5min",
         fast_checkpoints=(FAST(interval="10min", cost="5s", restart="3min", persist="30s", survives=0.85),)),
 }

@@ -1,4 +1,4 @@
-"""The README's trace replay, timed warm as a user runs it, against a git revision's (a script, not a test).
+"""The trace replay of the docs' pipeline pages, timed warm as a user runs it, against a git revision's (a script, not a test).
 
     python benches/bench_trace_replay.py [--against REV] [--rounds 3] [--trace PATH]
 

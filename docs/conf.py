@@ -131,5 +131,5 @@ sphinx_gallery_conf = {
     "write_computation_times": False,
 }
 
-# -- MyST (README include) ---------------------------------------------------
+# -- MyST (the pages by topic) ----------------------------------------------
 myst_heading_anchors = 3

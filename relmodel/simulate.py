@@ -54,7 +54,7 @@ def simulate(scenario, n_jobs: int = 100_000, seed: int = 0, backend: str = "num
     persists for longer than its interval; failures strike while waiting, and
     a wait a failure cuts short counts up to the failure).
 
-    The level semantics (README, "Semantics the numbers rest on"): every
+    The level semantics (docs: user guide, "Checkpoint strategies", "Semantics"): every
     failure, during a restart too, draws again which levels survive, so a
     restore can fall back a level; restoring the job's start pays
     ``restart_cost`` and counts as a ``durable`` restore; a level's previous

@@ -1,4 +1,4 @@
-"""The package's floors (README, "Layout"): no module imports from a floor above
+"""The package's floors (docs: developer guide, "The floors"): no module imports from a floor above
 its own, and no imports go round in a cycle, counting imports inside functions
 too (a deferred import is still a dependency)."""
 
@@ -47,7 +47,7 @@ def floor(module: str) -> str:
     for name in ("faces", *(name for name in FLOORS if name != "faces")):
         if any(fnmatch.fnmatchcase(module, pattern) for pattern in FLOORS[name]):
             return name
-    raise AssertionError(f"{module} is on no floor: add it to FLOORS and to the README's layout")
+    raise AssertionError(f"{module} is on no floor: add it to FLOORS and to docs/developer/layout.md")
 
 
 def imports(module: str) -> set[str]:

@@ -1,4 +1,4 @@
-"""The checkpoint-level semantics the README states (issue 31, item 5), each shown by the simulation.
+"""The checkpoint-level semantics docs/user-guide/checkpoint-strategies.md states, each shown by the simulation.
 
 Each scenario is built so that the stated rule and its alternative give clearly
 different numbers: a count that is exact per job, or a mean far outside the

@@ -96,7 +96,7 @@ def test_no_strategy_beats_the_work_bound(cfg, data):
             assert r.period >= m * d * t.sum() / n_alive * (1 - 1e-12)
         else:  # replaced workers: the fault-free bound
             assert r.period >= m * t.max()
-        if strategy == "recycle":  # its plans run its own kind and can beat the configured schedule (README)
+        if strategy == "recycle":  # its plans run its own kind and can beat the configured schedule (docs: "Pipelines under failures")
             assert 0 < r.fraction_of_ideal <= r.ideal_period / r.work_bound * (1 + 1e-12)
         else:
             assert 0 < r.fraction_of_ideal <= 1.0 + 1e-12

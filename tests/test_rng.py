@@ -107,7 +107,7 @@ def test_ziggurat_layers_have_equal_area():
 
 
 def test_the_first_step_accepts_the_share_the_docs_give():
-    """97.8% of words are accepted at once (the module docs, README and lane
+    """97.8% of words are accepted at once (the module docs, the job model page and lane
     costs rest on it): from the tables exactly, and counted on real words."""
     from relmodel._kernels import ziggurat as z
 

@@ -75,7 +75,7 @@ def _probe(args, cache_dir):
 def test_the_first_line_of_plan_comes_before_any_kernel_on_an_empty_numba_cache(tmp_path):
     cache = tmp_path / "numba-cache"
     cache.mkdir()
-    # The README's quick start, figure included (it simulates too).
+    # The quick start's plan, figure included (it simulates too).
     seen, done = _probe([*QUICK_START, "--plot", str(tmp_path / "plan.png")], cache)
     assert seen["code"] == 0, done.stderr[-2000:]
     assert seen["line"].startswith("16384 GPUs (2048 nodes)")

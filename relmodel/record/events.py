@@ -28,7 +28,7 @@ from ..errors import ParameterError, check_integer
 from ..logs import LogError, read_log
 from ..taxonomy import read_small_text
 
-# What each event says (README, "A run's own record").
+# What each event says (docs: user guide, "A run's record").
 EVENT_KINDS = (
     "attempt_start",  # the scheduler started an attempt (the job's processes)
     "first_step",  # the first training step after a (re)start: initialisation is over
