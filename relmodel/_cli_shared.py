@@ -8,6 +8,7 @@ import json
 import math
 import sys
 import warnings
+from contextlib import contextmanager
 from pathlib import Path
 
 import click
@@ -17,6 +18,7 @@ from . import _feedback as feedback
 from ._extras import MissingExtraError, require
 from .errors import ScenarioError, parameter_and_reason
 from .scenario import FIELDS, Scenario
+from .store import OutputError
 from .units import format_hours, to_hours_with_unit
 
 
@@ -93,22 +95,59 @@ class LevelSpec(click.ParamType):
         return fields
 
 
-class FigurePath(click.Path):
-    """An image file to draw, its suffix one matplotlib can write (checked before any work)."""
+class OutputPath(click.Path):
+    """A path the command writes, judged before any work (`relmodel.store.judge_output`): a
+    link by its target; something there that is not an output of this kind is refused,
+    never replaced; an output of this kind is replaced as `overwrite` says.
 
-    def __init__(self):
-        super().__init__(dir_okay=False, path_type=Path)
+    Parameters
+    ----------
+    kind : {"dataset", "figure", "json"}
+        What the command writes there.
+    overwrite : {"flag", "always", "never"}, default "always"
+        Whether an output of this kind there is replaced: as the command's
+        ``--overwrite`` says (processed first: `overwrite_option`), always (a
+        figure, a report), or never judged here (the command judges it itself:
+        a sweep resumes its own study).
+    """
+
+    def __init__(self, kind: str, overwrite: str = "always", **kwargs):
+        super().__init__(path_type=Path, **kwargs)
+        self.kind, self.overwrite = kind, overwrite
 
     def convert(self, value, param, ctx):
+        from .store import judge_output
+
         path = super().convert(value, param, ctx)
+        self.check_suffix(path, param, ctx)
+        _check_folder(self, path, param, ctx)
+        if self.overwrite != "never":
+            overwrite = self.overwrite == "always" or bool(ctx is not None and ctx.params.get("overwrite"))
+            try:
+                judge_output(path, self.kind, parameter=param.opts[-1] if param is not None else "path",
+                             overwrite=overwrite)
+            except OutputError as err:
+                self.fail(err.reason, param, ctx)
+        return path
+
+    def check_suffix(self, path: Path, param, ctx):
+        """Refuse a suffix this output cannot have (none refused here)."""
+
+
+class FigurePath(OutputPath):
+    """An image file to draw, its suffix one matplotlib can write (checked before any work);
+    an image of that format there is redrawn, anything else refused."""
+
+    def __init__(self):
+        super().__init__("figure", dir_okay=False)
+
+    def check_suffix(self, path, param, ctx):
         from matplotlib.figure import Figure  # here: only when a figure is asked for
 
         formats = Figure().canvas.get_supported_filetypes()
         if path.suffix.lstrip(".").lower() not in formats:
             self.fail(f"{str(path)!r} needs an image suffix: {', '.join('.' + f for f in sorted(formats))}",
                       param, ctx)
-        _check_folder(self, path, param, ctx)
-        return path
 
 
 def _check_folder(kind: click.Path, path: Path, param, ctx):
@@ -117,22 +156,30 @@ def _check_folder(kind: click.Path, path: Path, param, ctx):
         kind.fail(f"no such folder: {path.parent}", param, ctx)
 
 
-class DatasetPath(click.Path):
-    """A Dataset to write: netCDF (.nc) or zarr (.zarr), by suffix (checked before any work)."""
+class DatasetPath(OutputPath):
+    """A Dataset to write: netCDF (.nc) or zarr (.zarr), by suffix (checked before any work);
+    a relmodel output there is replaced only with ``--overwrite``, anything else refused.
 
-    def __init__(self):
-        super().__init__(path_type=Path)
+    Parameters
+    ----------
+    suffixes : tuple of str, default (".nc", ".zarr")
+        The formats the command writes.
+    overwrite : {"flag", "never"}, default "flag"
+        "never" for a command that judges its output itself (`OutputPath`).
+    """
 
-    def convert(self, value, param, ctx):
-        path = super().convert(value, param, ctx)
-        if path.suffix not in (".nc", ".zarr"):
-            self.fail(f"unknown suffix {path.suffix!r} in {str(path)!r}; use .nc or .zarr", param, ctx)
+    def __init__(self, suffixes=(".nc", ".zarr"), overwrite: str = "flag"):
+        super().__init__("dataset", overwrite)
+        self.suffixes = suffixes
+
+    def check_suffix(self, path, param, ctx):
+        if path.suffix not in self.suffixes:
+            self.fail(f"unknown suffix {path.suffix!r} in {str(path)!r}; use {' or '.join(self.suffixes)}",
+                      param, ctx)
         try:
             require("zarr" if path.suffix == ".zarr" else "h5netcdf", f"a {path.suffix} output")
         except MissingExtraError as err:
             self.fail(str(err), param, ctx)
-        _check_folder(self, path, param, ctx)
-        return path
 
 
 def _parse(text: str, kind: str, field: str):
@@ -291,6 +338,10 @@ class OneLineErrors(click.Group):
             if debug:
                 _print_traceback(err)
             self._one_line(err)
+        except OutputError as err:  # an output path refused where no flag was at hand (`output_errors`)
+            if debug:
+                _print_traceback(err)
+            self._one_line(click.UsageError(str(err)))
         except Exception as err:  # noqa: BLE001  a bug: one line, and the traceback on --debug
             if debug:
                 raise
@@ -346,14 +397,43 @@ def to_json(obj) -> str:
 
 
 def overwrite_option():
-    """The `--overwrite` flag of a command that writes `--out`."""
-    return click.option("--overwrite", is_flag=True,
-                        help="Replace a relmodel study at --out (without it, a study is never replaced).")
+    """The `--overwrite` flag of a command that writes `--out`: processed before the other
+    options, so that `DatasetPath` judges `--out` with it."""
+    return click.option("--overwrite", is_flag=True, is_eager=True,
+                        help="Replace a relmodel output at --out (without it, none is replaced; a file or "
+                             "folder relmodel did not write is never replaced).")
+
+
+@contextmanager
+def output_errors(flag: str, path):
+    """Errors of writing an output as one line naming its flag: a refusal of what is there
+    (`relmodel.store.OutputError`, exit 2) or the environment (a full disk, the file size
+    limit, no permission: exit 1).
+
+    Parameters
+    ----------
+    flag : str
+        The option that named the output.
+    path : str or pathlib.Path
+        The output, named in the error.
+    """
+    from .study import StudyError
+
+    try:
+        yield
+    except OutputError as err:
+        raise click.UsageError(f"{flag}: {err.reason}") from None
+    except StudyError as err:  # the lock: another writer, or a place no lock file can be made
+        raise click.ClickException(str(err)) from None
+    except OSError as err:
+        raise click.ClickException(f"{flag}: cannot write {path}: {err.strerror or err}") from None
 
 
 def write_dataset(ds, path: Path, *, overwrite: bool, writer: str, groups=None):
     """Write `--out` under the output's lock (every writer of a path takes it, however the
-    path is spelled), never over a study unless `overwrite`; one-line errors.
+    path is spelled), judged again there (`relmodel.store.judge_output`: never over what
+    relmodel did not write, over a relmodel output only with `overwrite`), in one step once
+    whole; one-line errors.
 
     Parameters
     ----------
@@ -362,34 +442,24 @@ def write_dataset(ds, path: Path, *, overwrite: bool, writer: str, groups=None):
     path : pathlib.Path
         The `--out` path.
     overwrite : bool
-        Whether a study there may be replaced.
+        Whether a relmodel output there may be replaced.
     writer : str
         The command, named to a run that finds the output busy.
     groups : dict of str to xarray.Dataset, optional
         Further netCDF groups (`relmodel.store.write_netcdf`).
     """
-    from .store import exclusive, holds_study, write_netcdf, write_path, write_zarr
-    from .study import StudyError
+    from .store import exclusive, judge_output, write_netcdf, write_path, write_zarr
 
     require("filelock", "--out")
-    path = write_path(path)
+    given, path = path, write_path(path)
     if not path.parent.is_dir():  # the environment, not the command: exit 1
         raise click.ClickException(f"--out: no such folder: {path.parent}")
-    if path.is_dir() and path.suffix != ".zarr":
-        raise click.ClickException(f"--out: {path} is a folder; a .nc output is a file")
-    try:
-        with exclusive(path, "", writer):
-            if holds_study(path) and not overwrite:
-                raise click.UsageError(f"--out: {path} holds a relmodel study; it was not replaced (pass --overwrite "
-                                       "to replace it, or choose another --out)")
-            if path.suffix == ".zarr":
-                write_zarr(ds, path)
-            else:
-                write_netcdf(ds, path, groups)
-    except StudyError as err:
-        raise click.ClickException(str(err)) from None
-    except OSError as err:  # a full disk, a read-only file system, no permission
-        raise click.ClickException(f"--out: cannot write {path}: {err.strerror or err}") from None
+    with output_errors("--out", path), exclusive(path, "", writer):
+        judge_output(given, "dataset", parameter="--out", overwrite=overwrite)
+        if Path(given).suffix == ".zarr":  # the format as named (a link's target may have another suffix)
+            write_zarr(ds, path)
+        else:
+            write_netcdf(ds, path, groups)
 
 
 def table_cell(key: str, value) -> str:

@@ -12,9 +12,9 @@ import numpy as np
 from click.core import ParameterSource
 
 from . import _feedback as feedback
-from ._cli_shared import (ENVIRONMENT_ERRNOS, FLAGS, DatasetPath, FigurePath, OneLineErrors, build_scenario,
-                          format_table, overwrite_option, quiet_option, scenario_options, table_cell, table_line,
-                          to_json, usage_error, write_dataset)
+from ._cli_shared import (ENVIRONMENT_ERRNOS, FLAGS, DatasetPath, FigurePath, OneLineErrors, OutputPath,
+                          build_scenario, format_table, output_errors, overwrite_option, quiet_option,
+                          scenario_options, table_cell, table_line, to_json, usage_error, write_dataset)
 from .elastic.cli import cluster
 from .engine import DEFAULT_MAX_FAILURES, MAX_JOBS
 from .errors import ScenarioError, parameter_and_reason
@@ -213,7 +213,8 @@ def plan(target_ettr, n_jobs, seed, backend, plot, as_json, from_log, strategy, 
         click.echo(result.details())
     sys.stdout.flush()
     if plot is not None:
-        draw_plan_figure(result, plot, backend)
+        with output_errors("--plot", plot):
+            draw_plan_figure(result, plot, backend)
         if not as_json:
             click.echo(f"wrote {plot}")
 
@@ -294,7 +295,8 @@ def fit_command(log_file, log_format, min_gpus, gpus_per_node, taxonomy, confide
     if plot is not None:
         sys.stdout.flush()
         feedback.note(f"drawing {plot} ...")
-        result.plot(plot)
+        with output_errors("--plot", plot):
+            result.plot(plot)
     if not as_json:
         for path in (plot, out):
             if path is not None:
@@ -328,10 +330,11 @@ def fit_log(path: Path, *, flag: str, **kwargs):
 @main.command(epilog="Study files: [fixed] scenario fields, [sweep] axes (lists, or {start, stop, num, "
                     "scale}), [run] n_jobs, seed, backend, max_failures, chunk_points, outputs. " + _UNITS_EPILOG)
 @click.argument("study_file", type=click.Path(dir_okay=False, path_type=Path), required=False)
-@click.option("--out", type=DatasetPath(), default=None,
+@click.option("--out", type=DatasetPath(overwrite="never"), default=None,
               help="The store: .zarr (written chunk by chunk, resumable) or .nc (converted at the end).")
 @click.option("--verify", "verify_path", type=click.Path(path_type=Path), default=None, metavar="STORE",
-              help="Check every chunk of a study store against its checksum and report; compute nothing.")
+              help="Check every chunk, variable and attribute of a study against its checksums and report; "
+                   "compute nothing.")
 @click.option("--scheduler", default="local", show_default=True,
               help="local (Numba threads here), dask-local (a LocalCluster here) or tcp://HOST:PORT.")
 @click.option("--workers", type=click.IntRange(1, MAX_LOCAL_WORKERS), default=None,
@@ -397,7 +400,8 @@ def sweep(study_file, out, verify_path, scheduler, workers, quiet, plot, x_dim, 
         from .plot import study_figure
 
         try:
-            study_figure(open_study(out, verify=False), x_dim, y_dim, plot)
+            with output_errors("--plot", plot):
+                study_figure(open_study(out, verify=False), x_dim, y_dim, plot)
         except ValueError as err:
             parameter, message = parameter_and_reason(err)
             raise click.UsageError(f"--{parameter}: {message}" if parameter in ("x", "y") else str(err)) from None
@@ -442,7 +446,8 @@ def verify_store(path: Path, quiet: bool):
         raise click.UsageError(str(err)) from None
     for cid, why in sorted(problems.items()):
         click.echo(f"{path}: {cid}: {why}")
-    beyond_repair = sorted(set(problems) & {"coordinates", "file"})  # a sweep cannot recompute these
+    # A sweep recomputes chunks and writes metadata anew; coordinates, variables and attributes it cannot.
+    beyond_repair = sorted(key for key in problems if not key.startswith("chunk-") and key != "metadata")
     if beyond_repair:
         raise click.ClickException(f"{path}: {', '.join(beyond_repair)} not whole; delete it and run the study's "
                                    "sweep again")
@@ -452,13 +457,14 @@ def verify_store(path: Path, quiet: bool):
             ["its consolidated metadata not whole"] if "metadata" in problems else [])
         raise click.ClickException(f"{path}: {' and '.join(parts)}; run the study's sweep again to mend it")
     if not quiet:
-        click.echo(f"{path}: every chunk and the coordinates match their checksums")
+        click.echo(f"{path}: every chunk, variable, attribute and the coordinates match their checksums")
 
 
 @main.command()
 @click.option("--quick", is_flag=True, help="A tenth of the jobs: under two minutes on 2 cores.")
-@click.option("--json", "json_path", type=click.Path(dir_okay=False), default=None,
-              help="Also write every figure, with machine information, to this file.")
+@click.option("--json", "json_path", type=OutputPath("json", dir_okay=False), default=None,
+              help="Also write every figure, with machine information, to this file (a JSON file there is "
+                   "replaced; anything else is refused).")
 @click.option("--figures", type=click.Path(file_okay=False), default=None,
               help="Draw the scaling figures (threads, failures per job) into this folder.")
 def bench(quick, json_path, figures):

@@ -720,7 +720,9 @@ class FitResult:
         plain_log_axis(ax.yaxis)
         ax.legend(fontsize=8)
         if path is not None:
-            ax.figure.savefig(path, dpi=120)
+            from .store import save_figure
+
+            save_figure(ax.figure, path)
         return ax.figure
 
 

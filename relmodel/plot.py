@@ -17,6 +17,7 @@ from .errors import ParameterError
 from .plan import Plan, budgeted_jobs, failure_cap
 from .scenario import Scenario, as_scenario
 from .simulate import simulate
+from .store import save_figure
 from .units import format_hours
 
 # The simulated points of an interval figure draw at most this many failures in
@@ -319,7 +320,7 @@ def plan_figure(scenario, path=None, *, target_ettr: float | None = None, curren
                  + (f", target ETTR {target_ettr:g}" if target_ettr is not None else ""), fontsize=12)
     _caption(fig, "fixed: " + scenario_caption(sc))
     if path is not None:
-        fig.savefig(path, dpi=120)
+        save_figure(fig, path)
     return fig
 
 
@@ -579,5 +580,5 @@ def study_figure(ds, x=None, y=None, path=None):
         ax.legend(fontsize=8)
     _caption(fig, study_caption(ds, shown=(x, y)))
     if path is not None:
-        fig.savefig(path, dpi=120)
+        save_figure(fig, path)
     return fig

@@ -452,7 +452,9 @@ def scaling_figures(directory, quick: bool) -> dict:
     right.legend(fontsize=8)
     os.makedirs(directory, exist_ok=True)
     path = os.path.join(directory, "bench_scaling.png")
-    fig.savefig(path, dpi=120)
+    from ..store import save_figure
+
+    save_figure(fig, path, parameter="figures")
     data["figure"] = path
     return data
 
@@ -521,7 +523,8 @@ def run(quick: bool = False, json_path=None, figures=None) -> dict:
     quick : bool, default False
         A tenth of the jobs.
     json_path : str or pathlib.Path, optional
-        Also write the report as JSON here.
+        Also write the report as JSON here (a JSON file there is replaced;
+        anything else is refused before any measuring).
     figures : str or pathlib.Path, optional
         Also draw the scaling figures into this folder.
 
@@ -532,8 +535,11 @@ def run(quick: bool = False, json_path=None, figures=None) -> dict:
     """
     import numba
 
+    from ..store import judge_output
     from .peers import numpy_timelines, simpy_timelines
 
+    if json_path:  # refused before the minutes of measuring, not after
+        judge_output(json_path, "json", parameter="json_path")
     info = machine()
     print(f"{info['cpu']} | {info['platform']} | python {info['python']} | numba {info['numba']} | "
           f"cpus {info['cpu_count']} | Numba threads {info['numba_threads']} | load {info['load_avg_start']:.2f}")
@@ -645,8 +651,9 @@ def run(quick: bool = False, json_path=None, figures=None) -> dict:
     print(f"load average at the end {report['machine']['load_avg_end']:.2f} (above the thread count means "
           "other work shared the cores and the figures are low)")
     if json_path:
-        with open(json_path, "w") as fh:
-            json.dump(report, fh, indent=2)
+        from ..store import write_json_file
+
+        write_json_file(json.dumps(report, indent=2), json_path, parameter="json_path")
         print(f"wrote {json_path}")
     return report
 

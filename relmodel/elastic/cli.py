@@ -7,8 +7,8 @@ from pathlib import Path
 
 import click
 
-from .._cli_shared import (DatasetPath, Duration, FigurePath, format_table, overwrite_option, quiet_option,
-                           refuse_unused, to_json, usage_error, write_dataset)
+from .._cli_shared import (DatasetPath, Duration, FigurePath, format_table, output_errors, overwrite_option,
+                           quiet_option, refuse_unused, to_json, usage_error, write_dataset)
 from ..errors import parameter_and_reason
 from ..units import UNIT_REQUIRED_HELP
 from .cluster import POLICIES
@@ -136,7 +136,8 @@ def cluster(n_gpus, gpus_per_node, arrival_rate, duration, seed, policy, failure
 
         sys.stdout.flush()
         feedback.note(f"drawing {plot} ...")
-        cluster_figure(ds, plot)
+        with output_errors("--plot", plot):
+            cluster_figure(ds, plot)
     if as_json:
         return
     written = [str(p) for p in (out, plot) if p is not None]

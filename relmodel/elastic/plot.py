@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._ticks import number_text, plain_log_axis
+from ..store import save_figure
 from ..units import format_hours
 
 # Policies often coincide (elastic and fixed-batch complete the same jobs at
@@ -92,7 +93,7 @@ def cluster_figure(ds, path=None):
     right.legend(fontsize=8, loc="upper left")
     fig.supxlabel(cluster_caption(ds.attrs), fontsize=8, color="0.2", wrap=True)
     if path is not None:
-        fig.savefig(path, dpi=120)
+        save_figure(fig, path)
     return fig
 
 
@@ -130,5 +131,5 @@ def load_sweep_figure(sweep, path=None):
     plain_log_axis(right.yaxis)
     fig.supxlabel(cluster_caption(sweep.attrs), fontsize=8, color="0.2", wrap=True)
     if path is not None:
-        fig.savefig(path, dpi=120)
+        save_figure(fig, path)
     return fig

@@ -12,9 +12,8 @@ import click
 import numpy as np
 import xarray as xr
 
-from .._cli_shared import (Duration, FigurePath, overwrite_option, quiet_option, refuse_unused, to_json, usage_error,
-                           write_dataset)
-from .._extras import require
+from .._cli_shared import (DatasetPath, Duration, FigurePath, output_errors, overwrite_option, quiet_option,
+                           refuse_unused, to_json, usage_error, write_dataset)
 from ..errors import parameter_and_reason
 from .config import BACKWARDS, MAX_TASKS, OPTIMIZERS, ORDERS, SIMULATED_ITERATIONS, show
 
@@ -122,7 +121,7 @@ def parse_failures(text: str, most: int | None = None) -> list[int]:
 @click.option("--runs", "n_runs", type=click.IntRange(1, 2**31 - 1), default=None,
               help="Monte Carlo runs [1000], or placements per trace [8].")
 @click.option("--seed", type=click.IntRange(0, 2**32 - 1), default=0, show_default=True)
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+@click.option("--out", type=DatasetPath(suffixes=(".nc",)), default=None,
               help="Write the table as netCDF (.nc); runs and traces go to groups 'runs' and 'traces'.")
 @overwrite_option()
 @click.option("--plot", type=FigurePath(), default=None,
@@ -148,10 +147,6 @@ def pipeline(stages, replicas, microbatches, fwd, bwd_input, bwd_weight, model_n
     refuse_unused(run_duration is None and not traces,
                   "only acts with --run-duration or --trace; give one of them or leave it out", "failure_rate",
                   "repair_time", "swap_time", "restart_cost", "checkpoint_interval", "time_unit", "n_runs")
-    if out is not None and out.suffix != ".nc":
-        raise click.UsageError(f"--out: unknown suffix {out.suffix!r}; use .nc")
-    if out is not None:
-        require("h5netcdf", "--out: a .nc output")
     try:
         kind = dict(order=order, backward=backward, optimizer=optimizer, p2p_delay=p2p_delay,
                     reroute_delay=reroute_delay, optimizer_time=optimizer_time)
@@ -226,7 +221,8 @@ def pipeline(stages, replicas, microbatches, fwd, bwd_input, bwd_weight, model_n
         named = None  # with --model, the model and GPU above the pipeline's shape
         if model_name is not None:
             named = f"{model_name} on {gpu} (TP {tensor_parallel})\n{config_title(table.attrs)}"
-        throughput_figure(table, replayed if replayed is not None else runs, plot, title=named)
+        with output_errors("--plot", plot):
+            throughput_figure(table, replayed if replayed is not None else runs, plot, title=named)
     if not as_json:
         for path in (out, plot):
             if path is not None:

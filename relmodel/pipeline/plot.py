@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..store import save_figure
 from ..units import format_hours
 
 MARKERS = {"recycle": "o", "restart": "s", "spare": "^", "drop-pipeline": "v", "oobleck": "D", "bamboo": "P"}
@@ -71,7 +72,7 @@ def throughput_figure(table, runs=None, path=None, *, title: str | None = None):
         _runs_panel(ax_runs, ds)
     fig.supxlabel(_caption(table.attrs, extra), fontsize=8, color="0.2", wrap=True)
     if path is not None:
-        fig.savefig(path, dpi=120)
+        save_figure(fig, path)
     return fig
 
 

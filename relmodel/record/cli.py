@@ -7,7 +7,8 @@ from pathlib import Path
 import click
 import numpy as np
 
-from .._cli_shared import Duration, FigurePath, LevelSpec, OneLineErrors, format_table, to_json, usage_error
+from .._cli_shared import (Duration, FigurePath, LevelSpec, OneLineErrors, format_table, output_errors, to_json,
+                           usage_error)
 from ..units import format_hours
 from .timeline import MAX_EVENTS
 
@@ -68,7 +69,8 @@ def show(events, sacct, run_ids, n_gpus, tz, as_json, plot):
     if plot is not None:
         from .plot import run_figure
 
-        run_figure(record, path=plot, measured=ds)
+        with output_errors("--plot", plot):
+            run_figure(record, path=plot, measured=ds)
     totals = {c: float(ds.time.sel(component=c)) for c in COMPONENTS}
     if as_json:
         click.echo(to_json({"summary": record.summary.to_dict(), "components_h": totals,
@@ -143,7 +145,8 @@ def predict(events, sacct, run_ids, n_gpus, tz, as_json, failure_rate, n_runs, s
     if plot is not None:
         from .plot import run_figure
 
-        run_figure(record, ds, path=plot)
+        with output_errors("--plot", plot):
+            run_figure(record, ds, path=plot)
     scalars = _scalars(ds, [k for k in ds.data_vars if not ds[k].dims])
     if as_json:
         out = {**scalars, "run_ettr_quantile": dict(zip(map(str, ds["quantile"].values.tolist()),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..plot import _caption
+from ..store import save_figure
 from ..units import format_hours
 from .events import NS_PER_H
 
@@ -147,5 +148,5 @@ def run_figure(record, prediction=None, path=None, *, measured=None):
                   f"{np.datetime_as_string(ev.time.values[0], unit='s')} UTC)\nmeasured means: "
                   + ", ".join(means) + rate)
     if path is not None:
-        fig.savefig(path, dpi=120)
+        save_figure(fig, path)
     return fig
