@@ -333,7 +333,8 @@ def fit_log(path: Path, *, flag: str, **kwargs):
 @click.option("--out", type=DatasetPath(overwrite="never"), default=None,
               help="The store: .zarr (written chunk by chunk, resumable) or .nc (converted at the end).")
 @click.option("--verify", "verify_path", type=click.Path(path_type=Path), default=None, metavar="STORE",
-              help="Check every chunk of a study store against its checksum and report; compute nothing.")
+              help="Check every chunk, variable and attribute of a study against its checksums and report; "
+                   "compute nothing.")
 @click.option("--scheduler", default="local", show_default=True,
               help="local (Numba threads here), dask-local (a LocalCluster here) or tcp://HOST:PORT.")
 @click.option("--workers", type=click.IntRange(1, MAX_LOCAL_WORKERS), default=None,
@@ -445,7 +446,8 @@ def verify_store(path: Path, quiet: bool):
         raise click.UsageError(str(err)) from None
     for cid, why in sorted(problems.items()):
         click.echo(f"{path}: {cid}: {why}")
-    beyond_repair = sorted(set(problems) & {"coordinates", "file"})  # a sweep cannot recompute these
+    # A sweep recomputes chunks and writes metadata anew; coordinates, variables and attributes it cannot.
+    beyond_repair = sorted(key for key in problems if not key.startswith("chunk-") and key != "metadata")
     if beyond_repair:
         raise click.ClickException(f"{path}: {', '.join(beyond_repair)} not whole; delete it and run the study's "
                                    "sweep again")
@@ -455,7 +457,7 @@ def verify_store(path: Path, quiet: bool):
             ["its consolidated metadata not whole"] if "metadata" in problems else [])
         raise click.ClickException(f"{path}: {' and '.join(parts)}; run the study's sweep again to mend it")
     if not quiet:
-        click.echo(f"{path}: every chunk and the coordinates match their checksums")
+        click.echo(f"{path}: every chunk, variable, attribute and the coordinates match their checksums")
 
 
 @main.command()

@@ -701,6 +701,183 @@ def coordinate_problems(ds) -> dict[str, str]:
     return {}
 
 
+CONTENT_ATTR = "content_sha256"  # the study attribute holding `content_record`, as JSON text
+# What decides how a variable's stored values decode (xarray keeps these in its encoding).
+DECODING = ("dtype", "_FillValue", "missing_value", "scale_factor", "add_offset", "units", "calendar", "coordinates")
+# The attributes a study had before its content was recorded: one more means a damaged record's name.
+UNRECORDED_STUDY_ATTRS = frozenset({"title", "relmodel_version", "created", "study_fingerprint", "study_file",
+                                    "study_source", "seed", "n_jobs", "backend", "max_failures", "rng", "chunks",
+                                    "status", COORDS_ATTR, "completed"})
+VALUES_ALTERED = "values altered: they do not match their checksum"
+UNREADABLE = "unreadable: "
+_SLAB_BYTES = 64 * 2**20  # values are hashed a slab of this size at a time
+
+
+def content_record(ds, values: bool = True) -> dict:
+    """What a reader of a study gets, as digests: every variable's dims, dtype, shape,
+    attributes, decoding (`DECODING`) and (for data variables) values, and every study attribute.
+
+    Each attribute, decoding key and data variable's values has its own SHA-256,
+    so that a mismatch names what changed. Coordinates' values are `coords_checksum`'s.
+    Values are read a slab of whole on-disk chunks at a time: one pass, bounded memory.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        The study, as read (lazily or loaded).
+    values : bool, default True
+        Also the data variables' values; False reads no data.
+
+    Returns
+    -------
+    dict
+        ``{"attrs": {name: digest}, "variables": {name: {"dims", "dtype", "shape",
+        "attrs", "decoding"[, "values"]}}}``, JSON-ready.
+    """
+    variables = {}
+    for name, variable in ds.variables.items():
+        entry = {"dims": list(variable.dims), "dtype": variable.dtype.str, "shape": list(variable.shape),
+                 "attrs": _digests(variable.attrs),
+                 "decoding": _digests({key: variable.encoding[key] for key in DECODING if key in variable.encoding})}
+        if values and name in ds.data_vars:
+            try:
+                entry["values"] = _values_digest(variable)
+            except Exception as err:  # a chunk that fails to read or decode
+                entry["values"] = f"{UNREADABLE}{type(err).__name__}: {err}".splitlines()[0]
+        variables[name] = entry
+    return {"attrs": _digests({k: v for k, v in ds.attrs.items() if k != CONTENT_ATTR}), "variables": variables}
+
+
+def _digests(mapping) -> dict[str, str]:
+    return {key: hashlib.sha256(_canonical(value).encode()).hexdigest()[:32] for key, value in mapping.items()}
+
+
+def _canonical(value) -> str:
+    """An attribute's value as JSON text, the same whichever format held it (netCDF reads a list
+    as an array, and one of one element as its element)."""
+    if isinstance(value, np.dtype):
+        return json.dumps(value.str)
+    if isinstance(value, (np.ndarray, np.generic)):
+        value = value.tolist()
+    if isinstance(value, (list, tuple)) and len(value) == 1:
+        value = value[0]
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def _values_digest(variable) -> str:
+    digest = hashlib.sha256()
+    if variable.ndim == 0:
+        digest.update(_value_bytes(variable.values))
+        return digest.hexdigest()
+    chunk = (variable.encoding.get("chunks") or variable.encoding.get("chunksizes") or (1,))[0]
+    row_bytes = max(1, variable.dtype.itemsize * int(np.prod(variable.shape[1:])))
+    rows = max(chunk, _SLAB_BYTES // row_bytes // chunk * chunk)
+    for start in range(0, variable.shape[0], rows):
+        digest.update(_value_bytes(variable[start:start + rows].values))
+    return digest.hexdigest()
+
+
+def _value_bytes(values) -> bytes:
+    """Values in C order, little-endian, every NaN as the one quiet NaN; text as UTF-8."""
+    values = np.asarray(values)
+    if values.dtype.kind == "f":
+        little = values.dtype.newbyteorder("<")
+        return np.ascontiguousarray(np.where(np.isnan(values), np.nan, values), dtype=little).tobytes()
+    if values.dtype.kind in "iubmM":
+        return np.ascontiguousarray(values, dtype=values.dtype.newbyteorder("<")).tobytes()
+    return "\x1f".join(map(str, values.ravel())).encode()
+
+
+def record_content(ds) -> str:
+    """`content_record` as the JSON text kept in the study's `CONTENT_ATTR`.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        The finished study, as read.
+
+    Returns
+    -------
+    str
+        Compact JSON.
+    """
+    record = content_record(ds)
+    unreadable = [name for name, entry in record["variables"].items()
+                  if entry.get("values", "").startswith(UNREADABLE)]
+    if unreadable:
+        raise OSError(f"{', '.join(unreadable)} cannot be read back: {record['variables'][unreadable[0]]['values']}")
+    return json.dumps(record, separators=(",", ":"), sort_keys=True)
+
+
+def content_problems(ds, values: bool = True) -> dict[str, str]:
+    """Check what a study reads as against the record made when it was finished (`record_content`).
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        The study, as read (its data variables are read in full).
+    values : bool, default True
+        Also check the data variables' values; False reads no data.
+
+    Returns
+    -------
+    dict of str to str
+        By variable name (``"attributes"`` for the study's own), what differs:
+        its dims, dtype, shape, values, an attribute or a decoding key (named),
+        or a variable lost or not recorded; ``{"attributes": ...}`` when the
+        record itself does not read; a variable's values "unreadable: ..." when
+        they fail to read or decode. Empty when all matches, when the study is not finished (its chunks
+        vouch for it), or when no record was kept (a study finished before
+        relmodel recorded it: a RuntimeWarning says its content is not checked).
+    """
+    text = ds.attrs.get(CONTENT_ATTR)
+    if text is None and ds.attrs.get("status") != "complete":
+        return {}
+    if text is None:
+        unknown = sorted(set(ds.attrs) - UNRECORDED_STUDY_ATTRS)
+        if unknown:
+            return {"attributes": f"its content record ({CONTENT_ATTR}) is missing and it has attributes relmodel "
+                                  f"does not write ({', '.join(unknown)}): altered"}
+        import warnings
+
+        warnings.warn("the study's variables and attributes are checked by their chunks and coordinates only: it was "
+                      f"finished before relmodel recorded its content ({CONTENT_ATTR})", RuntimeWarning, stacklevel=3)
+        return {}
+    try:
+        recorded = json.loads(text)
+        recorded_attrs, recorded_variables = dict(recorded["attrs"]), dict(recorded["variables"])
+    except (TypeError, ValueError, KeyError) as err:
+        return {"attributes": f"its content record ({CONTENT_ATTR}) does not read ({type(err).__name__}): altered"}
+    found = content_record(ds, values)
+    problems = {}
+    attrs = _mapping_problems("attribute", recorded_attrs, found["attrs"])
+    if attrs:
+        problems["attributes"] = "; ".join(attrs)
+    for name in sorted(set(recorded_variables) | set(found["variables"])):
+        if name not in found["variables"]:
+            problems[name] = "lost: the variable was recorded and is not in the study"
+            continue
+        if name not in recorded_variables:
+            problems[name] = "not recorded: a variable the finished study did not have"
+            continue
+        was, now = recorded_variables[name], found["variables"][name]
+        differences = [f"{key} altered (recorded {was.get(key)}, read {now[key]})"
+                       for key in ("dims", "dtype", "shape") if was.get(key) != now[key]]
+        differences += _mapping_problems("attribute", was.get("attrs", {}), now["attrs"])
+        differences += _mapping_problems("decoding attribute", was.get("decoding", {}), now["decoding"])
+        if values and was.get("values") != now.get("values"):
+            differences.append(now["values"] if now["values"].startswith(UNREADABLE) else VALUES_ALTERED)
+        if differences:
+            problems[name] = "; ".join(differences)
+    return problems
+
+
+def _mapping_problems(kind: str, recorded: dict, found: dict) -> list[str]:
+    return [f"{kind} {key} " + ("lost" if key not in found else "not recorded (added)" if key not in recorded
+                                else "altered")
+            for key in sorted(set(recorded) | set(found)) if recorded.get(key) != found.get(key)]
+
+
 class ChunkWriter:
     """Writes finished chunks into an open store: the data, then the chunk's marker.
 
@@ -852,10 +1029,11 @@ def consolidated_readable(store: Path) -> bool:
 
 
 def set_status(store: Path, status: str) -> None:
-    """Record the store's status; "complete" also consolidates its metadata.
+    """Record the store's status; "complete" also records its content (`record_content`)
+    and consolidates its metadata.
 
-    Any other status removes consolidated metadata first, so that no reader
-    takes a stale "complete" from it.
+    Any other status removes consolidated metadata and the content record
+    first, so that no reader takes a stale "complete" or record from them.
 
     Parameters
     ----------
@@ -869,9 +1047,14 @@ def set_status(store: Path, status: str) -> None:
     if status != "complete":
         (Path(store) / ".zmetadata").unlink(missing_ok=True)
     group = zarr.open_group(store, mode="r+", zarr_format=ZARR_FORMAT, use_consolidated=False)
+    group.attrs.pop(CONTENT_ATTR, None)
     group.attrs["status"] = status
     if status == "complete":
+        import xarray as xr
+
         group.attrs["completed"] = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+        with xr.open_zarr(store, consolidated=False) as ds:
+            group.attrs[CONTENT_ATTR] = record_content(ds)
         zarr.consolidate_metadata(store, zarr_format=ZARR_FORMAT)
 
 

@@ -317,6 +317,7 @@ def run_study(study: Study, out, *, source: str = "", label: str = "", scheduler
             shutil.rmtree(store, ignore_errors=True)  # what a run killed after its rename left
             raise StudyError(str(out), "exists; a finished netCDF study is not resumed (delete it to run again)")
         chunks = open_or_create(study, store, source, label)
+        _refuse_altered_metadata(store)
         regions = list(chunk_regions(study.scenario.shape, chunks))
         problems = _problems(store, regions, study.outputs)
         damaged = {cid: why for cid, why in problems.items() if why != "not computed"}
@@ -331,7 +332,7 @@ def run_study(study: Study, out, *, source: str = "", label: str = "", scheduler
         if todo:
             stores.set_status(store, "running")
             _compute(study, store, regions, todo, scheduler, n_workers, progress, client)
-        if todo or _status(store) != "complete" or not stores.consolidated_readable(store):
+        if todo or _status(store) != "complete" or not stores.consolidated_readable(store) or not _recorded(store):
             stores.set_status(store, "complete")
         if out.suffix == ".nc":
             _to_netcdf(store, out)
@@ -350,6 +351,24 @@ def _status(store: Path) -> str | None:
     import zarr
 
     return zarr.open_group(store, mode="r", zarr_format=ZARR_FORMAT, use_consolidated=False).attrs.get("status")
+
+
+def _recorded(store: Path) -> bool:
+    import zarr
+
+    group = zarr.open_group(store, mode="r", zarr_format=ZARR_FORMAT, use_consolidated=False)
+    return stores.CONTENT_ATTR in group.attrs
+
+
+def _refuse_altered_metadata(store: Path):
+    """A finished store whose metadata no longer matches its record is not resumed: a run
+    computes values again, never dims, dtypes, attributes or decoding."""
+    if _status(store) != "complete" or not _recorded(store):
+        return
+    with xr.open_zarr(store, consolidated=False) as ds:
+        problems = stores.content_problems(ds, values=False)
+    if problems:
+        _refuse_damaged(store, problems)
 
 
 @contextmanager
@@ -492,10 +511,9 @@ def open_study(path, *, verify: bool = True) -> xr.Dataset:
     require("zarr", "a .zarr study")
     ds, regions = _open_zarr_study(path)
     if verify:
-        problems = {cid: why for cid, why in _problems(path, regions, list(ds.data_vars)).items()
-                    if why != "not computed"}
-        problems.update(stores.coordinate_problems(ds))
+        problems = {key: why for key, why in _zarr_problems(path, ds, regions).items() if why != "not computed"}
         if problems:
+            ds.close()
             _refuse_damaged(path, problems)
     missing = len(regions) - len(set(map(chunk_id, regions)) & set(stores.done_chunks(path)))
     if ds.attrs.get("status") != "complete" or missing:
@@ -542,18 +560,36 @@ def _open_netcdf_study(path: Path) -> xr.Dataset:
 
 
 def _netcdf_problems(path: Path, ds: xr.Dataset) -> dict[str, str]:
-    """Read a study file in full (HDF5 checks each variable's fletcher32) and check its coordinates."""
-    try:
-        ds.load()
-    except Exception as err:
-        return {"file": f"unreadable: {type(err).__name__}: {err}".splitlines()[0]}
-    return stores.coordinate_problems(ds)
+    """Read a study file in full (HDF5 checks each variable's fletcher32), then check its
+    coordinates and what it reads as against their records (`relmodel.store.content_problems`)."""
+    for name, variable in ds.variables.items():
+        try:
+            variable.load()
+        except Exception as err:
+            return {"file": f"unreadable: {name}: {type(err).__name__}: {err}".splitlines()[0]}
+    return {**stores.content_problems(ds), **stores.coordinate_problems(ds)}
+
+
+def _zarr_problems(path: Path, ds: xr.Dataset, regions, every_chunk: bool = False) -> dict[str, str]:
+    """A study store's problems in one pass where it can: a finished store whose content
+    matches its record reads every value once (the record's digests vouch for every chunk);
+    otherwise (or with `every_chunk`) each chunk is read back against its own checksum too,
+    through each array's own metadata, to name the damaged ones."""
+    problems = {**stores.content_problems(ds), **stores.coordinate_problems(ds)}
+    if problems or every_chunk or stores.CONTENT_ATTR not in ds.attrs:
+        chunks = _problems(path, regions, list(ds.data_vars))
+        if chunks:  # missing or damaged chunks explain the values (a sweep computes them again)
+            problems = {key: why for key, why in problems.items()
+                        if why != stores.VALUES_ALTERED and not why.startswith(stores.UNREADABLE)}
+        return {**problems, **chunks}
+    done = stores.done_chunks(path)
+    return {chunk_id(r): "not computed" for r in regions if chunk_id(r) not in done}
 
 
 def _refuse_damaged(path: Path, problems: dict):
-    listed = "; ".join(f"{cid}: {why}" for cid, why in sorted(problems.items())[:3])
+    listed = "; ".join(f"{key}: {why}" for key, why in sorted(problems.items())[:3])
     more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
-    fix = ("delete it and run its sweep again" if set(problems) & {"coordinates", "file"}
+    fix = ("delete it and run its sweep again" if any(not key.startswith("chunk-") for key in problems)
            else "run its sweep again: it computes exactly the damaged chunks again")
     raise StudyError(str(path), f"{listed}{more}; {fix} (open_study(..., verify=False) reads it unchecked)")
 
@@ -598,7 +634,7 @@ def verify_study(path) -> dict[str, str]:
     require("zarr", "a .zarr study")
     ds, regions = _open_zarr_study(path)
     with ds:
-        problems = {**_problems(path, regions, list(ds.data_vars)), **stores.coordinate_problems(ds)}
+        problems = _zarr_problems(path, ds, regions, every_chunk=True)
         if ds.attrs.get("status") == "complete" and not stores.consolidated_readable(path):
             problems["metadata"] = ("its consolidated metadata (.zmetadata) is missing or does not read; running "
                                     "the study's sweep again writes it anew")
