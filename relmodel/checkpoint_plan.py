@@ -548,7 +548,7 @@ def _best_level_intervals(sc: Scenario, never: Scenario) -> Scenario:
 
 def _waiting_search(search: "_Search", multiples):
     """Durable writes more often than they persist, with fast levels (the exact form solves them by its
-    positions engine, 5 to 60 ms a plan, so not over the whole ladder): at each of `multiples`, the
+    positions engine, too slow a plan to search the whole ladder): at each of `multiples`, the
     fastest interval from where its durable writes begin to wait down a factor _GRID_STEP at a time
     while the ETTR rises or has fallen only once (each step down adds a stall to every durable write);
     then, at the two multiples whose points did best, `_Search.refine` between the best point's
@@ -572,7 +572,7 @@ def _waiting_search(search: "_Search", multiples):
 def _log_argmax(f, lo: float, hi: float, xatol: float = 3e-3) -> float:
     """The point of [lo, hi] where f is highest, by a bounded search in log to `xatol` (an ETTR of
     -inf, a plan the exact form cannot score, counts as -1: finite, for the search's arithmetic)."""
-    from scipy.optimize import minimize_scalar  # here: scipy.optimize costs `import relmodel` a tenth of a second
+    from scipy.optimize import minimize_scalar  # here: at module level it would slow `import relmodel`
 
     found = minimize_scalar(lambda y: -max(f(math.exp(y)), -1.0), bounds=(math.log(lo), math.log(hi)),
                             method="bounded", options={"xatol": xatol})

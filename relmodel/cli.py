@@ -315,7 +315,7 @@ def fit_log(path: Path, *, flag: str, **kwargs):
     if not path.is_file():
         raise click.UsageError(f"{flag}: no such file: {path}")
     size = path.stat().st_size
-    if size > _NOTED_LOG_BYTES:  # up to about a second a megabyte (CSV; sacct is faster): say what the wait is
+    if size > _NOTED_LOG_BYTES:  # seconds for a large log (docs: benchmarks.md): say what the wait is
         feedback.note(f"reading and fitting {path} ({size / 1e6:.3g} MB, about 0.1 s a MB) ...")
     try:
         return fit(path, **kwargs)
@@ -497,7 +497,7 @@ def summary_values(values) -> list:
 def simulate_streamed(sc: Scenario, run: dict, widths: dict, bar):
     """`relmodel simulate`'s text table, a grid point at a time (`run`: simulate's arguments), each
     point run with its key in the grid and summarised as `simulate` summarises it (no Dataset a point:
-    the first row comes in a second, before the Numba kernels compile)."""
+    the first row comes before the Numba kernels compile)."""
     import warnings
 
     from . import engine

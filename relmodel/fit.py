@@ -499,7 +499,7 @@ class FitResult:
     min_gpus : int
         The smallest job size that entered the rate.
     gpus_per_node : int
-        GPUs per node used to turn GPU counts into nodes.
+        GPUs per node, which turn GPU counts into nodes.
     weibull : WeibullFit
         Fit of the times to failure (node-days) of those jobs.
     lemon_nodes : tuple of str

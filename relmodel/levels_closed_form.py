@@ -1,13 +1,14 @@
-"""Closed forms for checkpoint levels (issue 18): the exact E[wall] and a first-order ETTR.
+"""Closed forms for checkpoint levels: the exact E[wall] and a first-order ETTR.
 
 Plain functions on floats, ints and sequences over the levels 0..L (fastest
 first; level L is the scenario's own checkpoint), for exponential failures at
-`lam` per hour of runtime. The semantics are those of the level semantics
-document: positions j = 1..n_full every `d0` of compute, position j writes only
-level lev(j) = max{l : j % mult[l] == 0}, a write of level l blocks for
-cost[l] and becomes restorable persist[l] later, a failure draws one uniform
-for which levels survive (nested), restores the latest restorable checkpoint
-and restarts from it.
+`lam` per hour of runtime. The semantics are those of docs:
+user-guide/checkpoint-strategies.md, 'Semantics': positions j = 1..n_full every
+`d0` of compute, position j writes only level
+lev(j) = max{l : j % mult[l] == 0}, a write of level l blocks for cost[l] and
+becomes restorable persist[l] later, a failure draws one uniform for which
+levels survive (nested), restores the latest restorable checkpoint and restarts
+from it.
 
 `levels_expected_wall` is exact (to float rounding) where no write ever waits
 for the persistence of the one before it, for one level alone also where its
@@ -29,9 +30,9 @@ import math
 import numpy as np
 
 MAX_STATES = 10**6  # runs and restore states one evaluation of the positions engine may solve
-# Positions and stretches its runs may walk (building and sliding them), some 5 to 10 million a second:
-# where the durable writes wait, the walk grows with the square of the durable level's multiple of the
-# fastest interval (800: 4e7 steps, 5 s; 3,200 took three minutes before this bound).
+# Positions and stretches its runs may walk (building and sliding them): where the durable writes
+# wait, the walk grows with the square of the durable level's multiple of the fastest interval
+# (800: 4e7 steps), and this bound keeps an evaluation to seconds rather than minutes.
 MAX_STEPS = 10**8
 # The cycles engine jumps over the periods of the level pattern where it can; it gives up past
 # MAX_POSITIONS solved one by one (its rounding grows with them, about eps each).
@@ -193,7 +194,7 @@ class _Exact:
         self.mL = lv.m[-1]
         self.window_len = 2 * self.mL  # a run from p reaches positions below p + 2 mult[L]
         cats = lv.categories
-        # The restart phase after restoring a level-L checkpoint (category restarts), as today.
+        # The restart phase after restoring a level-L checkpoint (category restarts), as without levels.
         spent = sum(s * (q + _phase(lam, r)[2]) for s, r, q in cats)
         completes = sum(s * math.exp(-lam * r) for s, r, q in cats)
         self.r_star = spent / completes if completes > 0 else math.inf
@@ -642,11 +643,11 @@ def levels_expected_wall(lam, n_full, rem, d0, mult, cost, restart, persist, sur
     time until it falls back or the job ends), C (the probability it never
     falls back) and F_k (that it falls back at k). At a level-L position J
     the checkpoints below are all older than J, so a fallback restores J:
-    V_flat(J) = (B + (1 - C) R*) / C, with R* today's restart phase (the
+    V_flat(J) = (B + (1 - C) R*) / C, with R* the restart phase without levels (the
     category restarts), and from J's durable moment (the run from J, its clock
     starting at persist[L]) V_ren(J) = B' + (1 - C') (R* + V_flat(J)).
     E[wall] = V_flat(0). Without persistence or fast levels every run is one
-    interval and this is today's renewal form.
+    interval and this is the renewal form without levels.
 
     The default engine solves a cycle (the positions sharing the next
     level-L position J) at a time on the cycle's failure-free clock, where the
@@ -704,7 +705,7 @@ def levels_expected_wall(lam, n_full, rem, d0, mult, cost, restart, persist, sur
         jump over periods, or one that does not settle into them), or, where
         the durable writes wait, a walk of more than MAX_STEPS positions and
         stretches (it grows with the square of the durable level's multiple
-        of d0: about 5 s at 800, and the bound at a few thousand).
+        of d0: the bound falls at a few thousand).
 
     Raises
     ------
@@ -766,7 +767,7 @@ class _Cycles:
     def __init__(self, lam, n_full, rem, lv: _Levels, persist, wait=0.0):
         from ._feedback import announce_compile
 
-        # Numba compiles on first use, not on import: ~7 s on 2 cores, said on a terminal first.
+        # Numba compiles on first use, not on import: seconds, said on a terminal first.
         announce_compile("relmodel._kernels.levels_exact", ("solve_cycles",), "exact checkpoint-level kernels", 8)
         from ._kernels.levels_exact import solve_cycles
 
@@ -822,7 +823,7 @@ class _Cycles:
             if not np.isfinite(now).all():
                 # An overflow on the way (inf, or inf * 0), read by every cycle below: the start's value
                 # overflows too (inf, as `_expected_wall` takes it), and no period would ever repeat (a walk
-                # of MAX_POSITIONS, 25 s, to a NaN).
+                # of MAX_POSITIONS, seconds long, to a NaN).
                 return math.inf, None
             d, d_prev = now[:, 0] - up[:, 0], up[:, 0] - up2[:, 0]
             if (np.all(np.abs(now[:, 1:] - up[:, 1:]) <= _PERIOD_RTOL * np.maximum(np.abs(now[:, 1:]),

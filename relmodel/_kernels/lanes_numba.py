@@ -5,7 +5,7 @@ checkpoint levels; the jobs that their first draw does not settle.
 LANES jobs of a block run side by side, each on its own stream, one Philox call
 (two words) a step: loops over the lanes that LLVM vectorises, the Philox
 rounds in one loop and each word's draw and event in another (short bodies,
-so the CPU overlaps lanes; one fused loop was latency-bound). Every word is an
+so the CPU overlaps lanes, where one fused loop would be latency-bound). Every word is an
 event, in the same arithmetic as `timeline_numba.simulate_job`: per job the
 same words, read in the same order, give the same bits, so the Cython twin,
 threads and chunking all agree. The ziggurat runs in the lanes too: the 2.2%
@@ -13,8 +13,9 @@ of words its first step rejects (`reject`, a short scalar pass when a half
 step has any) leave the lane a tail or a pending wedge test, which its next
 word decides against two lines around f (`ziggurat.WEDGE_*`) with no exp.
 Only a test the lines leave open (about 1 word in 10,000) stalls the lane,
-which then finishes that draw alone (`unstall`). Stalls used to take 40% of
-the large scenario's time, when every rejected word stalled its lane. A lane
+which then finishes that draw alone (`unstall`): a stall on every rejected word
+would cost the large scenario much of its time (docs: whats-new.md,
+'Performance history'). A lane
 that finishes its job takes the block's next one; the job's fields go to a
 buffer that the caller sums in job order.
 """
@@ -27,7 +28,7 @@ from ._jit import JIT_OPTIONS
 from .layout import J_CAPPED, J_CHECKPOINT, J_FAILURES, J_LOST, J_PRODUCTIVE, J_QUEUE, J_RESTART, J_WALL
 from .rng_numba import next_exponential, philox_words, split_job, wedge_lines, ziggurat_candidate, ziggurat_rejected
 
-LANES = 32  # a module constant, so LLVM knows the trip count of the lane loops (16 and 64 measured slower)
+LANES = 32  # a module constant, so LLVM knows the trip count of the lane loops (16 and 64 run slower)
 
 # Lane state: one float64 array, field f of lane l at f * LANES + l (one base
 # pointer, so LLVM vectorises without runtime alias checks between fields).

@@ -43,8 +43,8 @@ _WIDE_VECTORS = '"prefer-vector-width"="512"'
 
 def prefer_wide_vectors(function):
     """Let LLVM vectorise `function`'s loops 512 bits wide where the CPU has
-    AVX-512 (8 jobs or calls a vector; its default for such CPUs is 256): the
-    lanes run 12-25% faster on the reference scenarios. The same operations on
+    AVX-512 (8 jobs or calls a vector; its default for such CPUs is 256), which
+    speeds the lanes up (docs: whats-new.md, 'Performance history'). The same operations on
     each element, so the same bits at any width. llvmlite takes only attributes
     it knows by name, so the string attribute goes into its set directly (were
     that set to change shape, the kernels keep LLVM's default width)."""
@@ -59,7 +59,7 @@ def _philox4x32_10_inline(typingctx, c0, c1, c2, c3, k0, k1):
     """Philox4x32-10 emitted straight into the caller's LLVM IR, rounds written
     out: LLVM then vectorises a caller's loop over counters or jobs (vpmuludq
     for the 32 x 32 -> 64 bit products). As a called function, inlined or not
-    at LLVM's discretion, it was left as a scalar call inside big kernels."""
+    at LLVM's discretion, it stays a scalar call inside big kernels."""
     sig = types.UniTuple(types.uint64, 4)(types.uint64, types.uint64, types.uint64, types.uint64,
                                           types.uint64, types.uint64)
 
@@ -325,7 +325,7 @@ def exponential_generator_limit(seed, scenario, n_jobs, draws_per_job, block_siz
     lookups, the candidate's conversion and product), SIMD across the jobs of a
     block. Each accepted candidate is looked at once: counted where it is at
     least 1, an integer count that stays in vector registers (a float sum per
-    job, which cannot, cost 1.7 ns a job more than the draw itself). The 2.2%
+    job cannot, and would add more to the floor than the draw itself). The 2.2%
     of words that the ziggurat rejects are not resolved (that would only add
     time), so no kernel drawing these exponentials from this stream is
     faster. Returns each block's count."""

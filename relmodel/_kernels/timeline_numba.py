@@ -305,7 +305,7 @@ def cycle_position_at(x, value, inv_per_cycle, n_full):
         q += 1
     base = float(q) * per_cycle
     # The last offset r < m with base + value[r] <= x: a count of them (value rises with r),
-    # with no branch that depends on the data; a fifth faster than a bisection on the
+    # with no branch that depends on the data, which beats a bisection on the
     # cycles of a few positions that levels have (engine.MAX_JUMP_CYCLE bounds it).
     lo = 0
     for r in range(1, m):

@@ -1,6 +1,7 @@
 """The same timeline model written as a user would without relmodel: the
-honest competitors of the benchmark. Same semantics as the kernels (SPEC
-section 3), exponential failures, fixed queue wait; numpy's own generator.
+honest competitors of the benchmark. Same semantics as the kernels (docs:
+user-guide/job-model.md, 'What a job does'), exponential failures, fixed queue
+wait; numpy's own generator.
 
 Each returns per-job (productive, wall, failures) arrays.
 """

@@ -217,7 +217,7 @@ def speedup_reference(bounds: "Bounds") -> float:
 
 
 _MAX_WHOLE = 2**53  # batches and GPU counts: whole floats, and int64 arithmetic never overflows
-# Submit times past 2**40 s (some 34,800 years) leave a float too coarse for a job's run: its JCT came out 0.
+# Submit times past 2**40 s (some 34,800 years) leave a float too coarse for a job's run: its JCT would come out 0.
 _MAX_SUBMIT_TIME = 2.0**40 / 3600.0
 
 

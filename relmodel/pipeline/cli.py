@@ -175,7 +175,7 @@ def pipeline(stages, replicas, microbatches, fwd, bwd_input, bwd_weight, model_n
         feedback.announce_compile("relmodel.pipeline._plan_kernel", ("search_states",), what="ReCycle planner",
                                   seconds=6)
         # The table a row (failure count) at a time: a text table prints each row as it comes (on an
-        # empty cache the fault-free row is ready in ~3 s, the rest once the planner has compiled);
+        # empty cache the fault-free row is ready before the planner compiles, the rest after it);
         # not with traces, whose files are read after it (an error there stays the output's one line).
         stream = not as_json and not quiet and not traces
         parts = []

@@ -37,16 +37,14 @@ is what the schedule simulator measures once the iterations settle.
   heuristic leaves a gap, the pipeline is small (`EXACT_TASKS`) and the task
   times lie on a common grid (so the search can prove its plan).
 
-How long it takes. The heuristic takes a few milliseconds where a fixed rule
-reaches the bound (8 x 8 x 16, 3,080 tasks: 1 to 2.3 ms a plan; 0.4 to 1.1 ms
-a state in a trace's batches) and tens of milliseconds where the seeds and
-restarts run (its first plan compiles for about 10 s on an empty Numba
-cache). The exact search stops after
+How long it takes (the figures are on docs: benchmarks.md, 'Pipelines'). The
+heuristic is quick where a fixed rule reaches the bound, slower where the
+seeds and restarts run, and its first plan compiles on an empty Numba cache.
+The exact search stops after
 `AUTO_TIME_LIMIT` (auto) or `EXACT_TIME_LIMIT` (exact) seconds of CP-SAT's
 deterministic time, which counts the same on every machine, so a plan does
-not depend on the load; in CPU seconds it is several times more (auto's 2 took 0.6 to 16 s on 3 x 3 x 4
-and 4 x 3 x 8; a proof of 37 on 3 x 3 x 4 took 105 s), and wall seconds grow
-further on a busy machine. So a wall-clock cap bounds it too
+not depend on the load; in CPU seconds it is several times more, and wall
+seconds grow further on a busy machine. So a wall-clock cap bounds it too
 (`wall_limit`: `AUTO_WALL_LIMIT` for auto, none for exact unless given),
 which only a very busy machine reaches (the plan's detail then says so: only
 then can a plan depend on the machine). Ctrl-C during an exact search stops it
@@ -647,7 +645,7 @@ def plan(cfg: PipelineConfig, mask: np.ndarray, *, method: str = "auto", time_li
                 heuristic.start)
     limit = (EXACT_TIME_LIMIT if method == "exact" else AUTO_TIME_LIMIT) if time_limit is None else time_limit
     wall = (AUTO_WALL_LIMIT if method == "auto" else None) if wall_limit is None else float(wall_limit)
-    from .._feedback import note_once  # even auto's 2 deterministic s can be 15 s of CPU: said once, on a terminal
+    from .._feedback import note_once  # a deterministic second can be several of CPU: said once, on a terminal
 
     note_once(f"ReCycle's planner: an exact search of up to {limit:g} deterministic s"
               + (f" (at most {wall:g} s of wall time)" if wall is not None else "")

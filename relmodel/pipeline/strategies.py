@@ -200,7 +200,11 @@ def _no_memory(result, what: str):
 
 
 def work_bound(cfg: PipelineConfig, mask: np.ndarray) -> float:
-    """Return the work bound of the busiest stage, max_s ceil(m d / (d - f_s)) t_s (SPEC 2.2).
+    """Return the work bound of the busiest stage, max_s ceil(m d / (d - f_s)) t_s.
+
+    Each survivor of stage s runs ceil(m d / (d - f_s)) micro-batches, so no
+    schedule's period is below it (docs: explanations/recycle.md, 'What is
+    reproduced').
 
     Parameters
     ----------

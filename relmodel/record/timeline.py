@@ -1,15 +1,16 @@
 """One run's timeline under a checkpoint plan, given when its failures strike: in integer nanoseconds.
 
-`walk` is the single mechanism behind `simulate_run` (failures drawn at
-random: a record with known truth) and `replay_run` (the failures a record
-shows, replayed under another plan). It follows the timeline model of SPEC
-section 3 with the kernel's semantics: failures strike during compute, writes,
-waits for persistence and restarts, at instants of *runtime* (the clock that
-stops while the job queues); a failure loses the work since the latest
-restorable checkpoint (a write cut short included), the job waits in the
-queue, pays its restart and resumes. With a persist time, a checkpoint is
-restorable `persist` after its write ends, and a write waits for the previous
-one to become restorable (the one-level semantics of `simulate`).
+`walk` is the single mechanism behind `simulate_run` (failures drawn at random:
+a record with known truth) and `replay_run` (the failures a record shows,
+replayed under another plan). It follows the job model (docs:
+user-guide/job-model.md, 'What a job does') with the kernel's semantics:
+failures strike during compute, writes, waits for persistence and restarts, at
+instants of *runtime* (the clock that stops while the job queues); a failure
+loses the work since the latest restorable checkpoint (a write cut short
+included), the job waits in the queue, pays its restart and resumes. With a
+persist time, a checkpoint is restorable `persist` after its write ends, and a
+write waits for the previous one to become restorable (the one-level semantics
+of `simulate`).
 """
 
 from __future__ import annotations
@@ -74,7 +75,7 @@ class Plan:
 
     @staticmethod
     def regular(work: int, interval: int, write: int, **kwargs) -> "Plan":
-        """Return the plan of a checkpoint every `interval` of compute (SPEC: floor(work / interval) of them).
+        """Return the plan of a checkpoint every `interval` of compute (floor(work / interval) of them, as in the job model).
 
         Parameters
         ----------
