@@ -63,7 +63,7 @@ def mttf(n_gpus, failure_rate, gpus_per_node=8):
                                          ("failure_rate", "rate", float, failure_rate),
                                          ("gpus_per_node", "count", np.int64, gpus_per_node)))
     n_nodes = -(-n_gpus // gpus_per_node)
-    with np.errstate(divide="ignore"):
+    with np.errstate(divide="ignore", over="ignore"):  # inf: no failures, or a subnormal rate
         out = 24.0 / (n_nodes * failure_rate)
     return float(out) if out.ndim == 0 else out
 
@@ -169,7 +169,8 @@ def _log_expm1_ratio(x):
     x = np.asarray(x, dtype=float)
     with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
         small = np.where(x > 0.0, np.expm1(np.minimum(x, 1.0)) / np.where(x > 0.0, x, 1.0), 1.0)
-        return np.where(x > 1.0, _log_expm1(x) - np.log(np.where(x > 1.0, x, 1.0)), np.log(small))
+        large = np.where(np.isinf(x), np.inf, _log_expm1(x) - np.log(np.where(x > 1.0, x, 1.0)))  # inf - inf
+        return np.where(x > 1.0, large, np.log(small))
 
 
 def _logsumexp(x, axis=-1, weights=None):
@@ -219,14 +220,20 @@ def log_renewal_expected_wall(lam, interval, work, ckpt, restart, queue, share=N
     failing = lam > 0
     rate = np.where(failing, lam, 1.0)
     mean_queue = np.sum(share * queue, axis=-1)
-    with np.errstate(divide="ignore"):
+    # Past float64's range (costs near its limit) a product is inf and its log stays inf; a piece of
+    # no length costs nothing, however long the restarts (not -inf + inf, which `where` masks).
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
         log_completes = _logsumexp(-rate[..., None] * restart, weights=share)
         # (e^(lam s) - 1)(1/lam + R*) = s (e^x - 1)/x (1 + lam q) / completes, x = lam s:
         # no 1/lam, which overflows for subnormal rates.
-        log_restart = np.log1p(rate * mean_queue) - log_completes
+        queued = rate * mean_queue
+        log_queued = np.where(np.isinf(queued), np.log(rate) + np.log(np.where(queued > 0, mean_queue, 1.0)),
+                              np.log1p(queued))
+        log_restart = log_queued - log_completes
 
         def log_segment(length):
-            return np.where(failing, np.log(length) + _log_expm1_ratio(rate * length) + log_restart, np.log(length))
+            return np.where(failing & (length > 0), np.log(length) + _log_expm1_ratio(rate * length) + log_restart,
+                            np.log(length))
 
         full = np.where(n_full > 0, np.log(np.where(n_full > 0, n_full, 1.0)) + log_segment(interval + ckpt), -np.inf)
         return np.logaddexp(full, log_segment(remainder))
@@ -405,8 +412,8 @@ def _levels_values(sc: Scenario, points: np.ndarray, method: str) -> tuple[np.nd
 def _linear_ettr(cols: dict) -> np.ndarray:
     """The first-order (linear) ETTR at every point; NaN where its numerator is <= 0."""
     lam, interval = cols["job_failure_rate"], cols["checkpoint_interval"]
-    numerator = 1.0 - lam * (cols["restart_cost"] + interval / 2.0)
     with np.errstate(invalid="ignore", over="ignore"):
+        numerator = 1.0 - lam * (cols["restart_cost"] + interval / 2.0)
         value = numerator / (1.0 + cols["checkpoint_cost"] / interval) / (1.0 + lam * cols["queue_wait"])
     return np.where(numerator > 0, value, np.nan)
 
@@ -627,7 +634,11 @@ def ettr(scenario, method: str = "renewal", *, at: str = "given"):
     values, reasons = _ettr_values(sc, cols, undefined, method)
     plain = np.ones(values.size, bool)
     plain[leveled] = False
-    if np.isnan(values[plain]).any():
+    nan = np.isnan(values) & plain
+    if (nan & undefined).any():
+        warnings.warn(f"{method} ETTR is NaN where the {at} optimal interval is: it needs exponential failures "
+                      "(weibull_shape = 1)", ClosedFormWarning, stacklevel=2)
+    if (nan & ~undefined).any():
         reason = ("its numerator 1 - lam (u0 + dt/2) is <= 0" if method == "linear"
                   else "it needs exponential failures (weibull_shape = 1)")
         warnings.warn(f"{method} ETTR is NaN where {reason}", ClosedFormWarning, stacklevel=2)
@@ -652,7 +663,8 @@ def feasible_interval(interval: float, work: float) -> float:
     """Return an interval a Scenario accepts.
 
     At least MIN_INTERVAL; past the job (no checkpoint at all) when the optimum
-    is infinite.
+    is infinite or longer than the job: a millionth past it, and at least
+    MIN_INTERVAL (so past a subnormal work too).
 
     Parameters
     ----------
@@ -671,8 +683,11 @@ def feasible_interval(interval: float, work: float) -> float:
 
 def _feasible_intervals(interval, work):
     """`feasible_interval` over arrays; NaN stays NaN."""
+    # Past the job by more than split_work's tolerance: for work under a second, MIN_INTERVAL
+    # (a millionth more of a subnormal work rounds back to the work itself: one checkpoint).
+    past = np.maximum(work * (1.0 + 1e-6), MIN_INTERVAL)
     with np.errstate(invalid="ignore"):
-        return np.where(np.isinf(interval) | (interval > work), work * (1.0 + 1e-6), np.maximum(interval, MIN_INTERVAL))
+        return np.where(np.isinf(interval) | (interval > work), past, np.maximum(interval, MIN_INTERVAL))
 
 
 def long_run_optimal_interval(lam: float, ckpt: float) -> float:
@@ -723,19 +738,25 @@ def _optimal_intervals(sc: Scenario, cols: dict, method: str) -> np.ndarray:
     rate = np.where(failing, lam, 1.0)
     with np.errstate(invalid="ignore", over="ignore"):
         m = 1.0 / rate  # the job's MTTF where it fails (inf for a subnormal rate)
-        # Where 2 w M overflows (a subnormal rate) its root need not: then a product of roots.
         if method == "young":
-            young = np.sqrt(2.0 * w / rate)
-            young = np.where(np.isinf(young), np.sqrt(2.0 * w) / np.sqrt(rate), young)
+            young = _root_of_product(2.0 * w / rate, w, 1.0 / np.sqrt(rate))
             return np.where(failing, young, np.inf)
         if method == "daly":
-            root = np.sqrt(2.0 * w * m)
-            root = np.where(np.isinf(root), np.sqrt(2.0 * w) * np.sqrt(m), root)
+            root = _root_of_product(2.0 * w * m, w, np.sqrt(m))
             daly = root * (1.0 + np.sqrt(w / (2.0 * m)) / 3.0 + w / (18.0 * m)) - w
             # Free checkpoints: 0, also where M overflows (sqrt(0 * inf) would be NaN).
             return np.where(failing, np.where(w == 0, 0.0, np.where(w >= 2.0 * m, m, daly)), np.inf)
     # The exact optimum is a search over checkpoint counts, point by point.
     return np.array([_exact_finite_work(p) if renewal_applies(p) else math.nan for p in sc.points()])
+
+
+def _root_of_product(product, w, root_of_rest):
+    """sqrt(`product`) for `product` = 2 w x, given sqrt(x) as `root_of_rest`: where the
+    product overflows (a subnormal rate, a cost near the float limit) or underflows to 0
+    (a subnormal cost) its root need not, so there the product of roots."""
+    root = np.sqrt(product)
+    lost = np.isinf(root) | ((root == 0) & (w > 0))
+    return np.where(lost, math.sqrt(2.0) * np.sqrt(w) * root_of_rest, root)
 
 
 def _exact_finite_work(sc: Scenario) -> float:

@@ -141,8 +141,8 @@ def pack_points(points) -> Packed:
         cycles.append(level_cycle(base, mult, table) if mult.size else _NO_CYCLE)
         cdf, lam = job_rate_table(p.n_nodes, p.failure_rate, p.lemon_fraction, p.lemon_rate_factor)
         # The failure-free runtime (compute, writes and waits; no queue without failures).
-        runtime = ff_walls[-1] if mult.size else n_full * (p.checkpoint_interval + p.checkpoint_cost) + remainder
-        with np.errstate(divide="ignore"):
+        with np.errstate(divide="ignore", over="ignore"):  # inf past float64: no fast path, as it should be
+            runtime = ff_walls[-1] if mult.size else n_full * (p.checkpoint_interval + p.checkpoint_cost) + remainder
             hazard = (runtime * lam / scale_factor) ** shape  # cumulative hazard over the job
         cdfs.append(cdf)
         values.append(lam)
@@ -355,9 +355,10 @@ def failure_free_stretches(packed: Packed) -> tuple[np.ndarray, np.ndarray, np.n
     stretch L takes e^(lam L) attempts on average (exponential failures).
     """
     p = packed.params
-    segment = np.where(p[:, P_N_FULL] > 0, p[:, P_INTERVAL] + p[:, P_CKPT], 0.0)
-    longest = np.maximum(segment, p[:, P_REMAINDER])
-    runtime = p[:, P_N_FULL] * segment + p[:, P_REMAINDER]
+    with np.errstate(over="ignore"):  # a write near the float limit: inf, as long as any stretch can be
+        segment = np.where(p[:, P_N_FULL] > 0, p[:, P_INTERVAL] + p[:, P_CKPT], 0.0)
+        longest = np.maximum(segment, p[:, P_REMAINDER])
+        runtime = p[:, P_N_FULL] * segment + p[:, P_REMAINDER]
     restart = p[:, P_RESTART].copy()
     for row in np.flatnonzero(np.diff(packed.cat_offset)):
         restart[row] = packed.cat_restart[packed.cat_offset[row]:packed.cat_offset[row + 1]].min()
@@ -395,8 +396,9 @@ def certainly_capped(packed: Packed, max_failures: int) -> np.ndarray:
     """
     lam, longest, restart, runtime = failure_free_stretches(packed)
     log_cap = math.log(max_failures / CERTAINTY)
-    through_compute = lam * longest > log_cap
-    through_restarts = (lam * restart > log_cap + math.log(2.0)) & (lam * runtime > math.log(2.0 / CERTAINTY))
+    with np.errstate(invalid="ignore", over="ignore"):  # 0 * inf (no failures, an endless stretch): NaN, not capped
+        through_compute = lam * longest > log_cap
+        through_restarts = (lam * restart > log_cap + math.log(2.0)) & (lam * runtime > math.log(2.0 / CERTAINTY))
     return (packed.params[:, P_SHAPE] == 1.0) & (through_compute | through_restarts)
 
 
@@ -461,7 +463,9 @@ def expected_failures(rate, n_full, interval, checkpoint_cost, remainder, restar
         Failures per job; inf where they overflow, 0 without failures.
     """
     with np.errstate(over="ignore", invalid="ignore"):
-        per_piece = n_full * np.expm1(rate * (interval + checkpoint_cost)) + np.expm1(rate * remainder)
+        # No full piece adds none, however long its write (0 * inf would read NaN, then 0 in all).
+        full = np.where(n_full > 0, n_full * np.expm1(rate * (interval + checkpoint_cost)), 0.0)
+        per_piece = full + np.expm1(rate * remainder)
         return np.where(per_piece > 0, per_piece * np.exp(rate * restart), 0.0)
 
 
@@ -710,7 +714,8 @@ def kernel_threads(backend: str) -> int:
 
 
 def _mean_var(total, total_sq, n):
-    with np.errstate(invalid="ignore", divide="ignore"):  # n = 0 for rows not simulated: NaN
+    # n = 0 for rows not simulated: NaN; squares past float64 (waits near its limit): inf or NaN.
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         mean = total / n
         var = np.maximum(total_sq - total * mean, 0.0) / (n - 1)
     return mean, var

@@ -18,7 +18,7 @@ from .checkpoint_plan import _ettr as strategy_ettr
 from .closed_form import (ClosedFormWarning, LINEAR_TOLERANCE, ettr, feasible_interval, levels_point_ettr,
                           linear_valid, optimal_interval, renewal_applies)
 from .engine import check_run_args, expected_failures
-from .errors import MAX_COUNT, ParameterError
+from .errors import MAX_COUNT, ParameterError, ScenarioError
 from .failures import job_rate_table
 from .scenario import Scenario, as_scenario
 from .simulate import simulate
@@ -84,8 +84,9 @@ class Plan:
         Simulated mean hours per job at the recommended interval, by component
         (and ``wall``); None where that interval was not simulated.
     sensitivity : dict
-        By parameter: its ``value``, the ``elasticity`` of ETTR to it and
-        ``ettr_if_halved``.
+        By parameter: its ``value``, the ``elasticity`` of ETTR to it (NaN
+        where the ETTR is 0: it has no logarithm; one-sided at the top of the
+        parameter's valid range) and ``ettr_if_halved``.
     target : dict or None
         With a target ETTR: ``ettr``, ``needed`` (per parameter; None: out of
         reach), ``best_possible`` and ``max_gpus`` (GPUs); else None.
@@ -663,7 +664,9 @@ def expected_failures_bound(sc: Scenario) -> tuple[float, float]:
     n_full, remainder = sc.intervals
     restart = max((c.restart_cost for c in sc.taxonomy), default=0.0) if sc.taxonomy else sc.restart_cost
     failures = expected_failures(rate, n_full, sc.checkpoint_interval, sc.checkpoint_cost, remainder, restart)
-    return float(np.sum(np.diff(cdf, prepend=0.0) * failures)), float(failures.max())
+    mass = np.diff(cdf, prepend=0.0)
+    with np.errstate(invalid="ignore"):  # a rate the table gives no mass adds none, however many failures
+        return float(np.sum(np.where(mass > 0, mass * failures, 0.0))), float(failures.max())
 
 
 def budgeted_jobs(sc: Scenario, n_jobs: int, budget: float = CHECK_EVENT_BUDGET,
@@ -774,14 +777,27 @@ def _sensitivity(sc: Scenario, names=SENSITIVITY, step=None) -> dict:
             elasticity, halved = 0.0, best_ettr(sc)
         else:
             h = 1e-4
-            up = strategy_ettr(sc.sweep(**{name: value * math.exp(h)}), "renewal")
-            down = strategy_ettr(sc.sweep(**{name: value * math.exp(-h)}), "renewal")
-            elasticity = (math.log(up) - math.log(down)) / (2 * h) if up > 0 and down > 0 else math.nan
+            # At the top of a field's range (the largest failure rate, a duration near the float
+            # limit) the step up is refused: a one-sided difference there.
+            up, down = (_ettr_if_valid(sc, name, value * math.exp(step)) for step in (h, -h))
+            span = 2 * h
+            if up is None:
+                up, span = strategy_ettr(sc, "renewal"), h
+            elasticity = (math.log(up) - math.log(down)) / span if up > 0 and down > 0 else math.nan
             halved = best_ettr(sc.sweep(**{name: value / 2}))
         out[name] = {"value": value, "elasticity": elasticity, "ettr_if_halved": halved}
         if step is not None:
             step(1)
     return out
+
+
+def _ettr_if_valid(sc: Scenario, name: str, value) -> float | None:
+    """The exact ETTR of sc with `name` set to `value` at its intervals; None where the Scenario refuses it."""
+    try:
+        point = sc.sweep(**{name: value})
+    except ScenarioError:
+        return None
+    return strategy_ettr(point, "renewal")
 
 
 def _targets(sc: Scenario, x: float, names=IMPROVABLE, step=None, rtol: float = 1e-10) -> dict:

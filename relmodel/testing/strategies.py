@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 from hypothesis.strategies import SearchStrategy
 
-from ..errors import QUEUE_WAIT_DISTRIBUTIONS
-from ..scenario import Scenario
+from ..errors import MAX_COUNT, MAX_FAILURE_RATE, QUEUE_WAIT_DISTRIBUTIONS
+from ..scenario import MAX_WORK, Scenario
 from ..units import to_hours
 
 __all__ = [
@@ -55,6 +55,11 @@ _RANGES = {
 }
 _MAX_INTERVALS = 2.0**40  # Scenario refuses more checkpoint intervals than this
 _TINY_RATES = (5e-324, 1e-320, 1e-310, 1e-300, 1e-200)
+# float_limits=True: the edges of what a float and the Scenario hold, beside the extreme ranges.
+_TINY_HOURS = (5e-324, 1e-320, 1e-310, 2.2250738585072014e-308, 1e-300)
+_HUGE_HOURS = (1e300, 1e307, 1e308, 1.7976931348623157e308)
+_LIMIT_GPUS = (2**31, MAX_COUNT)
+_LIMIT_RATES = (1e3, MAX_FAILURE_RATE)
 
 
 # ---- argument checks (hypothesis style: InvalidArgument, naming the argument) ----
@@ -191,7 +196,8 @@ def _scenario(draw, fields, laws, queue_wait_distributions, near_mttf=()):
 def scenarios(*, n_gpus=None, failure_rate=None, checkpoint_interval=None, work=None, checkpoint_cost=None,
               restart_cost=None, queue_wait=None, gpus_per_node=None, min_gpus: int | None = None,
               max_gpus: int | None = None, laws=FAILURE_LAWS,
-              queue_wait_distributions=QUEUE_WAIT_DISTRIBUTIONS, extreme: bool = False) -> SearchStrategy[Scenario]:
+              queue_wait_distributions=QUEUE_WAIT_DISTRIBUTIONS, extreme: bool = False,
+              float_limits: bool = False) -> SearchStrategy[Scenario]:
     """Draw valid scalar `Scenario` objects.
 
     Each field (``n_gpus``, ``failure_rate``, ...) may be a value or a strategy;
@@ -218,6 +224,11 @@ def scenarios(*, n_gpus=None, failure_rate=None, checkpoint_interval=None, work=
         Queue-wait laws to draw from.
     extreme : bool, default False
         Draw from the edges of the valid space.
+    float_limits : bool, default False
+        With `extreme`, also draw the limits a float and the Scenario hold:
+        subnormal durations (5e-324 h), durations up to the largest float
+        (work up to `MAX_WORK`), up to 2**32 GPUs and failure rates up to
+        `MAX_FAILURE_RATE`.
 
     Returns
     -------
@@ -226,15 +237,21 @@ def scenarios(*, n_gpus=None, failure_rate=None, checkpoint_interval=None, work=
     """
     if extreme not in (True, False):
         raise InvalidArgument(f"extreme={extreme!r} must be True or False")
+    if float_limits not in (True, False) or (float_limits and not extreme):
+        raise InvalidArgument(f"float_limits={float_limits!r} must be True or False, and True only with extreme=True")
     pick = 1 if extreme else 0
     g_lo, g_hi = _RANGES["n_gpus"][pick]
+    g_hi = MAX_COUNT if float_limits else g_hi
     g_lo = g_lo if min_gpus is None else min_gpus
     g_hi = g_hi if max_gpus is None else max_gpus
-    _check_bounds("gpus", g_lo, g_hi, minimum=1, maximum=10**9)
+    _check_bounds("gpus", g_lo, g_hi, minimum=1, maximum=MAX_COUNT)
     laws_strategy = failure_laws(laws=laws)
     qwd = _check_choices("queue_wait_distributions", queue_wait_distributions, QUEUE_WAIT_DISTRIBUTIONS)
 
     def default(name):
+        return st.one_of(usual(name), *limits(name)) if float_limits else usual(name)
+
+    def usual(name):
         lo, hi = _RANGES[name][pick]
         if name == "n_gpus":  # any count, and often a power of two as real jobs are
             e_lo, e_hi = math.ceil(math.log2(g_lo)), math.floor(math.log2(g_hi))
@@ -247,6 +264,12 @@ def scenarios(*, n_gpus=None, failure_rate=None, checkpoint_interval=None, work=
         if name in ("checkpoint_interval", "work"):
             return durations(min_value=lo, max_value=hi)
         return st.one_of(st.just(0.0), durations(min_value=lo, max_value=hi))
+
+    def limits(name):
+        """The float limits of a field (none left where its bounds exclude them)."""
+        values = {"n_gpus": [g for g in _LIMIT_GPUS if g_lo <= g <= g_hi], "failure_rate": _LIMIT_RATES,
+                  "work": (*_TINY_HOURS, MAX_WORK)}.get(name, _TINY_HOURS + _HUGE_HOURS)
+        return [st.sampled_from(values)] if values else []
 
     given = dict(n_gpus=n_gpus, failure_rate=failure_rate, checkpoint_interval=checkpoint_interval, work=work,
                  checkpoint_cost=checkpoint_cost, restart_cost=restart_cost, queue_wait=queue_wait)

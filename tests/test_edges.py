@@ -1,0 +1,228 @@
+"""Plans, closed forms and simulations at the edges of the valid space: the right number, a NaN
+with the flag that names its cause, or a refusal naming the parameter; never a NumPy warning."""
+
+import contextlib
+import json
+import math
+import warnings
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from hypothesis import assume, given, settings
+
+import relmodel as rm
+from relmodel.cli import main
+from relmodel.closed_form import ClosedFormWarning
+from relmodel.engine import expected_failures
+from relmodel.errors import ParameterError, ScenarioError
+from relmodel.simulate import CappedJobsWarning
+from relmodel.testing.strategies import scenarios
+
+RUN = dict(n_gpus=1024, failure_rate=0.0065, work="7d", checkpoint_interval="1h", checkpoint_cost="5min",
+           restart_cost="10min")
+# A million failures per node-day on 2**32 GPUs: 1.8e14 failures an hour, so a product with a
+# duration near the float limit overflows.
+HOPELESS = dict(n_gpus=2**32, failure_rate=1e6)
+
+
+@contextlib.contextmanager
+def strict():
+    """Every warning an error, and every floating-point fault NumPy does not silence where it is meant to
+    (its own modules attribute some warnings to NumPy, past a module filter on relmodel)."""
+    with warnings.catch_warnings(), np.errstate(over="raise", invalid="raise", divide="raise"):
+        warnings.simplefilter("error")
+        yield
+
+
+# ---- plans at subnormal work and near-max costs ------------------------------------------
+
+def test_a_plan_for_subnormal_work_writes_no_checkpoint_and_answers_the_renewal_ettr():
+    with strict():
+        plan = rm.plan(**{**RUN, "work": "1e-320s"}, n_jobs=500)
+    sc = plan.scenario
+    lam = sc.job_failure_rate
+    # No checkpoint: the renewal form of one piece of work, e^(-lam u0) in the limit of no work.
+    assert plan.ettr == pytest.approx(math.exp(-lam * sc.restart_cost), rel=1e-12)
+    assert plan.ettr == rm.ettr(rm.Scenario(**{**RUN, "work": "1e-320s"}))  # simulate's renewal column
+    assert sc.intervals == (0, sc.work)
+    row = plan.ettr_by_interval["exact"]
+    assert row["simulated"] == 1.0 and plan.time_per_job_h["checkpoint"] == 0.0
+
+
+def test_a_checkpoint_cost_near_the_float_limit_counts_the_failures_of_a_job_that_never_checkpoints():
+    with strict():
+        plan = rm.plan(**{**RUN, "checkpoint_cost": "1e308h"}, n_jobs=500)
+        never = rm.plan(**{**RUN, "checkpoint_cost": "1w"}, n_jobs=500)
+    failures = never.ettr_by_interval["exact"]["expected_failures"]
+    assert failures == pytest.approx(339.277, rel=1e-5)
+    for label in ("young", "exact"):  # past the work: no checkpoint written, whatever it costs
+        assert plan.ettr_by_interval[label]["expected_failures"] == failures
+        assert plan.ettr_by_interval[label]["renewal"] == never.ettr_by_interval["exact"]["renewal"]
+    # Young's interval, sqrt(2 w M), fits a float though 2 w does not.
+    assert plan.intervals_h["young"] == pytest.approx(math.sqrt(2.0) * 1e154 * math.sqrt(plan.mttf_h), rel=1e-12)
+
+
+def test_no_full_interval_adds_no_failures_however_long_its_write():
+    assert expected_failures(0.0347, 0, 200.0, 1e308, 168.0, 0.1) == pytest.approx(math.expm1(0.0347 * 168)
+                                                                                    * math.exp(0.0347 * 0.1))
+    assert expected_failures(0.0347, 1, 1.0, 1e308, 0.0, 0.1) == math.inf
+
+
+def test_the_plan_command_at_a_checkpoint_cost_near_the_float_limit_prints_no_numpy_warning():
+    result = CliRunner().invoke(main, ["plan", "--gpus", "1024", "--checkpoint-cost", "1e308h", "--n-jobs", "500",
+                                       "--json"])
+    assert result.exit_code == 0, result.output
+    assert "Warning" not in result.output and "overflow" not in result.output
+    rows = json.loads(result.stdout)["ettr_by_interval"]
+    assert rows["exact"]["expected_failures"] == pytest.approx(339.277, rel=1e-5)
+
+
+@pytest.mark.parametrize("fields", [dict(failure_rate=0.0, queue_wait=np.finfo(float).max),
+                                    dict(n_gpus=8, failure_rate=1e6, work="1s", checkpoint_interval="1s")],
+                         ids=["queue at the float limit", "the largest failure rate"])
+def test_sensitivities_at_the_top_of_a_parameters_range_are_one_sided(fields):
+    with strict():
+        warnings.simplefilter("ignore", CappedJobsWarning)
+        plan = rm.plan(**{**RUN, **fields}, n_jobs=20, max_failures=50)
+    for name, s in plan.sensitivity.items():
+        assert s["elasticity"] <= 0 or math.isnan(s["elasticity"]) and plan.ettr == 0, name
+
+
+# ---- closed forms past float64's range ----------------------------------------------------
+
+@pytest.mark.parametrize("fields", [
+    dict(queue_wait=1e308),  # lam q overflows
+    dict(restart_cost=1e308),  # e^(-lam u0) underflows and the work splits into whole intervals
+    dict(checkpoint_cost=1e308, queue_wait=1e300, queue_wait_distribution="exponential"),
+], ids=["queue", "restart", "write and queue"])
+def test_the_renewal_form_of_a_hopeless_exponential_job_is_zero_not_nan(fields):
+    sc = rm.Scenario(**{**RUN, **HOPELESS, **fields, "work": 168.0, "checkpoint_interval": 1.0})
+    with strict():
+        assert rm.ettr(sc, "renewal") == 0.0
+        for at in ("young", "daly", "exact"):
+            assert rm.ettr(sc, "renewal", at=at) == 0.0
+
+
+def test_young_and_daly_survive_products_past_the_float_range():
+    with strict():
+        # 2 w overflows: Young's root does not.
+        huge = rm.Scenario(**{**RUN, "checkpoint_cost": 1e308})
+        assert rm.optimal_interval(huge, "young") == pytest.approx(math.sqrt(2.0) * 1e154 * math.sqrt(huge.mttf))
+        # 2 w M underflows to 0 (a subnormal cost, a short MTTF): both roots stay positive.
+        tiny = rm.Scenario(**{**RUN, **HOPELESS, "checkpoint_cost": 5e-324})
+        expected = math.sqrt(2.0) * math.sqrt(5e-324) * math.sqrt(tiny.mttf)
+        for method in ("young", "daly"):
+            assert rm.optimal_interval(tiny, method) == pytest.approx(expected, rel=1e-6)
+
+
+def test_the_linear_form_at_an_undefined_exact_interval_blames_the_interval_not_its_numerator():
+    sc = rm.Scenario(**RUN, weibull_shape=0.7)
+    with pytest.warns(ClosedFormWarning, match="exact optimal interval is: it needs exponential") as caught:
+        assert math.isnan(rm.ettr(sc, "linear", at="exact"))
+    assert not any("numerator" in str(w.message) for w in caught)
+
+
+def test_the_mttf_of_a_subnormal_job_rate_is_infinite_without_a_warning():
+    with strict():
+        assert rm.mttf(8, 5e-324) == math.inf
+
+
+# ---- every public number over the whole valid space ---------------------------------------
+
+def _numbers(value, path=""):
+    """(dotted path, number) of every number in nested dicts and lists."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _numbers(item, f"{path}.{key}")
+    elif isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            yield from _numbers(item, f"{path}[{i}]")
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        yield path, float(value)
+
+
+RATIOS = {"ettr", "linear", "renewal", "simulated", "ettr_if_halved", "best_possible", "ettr_sim", "ettr_renewal",
+          "ettr_job_mean", "ettr_linear"}
+
+
+def _check_in_range(path: str, value: float, flagged: bool):
+    """ETTRs in [0, 1]; counts, times and intervals >= 0, finite but for an interval ("never") or
+    an expected failure count past the float range; NaN only where flagged."""
+    if math.isnan(value):
+        assert flagged, f"{path} is NaN without its flag"
+        return
+    if "elasticity" in path or "ci95" in path:
+        return
+    assert value >= 0, f"{path} = {value}"
+    if path.rsplit(".", 1)[-1].split("@")[0] in RATIOS:
+        assert value <= 1, f"{path} = {value}"
+    if math.isinf(value):
+        assert "interval" in path or "mttf" in path or "expected_failures" in path, f"{path} is inf"
+
+
+def _closed_forms(sc):
+    """Every closed-form number of a scenario, and whether a ClosedFormWarning flagged one."""
+    out, flagged = {}, False
+    for method in ("renewal", "linear"):
+        for at in ("given", "young", "daly", "exact"):
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always", ClosedFormWarning)
+                out[f"{method}@{at}"] = float(rm.ettr(sc, method, at=at))
+            flagged |= bool(caught)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ClosedFormWarning)
+        for method in ("young", "daly", "exact"):
+            out[f"interval.{method}"] = float(rm.optimal_interval(sc, method))
+    out["mttf"] = rm.mttf(sc.n_gpus, sc.failure_rate, sc.gpus_per_node)
+    return out, flagged or bool(caught)
+
+
+@settings(max_examples=25)
+@given(sc=scenarios(extreme=True, float_limits=True))
+def test_every_public_number_is_in_range_refused_or_flagged(sc):
+    # A lemon mixture over millions of nodes makes a table of millions of job rates: minutes a point.
+    assume(not (sc.lemon_fraction > 0 and sc.n_nodes > 2**12))
+    # Where a job's failure-free time or one failure's costs pass float64, the Numba kernel crashes
+    # (a bus error on Weibull failures) and the summary adds inf to -inf: faults of the kernels and
+    # their summary, left to their owner. The forms are checked there, the simulation not.
+    kernels_fit = math.isfinite((sc.intervals[0] + 1) * (sc.checkpoint_interval + sc.checkpoint_cost
+                                                         + sc.restart_cost + sc.queue_wait))
+    n_jobs, max_failures = 4, 50
+    # The kernels sum each job's times and their squares in float64: durations whose sums over a
+    # run's events pass its range read inf or NaN in the means and standard errors (a limit of the
+    # kernels' accumulators, not of the forms).
+    longest = max(sc.checkpoint_interval, sc.checkpoint_cost, sc.restart_cost, sc.queue_wait)
+    sums_overflow = longest * 2 * (max_failures + 1) * 20_000 > math.sqrt(np.finfo(float).max)
+    with strict():
+        warnings.simplefilter("ignore", ClosedFormWarning)  # recorded where it flags a NaN
+        warnings.simplefilter("ignore", CappedJobsWarning)  # the cap bounds the example; n_capped says so
+        forms, flagged = _closed_forms(sc)
+        for path, value in _numbers(forms):
+            _check_in_range(path, value, flagged)
+        if not kernels_fit:
+            return
+        try:
+            planned = rm.plan(sc, n_jobs=20, max_failures=50).to_dict()
+        except (ParameterError, ScenarioError) as err:
+            assert sc.weibull_shape != 1.0 and err.parameter == "weibull_shape"
+        else:
+            rows = planned["ettr_by_interval"]
+            for path, value in _numbers({k: v for k, v in planned.items() if k not in ("scenario", "units")}):
+                label, key = (path.split(".") + ["", ""])[2:4]
+                flagged = (
+                    # a check simulation not run: its simulated_jobs is 0
+                    (key.startswith("simulated") and rows[label]["simulated_jobs"] == 0)
+                    or (key == "linear" and not rows[label]["linear_valid"])
+                    # d ln ETTR has no value where the ETTR underflows to 0
+                    or (key == "elasticity" and planned["ettr"] < np.finfo(float).tiny)
+                    or (key in ("simulated_se", "simulated_ci95") and sums_overflow))
+                _check_in_range(path, value, flagged)
+        ds = rm.simulate(sc, n_jobs=n_jobs, max_failures=max_failures)
+    capped = int(ds.n_capped.sum()) > 0
+    for name, values in ds.data_vars.items():
+        if values.dtype.kind == "f":
+            flagged = (name == "ettr_renewal" and sc.weibull_shape != 1) or capped
+            for value in np.ravel(values.values):
+                if not (sums_overflow and not np.isfinite(value) and name not in RATIOS - {"ettr"}):
+                    _check_in_range(name, float(value), flagged)
