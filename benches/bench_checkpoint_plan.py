@@ -6,8 +6,9 @@ it asserts nothing).
 First the exact E[wall] by its two engines on jobs of growing length (the
 default one a cycle of level-L positions at a time, with its jump over
 periods and without it; the reference a position at a time), in ms per call
-and ns per position. Then `best_intervals` on the cases of issue 31 and the
-run of docs/user-guide/checkpoint-strategies.md: the intervals chosen, their exact ETTR and the planning time.
+and ns per position. Then `best_intervals` on the hard cases that
+tests/test_checkpoint_plan.py pins (`MISSED`) and the run of
+docs/user-guide/checkpoint-strategies.md: the intervals chosen, their exact ETTR and the planning time.
 Best of `--repeats`; the first call of each compiles or loads the kernels.
 `--survey N` then plans N scenarios drawn by `relmodel.testing.strategies`
 (`level_scenarios` on `scenarios(extreme=True)`, durable multiples up to 64)

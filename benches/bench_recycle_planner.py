@@ -1,5 +1,5 @@
 """ReCycle's planner over a grid: period / lower bound of the exact search and of the
-heuristic, with their planning times (issue: stages 4-16, replicas 2-8, micro-batches
+heuristic, with their planning times (the grid: stages 4-16, replicas 2-8, micro-batches
 p to 4p, 1-4 failed workers spread as `spread_failures` places them; unit F, B, W).
 
     python benches/bench_recycle_planner.py [--exact-limit SECONDS] [--most TASKS] [--stages P ...] > table.md

@@ -86,7 +86,7 @@ numpydoc_validation_exclude = {
 
 # -- sphinx-gallery ----------------------------------------------------------
 # The examples are command-line scripts; the gallery runs each in its quick mode
-# (`--quick --out FOLDER`, about 3 s each) and shows the figures it writes. They
+# (`--quick --out FOLDER`, seconds each) and shows the figures it writes. They
 # draw on matplotlib `Figure` objects, not pyplot, so the scraper collects the
 # PNG files from the example's output folder instead of open pyplot figures.
 _GALLERY_OUT = Path(__file__).parent / "_build" / "gallery_out"

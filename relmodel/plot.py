@@ -21,7 +21,7 @@ from .store import save_figure
 from .units import format_hours
 
 # The simulated points of an interval figure draw at most this many failures in
-# all (about a second on 2 cores): a long run takes fewer jobs a point, and a
+# all (a budget of about a second): a long run takes fewer jobs a point, and a
 # point that would get fewer than MIN_FIGURE_JOBS jobs is left out.
 FIGURE_EVENT_BUDGET = 2e7
 MIN_FIGURE_JOBS = 200

@@ -15,8 +15,8 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 os.environ.setdefault("NUMBA_CACHE_DIR", os.path.join(tempfile.gettempdir(), "relmodel-numba-cache"))
 
 # Slow tests (statistical ones, the longest exact searches) run by default (and in CI)
-# only in this fixed sample: one or two of each statistical family, about 10 s
-# together (all of them: --run-slow, about 2 minutes more).
+# only in this fixed sample: one or two of each statistical family, seconds
+# together (all of them: --run-slow, minutes more).
 SLOW_SAMPLE = (
     "tests/test_agreement.py::test_agreement_many_scenarios_and_seeds[0]",
     "tests/test_agreement.py::test_agreement_many_scenarios_and_seeds[3]",

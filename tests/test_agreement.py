@@ -1,4 +1,4 @@
-"""Monte Carlo against the exact renewal expectation (SPEC section 3)."""
+"""Monte Carlo against the exact renewal expectation (docs: user-guide/closed-forms.md)."""
 
 import numpy as np
 import pytest

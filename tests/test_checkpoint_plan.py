@@ -65,11 +65,11 @@ def test_multilevel_search_finds_the_brute_force_optimum(fields):
     assert best_found >= brute - 1e-6 * brute, (found, best_found, brute)
 
 
-# ---- the planner at the true optimum (issue 31, item 1) ------------------------------------
+# ---- the planner at the true optimum -------------------------------------------------------
 
 CLUSTER = dict(n_gpus=16384, failure_rate=6.5e-3, restart_cost="10min")  # MTTF 1.8 h
 MISSED = {
-    # (scenario, an ETTR the exact form reaches that the planner of issue 31 missed)
+    # (scenario, an ETTR the exact form reaches, which a coarser search misses)
     "nearly durable cheap fast level": (rm.Scenario(
         **CLUSTER, work="14d", checkpoint_interval="2h", checkpoint_cost="10min",
         fast_checkpoints=(CheckpointLevel(interval="2min", cost="1s", restart="3min", survives=0.995),)), 0.92564),
@@ -78,8 +78,8 @@ MISSED = {
         fast_checkpoints=(CheckpointLevel(interval="2min", cost=0, restart="10min", survives=1.0),)), 0.9094),
     "durable write persisting longer than the MTTF": (rm.Scenario(
         **CLUSTER, work="2d", checkpoint_interval="3h", checkpoint_cost="1min", checkpoint_persist="3h"), 0.0774),
-    # The planner kept the durable writes from waiting wherever there were fast levels: 0.10868 at
-    # 10.6 min x 17 (3 h, the persist), against 0.1212 at 6 min x 19 (1.9 h: its writes wait).
+    # Keeping the durable writes from waiting beside fast levels gives 0.10868 at 10.6 min x 17
+    # (3 h, the persist), against 0.1212 at 6 min x 19 (1.9 h: its writes wait).
     "durable writes that wait beside a fast level": (rm.Scenario(
         **CLUSTER, work="2d", checkpoint_interval="3h", checkpoint_cost="1min", checkpoint_persist="3h",
         fast_checkpoints=(CheckpointLevel(interval="10min", cost="5s", restart="3min", survives=0.3),)), 0.1212),
@@ -94,9 +94,9 @@ def test_the_planner_reaches_the_optima_it_missed(case):
 
 def test_the_planner_solves_no_waiting_plan_past_the_small_multiples(monkeypatch):
     """A free 1 s fast level beside a durable write that persists 6 h: the search past the whole
-    multiples scored durable intervals below the persist at multiples of 20,000, each a positions-engine
-    walk of hours (the planner ran for more than ten minutes; now seconds). Plans whose durable writes
-    wait are solved only among the small multiples (`_waiting_search`)."""
+    multiples would score durable intervals below the persist at multiples of 20,000, each a
+    positions-engine walk of hours. Plans whose durable writes wait are solved only among the small
+    multiples (`_waiting_search`)."""
     from relmodel import checkpoint_plan
 
     fast = CheckpointLevel(interval=1.17 / 3600, cost=0.0, restart=0.1, survives=0.9)
@@ -118,7 +118,7 @@ def test_the_planner_solves_no_waiting_plan_past_the_small_multiples(monkeypatch
 
 def test_without_failures_the_planner_solves_no_plan_that_writes(monkeypatch):
     """No checkpoint at all is solved first and bounds every other plan: with failures years apart
-    none can beat it, so none is solved (a 448-day job beside levels 0.02 s apart took 47 s; 1.4 s)."""
+    none can beat it, so none is solved (a 448-day job beside levels 0.02 s apart would take long)."""
     from relmodel import checkpoint_plan
 
     sc = rm.Scenario(n_gpus=256, failure_rate=1e-12, work="30d", checkpoint_interval="1min", checkpoint_cost="1s",
@@ -318,7 +318,7 @@ TARGET = 0.965  # above the best today (0.9512): each parameter must improve
 
 @pytest.fixture(scope="module")
 def planned():
-    """`relmodel plan` of issue 32: multilevel recommended, so multilevel planned (not blocking)."""
+    """`relmodel plan` of a levelled run: multilevel recommended, so multilevel planned (not blocking)."""
     return rm.plan(level_run(), n_jobs=1000, target_ettr=TARGET)
 
 
@@ -493,8 +493,8 @@ seed = 1
 
 
 def no_checkpoint_ettr(sc):
-    """ETTR with no checkpoint at all, from SPEC section 3 directly: one segment of
-    the whole work, (e^(lam W) - 1)(1/lam + R*), R* = q e^(lam u0) + (e^(lam u0) - 1)/lam."""
+    """ETTR with no checkpoint at all, from the job model directly (docs: user-guide/job-model.md):
+    one segment of the whole work, (e^(lam W) - 1)(1/lam + R*), R* = q e^(lam u0) + (e^(lam u0) - 1)/lam."""
     lam, work = sc.job_failure_rate, sc.work
     if lam == 0:
         return 1.0
@@ -502,7 +502,7 @@ def no_checkpoint_ettr(sc):
     return work / (math.expm1(lam * work) * (1 / lam + r_star))
 
 
-# Issue 30, item 6: the planner never considered writing no checkpoint. (Each example runs the
+# Writing no checkpoint is one of the planner's candidates. (Each example runs the
 # multilevel search, about a second: a bounded sample, 8 examples.)
 @settings(max_examples=8, deadline=None)
 @given(sc=scenarios(laws=("exponential",), work=st.floats(0.05, 48.0), checkpoint_cost=st.floats(1 / 60, 48.0),

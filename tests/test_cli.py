@@ -66,7 +66,7 @@ def test_simulate_prints_a_grid_a_point_at_a_time_with_the_grid_bits(tmp_path, m
 
 
 def test_the_table_prints_durations_with_their_unit_and_the_json_keeps_hours():
-    """A grid typed as 30min,2h printed 0.5 and 2 under `checkpoint_interval`, a column without a unit."""
+    """A grid typed as 30min,2h prints 30min and 2h under `checkpoint_interval`, not bare hours."""
     args = ["simulate", "--gpus", "1024", "--checkpoint-interval", "30min,2h,90s", "--n-jobs", "500"]
     lines = invoke(*args).stdout.splitlines()
     assert [line.split()[0] for line in lines[1:]] == ["30min", "2h", "1.5min"]
@@ -155,7 +155,7 @@ def all_options(command=main, path=()):
 def test_every_duration_in_every_flag_and_key_needs_a_unit():
     """A walk over all commands and options: an option named as a duration (or
     a key of one, as in --fast-checkpoint) refuses a bare number, so a new flag
-    cannot slip past the rule (--fast-checkpoint cost=5 was read as 5 hours)."""
+    cannot slip past the rule (--fast-checkpoint cost=5 is not 5 hours)."""
     walked = []
     for path, option in all_options():
         if (path[-1], option.name) in NOT_DURATIONS:
@@ -223,7 +223,7 @@ def test_plan_says_so_only_when_no_interval_lets_a_job_finish():
 
 
 def test_plan_at_a_rate_in_the_wrong_unit_asks_about_the_unit():
-    """`plan --failure-rate 6.5` printed an MTTF of 26 s and ETTR 0.0000 without the hint simulate gives."""
+    """`plan --failure-rate 6.5` (an MTTF of 26 s, ETTR 0.0000) gives the hint about the unit that simulate gives."""
     result = invoke("plan", "--gpus", "4096", "--work", "30d", "--failure-rate", "6.5", "--n-jobs", "200")
     assert result.exit_code == 0, result.output
     assert "note: 6.5 failures per node-day is a job MTTF of 25.96s; is --failure-rate per node-day?" in result.output
@@ -295,8 +295,8 @@ def test_a_device_fifo_or_huge_input_file_is_refused_unread(make_args, kind, tmp
 
 
 @pytest.mark.parametrize("args, flag", [
-    (["--run-duration", "0"], "--run-duration"),  # was read as no value: 14-day runs (issue 30, item 8)
-    (["--run-duration", "1d", "--runs", "0"], "--runs"),  # was read as no value: 1000 runs
+    (["--run-duration", "0"], "--run-duration"),  # not read as no value (14-day runs)
+    (["--run-duration", "1d", "--runs", "0"], "--runs"),  # not read as no value (1000 runs)
 ])
 def test_pipeline_zero_is_refused_not_replaced_by_a_default(args, flag):
     result = invoke("pipeline", "--stages", "2", "--replicas", "2", "--microbatches", "2", *args)
@@ -319,6 +319,7 @@ def test_sweep_plot_axes_are_named_by_their_flags(tmp_path):
     (["cluster", "--gpus", "16", "--duration", "1h", "--plot", "{missing}/x.png"], "--plot"),
 ])
 def test_an_output_into_a_missing_folder_is_refused_before_any_work(tmp_path, args, flag):
-    """Issue 30, item 12: `--plot` into a missing folder was an internal error (exit 70) after the run."""
+    """`--out` or `--plot` into a missing folder is a usage error before the run, not an internal error
+    (exit 70) after it."""
     result = invoke(*[a.format(missing=tmp_path / "missing") for a in args])
     assert result.exit_code == 2 and f"{flag}: no such folder" in result.output

@@ -220,7 +220,7 @@ def test_wide_lemon_mixtures_find_the_same_exact_optimum_as_the_exhaustive_searc
     assert rm.optimal_interval(sc) == located
 
 
-# ---- families seen to go wrong (issue: no silent wrong number) ----------------------
+# ---- families that can go wrong: no silent wrong number ----------------------------
 
 BIG = dict(n_gpus=16384, failure_rate=6.5e-3, checkpoint_cost="5min", restart_cost="10min")
 
@@ -270,7 +270,7 @@ def test_the_exact_interval_of_long_jobs_is_the_lambert_w_optimum(n_gpus, work, 
 @pytest.mark.parametrize("interval, restart", [("2h", "10min"), ("10h", "10min"), ("30min", "6h")])
 def test_the_linear_form_is_flagged_wherever_it_strays(interval, restart):
     # 1 h of work at 4,096 GPUs: an interval beyond the work or a restart longer than the
-    # interval puts the linear form far off (a factor of six was seen), with a positive numerator.
+    # interval puts the linear form far off (by up to a factor of six), with a positive numerator.
     sc = rm.Scenario(n_gpus=4096, failure_rate=6.5e-3, checkpoint_cost="5min", restart_cost=restart, work="1h",
                      checkpoint_interval=interval)
     with pytest.warns(rm.ClosedFormWarning, match="off the exact renewal form"):
@@ -342,8 +342,8 @@ def test_a_lemon_mixture_evaluated_in_chunks_is_the_same(monkeypatch):
     assert np.all((whole > 0) & (whole < 1))
 
 
-# Issue 30, item 7: at subnormal rates 1 / lam overflowed; the form returned NaN
-# (blaming Weibull) and its exact optimum 0.1 h at ETTR 0.
+# At subnormal rates 1 / lam overflows: the form must still give the failure-free job,
+# not NaN (blaming Weibull), and its exact optimum not 0.1 h at ETTR 0.
 @pytest.mark.parametrize("failure_rate", [5e-324, 1e-320, 1e-310, 1e-300, 1e-200, 1e-30])
 def test_the_renewal_form_at_the_tiniest_rates_is_the_failure_free_job(failure_rate):
     sc = rm.Scenario(n_gpus=1024, failure_rate=failure_rate, checkpoint_interval="1h", checkpoint_cost="5min",
@@ -361,7 +361,7 @@ def test_the_renewal_form_at_the_tiniest_rates_is_the_failure_free_job(failure_r
 @given(exponent=st.floats(-323.0, -1.0), interval=st.floats(0.01, 100.0), restart=st.floats(0.0, 10.0),
        queue=st.floats(0.0, 10.0), ckpt=st.floats(0.0, 1.0))
 def test_the_renewal_expected_wall_against_arbitrary_precision(exponent, interval, restart, queue, ckpt):
-    """E[wall] of the renewal form (SPEC section 3) in 60-digit arithmetic, at job
+    """E[wall] of the renewal form (docs: user-guide/closed-forms.md) in 60-digit arithmetic, at job
     rates from 1e-323 per hour up: agreement to 1e-12."""
     import mpmath
 
@@ -383,8 +383,8 @@ def test_the_renewal_expected_wall_against_arbitrary_precision(exponent, interva
 
 
 def test_a_write_that_waits_for_persistence_is_exact_alone_and_refused_with_the_reason_by_the_linear_form():
-    """Issue 30, item 10: the linear form raised numpy's "zero-size array" error; issue 31, item 2: the exact
-    form solves a durable level that waits, alone or under fast levels (held to the kernel's simulation),
+    """The linear form refuses a write that waits with the reason, not numpy's "zero-size array" error; the
+    exact form solves a durable level that waits, alone or under fast levels (held to the kernel's simulation),
     and a fast level that waits is NaN with the reason."""
     sc = rm.Scenario(n_gpus=1024, failure_rate=6.5e-3, checkpoint_interval="1h", checkpoint_persist="3h",
                      checkpoint_cost="5min", restart_cost="10min", work="7d")

@@ -324,8 +324,8 @@ def test_profiled_table_interpolates_and_refuses_to_extrapolate():
 
 
 def test_a_hole_in_the_profile_has_the_same_rule_on_every_side():
-    """A profiled point whose up-right neighbour was unprofiled read as NaN (scipy's cell
-    weights 0 x NaN), so a job submitted there had 'no throughput'; its other sides did not."""
+    """A profiled point whose up-right neighbour is unprofiled reads as its value, not NaN (scipy's
+    cell weights 0 x NaN, which would leave a job submitted there 'no throughput'), as on its other sides."""
     table = np.array([[10.0, 20.0, 40.0], [30.0, np.nan, 50.0], [35.0, 45.0, 60.0]])
     t = el.ProfiledThroughput("hole", (1, 2, 4), (8, 16, 32), table)
     for i, g in enumerate(t.gpus):  # every profiled point is its own value, around the hole too

@@ -141,6 +141,6 @@ def test_bad_queue_flags_name_the_flag(args, message):
 
 @pytest.mark.parametrize("every", ["1e-6s", "0.2s"])  # refused up front; stopped when the run gets there
 def test_a_reoptimisation_interval_too_short_for_the_run_is_refused(every):
-    """Issue 30, item 13: `--reoptimize-every 1e-6s` ran on silently past 120 s."""
+    """`--reoptimize-every 1e-6s` is refused naming the flag, rather than running on silently for minutes."""
     result = invoke("--gpus", "16", "--arrival-rate", "2", "--duration", "4h", "--reoptimize-every", every)
     assert result.exit_code == 2 and "--reoptimize-every:" in result.output and "re-optimisations" in result.output

@@ -38,7 +38,7 @@ def rendered(fig) -> np.ndarray:
 
 @pytest.fixture(scope="module")
 def plans():
-    """Plans of the issue: a 14-day and a 54-day run, current interval 1 h, target 0.9."""
+    """Plans of a 14-day and a 54-day run, current interval 1 h, target 0.9."""
     return {work: rm.plan(work=work, checkpoint_interval=1.0, target_ettr=0.9, n_jobs=500, **JOB)
             for work in ("14d", "54d")}
 
@@ -76,7 +76,7 @@ def test_plan_figure_marks_target_current_interval_and_job(plans, plan_figures):
 
 def test_plan_figure_keeps_the_old_call_and_takes_keywords():
     sc = rm.Scenario(work="14d", checkpoint_interval=1.0, **JOB)
-    fig = plan_figure(sc, **QUICK)  # the old call: a Scenario, nothing marked
+    fig = plan_figure(sc, **QUICK)  # the plain call: a Scenario, nothing marked
     assert not labelled(fig.axes[0], "target") and not labelled(fig.axes[0], "current")
     fig = plan_figure(sc, target_ettr=0.8, current_interval=2.0, **QUICK)
     assert np.allclose(labelled(fig.axes[0], "target")[0].get_ydata(), 0.8)
@@ -181,7 +181,7 @@ def test_pipeline_aim_line_left_out_when_it_is_nowhere_finite(pipeline_table):
 
 
 def test_pipeline_legend_says_which_strategy_memory_rules_out():
-    """Bamboo, ruled out by the budget, was a line at 0 with nothing saying why."""
+    """Bamboo, ruled out by the budget, says why in the legend rather than drawing a bare line at 0."""
     import relmodel.pipeline as pl
     from relmodel.pipeline.plot import throughput_figure
 
@@ -251,7 +251,7 @@ def test_fit_plot_has_units():
 
 
 def test_relmodel_plan_plot_draws_the_command_s_own_plan(tmp_path):
-    # The issue's case through the command: the same flags but --work give different figures.
+    # Through the command: the same flags but --work give different figures.
     from click.testing import CliRunner
     from matplotlib.image import imread
 
@@ -269,7 +269,7 @@ def test_relmodel_plan_plot_draws_the_command_s_own_plan(tmp_path):
 
 
 def test_study_figure_refuses_one_axis_twice():
-    """Issue 30, item 14: `sweep --x n_gpus --y n_gpus` said "axes don't match array"."""
+    """`sweep --x n_gpus --y n_gpus` is refused naming `y`, not numpy's "axes don't match array"."""
     sc = rm.Scenario(n_gpus=[512, 1024], checkpoint_interval=[0.5, 1.0], failure_rate=6.5e-3, work="2d",
                      checkpoint_cost="5min", restart_cost="10min")
     with pytest.raises(rm.errors.ParameterError, match="y: must be another sweep axis than x"):
@@ -277,8 +277,8 @@ def test_study_figure_refuses_one_axis_twice():
 
 
 def test_the_caption_names_the_persist_and_every_fast_level():
-    """The plan-with-strategies figure said 'checkpoint write 30s' of a write that also persists for
-    5 min, and nothing of its in-memory level."""
+    """The plan-with-strategies figure's caption names a write's persist (not 'checkpoint write 30s'
+    alone) and its in-memory level."""
     sc = rm.Scenario(n_gpus=16384, failure_rate=3.8e-3, work="54d", checkpoint_interval="1h", checkpoint_cost="30s",
                      checkpoint_persist="5min", restart_cost="10min",
                      fast_checkpoints=(rm.CheckpointLevel(interval="10min", cost="5s", restart="3min", persist="30s",

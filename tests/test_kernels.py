@@ -183,7 +183,7 @@ def test_points_whose_every_job_would_be_capped_are_flagged_without_simulating(b
 
 @pytest.mark.parametrize("backend", ["numba", "cython"])
 def test_a_persistence_no_job_gets_through_is_flagged_without_simulating(backend):
-    """Issue 31: checkpoint_persist="1000d" capped every job after minutes of simulation.
+    """checkpoint_persist="1000d" is flagged at once, not every job capped after minutes of simulation.
     With no fast level, a job gets past a failure only through compute, a write and its
     persistence with no failure between: at 16,384 GPUs, 1000 days of it never happens."""
     sc = rm.Scenario(n_gpus=16384, failure_rate=[0.0, 6.5e-3], work="14d", checkpoint_interval="1h",
@@ -197,7 +197,7 @@ def test_a_persistence_no_job_gets_through_is_flagged_without_simulating(backend
 
 @pytest.mark.parametrize("survives", [0.0, 0.5])
 def test_a_durable_level_no_job_gets_through_behind_fast_levels_is_flagged(survives):
-    """Issue 31, item 4, with fast levels: a failure no fast level survives goes back to a durable
+    """The same with fast levels: a failure no fast level survives goes back to a durable
     checkpoint, so a job gets past one only through its segment and persistence with none of those
     failures between (at half of them, 1000 days of it still never happens). A fast level that always
     survives takes the bound away: that row is simulated."""

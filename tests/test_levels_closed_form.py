@@ -1,6 +1,6 @@
-"""Closed forms for checkpoint levels (issue 18): `levels_expected_wall` and `levels_first_order`.
+"""Closed forms for checkpoint levels: `levels_expected_wall` and `levels_first_order`.
 
-The exact form is checked four ways: with one level it is today's renewal form;
+The exact form is checked four ways: with one level it is the renewal form;
 on tiny jobs it equals a brute-force linear solve over the raw states of the
 semantics (written here, in 30-digit mpmath, from the level semantics alone);
 on a few scenarios it agrees with the plain event simulation of
@@ -414,7 +414,7 @@ def test_a_fast_write_that_waits_is_not_exact():
     assert math.isnan(value) and "level 0's writes wait" in reason and "fast levels" in reason
 
 
-# The durable level's writes wait for the one before to persist, the fast levels' never do (issue 31, item 2).
+# The durable level's writes wait for the one before to persist, the fast levels' never do.
 DURABLE_WAITING = {
     "durable waits, a fast level": dict(BASE, checkpoint_persist=1.6,
                                         levels=[fast(0.25, 0.01, 0.05, persist=0.1, survives=0.7)]),
@@ -514,8 +514,8 @@ def test_a_hopeless_job_is_inf_without_warnings():
 
 def test_a_hopeless_long_job_overflows_at_once_rather_than_walk_its_positions():
     """Failures every 18 s, 1 h restarts, writes that wait hours to persist, 2**27 positions: the
-    periodic shortcut met values that overflowed (inf * 0 on the way) and walked MAX_POSITIONS waiting for
-    them to repeat (25 s, then NaN); as a job of 10**5 positions does, it is inf at once."""
+    periodic shortcut meets values that overflow (inf * 0 on the way), which never repeat: rather than walk
+    MAX_POSITIONS waiting for them (then NaN), it is inf at once, as a job of 10**5 positions is."""
     args = dict(lam=200.0, rem=0.0, d0=1 / 3600, mult=[1], cost=[1.0], restart=[1.0], persist=[17385.0],
                 survives=[1.0], categories=[(1.0, 1.0, 1 / 3600)])
     assert levels_expected_wall(n_full=10**5, **args) == (math.inf, None)
@@ -583,7 +583,7 @@ def test_first_order_is_flagged_where_failures_are_not_rare(levels):
 
 @pytest.mark.parametrize("d0, levels", [
     (0.25, ([1, 4], [0.01, 0.05], [0.05, 0.0], [0.0, 1.2], [0.5, 1.0])),
-    (1.0, ([1], [1 / 12], [0.0], [3.0], [1.0])),  # persisting 3 h, an hour apart: crashed (issue 30, item 10)
+    (1.0, ([1], [1 / 12], [0.0], [3.0], [1.0])),  # persisting 3 h, an hour apart: refused, not a crash
 ])
 def test_first_order_refuses_writes_that_wait(d0, levels):
     """Neither form has a term for a write that waits for persistence: NaN, as the exact form."""

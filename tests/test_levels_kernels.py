@@ -1,6 +1,6 @@
-"""Checkpoint levels (issue 18) in the two kernel twins: Numba and Cython give
-the same bits, job by job and in the block sums, whatever the threads or the
-chunking; rows without levels keep the old path."""
+"""Checkpoint levels in the two kernel twins: Numba and Cython give the same
+bits, job by job and in the block sums, whatever the threads or the chunking;
+rows without levels take the path without levels."""
 
 import numba
 import numpy as np

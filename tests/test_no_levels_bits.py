@@ -1,6 +1,5 @@
-"""Scenarios without checkpoint levels give the very bits they gave before levels
-existed (issue 18): numbers recorded by relmodel 0.2.0 at commit 16c2eb2, the last
-commit before them, on both backends."""
+"""Scenarios without checkpoint levels give the very bits relmodel 0.2.0 gave,
+which has no levels (numbers it recorded), on both backends."""
 
 import json
 from pathlib import Path

@@ -105,7 +105,7 @@ def test_a_foreign_file_or_folder_at_out_is_refused_and_untouched(tmp_path, name
 
 @pytest.mark.parametrize("name, suffix", OUTS)
 def test_a_relmodel_output_is_replaced_only_with_overwrite_through_its_link(tmp_path, name, suffix):
-    """A link to a finished output was replaced without --overwrite."""
+    """A link to a finished output is replaced only with --overwrite."""
     (tmp_path / "real").mkdir()
     target = tmp_path / "real" / f"kept{suffix}"
     first, _ = write_out(tmp_path, name, suffix, out=target)
@@ -309,7 +309,7 @@ def _cli(args, cwd, limit=None):
     ("simulate", "--out", "x.zarr"), ("simulate", "--out", "x.nc"), ("cluster", "--out", "x.zarr"),
     ("fit", "--plot", "x.png")])
 def test_the_file_size_limit_leaves_the_old_output(tmp_path, command, flag, name):
-    """Under `ulimit -f` a store was left under its final name, half written."""
+    """Under `ulimit -f` the old output stays, and nothing half written takes its name."""
     args, _, change = WRITERS[command]
     out = tmp_path / name
     extra = ["--overwrite"] if flag == "--out" else []

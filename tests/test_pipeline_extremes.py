@@ -178,12 +178,12 @@ def test_the_resolution_limit_is_where_the_docs_say():
 
 
 @pytest.mark.parametrize("call, parameter", [
-    (lambda: pl.fault_free(pl.PipelineConfig(4, 2, 4), n_iterations=3, n_measured=-2), "n_measured"),  # was -10.5
+    (lambda: pl.fault_free(pl.PipelineConfig(4, 2, 4), n_iterations=3, n_measured=-2), "n_measured"),  # not a period of -10.5
     (lambda: pl.fault_free(pl.PipelineConfig(4, 2, 4), n_iterations=0), "n_iterations"),  # IndexError
     (lambda: pl.bamboo_schedule(pl.PipelineConfig(4, 2, 4), n_iterations=10**9), "stages"),  # too many tasks
-    (lambda: pl.failure_set("stacked", -1, 2, 2), "n_failures"),  # was a mask of one failure
+    (lambda: pl.failure_set("stacked", -1, 2, 2), "n_failures"),  # not a mask of one failure
     (lambda: pl.failure_set("stacked", 1, 2, 2, stage=7), "stage"),  # IndexError
-    (lambda: pl.failure_set("everywhere", 1, 2, 2), "placement"),  # was read as "stacked"
+    (lambda: pl.failure_set("everywhere", 1, 2, 2), "placement"),  # not read as "stacked"
     (lambda: pl.RunModel(failure_rate=10**400), "failure_rate"),  # OverflowError
     (lambda: pl.RunModel(duration=10**400), "duration"),  # OverflowError
     (lambda: pl.simulate_runs(pl.PipelineConfig(2, 2, 2), pl.RunModel(duration="1d"), n_runs=2,

@@ -174,7 +174,7 @@ def test_tail_lengths_are_the_longest_paths_to_the_end(graph_workers):
 
 def test_a_wall_clock_limit_stops_the_exact_search_with_its_best_plan_and_gap():
     """`wall_limit` bounds the exact search in wall seconds (deterministic time alone grows with the load):
-    a search whose proof takes ~100 CPU s, told 1 s, returns its best plan, says why it is not proven
+    a search whose proof takes minutes of CPU, told 1 s, returns its best plan, says why it is not proven
     and warns with the period against the bound."""
     pytest.importorskip("ortools")
     import warnings

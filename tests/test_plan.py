@@ -125,9 +125,9 @@ def test_cli_plan_bad_input_is_one_line_naming_the_flag(args, flag):
 
 
 def test_plan_at_extreme_scale_caps_no_legitimate_failure():
-    # 131,072 GPUs for 30 days: ~18,000 failures a job at the best interval, more than the
-    # 10,000 the check simulation used to stop jobs at (its table then showed 16 of 30 days
-    # productive). The breakdown adds up to the wall time and its productive part is the work.
+    # 131,072 GPUs for 30 days: ~18,000 failures a job at the best interval, past a cap of
+    # 10,000 (under which the table would show 16 of 30 days productive). The breakdown adds up
+    # to the wall time and its productive part is the work.
     import warnings
 
     with warnings.catch_warnings():
@@ -184,8 +184,8 @@ def test_compare_flags_the_linear_form_wherever_it_strays():
 
 
 def test_plan_says_why_a_simulated_interval_has_no_spread_and_where_intervals_mean_no_checkpoint():
-    """Issue 30, item 9: "1.0000 [1.0000, 1.0000]" beside the exact 0.9942, and Young's 2.19 h
-    for a 1 s job, with no word."""
+    """Not a bare "1.0000 [1.0000, 1.0000]" beside the exact 0.9942, nor Young's 2.19 h for a 1 s
+    job, with no word: the table says why."""
     out = CliRunner().invoke(main, ["plan", "--gpus", "1024", "--work", "1s", "--checkpoint-cost", "5min",
                                     "--restart-cost", "10min", "--n-jobs", "2000"]).output
     assert "]~," in out and "no simulated job failed" in out

@@ -208,7 +208,7 @@ def test_the_settling_pass_keeps_exactly_the_jobs_whose_first_exponential_is_bel
 
 def test_kernels_that_draw_words_ask_llvm_for_512_bit_vectors():
     """`prefer_wide_vectors`: a function the Philox intrinsic is emitted into carries the attribute
-    (LLVM's default on AVX-512 CPUs is 256 bits; 512 measured 12% faster on the large scenario)."""
+    (LLVM's default on AVX-512 CPUs is 256 bits; 512 is faster: docs: whats-new.md, 'Performance history')."""
 
     @njit
     def draw(n):

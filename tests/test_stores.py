@@ -327,7 +327,7 @@ def test_a_netcdf_study_is_checked_by_its_hdf5_checksums(tmp_path, references):
     assert list(rm.verify_study(out)) == ["file"]
 
 
-# ---- every writer takes the lock (issue 30, items 1 and 2) ---------------------------------
+# ---- every writer takes the lock -----------------------------------------------------------
 
 def test_a_command_writing_a_study_being_run_is_refused_and_the_study_untouched(tmp_path, references):
     """`relmodel simulate --out s.zarr` during a sweep on s.zarr exited 0 and mixed the stores."""
@@ -381,7 +381,7 @@ def test_no_command_replaces_a_finished_study_without_overwrite(tmp_path, refere
         rm.open_study(out)
 
 
-# ---- stores that heal (issue 30, items 3 and 4) -------------------------------------------
+# ---- stores that heal ---------------------------------------------------------------------
 
 @pytest.mark.parametrize("damage", ["markers folder", "array metadata", "garbled consolidated", "no consolidated"])
 def test_a_damaged_store_is_rebuilt_by_the_next_run_to_the_same_bits(tmp_path, references, damage):
@@ -423,7 +423,7 @@ def test_a_garbled_consolidated_metadata_reads_with_a_warning(tmp_path, referenc
         xr.testing.assert_identical(data(rm.open_study(out)), references[1])
 
 
-# ---- checked reads (issue 30, item 5) ----------------------------------------------------
+# ---- checked reads -----------------------------------------------------------------------
 
 def finished_copy(tmp_path, name, suffix=".zarr"):
     out = tmp_path / f"{name}{suffix}"
@@ -449,7 +449,7 @@ def test_damaged_coordinates_are_found_on_read_and_by_verify(tmp_path, reference
     if damage == "altered":
         group = zarr.open_group(out, mode="r+", use_consolidated=False)
         values = group["n_gpus"][:]
-        values[2] = 0  # was n_gpus=[1024 4096 0], "every chunk matches"
+        values[2] = 0  # n_gpus=[1024 4096 0]: a change, never "every chunk matches"
         group["n_gpus"][:] = values
     else:
         for chunk in (out / "checkpoint_interval").glob("[0-9]*"):
@@ -508,7 +508,8 @@ def test_refusals_are_one_line_and_debug_shows_the_traceback(tmp_path):
 # ---- the environment: one line and exit status 1, nothing half made ---------------------
 
 def test_a_netcdf_study_past_the_file_size_limit_is_refused_and_resumes_when_lifted(tmp_path, references):
-    """Under `ulimit -f` HDF5 was cut off mid-write: dozens of tracebacks, then a segfault (139)."""
+    """Under `ulimit -f` the study is refused in one line, before HDF5 is cut off mid-write (tracebacks,
+    then a segfault), and resumes once the limit is lifted."""
     import resource
 
     def small_file_limit():
@@ -545,7 +546,7 @@ def test_a_full_disk_is_one_line_and_exit_status_1(tmp_path, monkeypatch, error,
 
 
 def test_an_unreachable_scheduler_is_refused_before_any_store_is_made(tmp_path, monkeypatch):
-    """It took 30 s, then blamed --out and left an empty store."""
+    """Refused naming the scheduler, before any store is made: no long wait, no blame on --out."""
     from click.testing import CliRunner
 
     from relmodel import sweep
@@ -605,8 +606,8 @@ def test_a_worker_killed_mid_task_does_not_change_the_store(tmp_path, references
 
 
 def test_a_checksum_reads_every_nan_as_one():
-    """A study whose jobs were all capped (NaN estimates) failed its own checksum on read:
-    x86 computes -NaN, the store gives back +NaN."""
+    """A study whose jobs were all capped (NaN estimates) passes its own checksum on read, though
+    x86 computes -NaN and the store gives back +NaN."""
     from relmodel.store import checksum
 
     values = np.array([1.0, np.nan, 2.0])

@@ -101,8 +101,8 @@ def flip(path, offset):
 
 @pytest.mark.parametrize("part", parts())
 def test_a_bit_flipped_anywhere_in_a_netcdf_study_is_refused_or_harmless(tmp_path, small_nc, part):
-    """A flip in the old code's file read a variable as all NaN, or changed an attribute,
-    with verification saying every checksum matched."""
+    """A flip that reads a variable as all NaN, or changes an attribute, is refused: verification
+    never says every checksum matched."""
     original, reference = small_nc
     copy = tmp_path / "flipped.nc"
     outcomes = {}
@@ -259,8 +259,8 @@ def test_a_finished_store_with_altered_metadata_is_not_resumed_and_verify_says_s
 
 
 def test_a_netcdf_variable_read_as_nan_is_refused(tmp_path, small_nc):
-    """The old code returned a variable as all NaN where HDF5 found no data for it,
-    and verify_study returned {}."""
+    """A variable where HDF5 finds no data is refused, not returned as all NaN with an empty
+    verify_study."""
     original, reference = small_nc
     with xr.open_dataset(original, engine="h5netcdf") as ds:
         emptied = ds.load()

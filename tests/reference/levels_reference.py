@@ -1,8 +1,9 @@
-"""A plain, slow event simulation of multi-level and asynchronous checkpoints (issue 18).
+"""A plain, slow event simulation of multi-level and asynchronous checkpoints.
 
-Written from the level semantics document alone; nothing here imports relmodel,
-so that an error in the package cannot be copied into its check. It steps one
-job position by position, one event (a piece of compute, a wait for
+Written from the level semantics alone (docs:
+user-guide/checkpoint-strategies.md, 'Semantics'); nothing here imports
+relmodel, so that an error in the package cannot be copied into its check. It
+steps one job position by position, one event (a piece of compute, a wait for
 persistence, a write, a failure, a restart) at a time.
 
 The model, in short (all times in hours):

@@ -1,10 +1,11 @@
-"""A plain, slow reference for relmodel.pipeline's schedules (SPEC 2.2), written apart from relmodel.
+"""A plain, slow reference for relmodel.pipeline's schedules, written apart from relmodel.
 
-Nothing here imports relmodel: the semantics below are restated from SPEC 2.2
-and the 1F1B / zero-bubble literature, so an error in the package cannot be
-copied into its check. Arithmetic is exact (`fractions.Fraction`; every float
-converts exactly), so the reference never rounds: a difference from the
-package is the package's rounding or its error, never the reference's.
+Nothing here imports relmodel: the semantics below are restated from ReCycle
+(Gandhi et al., 2024; docs: explanations/recycle.md) and the 1F1B / zero-bubble
+literature, so an error in the package cannot be copied into its check.
+Arithmetic is exact (`fractions.Fraction`; every float converts exactly), so
+the reference never rounds: a difference from the package is the package's
+rounding or its error, never the reference's.
 
 Semantics of the schedule (`simulate`):
 
@@ -34,7 +35,7 @@ Semantics of the schedule (`simulate`):
   between completions over the last `measured` iterations (the first ones
   include the pipeline's fill, which is transient).
 
-Closed forms (uniform stages, t = F + B + W; SPEC 2.2): the fault-free fused
+Closed forms (uniform stages, t = F + B + W; ReCycle's): the fault-free fused
 1F1B iteration T0 = (m + p - 1) t; with f_s failed workers at stage s each
 survivor runs L_s = ceil(m d / (d - f_s)) micro-batches, so no schedule that
 keeps work on its stage beats max_s L_s t_s; ReCycle aims at
@@ -158,7 +159,7 @@ def simulate(stages: int, replicas: int, microbatches: int, fwd, bwd_input, bwd_
     return {"times": times, "completion": completion, "period": period}
 
 
-# -- closed forms of SPEC 2.2 -----------------------------------------------------------
+# -- ReCycle's closed forms -------------------------------------------------------------
 
 
 def fault_free_1f1b(m: int, p: int, t) -> Fraction:

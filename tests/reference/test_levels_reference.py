@@ -1,13 +1,14 @@
 """The levels reference against itself and the single-level reference, apart from relmodel.
 
 `levels_reference.simulate_levels` is the plain event simulation of the
-checkpoint-level semantics (issue 18). These tests check it without the
-package: where the levels reduce to the single-level model it must agree with
-`timeline_reference.renewal_ettr`; its accounting must add up job by job; and
-on two tiny jobs whose expected wall is a small linear solve (a pending write
-that a failure may catch; a fast level that survives with probability s) it
-must agree with that exact value. Statistical checks are within 4 standard
-errors on fixed seeds, so they are deterministic.
+checkpoint-level semantics (docs: user-guide/checkpoint-strategies.md,
+'Semantics'). These tests check it without the package: where the levels reduce
+to the single-level model it must agree with `timeline_reference.renewal_ettr`;
+its accounting must add up job by job; and on two tiny jobs whose expected wall
+is a small linear solve (a pending write that a failure may catch; a fast level
+that survives with probability s) it must agree with that exact value.
+Statistical checks are within 4 standard errors on fixed seeds, so they are
+deterministic.
 """
 
 import math

@@ -103,7 +103,7 @@ def test_binomial_log_masses_equal_the_reference(n, p, data):
 
 @pytest.mark.parametrize("factor", [1.0, 1.000001, 2.0, 1e3, 1e6])
 @given(sc=EXTREME_EXPONENTIAL)
-# Found by CI: scipy's binomial logpmf, used for the underflowing lemon counts, was off by 5e-12.
+# scipy's binomial logpmf is off by 5e-12 here: the underflowing lemon counts need better.
 @example(sc=rm.Scenario(n_gpus=477, failure_rate=10.0, checkpoint_interval=1 / 3600, work=1.0, gpus_per_node=4,
                         lemon_fraction=2.0**-9, lemon_rate_factor=22.0))
 def test_an_interval_beyond_the_work_is_no_interval(factor, sc):

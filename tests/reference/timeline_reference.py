@@ -1,8 +1,8 @@
 """Plain, slow references for the timeline model, written apart from relmodel.
 
-Nothing here imports relmodel: each function restates the semantics of
-SPEC section 3 from first principles, so that an error in the package cannot
-be copied into its check.
+Nothing here imports relmodel: each function restates the semantics of the job
+model (docs: user-guide/job-model.md) from first principles, so that an error
+in the package cannot be copied into its check.
 
 Semantics (all times in hours, rates per hour of runtime of the whole job):
 
