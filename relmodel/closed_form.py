@@ -125,8 +125,9 @@ def restart_phase_mean(lam, restart, queue, share=None):
 
 
 def renewal_expected_wall(lam, interval, work, ckpt, restart, queue, share=None):
-    """Return E[wall] for exponential failures at rate `lam` per hour (SPEC section 3), exact.
+    """Return E[wall] for exponential failures at rate `lam` per hour, exact.
 
+    The job is the one of docs: user-guide/job-model.md, 'What a job does'.
     A restart (with its queue wait) takes R* (`restart_phase_mean`) including
     failures during it; a segment of length s takes (e^(lam s) - 1)(1/lam + R*).
     With `share`, `restart` and `queue` are per category (last axis): a taxonomy.
@@ -715,7 +716,7 @@ def long_run_optimal_interval(lam: float, ckpt: float) -> float:
     c = lam * ckpt
     if c == 0:
         return 0.0
-    from scipy.special import lambertw  # here: scipy.special costs 0.15 s at import
+    from scipy.special import lambertw  # here: at module level it would slow `import relmodel`
 
     w0 = float(lambertw(-math.exp(-1.0 - c)).real)
     if c <= 1.0:  # x small: polish x itself
@@ -810,7 +811,7 @@ def _search_counts(log_mass, rate, sc: Scenario) -> float:
         k = np.unique(np.round(np.linspace(lo, hi, _GRID_POINTS)))
 
 
-_COARSE_RATES = 16  # quantiles of a lemon mixture's rate used to locate the exact optimum
+_COARSE_RATES = 16  # quantiles of a lemon mixture's rate that locate the exact optimum
 
 
 def _split_after(work, k):

@@ -403,12 +403,12 @@ def certainly_capped(packed: Packed, max_failures: int) -> np.ndarray:
 
 
 # Backend "auto": the Cython twin (no JIT, serial, bit for bit the Numba kernel) for
-# runs of up to this many events (jobs plus expected failures): about 1 s serial,
-# about what importing Numba and loading its cached kernels costs. Longer runs take
-# Numba (parallel). While Numba's cache is cold (a compile takes 45 to 70 s on 2
-# cores), a longer run starts on the twin, compiles Numba in a background thread
-# (the twin's loop releases the GIL) and goes on with Numba from the first chunk
-# after the compile: the same bits, no frozen minute.
+# runs of up to this many events (jobs plus expected failures): about as long serial
+# as importing Numba and loading its cached kernels takes. Longer runs take Numba
+# (parallel). While Numba's cache is cold (a compile takes a minute or so; docs:
+# benchmarks.md), a longer run starts on the twin, compiles Numba in a background
+# thread (the twin's loop releases the GIL) and goes on with Numba from the first
+# chunk after the compile: the same bits, and no wait with nothing done.
 AUTO_CYTHON_EVENTS = 3e7
 _NUMBA_MODULE = "relmodel._kernels.timeline_numba"
 _NUMBA_ENTRY_POINTS = ("run_blocks", "run_jobs")
@@ -471,7 +471,7 @@ def expected_failures(rate, n_full, interval, checkpoint_cost, remainder, restar
 
 def numba_ready() -> bool:
     """Whether the Numba timeline kernels run without compiling (compiled in this
-    process, or in the cache). Imports Numba (about 0.5 s), not the kernels.
+    process, or in the cache). Imports Numba (quick), not the kernels.
 
     Returns
     -------
@@ -692,8 +692,8 @@ def chunk_histograms(row_index: np.ndarray, todo: np.ndarray, threads: int):
     belongs to scenario row hist_rows[s]. One slot per thread and row of the
     chunk (its rows are consecutive in `todo`) when that is the smaller: a
     chunk of few rows and many jobs, the common run, then zeroes and hands back
-    a few histograms instead of one per item. Otherwise one slot per item, as
-    many as before, with thread index 0 (items never share a slot, so threads
+    a few histograms instead of one per item. Otherwise one slot per item,
+    with thread index 0 (items never share a slot, so threads
     never do). Counts are integers: who adds them, in what order, does not matter.
     """
     rows = row_index[-1] - row_index[0] + 1

@@ -21,6 +21,7 @@ import math
 
 import numpy as np
 
+from ._deprecation import deprecated_names
 from .errors import ScenarioError, check_integer, check_memory, check_number
 from .synthetic_log import synthetic_log  # noqa: F401  re-exported: relmodel.failures.synthetic_log
 from .taxonomy import TaxonomyError
@@ -61,7 +62,7 @@ def job_rate_table(n_nodes: int, failure_rate: float, lemon_fraction: float = 0.
     if not has_lemons(failure_rate, lemon_fraction, lemon_rate_factor):
         return np.array([1.0]), np.array([n_nodes * failure_rate / 24.0])
     from scipy import (
-        stats,  # here, not at import: it costs a second and only lemons need it
+        stats,  # here, not at import: it is slow to import and only lemons need it
     )
 
     binom = stats.binom(n_nodes, lemon_fraction)
@@ -686,5 +687,9 @@ class TaxonomyMixture(_RenewalModel):
                 "lemon_rate_factor": 1.0, "taxonomy": self.categories}
 
 
-MODELS = (Exponential, Weibull, LemonMixture, TaxonomyMixture)
+FAILURE_MODELS = (Exponential, Weibull, LemonMixture, TaxonomyMixture)
 
+# Old names, served for one release with a DeprecationWarning.
+__getattr__ = deprecated_names(__name__, {
+    "MODELS": "relmodel.failures.FAILURE_MODELS",
+})

@@ -31,7 +31,7 @@ LEVELS_IMPROVABLE = (*IMPROVABLE, "checkpoint_persist")
 LEVELS_SENSITIVITY = (*SENSITIVITY[:3], "checkpoint_persist", *SENSITIVITY[3:])
 _MAX_NODES = 2**24  # the largest-job search stops here (or at MAX_COUNT GPUs)
 # The check simulation of one interval draws at most this many failures in all
-# (about 1 s on 2 cores); it takes fewer jobs rather than cap legitimate ones,
+# (a budget of about a second); it takes fewer jobs rather than cap legitimate ones,
 # and none below MIN_CHECK_JOBS (it says so instead of printing a poor estimate).
 CHECK_EVENT_BUDGET = 1.5e8
 MIN_CHECK_JOBS = 500
@@ -802,7 +802,7 @@ def _ettr_if_valid(sc: Scenario, name: str, value) -> float | None:
 
 def _targets(sc: Scenario, x: float, names=IMPROVABLE, step=None, rtol: float = 1e-10) -> dict:
     """What each parameter alone would need for a best ETTR of x, and the largest job reaching it."""
-    from scipy.optimize import brentq  # here: scipy.optimize costs 0.3 s at import
+    from scipy.optimize import brentq  # here: at module level it would slow `import relmodel`
 
     needed, best_possible = {}, {}
     for name in names:
