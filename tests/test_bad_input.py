@@ -22,7 +22,7 @@ SC = rm.Scenario(**BASE)
 HUGE = 2**70  # beyond int64 and uint64
 # A keep_jobs run this big needs tens of TiB: more than any machine has.
 TOO_MANY_KEPT_JOBS = 2**40
-# 2**31 scenario points, made in a blink from two axes (a grid once filled memory as it was made).
+# 2**31 scenario points, made in a blink from two axes (a grid must not fill memory as it is made).
 BIG_GRID = {**BASE, "n_gpus": range(1, 2**16 + 1), "failure_rate": [i * 1e-6 for i in range(2**15)]}
 
 
@@ -163,7 +163,7 @@ CASES = [
     (taxonomy.load, dict(name_or_path="/"), TaxonomyError, "/"),
     (taxonomy.load, dict(name_or_path=3), TaxonomyError, "taxonomy"),
     (taxonomy.load, dict(name_or_path="a\0b"), TaxonomyError, "taxonomy"),
-    # Overflows (issue 30, item 11): refused naming the field, never an OverflowError or a wrong optimum
+    # Overflows: refused naming the field, never an OverflowError or a wrong optimum
     (scenario, dict(work=1e18, checkpoint_interval=1e18), ScenarioError, "work"),
     (scenario, dict(fast_checkpoints=(rm.CheckpointLevel(interval=1e-320, cost="1s", restart="1min",
                                                          survives=0.9),)), ScenarioError, "fast_checkpoints[0].interval"),

@@ -361,7 +361,7 @@ def test_cli_runs_a_short_monte_carlo():
     (["--failures", "99"], "--failures"), (["--order", "zb-h1"], "--backward"),
     (["--run-duration", "3 fortnights"], "--run-duration"), (["--out", "x.csv"], "--out"),
     (["--trace", "/nonexistent/trace.csv"], "--trace"), (["--spares", "-2"], "--spares"),
-    # Flags that act only with another one are refused without it, not silently ignored (issue 30, item 14)
+    # Flags that act only with another one are refused without it, not silently ignored
     (["--runs", "3"], "--runs"), (["--mfu", "nan"], "--mfu"), (["--tensor-parallel", "-1"], "--tensor-parallel"),
     (["--gpu", "h100"], "--gpu"), (["--failure-rate", "1"], "--failure-rate"),
     (["--run-duration", "1d", "--runs", "18446744073709551616"], "--runs"),
@@ -436,7 +436,7 @@ def test_oversized_schedule_is_refused_naming_the_flag():
 
 
 def test_the_help_says_what_durations_it_takes():
-    """It said bare numbers were hours, and then refused them."""
+    """The help says bare numbers are refused (not that they are hours)."""
     result = invoke("--help")
     assert "a bare number other than 0 is refused" in " ".join(result.output.split())
     assert "--run-duration: 2 has no unit" in invoke("--run-duration", "2").output

@@ -295,7 +295,7 @@ def test_cli_monte_carlo_too_large_names_the_flags():
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_a_runs_fraction_is_its_states_rates_over_their_durations_and_is_not_clipped(seed):
-    """Issue 33 item 9: with no detection, restart or rollback costs, a run's steps are the sum over its
+    """With no detection, restart or rollback costs, a run's steps are the sum over its
     states of rate x duration (from `row_periods` and the paths alone), less at most the step in flight at
     each failure; and where ReCycle's adapted plan beats the configured schedule (1.235 of it with one of
     32 workers down here: its decoupled backward against a fused 1F1B) run fractions exceed 1, unclipped."""

@@ -222,7 +222,8 @@ def test_recycle_orders_resweep_to_the_plan_schedule_times():
 
 
 def test_recycle_keeps_the_fault_free_period_where_the_extra_load_fits():
-    """SPEC 2.2: max(T0, max_s L_s t) within 2% when L_s <= m + p - 1, over a grid.
+    """ReCycle's aim max(T0, max_s L_s t) within 2% when L_s <= m + p - 1, over a grid
+    (docs: explanations/recycle.md).
 
     Where L_s < m + p - 1 the target holds at every point; at the boundary
     L_s = m + p - 1 (no idle time left on a busiest survivor) the planner can

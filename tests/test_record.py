@@ -1,4 +1,4 @@
-"""A run's own record (issue 34): records written by the walk with known truth measure back to it exactly,
+"""A run's own record: records written by the walk with known truth measure back to it exactly,
 replay at the run's own plan gives its wall time to the nanosecond, the observed quantile is calibrated,
 and a malformed record is named by file, line and field."""
 
@@ -414,6 +414,6 @@ def test_simulate_run_refuses_a_startup_out_of_bounds():
 
 
 def test_plan_walk_ends_at_work_when_work_is_a_multiple_of_the_interval():
-    # SPEC: n_full = floor(work / interval) checkpoints, also when work is a multiple; then an empty remainder.
+    # Job model: n_full = floor(work / interval) checkpoints, also when work is a multiple; then an empty remainder.
     w = walk(Plan.regular(work=10, interval=5, write=1), iter(()))
     assert (w.wall, w.productive, w.checkpoint) == (12, 10, 2)

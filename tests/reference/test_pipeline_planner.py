@@ -101,7 +101,7 @@ def slow_from(cases, first_slow):
     return [pytest.param(*case, marks=pytest.mark.slow) if i >= first_slow else case for i, case in enumerate(cases)]
 
 
-# The largest, 3 x 3 x 1 (11 s), with --run-slow only; 3 x 2 x 1 tries every failure set in CI.
+# The largest, 3 x 3 x 1 (the slowest), with --run-slow only; 3 x 2 x 1 tries every failure set in CI.
 @pytest.mark.parametrize("p, d, m", slow_from([(p, d, m) for p in (1, 2, 3) for d in (1, 2, 3) for m in (1, 2)], 17))
 def test_exact_plan_equals_exhaustive_search_on_tiny_pipelines(p, d, m):
     """Every failure set of up to 2 workers whose plans number at most 400 (the
@@ -124,7 +124,7 @@ def test_exact_plan_equals_exhaustive_search_on_tiny_pipelines(p, d, m):
     assert checked or d * p * m > 3  # the smallest always fit the exhaustive search
 
 
-# One failure set of each shape in CI; the other three 4 x 3 x 2 sets (10-23 s each) with --run-slow.
+# One failure set of each shape in CI; the other three 4 x 3 x 2 sets (slower) with --run-slow.
 @pytest.mark.parametrize("p, d, m, rows", slow_from(
     [(p, d, m, rows) for (p, d, m), sets in OPEN.items() for rows in sets], 3))
 def test_exact_plan_equals_an_independent_program_where_the_bound_is_open(p, d, m, rows):
@@ -140,7 +140,7 @@ def test_exact_plan_equals_an_independent_program_where_the_bound_is_open(p, d, 
 @pytest.mark.slow
 @pytest.mark.parametrize("p, d", [(p, d) for p in range(1, 5) for d in range(1, 5)])
 def test_exact_planner_on_every_configuration_up_to_4x4x8(p, d):
-    """The issue's space: 1-4 stages, 1-4 replicas, 1-8 micro-batches, 0-3 failed workers."""
+    """Every configuration up to 4 x 4 x 8: 1-4 stages, 1-4 replicas, 1-8 micro-batches, 0-3 failed workers."""
     for m in range(1, 9):
         cfg = kind(p, d, m)
         for mask in failure_sets(d, p):

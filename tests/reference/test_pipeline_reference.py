@@ -1,4 +1,4 @@
-"""relmodel.pipeline's schedules against the independent reference of SPEC 2.2.
+"""relmodel.pipeline's schedules against an independent reference of ReCycle's model.
 
 Each property draws a configuration (1-5 stages, 1-3 replicas, 1-10
 micro-batches; every order, backward and optimizer kind; delays and optimizer
@@ -58,7 +58,7 @@ def configs(draw, max_stages: int = 5, max_replicas: int = 3, max_microbatches: 
     f = [draw(times(mode, zero=False)) for _ in range(p)]  # F > 0: every stage has work
     b = [draw(times(mode, zero=True)) for _ in range(p)]
     w = [draw(times(mode, zero=True)) for _ in range(p)]
-    if plain or draw(st.booleans()):  # uniform stages, SPEC 2.2's closed forms
+    if plain or draw(st.booleans()):  # uniform stages, ReCycle's closed forms
         f, b, w = [f[0]] * p, [b[0]] * p, [w[0]] * p
     order, backward, optimizer = "1f1b", "fused", "barrier"
     if kinds:
@@ -154,7 +154,7 @@ def test_fault_free_schedule_is_the_reference_task_by_task(case):
 
 @given(case=configs(kinds=False, plain=True))
 def test_uniform_fused_1f1b_is_m_plus_p_minus_1_stage_times(case):
-    """SPEC 2.2's T0 = (m + p - 1) t, through the public entry point, for every strategy with no failure
+    """ReCycle's T0 = (m + p - 1) t, through the public entry point, for every strategy with no failure
     (Bamboo's redundant forwards excepted: they cost time even without one)."""
     cfg, mode = case
     t = Fraction(cfg.fwd[0]) + Fraction(cfg.bwd_input[0]) + Fraction(cfg.bwd_weight[0])
@@ -169,7 +169,7 @@ def test_uniform_fused_1f1b_is_m_plus_p_minus_1_stage_times(case):
 
 @given(case=configs(), decoupled=st.booleans(), staggered=st.booleans())
 def test_recycle_with_no_failure_is_the_fault_free_schedule_of_the_same_kind(case, decoupled, staggered):
-    """SPEC 5: whatever ReCycle's options, with no failure it runs cfg's fault-free schedule."""
+    """Whatever ReCycle's options, with no failure it runs cfg's fault-free schedule."""
     cfg, mode = case
     want = reference_schedule(cfg)
     no_failure = np.zeros((cfg.replicas, cfg.stages), dtype=bool)
@@ -184,7 +184,7 @@ def test_recycle_with_no_failure_is_the_fault_free_schedule_of_the_same_kind(cas
 
 @given(case=configs(max_stages=4, max_replicas=3, max_microbatches=8), data=st.data())
 def test_no_strategy_beats_the_work_bound(case, data):
-    """SPEC 5: no schedule beats max_s L_s t_s where work stays on its stage (ReCycle,
+    """No schedule beats max_s L_s t_s where work stays on its stage (ReCycle,
     dropped pipelines); none beats the average load of the workers it runs on;
     ReCycle never beats its aim max(T0, bound); restart and spare run T0, and
     dropping pipelines runs the reference's single pipeline with ceil(m d / d')."""
@@ -209,7 +209,7 @@ def test_no_strategy_beats_the_work_bound(case, data):
             assert same(result.period, t0, mode), strategy
     recycle, aim = pl.evaluate(cfg, "recycle", mask).period, ref.recycle_aim(t0, bound)
     assert at_least(recycle, bound, mode)  # its plans may beat the aim (a decoupled backward), never the bound
-    fits = max(ref.survivor_load(m, d, f) for f in mask.sum(axis=0).tolist()) <= m + p - 1  # SPEC 2.2's "fits"
+    fits = max(ref.survivor_load(m, d, f) for f in mask.sum(axis=0).tolist()) <= m + p - 1  # ReCycle's "fits"
     event("recycle: no failure" if not mask.any() else
           f"recycle: {'at' if same(recycle, aim, mode) else 'above' if recycle > aim else 'below'} its aim, "
           f"extra load {'fits the bubble' if fits else 'beyond the bubble'}")
