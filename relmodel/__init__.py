@@ -13,7 +13,7 @@ from .plan import Plan, plan
 from .record import RunRecord, RunRecordError, measure_run, predict_run, read_run, replay_run, simulate_run
 from .errors import ParameterError, ScenarioError
 from .scenario import CheckpointLevel, Scenario
-from .simulate import CappedJobsWarning, compare, simulate
+from .simulate import CappedJobsWarning, OutOfRangeWarning, compare, simulate
 from .sweep import open_study, verify_study
 from .units import to_hours
 
@@ -38,6 +38,7 @@ __all__ = [
     "FailureCategory",
     "FitResult",
     "LemonMixture",
+    "OutOfRangeWarning",
     "ParameterError",
     "Plan",
     "RunRecord",

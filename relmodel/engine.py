@@ -141,8 +141,10 @@ def pack_points(points) -> Packed:
         cycles.append(level_cycle(base, mult, table) if mult.size else _NO_CYCLE)
         cdf, lam = job_rate_table(p.n_nodes, p.failure_rate, p.lemon_fraction, p.lemon_rate_factor)
         # The failure-free runtime (compute, writes and waits; no queue without failures).
-        with np.errstate(divide="ignore", over="ignore"):  # inf past float64: no fast path, as it should be
-            runtime = ff_walls[-1] if mult.size else n_full * (p.checkpoint_interval + p.checkpoint_cost) + remainder
+        # inf past float64: no fast path; times no failures, NaN on a row never simulated (beyond_float_range)
+        with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+            runtime = ff_walls[-1] if mult.size else (
+                n_full * (p.checkpoint_interval + p.checkpoint_cost) + remainder if n_full else remainder)
             hazard = (runtime * lam / scale_factor) ** shape  # cumulative hazard over the job
         cdfs.append(cdf)
         values.append(lam)
@@ -402,6 +404,38 @@ def certainly_capped(packed: Packed, max_failures: int) -> np.ndarray:
     return (packed.params[:, P_SHAPE] == 1.0) & (through_compute | through_restarts)
 
 
+def beyond_float_range(packed: Packed) -> np.ndarray:
+    """Rows whose job timeline float64 cannot hold: not simulated (NaN estimates, no job capped).
+
+    A row is beyond the range when its failure-free wall, or the cost of one
+    failure (a piece of compute with its checkpoint write, then the longest
+    queue wait and restart), passes float64's largest value (about 1.8e308 h).
+    The kernels sum each job's times as deviations from the failure-free job,
+    which there read inf - inf.
+
+    Parameters
+    ----------
+    packed : Packed
+        The kernel inputs (`pack`).
+
+    Returns
+    -------
+    numpy.ndarray
+        bool per row.
+    """
+    p = packed.params
+    restart, queue = p[:, P_RESTART].copy(), p[:, P_QUEUE].copy()
+    for row in np.flatnonzero(np.diff(packed.cat_offset)):
+        rows = slice(packed.cat_offset[row], packed.cat_offset[row + 1])
+        restart[row], queue[row] = packed.cat_restart[rows].max(), packed.cat_queue[rows].max()
+    for row in np.flatnonzero(packed.has_levels):
+        restart[row] = max(restart[row], packed.lv_table[packed.lv_offset[row]:packed.lv_offset[row + 1],
+                                                         V_RESTART].max())
+    with np.errstate(over="ignore"):
+        one_failure = p[:, P_INTERVAL] + p[:, P_CKPT] + restart + queue
+    return ~(np.isfinite(packed.failure_free_wall) & np.isfinite(one_failure))
+
+
 # Backend "auto": the Cython twin (no JIT, serial, bit for bit the Numba kernel) for
 # runs of up to this many events (jobs plus expected failures): about as long serial
 # as importing Numba and loading its cached kernels takes. Longer runs take Numba
@@ -573,7 +607,9 @@ def run(packed: Packed, n_jobs: int, seed: int, backend: str = "numba", *, scena
     """Simulate n_jobs jobs of every row of `packed`, folded in a fixed order.
 
     Rows `certainly_capped` are not simulated (unless keep_jobs): their jobs
-    all count as capped and their sums stay 0 (no job, so NaN estimates). The
+    all count as capped and their sums stay 0 (no job, so NaN estimates).
+    Rows `beyond_float_range` are not simulated either, no job counted as
+    capped (their kept jobs, with keep_jobs, are the kernels' raw times). The
     first Numba run of a process whose cache is cold says it is compiling (one
     line on stderr, on a terminal: `relmodel._feedback.announce_compile`).
 
@@ -639,9 +675,10 @@ def run(packed: Packed, n_jobs: int, seed: int, backend: str = "numba", *, scena
     chunk_level = np.empty((chunk_items, n_lv, N_LEVEL_STATS))
     hopeless = np.zeros(n_rows, dtype=bool) if keep_jobs else certainly_capped(packed, max_failures)
     stats[hopeless, S_CAPPED] = n_jobs
-    todo = np.flatnonzero(~hopeless)
-    if progress is not None and hopeless.any():
-        progress(int(hopeless.sum()) * n_jobs)
+    skipped = hopeless | beyond_float_range(packed)
+    todo = np.flatnonzero(~skipped)
+    if progress is not None and skipped.any():
+        progress(int(skipped.sum()) * n_jobs)
     if progress is not None and chunk_items == CHUNK_ITEMS:
         # A bar that moves: ~100 chunks, each still a work item per thread.
         threads = 1

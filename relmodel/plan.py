@@ -17,7 +17,7 @@ from .checkpoint_plan import allowed_strategies, best_intervals, level_intervals
 from .checkpoint_plan import _ettr as strategy_ettr
 from .closed_form import (ClosedFormWarning, LINEAR_TOLERANCE, ettr, feasible_interval, levels_point_ettr,
                           linear_valid, optimal_interval, renewal_applies)
-from .engine import check_run_args, expected_failures
+from .engine import beyond_float_range, check_run_args, expected_failures, pack
 from .errors import MAX_COUNT, ParameterError, ScenarioError
 from .failures import job_rate_table
 from .scenario import Scenario, as_scenario
@@ -754,7 +754,7 @@ def _check_simulation(sc: Scenario, budget: tuple, seed: int, backend: str, max_
     jobs, mean, highest = budget
     summary = {"expected_failures": mean, "simulated_jobs": 0, "simulated": math.nan, "simulated_se": math.nan,
                "simulated_ci95": [math.nan, math.nan]}
-    if not jobs:
+    if not jobs or beyond_float_range(pack(sc)).all():
         return {"summary": summary, "dataset": None}
     cap = max_failures if max_failures is not None else failure_cap(highest)
     ds = simulate(sc, n_jobs=jobs, seed=seed, backend=backend, max_failures=cap, progress=progress or False)

@@ -26,6 +26,10 @@ class CappedJobsWarning(RuntimeWarning):
     """Some jobs hit max_failures and were stopped: their scenario's ETTR is near 0."""
 
 
+class OutOfRangeWarning(RuntimeWarning):
+    """Some grid points were not simulated: a job's timeline there passes float64's range."""
+
+
 CATEGORY_FIELDS = ("failures", "lost", "restart", "queue")  # the C_* columns, in order
 LEVEL_FIELDS = ("writes", "restores", "persist_wait")  # the L_* columns, in order
 CATALOGUE = {**labels.SIMULATED, **labels.SIMULATED_BY_CATEGORY, **labels.SIMULATED_BY_LEVEL, **labels.PER_JOB}
@@ -91,6 +95,9 @@ def simulate(scenario, n_jobs: int = 100_000, seed: int = 0, backend: str = "num
         every job would be stopped (probability above 1 - 1e-6, exponential
         failures: `engine.certainly_capped`) is not simulated at all:
         n_capped = n_jobs and NaN estimates, in no time (unless keep_jobs).
+        Nor is a point whose failure-free wall, or one failure's costs, pass
+        float64's range (`engine.beyond_float_range`): NaN estimates with
+        n_capped = 0, and an OutOfRangeWarning.
     n_threads : int, optional
         Numba threads for this call (default: Numba's setting).
     progress : bool or callable, default False
@@ -121,6 +128,8 @@ def simulate(scenario, n_jobs: int = 100_000, seed: int = 0, backend: str = "num
     -----
     CappedJobsWarning
         If any job hit `max_failures` and was stopped.
+    OutOfRangeWarning
+        If a grid point's job timeline passes float64's range (not simulated).
     """
     sc = as_scenario(scenario)
     # Every argument checked before any work (packing a grid takes time too).
@@ -172,10 +181,36 @@ def simulate(scenario, n_jobs: int = 100_000, seed: int = 0, backend: str = "num
                                                      block_size=BLOCK_SIZE, histogram_bins=N_BINS))
     if keep_jobs:
         ds = ds.assign_coords(job=("job", np.arange(n_jobs)))
-    message = capped_message(est["n_capped"], est["failures_mean"], n_jobs, max_failures)
-    if message:
-        warnings.warn(message, CappedJobsWarning, stacklevel=2)
+    for message, category in run_warnings(est["n_capped"], est["failures_mean"], n_jobs, max_failures):
+        warnings.warn(message, category, stacklevel=2)
     return ds
+
+
+def run_warnings(n_capped, failures_mean, n_jobs: int, max_failures: int) -> list[tuple[str, type]]:
+    """The warnings a run's points call for: (text, class) of CappedJobsWarning and OutOfRangeWarning.
+
+    A point not simulated with no job capped is `engine.beyond_float_range`.
+
+    Parameters
+    ----------
+    n_capped, failures_mean, n_jobs, max_failures
+        As `capped_message` takes them.
+
+    Returns
+    -------
+    list of (str, type)
+        Empty where every point was simulated and no job hit the cap.
+    """
+    out = []
+    message = capped_message(n_capped, failures_mean, n_jobs, max_failures)
+    if message:
+        out.append((message, CappedJobsWarning))
+    beyond = int((np.isnan(np.asarray(failures_mean)) & (np.asarray(n_capped) == 0)).sum())
+    if beyond:
+        out.append((f"{beyond} grid point(s) not simulated: a job's failure-free wall, or the cost of one failure "
+                    "(a checkpoint interval with its write, a queue wait and a restart), passes float64's range "
+                    "(about 1.8e308 h); their estimates are NaN with n_capped 0", OutOfRangeWarning))
+    return out
 
 
 def capped_message(n_capped, failures_mean, n_jobs: int, max_failures: int) -> str | None:

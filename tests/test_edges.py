@@ -4,6 +4,9 @@ with the flag that names its cause, or a refusal naming the parameter; never a N
 import contextlib
 import json
 import math
+import subprocess
+import sys
+import textwrap
 import warnings
 
 import numpy as np
@@ -16,7 +19,7 @@ from relmodel.cli import main
 from relmodel.closed_form import ClosedFormWarning
 from relmodel.engine import expected_failures
 from relmodel.errors import ParameterError, ScenarioError
-from relmodel.simulate import CappedJobsWarning
+from relmodel.simulate import CappedJobsWarning, OutOfRangeWarning
 from relmodel.testing.strategies import scenarios
 
 RUN = dict(n_gpus=1024, failure_rate=0.0065, work="7d", checkpoint_interval="1h", checkpoint_cost="5min",
@@ -126,6 +129,67 @@ def test_the_linear_form_at_an_undefined_exact_interval_blames_the_interval_not_
 def test_the_mttf_of_a_subnormal_job_rate_is_infinite_without_a_warning():
     with strict():
         assert rm.mttf(8, 5e-324) == math.inf
+
+
+# ---- job timelines past float64's range ---------------------------------------------------
+
+FLOAT_MAX = float(np.finfo(float).max)
+
+
+def test_a_timeline_past_the_float_range_is_flagged_on_both_backends_and_crashes_neither():
+    # The failure-free wall (5e11 writes of 1.8e308 h) overflows: the Numba kernel counted
+    # inf / inf into its histogram at index int(NaN), a write far out of bounds.
+    script = textwrap.dedent(f"""
+        import json, warnings
+        import relmodel as rm
+        sc = rm.Scenario(**{HOPELESS!r}, checkpoint_interval=2.2e-308, work=1.2e-296,
+                         checkpoint_cost={FLOAT_MAX!r}, queue_wait={FLOAT_MAX!r}, weibull_shape=1.53)
+        out = {{}}
+        for backend in ("numba", "cython"):
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                ds = rm.simulate(sc, n_jobs=4, backend=backend)
+            out[backend] = {{"values": {{k: v.values.tolist() for k, v in ds.data_vars.items()}},
+                            "warnings": [w.category.__name__ for w in caught]}}
+        print(json.dumps(out))
+    """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = json.loads(done.stdout)
+    assert out["numba"] == out["cython"]
+    assert out["numba"]["warnings"] == ["OutOfRangeWarning"]
+    values = out["numba"]["values"]
+    assert values.pop("n_capped") == 0
+    assert all(math.isnan(v) for v in _numbers(values) for v in [v[1]])
+
+
+def test_the_summary_of_an_overflowing_failure_free_wall_adds_no_inf_to_minus_inf():
+    # 168 writes of 1e308 h: the failure-free wall is inf, a capped job's deviation from it -inf.
+    sc = rm.Scenario(**{**RUN, "checkpoint_cost": 1e308, "weibull_shape": 1.5})
+    with strict(), pytest.warns(OutOfRangeWarning, match="failure-free wall"):
+        ds = rm.simulate(sc, n_jobs=20, max_failures=50, backend="cython")
+    assert int(ds.n_capped) == 0 and math.isnan(float(ds.failures_mean))
+    assert np.isnan(ds.ettr) and np.isnan(ds.wall_mean) and np.isnan(ds.time_mean).all()
+
+
+def test_an_interval_and_write_past_the_float_range_hide_no_failure():
+    # Work shorter than the interval, so no write; interval + write overflow and the
+    # job's hazard read 0 * inf: every job ran failure free (ETTR 1.0, 0 failures a job).
+    sc = rm.Scenario(**{**RUN, "checkpoint_interval": FLOAT_MAX, "checkpoint_cost": FLOAT_MAX})
+    with strict(), pytest.warns(OutOfRangeWarning):
+        ds = rm.simulate(sc, n_jobs=50, backend="cython")
+    assert int(ds.n_capped) == 0 and np.isnan(ds.ettr) and np.isnan(ds.failures_mean)
+
+
+def test_a_plan_runs_no_check_simulation_past_the_float_range():
+    # No failures and 168 writes of 1e308 h: the current interval's failure-free wall is inf
+    # (its check simulation read ETTR 0, and pack warned of inf * 0).
+    sc = rm.Scenario(**{**RUN, "failure_rate": 0.0, "checkpoint_cost": 1e308})
+    with strict():
+        plan = rm.plan(sc, n_jobs=20, max_failures=50)
+    row = plan.ettr_by_interval["current"]
+    assert row["simulated_jobs"] == 0 and math.isnan(row["simulated"])
+    assert row["renewal"] == pytest.approx(1e-308, rel=1e-12)
 
 
 # ---- every public number over the whole valid space ---------------------------------------
