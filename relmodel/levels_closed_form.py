@@ -960,7 +960,9 @@ def levels_first_order(lam, d0, mult, cost, restart, persist, survives, categori
     pieces = lv.d0 + np.array(lv.cost)[levs]
     tau = np.cumsum(pieces)
     T = float(tau[-1])
-    omega = (T - period * lv.d0) / (period * lv.d0)
+    # The writes per unit of compute, >= 0: T sums its pieces one by one, so with free writes it can
+    # round below period * d0 and lift the ETTR past 1.
+    omega = max((T - period * lv.d0) / (period * lv.d0), 0.0)
     # Checkpoints at positions -period..period (the one at -period is durable by time 0).
     pos = np.arange(-period, period + 1)
     all_levs = np.concatenate([[L], levs[:-1], [L], levs])

@@ -197,6 +197,18 @@ def test_a_plan_runs_no_check_simulation_past_the_float_range():
 
 # ---- every public number over the whole valid space ---------------------------------------
 
+# ---- checkpoint levels at the edges ---------------------------------------------------------
+
+def test_the_first_order_ettr_with_free_writes_is_at_most_one():
+    # Six pieces of 1/3 h sum to just under 6 * 1/3 h: a negative write fraction read 1.0000000000000002.
+    free = dict(cost=0.0, restart=0.0, persist=0.0, survives=0.0)
+    sc = rm.Scenario(n_gpus=1, failure_rate=0.0, checkpoint_interval=1.0, work="1s",
+                     fast_checkpoints=(rm.CheckpointLevel(interval=1 / 3, **free),
+                                       rm.CheckpointLevel(interval=2 / 3, **free)))
+    with strict():
+        assert float(rm.ettr(sc, "linear", at="given")) == 1.0
+
+
 def _numbers(value, path=""):
     """(dotted path, number) of every number in nested dicts and lists."""
     if isinstance(value, dict):
