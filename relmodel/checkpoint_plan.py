@@ -66,7 +66,9 @@ class StrategyPlan:
     simulated_se : float
         Its standard error.
     simulated_jobs : int
-        Jobs simulated.
+        Jobs simulated: 0 where the check simulation skipped the point (every
+        job certain to hit `simulate`'s max_failures, a CappedJobsWarning; or a
+        timeline past float64's range, an OutOfRangeWarning).
     """
 
     name: str
@@ -640,12 +642,17 @@ def plan_checkpoints(scenario, *, strategies=None, n_jobs: int = 20_000, seed: i
             else:
                 first, valid = ettr(best, "linear"), linear_valid(best)
         simulated = se = math.nan
+        simulated_jobs = int(n_jobs)
         if n_jobs:
             bar.set_postfix_str(f"{name}: check simulation")
             ds = simulate(best, n_jobs=n_jobs, seed=seed, backend=backend)
             simulated, se = float(ds.ettr), float(ds.ettr_se)
+            # simulate skips a point whose every job would hit its cap (a CappedJobsWarning says so) or
+            # whose timeline passes float64's range: NaN failures, no job run.
+            if math.isnan(float(ds.failures_mean)):
+                simulated_jobs = 0
             bar.update(1)
-        out.append(StrategyPlan(name, best, float(value), float(first), bool(valid), simulated, se, int(n_jobs)))
+        out.append(StrategyPlan(name, best, float(value), float(first), bool(valid), simulated, se, simulated_jobs))
     bar.close()
     return CheckpointPlan(tuple(sorted(out, key=lambda s: -s.ettr)))
 

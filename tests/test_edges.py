@@ -195,6 +195,17 @@ def test_a_plan_runs_no_check_simulation_past_the_float_range():
     assert row["renewal"] == pytest.approx(1e-308, rel=1e-12)
 
 
+def test_a_check_simulation_that_every_job_would_cap_reports_no_job_simulated():
+    # ETTR 2.5e-10: about 4e9 failures a job, past simulate's cap, so it skips the point (NaN).
+    sc = rm.Scenario(n_gpus=218838, failure_rate=10.0, checkpoint_interval="1s", work="1s",
+                     checkpoint_persist="1s", gpus_per_node=1)
+    with pytest.warns(CappedJobsWarning, match="not simulated"):
+        planned = rm.plan_checkpoints(sc, strategies=["blocking"], n_jobs=20, backend="cython")
+    (blocking,) = planned.strategies
+    assert blocking.simulated_jobs == 0 and math.isnan(blocking.simulated)
+    assert 0 < blocking.ettr < 1e-9
+
+
 # ---- every public number over the whole valid space ---------------------------------------
 
 # ---- checkpoint levels at the edges ---------------------------------------------------------
