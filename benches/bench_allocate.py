@@ -30,7 +30,7 @@ from relmodel.elastic.allocate import solve
 
 
 def make_jobs(n_jobs: int) -> list[el.Job]:
-    models = list(el.MODELS.values())
+    models = list(el.FITTED_MODELS.values())
     jobs = []
     for i in range(n_jobs):
         model = models[i % len(models)]

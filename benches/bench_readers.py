@@ -13,7 +13,7 @@ in all and above what importing relmodel took:
 
 * ``read_log`` of each log, and ``relmodel fit`` end to end (`relmodel.cli.fit_log`,
   what the command runs: read, fit, the text report);
-* ``read_trace`` of each trace;
+* ``read_job_trace`` of each trace;
 * with ``--cluster``, ``relmodel cluster --trace`` on the trace (a one-hour
   window of it: the simulator, not the reader, sets the time of a longer one);
 * with ``--baseline``, the per-line readers (the path a log or trace takes when
@@ -102,13 +102,13 @@ def run_case(case: str, path: Path) -> dict:
                                       taxonomy="meta-2024", confidence=0.95, errors="raise")
         str(result)
         size = result.n_jobs
-    elif case == "read_trace":
-        size = len(traces.read_trace(path))
-    elif case == "read_trace_per_row":
+    elif case == "read_job_trace":
+        size = len(traces.read_job_trace(path))
+    elif case == "read_job_trace_per_row":
         from unittest import mock
 
         with mock.patch.object(traces, "_columns", return_value=None):
-            size = len(traces.read_trace(path))
+            size = len(traces.read_job_trace(path))
     elif case == "cluster":
         from click.testing import CliRunner
 
@@ -174,11 +174,11 @@ def main():
                 cases += [("read_log", logs[kind]), ("fit", logs[kind])]
                 cases += [("read_log_per_line", logs[kind])] if args.baseline else []
         if "trace" in kinds:
-            cases += [("read_trace", trace)] + ([("read_trace_per_row", trace)] if args.baseline else [])
+            cases += [("read_job_trace", trace)] + ([("read_job_trace_per_row", trace)] if args.baseline else [])
             cases += [("cluster", trace)] if args.cluster else []
         if "jobcsv" in kinds:
             jobcsv = folder / f"jobcsv_{args.rows}.csv"
-            cases += [("read_trace", jobcsv)] + ([("read_trace_per_row", jobcsv)] if args.baseline else [])
+            cases += [("read_job_trace", jobcsv)] + ([("read_job_trace_per_row", jobcsv)] if args.baseline else [])
         for case, path in cases:
             size = path.stat().st_size / 1e6
             print(json.dumps({**child(case, path), "file_mb": round(size, 1)}), flush=True)

@@ -54,10 +54,10 @@ def breakdown(trace: Path) -> None:
     from relmodel.pipeline.recycle import recycle_kind
 
     cfg = pl.PipelineConfig(stages=8, replicas=8, microbatches=16)
-    paths = runs.replay_paths(cfg, pl.read_trace(trace), runs.RunModel(), 8, 0)
+    paths = runs.replay_paths(cfg, pl.read_node_trace(trace), runs.RunModel(), 8, 0)
     states = datasets._recycle_states(cfg, paths)
     plannable = states[states.any(axis=1) & (states.max(axis=1) < cfg.replicas)]
-    masks = np.stack([pl.failed_workers(dict(enumerate(c)), cfg.replicas, cfg.stages) for c in plannable.tolist()])
+    masks = np.stack([pl.failure_mask(dict(enumerate(c)), cfg.replicas, cfg.stages) for c in plannable.tolist()])
     rules = planner._rules(recycle_kind(cfg))
     rules.periods(masks[:1])  # compiled, and the structure made
     began = time.perf_counter()

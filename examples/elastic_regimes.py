@@ -140,7 +140,7 @@ def study(axes: dict, seeds, window_h, processes: int = 1) -> xr.Dataset:
     coords = dict(zip(dims, values))
     coords["width"] = ("width", coords["width"], {"long_name": "B_hi / B_lo"})
     coords["load"] = ("load", coords["load"], {"long_name": "offered load (GPU-hours as submitted / GPU-hours)"})
-    coords["policy"] = list(el.POLICIES)
+    coords["policy"] = list(el.CLUSTER_POLICIES)
     ds = xr.Dataset({name: (dims + ("policy",), v) for name, v in data.items()}, coords=coords)
     ds["submitted"] = (dims, submitted)
     ds["capacity_ratio"] = (("curve", "width", "statistical_efficiency"),

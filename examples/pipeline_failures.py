@@ -44,7 +44,7 @@ import argparse
 from pathlib import Path
 
 import relmodel.pipeline as pl
-from relmodel.pipeline.cli import format_runs, format_table
+from relmodel.pipeline.cli import format_runs, format_steady_state
 
 PROFILE = pl.stage_profile("gpt3-175b", "a100-80gb", stages=8, tensor_parallel=8)  # times in s
 LINKS = dict(p2p_delay=0.002, reroute_delay=0.004, optimizer_time=0.3)
@@ -62,8 +62,8 @@ def main():
 
     cfg = PROFILE.config(replicas=16, microbatches=32, **LINKS)
     model = pl.RunModel(duration="14d", failure_rate=6.5e-3, repair_time="4h", time_unit="1s")
-    table = pl.throughput_table(cfg, range(5 if args.quick else 9))  # a ReCycle plan of 12,288 tasks: ~0.2 s
-    print(format_table(table, model))
+    table = pl.throughput_table(cfg, range(5 if args.quick else 9))  # a ReCycle plan of 12,288 tasks a row
+    print(format_steady_state(table, model))
 
     runs = pl.simulate_runs(cfg, model, n_runs=20 if args.quick else 400, seed=0)
     print()

@@ -24,6 +24,7 @@ import warnings
 
 import numpy as np
 
+from ._deprecation import deprecated_names
 from ._display import key_value_table
 from .closed_form import (MIN_INTERVAL, ClosedFormWarning, _level_args, ettr, feasible_interval, levels_point_ettr,
                           linear_valid, optimal_interval)
@@ -35,7 +36,7 @@ from .scenario import Scenario, as_scenario
 from .simulate import simulate
 from .units import format_hours
 
-STRATEGIES = ("blocking", "asynchronous", "multilevel")
+CHECKPOINT_STRATEGIES = ("blocking", "asynchronous", "multilevel")
 # Durable multiples past the first 16 whole ones are first searched this factor apart (`best_intervals`).
 _LADDER_STEP = 1.25
 _GRID_STEP = 3.0  # and the fastest interval on a log grid this factor apart over its whole range
@@ -223,7 +224,7 @@ def allowed_strategies(sc: Scenario, names, parameter: str) -> dict[str, Scenari
     unknown = [name for name in names if name not in allowed]
     if unknown:
         why = {"asynchronous": "it needs checkpoint_persist > 0", "multilevel": "it needs fast_checkpoints"}
-        raise ParameterError(parameter, f"{unknown[0]!r}: " + why.get(unknown[0], f"use some of {STRATEGIES}")
+        raise ParameterError(parameter, f"{unknown[0]!r}: " + why.get(unknown[0], f"use some of {CHECKPOINT_STRATEGIES}")
                              + f" (this run allows {', '.join(allowed)})")
     return allowed
 
@@ -657,5 +658,10 @@ def plan_checkpoints(scenario, *, strategies=None, n_jobs: int = 20_000, seed: i
     return CheckpointPlan(tuple(sorted(out, key=lambda s: -s.ettr)))
 
 
-__all__ = ["CheckpointPlan", "StrategyPlan", "STRATEGIES", "allowed_strategies", "best_intervals",
+__all__ = ["CheckpointPlan", "StrategyPlan", "CHECKPOINT_STRATEGIES", "allowed_strategies", "best_intervals",
            "first_durable_multiple", "level_intervals", "plan_checkpoints", "strategy_scenarios", "with_intervals"]
+
+# Old names, served for one release with a DeprecationWarning.
+__getattr__ = deprecated_names(__name__, {
+    "STRATEGIES": "relmodel.checkpoint_plan.CHECKPOINT_STRATEGIES",
+})

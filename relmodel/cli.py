@@ -19,7 +19,7 @@ from .elastic.cli import cluster
 from .engine import DEFAULT_MAX_FAILURES, MAX_JOBS
 from .errors import ScenarioError, parameter_and_reason
 from .pipeline.cli import pipeline
-from .record.cli import run
+from .record.cli import run_command
 from .scenario import Scenario
 from .sweep import MAX_LOCAL_WORKERS
 from .units import UNIT_REQUIRED_HELP, format_hours
@@ -78,7 +78,7 @@ def main(debug):
     """Reliability of large ML training runs: Monte Carlo job timelines and closed-form ETTR."""
 
 
-@main.command(epilog=_UNITS_EPILOG)
+@main.command("simulate", epilog=_UNITS_EPILOG)
 @scenario_options
 @click.option("--n-jobs", type=click.IntRange(1, MAX_JOBS), default=100_000, show_default=True,
               help="Jobs per scenario point.")
@@ -95,7 +95,7 @@ def main(debug):
               help="Show a progress bar [default: on a terminal, unless --quiet].")
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON (with a units block).")
 @quiet_option()
-def simulate(n_jobs, seed, backend, threads, max_failures, out, overwrite, progress, quiet, as_json, **fields):
+def simulate_command(n_jobs, seed, backend, threads, max_failures, out, overwrite, progress, quiet, as_json, **fields):
     """Monte Carlo job timelines for one scenario or a sweep; prints a summary table."""
     from . import labels
     from .closed_form import ettr_arrays
@@ -131,7 +131,7 @@ def simulate(n_jobs, seed, backend, threads, max_failures, out, overwrite, progr
             click.echo(f"wrote {out}")
 
 
-@main.command(epilog=_UNITS_EPILOG)
+@main.command("plan", epilog=_UNITS_EPILOG)
 @scenario_options(interval_default=None,
                   interval_help="The interval used today, shown beside the optimal ones (optional).")
 @click.option("--target-ettr", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=None,
@@ -151,7 +151,7 @@ def simulate(n_jobs, seed, backend, threads, max_failures, out, overwrite, progr
               help="With --checkpoint-persist or --fast-checkpoint: plan this strategy instead of the recommended "
                    "one (the table of strategies still shows them all).")
 @quiet_option()
-def plan(target_ettr, n_jobs, seed, backend, plot, as_json, from_log, strategy, quiet, **fields):
+def plan_command(target_ettr, n_jobs, seed, backend, plot, as_json, from_log, strategy, quiet, **fields):
     """Capacity plan: checkpoint interval, ETTR, MTTF, time lost, sensitivities, targets."""
     from .closed_form import MIN_INTERVAL
     from .checkpoint_plan import strategy_scenarios
@@ -327,7 +327,7 @@ def fit_log(path: Path, *, flag: str, **kwargs):
         raise click.UsageError(f"--{err.parameter.replace('_', '-')}: {err.reason}") from None
 
 
-@main.command(epilog="Study files: [fixed] scenario fields, [sweep] axes (lists, or {start, stop, num, "
+@main.command("sweep", epilog="Study files: [fixed] scenario fields, [sweep] axes (lists, or {start, stop, num, "
                     "scale}), [run] n_jobs, seed, backend, max_failures, chunk_points, outputs. " + _UNITS_EPILOG)
 @click.argument("study_file", type=click.Path(dir_okay=False, path_type=Path), required=False)
 @click.option("--out", type=DatasetPath(overwrite="never"), default=None,
@@ -344,7 +344,7 @@ def fit_log(path: Path, *, flag: str, **kwargs):
 @click.option("--x", "x_dim", default=None, help="Sweep axis on the x axis of --plot (default: the first).")
 @click.option("--y", "y_dim", default=None, help="Sweep axis on the y axis of --plot (default: the second).")
 @quiet_option("No progress bar, and no line saying what was written.")
-def sweep(study_file, out, verify_path, scheduler, workers, quiet, plot, x_dim, y_dim):
+def sweep_command(study_file, out, verify_path, scheduler, workers, quiet, plot, x_dim, y_dim):
     """Run (or resume) a study: a grid of scenarios, chunk by chunk, into a zarr or netCDF store.
 
     One run writes a store at a time (another is refused); a run started again
@@ -469,9 +469,9 @@ def verify_store(path: Path, quiet: bool):
               help="Draw the scaling figures (threads, failures per job) into this folder.")
 def bench(quick, json_path, figures):
     """relmodel against a NumPy and a SimPy implementation and the bare generator."""
-    from .bench import run as run_bench
+    from .bench import run_benchmark
 
-    run_bench(quick, json_path, figures)
+    run_benchmark(quick, json_path, figures)
 
 
 # The summary table's columns past the sweep dims, and their widest cell (`table_cell`).
@@ -502,7 +502,7 @@ def simulate_streamed(sc: Scenario, run: dict, widths: dict, bar):
 
     from . import engine
     from .closed_form import ettr_arrays
-    from .simulate import DEFAULT_QUANTILES, CappedJobsWarning, capped_message
+    from .simulate import DEFAULT_QUANTILES, run_warnings
 
     def echo(line: str):
         bar.clear()  # (a no-op where the bar is off)
@@ -523,9 +523,8 @@ def simulate_streamed(sc: Scenario, run: dict, widths: dict, bar):
         echo(table_line([table_cell(k, v) for k, v in row.items()], [widths[k] for k in row]))
         capped.append(row["n_capped"])
         failures.append(row["failures_mean"])
-    message = capped_message(capped, failures, run["n_jobs"], run["max_failures"])
-    if message:
-        warnings.warn(message, CappedJobsWarning, stacklevel=2)
+    for message, category in run_warnings(capped, failures, run["n_jobs"], run["max_failures"]):
+        warnings.warn(message, category, stacklevel=2)
 
 
 def summary_rows(ds, dims) -> list[dict]:
@@ -553,7 +552,7 @@ def summary_row(coords: dict, values: dict, quantiles) -> dict:
 # The subpackages' commands (their modules import from `_cli_shared`, never from this one).
 main.add_command(pipeline)
 main.add_command(cluster)
-main.add_command(run)
+main.add_command(run_command)
 
 
 if __name__ == "__main__":  # pragma: no cover

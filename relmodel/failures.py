@@ -21,6 +21,7 @@ import math
 
 import numpy as np
 
+from ._deprecation import deprecated_names
 from .errors import ScenarioError, check_integer, check_memory, check_number
 from .synthetic_log import synthetic_log  # noqa: F401  re-exported: relmodel.failures.synthetic_log
 from .taxonomy import TaxonomyError
@@ -686,5 +687,9 @@ class TaxonomyMixture(_RenewalModel):
                 "lemon_rate_factor": 1.0, "taxonomy": self.categories}
 
 
-MODELS = (Exponential, Weibull, LemonMixture, TaxonomyMixture)
+FAILURE_MODELS = (Exponential, Weibull, LemonMixture, TaxonomyMixture)
 
+# Old names, served for one release with a DeprecationWarning.
+__getattr__ = deprecated_names(__name__, {
+    "MODELS": "relmodel.failures.FAILURE_MODELS",
+})

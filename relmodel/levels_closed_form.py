@@ -949,10 +949,19 @@ def levels_first_order(lam, d0, mult, cost, restart, persist, survives, categori
     valid : bool
         False where the ETTR is NaN or lam * stretch exceeds FIRST_ORDER_LIMIT.
     """
-    lv = _Levels(d0, mult, cost, restart, persist, survives, categories)
     lam = float(lam)
     if not lam >= 0:
         raise ValueError(f"lam must be >= 0 (got {lam!r})")
+    # Every duration in units of 2**scale hours, near 1 at the longest: a period's sums and products
+    # of durations near the float limit stay finite, and a power of two rescales without rounding.
+    durations = [d0, *cost, *restart, *persist, *(r for _, r, _ in categories), *(q for _, _, q in categories)]
+    scale = math.frexp(max(float(x) for x in durations))[1]
+
+    def scaled(values):
+        return [math.ldexp(float(x), -scale) for x in values]
+
+    lv = _Levels(math.ldexp(float(d0), -scale), mult, scaled(cost), scaled(restart), scaled(persist), survives,
+                 [(share, *scaled((r, q))) for share, r, q in categories])
     if lv._pattern is None or _waiting_writes(lv) is not None:
         return math.nan, False  # a write that waits: the form has no term for it (as the exact one)
     period, L = lv.period, lv.L
@@ -985,9 +994,13 @@ def levels_first_order(lam, d0, mult, cost, restart, persist, survives, categori
         lost += lv.p_first[l_min] * float(age.sum()) / T
         restart_mean += lv.p_first[l_min] * float((span * level_restart[restored_lev]).sum()) / T
         oldest = max(oldest, float((hi - restored_tau)[span > 0].max()))
-    numerator = 1.0 - lam * (lost + restart_mean)
     stretch = oldest + max([r for _, r, _ in lv.categories] + lv.fast_restart)
-    valid = bool(numerator > 0 and lam * stretch <= FIRST_ORDER_LIMIT)
+    # Back in hours, where lam multiplies them (without failures they cost nothing, however long).
+    with np.errstate(over="ignore"):  # inf where a mean age or stretch passes float64: the answer
+        per_failure, stretch, queue = (lam * float(np.ldexp(x, scale)) if lam else 0.0
+                                       for x in (lost + restart_mean, stretch, lv.mean_queue))
+    numerator = 1.0 - per_failure
+    valid = bool(numerator > 0 and stretch <= FIRST_ORDER_LIMIT)
     if not numerator > 0:
         return math.nan, False
-    return float(numerator / (1.0 + omega) / (1.0 + lam * lv.mean_queue)), valid
+    return float(numerator / (1.0 + omega) / (1.0 + queue)), valid

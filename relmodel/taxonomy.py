@@ -23,6 +23,7 @@ try:  # Python >= 3.11
 except ModuleNotFoundError:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
+from ._deprecation import deprecated_names
 from ._text import decode_utf8
 from .errors import ParameterError
 from .units import short_repr, to_hours_with_unit
@@ -31,7 +32,7 @@ PRESETS = Path(__file__).resolve().parent / "data" / "taxonomy"
 END_STATES = ("COMPLETED", "FAILED", "NODE_FAIL", "PREEMPTED", "REQUEUED", "TIMEOUT", "CANCELLED", "OUT_OF_MEMORY")
 DOMAINS = ("user_code", "system_software", "hardware_transient", "hardware_permanent")
 _SHARE_TOLERANCE = 1e-6
-MAX_FILE_BYTES = 2**20  # a taxonomy is a few kilobytes; a bigger "taxonomy" is the wrong file
+MAX_TAXONOMY_FILE_BYTES = 2**20  # a taxonomy is a few kilobytes; a bigger "taxonomy" is the wrong file
 
 
 class TaxonomyError(ParameterError):
@@ -271,7 +272,7 @@ def load(name_or_path: str | Path | Taxonomy = "meta-2024") -> Taxonomy:
             raise TaxonomyError("taxonomy", f"unknown taxonomy {short_repr(str(name_or_path))}; "
                                             f"presets: {', '.join(presets())}")
     try:
-        text = read_small_text(path, MAX_FILE_BYTES)
+        text = read_small_text(path, MAX_TAXONOMY_FILE_BYTES)
     except OSError as err:
         raise TaxonomyError(str(path), f"cannot read ({err.strerror or err})") from None
     except ValueError as err:  # too big, not a regular file, not UTF-8
@@ -402,3 +403,8 @@ def _build(data: dict, path: Path) -> Taxonomy:
     return Taxonomy(name=name, version=version, description=str(data.get("description", "")),
                     end_states=types.MappingProxyType(end_states), domains=types.MappingProxyType(dict(domains)),
                     categories=tuple(categories), failed_infrastructure_causes=tuple(causes), source=str(path))
+
+# Old names, served for one release with a DeprecationWarning.
+__getattr__ = deprecated_names(__name__, {
+    "MAX_FILE_BYTES": "relmodel.taxonomy.MAX_TAXONOMY_FILE_BYTES",
+})

@@ -14,8 +14,8 @@ PACKAGE = Path(relmodel.__file__).parent
 
 # Bottom to top; a module is on the first floor with a pattern that matches it.
 FLOORS = {
-    "ground": ["relmodel._version", "relmodel.units", "relmodel.errors", "relmodel._display", "relmodel._extras",
-               "relmodel._feedback", "relmodel._ticks", "relmodel._text", "relmodel._fast_csv"],
+    "ground": ["relmodel._version", "relmodel._deprecation", "relmodel.units", "relmodel.errors", "relmodel._display",
+               "relmodel._extras", "relmodel._feedback", "relmodel._ticks", "relmodel._text", "relmodel._fast_csv"],
     "kernels": ["relmodel._kernels", "relmodel._kernels.*"],
     "models": ["relmodel.taxonomy", "relmodel.synthetic_log", "relmodel.failures", "relmodel.scenario",
                "relmodel.logs"],
@@ -28,9 +28,10 @@ FLOORS = {
     "faces": ["relmodel", "relmodel.pipeline", "relmodel.elastic", "relmodel.record"],
 }
 ORDER = ["ground", "kernels", "models", "computation", "studies", "subsystems", "presentation", "faces"]
-# The one import by name: `rm.pipeline` and `rm.elastic` load on first use (PEP 562),
+# The imports by name: `rm.pipeline` and `rm.elastic` load on first use (PEP 562),
 # so that `import relmodel` stays light; it goes down, from the package to its parts.
-LAZY_LOADERS = {"relmodel"}
+# An old name's shim loads its new object on first use, by the dotted path it was given.
+LAZY_LOADERS = {"relmodel", "relmodel._deprecation"}
 
 
 def module_name(path: Path) -> str:

@@ -182,7 +182,7 @@ def files(tmp_path):
     paths = {FIFO: tmp_path / "fifo.toml", HUGE_FILE: tmp_path / "huge.toml", BINARY_FILE: tmp_path / "binary.toml"}
     os.mkfifo(paths[FIFO])  # reading it would block for ever: nothing writes to it
     with open(paths[HUGE_FILE], "wb") as file:
-        file.truncate(taxonomy.MAX_FILE_BYTES + 1)  # sparse: bigger than any taxonomy, refused by its size
+        file.truncate(taxonomy.MAX_TAXONOMY_FILE_BYTES + 1)  # sparse: bigger than any taxonomy, refused by its size
     paths[BINARY_FILE].write_bytes(bytes(range(256)))
     return {key: str(path) for key, path in paths.items()}
 

@@ -225,7 +225,7 @@ def test_the_optimizer_admits_the_jobs_worth_most():
 
 def test_speedup_counts_from_one_gpu_at_the_submitted_batch():
     # Submitted at batch 512 on 4 GPUs (128 each); one GPU could not hold 512, but the unit is X(1, 512).
-    model = el.MODELS["resnet50"]
+    model = el.FITTED_MODELS["resnet50"]
     job = el.Job(model, 1e6, 512, gpus=4, min_gpus=4, max_gpus=4)
     alloc = el.allocate([job], 64, "fixed-batch", "speedup")
     assert alloc.value == pytest.approx(float(model.throughput(4, 512) / model.throughput(1, 512)), rel=1e-12)
@@ -356,8 +356,8 @@ def test_a_full_profile_interpolates_as_scipy_does(data):
 
 
 def test_catalogue_models_are_usable_by_name():
-    assert set(el.MODELS) == {"bert", "deepspeech2", "gpt2", "inception3", "resnet50", "vgg16"}
-    for model in el.MODELS.values():
+    assert set(el.FITTED_MODELS) == {"bert", "deepspeech2", "gpt2", "inception3", "resnet50", "vgg16"}
+    for model in el.FITTED_MODELS.values():
         assert all(b <= model.max_local_batch for b in model.batch_sizes)
         assert float(model.throughput(8, model.batch_sizes[-1])) > float(model.throughput(1, model.batch_sizes[-1]))
 

@@ -36,7 +36,7 @@ QUEUE = [whole_cluster_job("A", 0.0, 2.0),  # runs 0 - 2
          whole_cluster_job("C", 1.5, 1.0)]  # limit 2.5: D holds the GPUs until 4.0, dropped
 
 
-@pytest.mark.parametrize("policy", el.POLICIES)
+@pytest.mark.parametrize("policy", el.CLUSTER_POLICIES)
 @pytest.mark.parametrize("admission", ["first-fit", "optimizer"])
 def test_queue_time_outs_drop_the_right_jobs(policy, admission):
     r = run(QUEUE, policy, unplaceable="queue", max_wait="1h", admission=admission)
@@ -47,7 +47,7 @@ def test_queue_time_outs_drop_the_right_jobs(policy, admission):
     assert r.end[2] == 4.0 and r.counters["timeouts"] == 2
 
 
-@pytest.mark.parametrize("policy", el.POLICIES)
+@pytest.mark.parametrize("policy", el.CLUSTER_POLICIES)
 def test_the_two_ends_of_the_queue(policy):
     unbounded = run(QUEUE, policy, unplaceable="queue")
     assert (unbounded.outcome == 0).all() and unbounded.end.tolist() == [2.0, 4.0, 6.0, 7.0]
@@ -76,7 +76,7 @@ def sweep_workload(seed):
 
 
 @pytest.mark.parametrize("admission", ["first-fit", "optimizer"])
-@pytest.mark.parametrize("policy", el.POLICIES)
+@pytest.mark.parametrize("policy", el.CLUSTER_POLICIES)
 def test_every_wait_respects_the_limit(policy, admission):
     work = sweep_workload(5)
     r = el.run_policy(work, policy, el.ClusterConfig(unplaceable="queue", max_wait="0.75h", admission=admission))
@@ -93,7 +93,7 @@ def test_every_wait_respects_the_limit(policy, admission):
 
 
 @pytest.mark.parametrize("admission", ["first-fit", "optimizer"])
-@pytest.mark.parametrize("policy", el.POLICIES)
+@pytest.mark.parametrize("policy", el.CLUSTER_POLICIES)
 @pytest.mark.parametrize("failure_rate", [0.0, 2.0])
 def test_periodic_reoptimisation_changes_nothing_when_nothing_changed(policy, admission, failure_rate):
     # Every arrival, completion, failure and repair re-optimises already; a tick in between finds the

@@ -10,7 +10,7 @@ import xarray as xr
 
 import relmodel.elastic as el
 
-RESNET_2H_ON_16 = 2 * 3600 * float(el.MODELS["resnet50"].throughput(16, 256))  # samples: 2 h on 16 GPUs
+RESNET_2H_ON_16 = 2 * 3600 * float(el.FITTED_MODELS["resnet50"].throughput(16, 256))  # samples: 2 h on 16 GPUs
 
 
 def run(workload, policies="all", **config):
@@ -85,7 +85,7 @@ def test_a_struck_elastic_job_shrinks_and_loses_only_its_pause():
     assert float(ds.gpu_hours_lost_failures) == pytest.approx(8 * 0.05)
     assert float(ds.gpu_hours_redone) == 0 and int(ds.shrinks) == 1 and int(ds.restarts) == 0
     # 1.25 h at 16 GPUs did 62.5 % of the work; the rest at the 8-GPU rate after a 0.05 h pause
-    x8 = float(el.MODELS["resnet50"].throughput(8, 256)) * 3600
+    x8 = float(el.FITTED_MODELS["resnet50"].throughput(8, 256)) * 3600
     assert float(ds.jct_mean) == pytest.approx(1.25 + 0.05 + 0.375 * RESNET_2H_ON_16 / x8)
 
 
@@ -108,7 +108,7 @@ def test_checkpoint_writes_take_time_and_mark_the_restart_point():
 
 
 def test_a_job_whose_only_node_fails_restarts_even_when_elastic():
-    job = el.Job("bert", 3600 * float(el.MODELS["bert"].throughput(8, 128)), 128, 8, max_gpus=8, job_id="b")
+    job = el.Job("bert", 3600 * float(el.FITTED_MODELS["bert"].throughput(8, 128)), 128, 8, max_gpus=8, job_id="b")
     ds, (r,) = run([job], "elastic", n_gpus=16, failures=[(0.5, 0)], pause=0, restart_cost=0.1, repair_time=1.0)
     assert int(ds.restarts.item()) == 1 and int(ds.shrinks.item()) == 0
     assert [e[1] for e in r.events][2:5] == ["node-fail", "evict", "start"]  # restarts at once on node 1

@@ -108,9 +108,9 @@ def test_out_of_range_parameters_name_the_field(field, bad):
 
 
 # -- the roofline catalogue -----------------------------------------------------------
-@given(st.sampled_from(sorted(el.MODELS)), st.floats(1e-6, 1.0), st.floats(0.0, 10.0))
+@given(st.sampled_from(sorted(el.FITTED_MODELS)), st.floats(1e-6, 1.0), st.floats(0.0, 10.0))
 def test_roofline_model_keeps_the_single_gpu_full_batch_throughput(name, saturation, comm):
-    fitted = el.MODELS[name]
+    fitted = el.FITTED_MODELS[name]
     m_hi = fitted.max_local_batch
     roof = el.roofline_model(fitted, saturation, comm)
     assert float(roof.throughput(1, m_hi)) == pytest.approx(float(fitted.throughput(1, m_hi)), rel=1e-12)
@@ -121,16 +121,16 @@ def test_roofline_model_keeps_the_single_gpu_full_batch_throughput(name, saturat
 
 
 def test_the_roofline_catalogue_is_derived_from_the_fitted_one():
-    assert list(el.ROOFLINE_MODELS) == list(el.MODELS)
-    for name, fitted in el.MODELS.items():
+    assert list(el.ROOFLINE_MODELS) == list(el.FITTED_MODELS)
+    for name, fitted in el.FITTED_MODELS.items():
         roof = el.ROOFLINE_MODELS[name]
         assert roof == el.roofline_model(fitted) == el.roofline_model(name)
         assert roof.saturation_batch == 0.5 * fitted.max_local_batch
         m_hi = fitted.max_local_batch
         assert float(roof.throughput(1, m_hi)) == pytest.approx(float(fitted.throughput(1, m_hi)), rel=1e-12)
-    assert el.curve_models("fitted") is el.MODELS and el.curve_models("roofline") is el.ROOFLINE_MODELS
+    assert el.curve_models("fitted") is el.FITTED_MODELS and el.curve_models("roofline") is el.ROOFLINE_MODELS
     other = el.curve_models("roofline", saturation=0.25, comm=0.0)
-    assert other["bert"] == el.roofline_model(el.MODELS["bert"], 0.25, 0.0)
+    assert other["bert"] == el.roofline_model(el.FITTED_MODELS["bert"], 0.25, 0.0)
 
 
 def test_a_profiled_model_derives_from_its_throughput():
@@ -145,7 +145,7 @@ def test_a_profiled_model_derives_from_its_throughput():
 def test_in_the_roofline_regime_strong_scaling_stalls_and_elastic_scaling_does_not():
     g = np.array([1, 2, 4, 8, 16, 32, 64])
     for name, roof in el.ROOFLINE_MODELS.items():
-        fitted, m_hi = el.MODELS[name], roof.max_local_batch
+        fitted, m_hi = el.FITTED_MODELS[name], roof.max_local_batch
         fixed = roof.throughput(g, m_hi)  # one global batch spread over more GPUs
         assert np.argmax(fixed) == 1 and fixed[-1] < fixed[0]  # best on 2 GPUs, worse on 64 than on 1
         grown = roof.throughput(g, g * m_hi)  # the batch grows with the GPUs
@@ -186,7 +186,7 @@ def test_the_curve_changes_only_the_models_and_the_work(seed, scaling):
                 "min_gpus", "max_gpus", "job_id")
         assert [getattr(a, f) for f in same] == [getattr(b, f) for f in same]
         assert a.model.name == b.model.name
-        assert a.model is el.MODELS[a.model.name] and b.model is el.ROOFLINE_MODELS[b.model.name]
+        assert a.model is el.FITTED_MODELS[a.model.name] and b.model is el.ROOFLINE_MODELS[b.model.name]
         # the same run time at the submitted size, at that curve's throughput
         ratio = float(b.model.throughput(b.gpus, b.batch)) / float(a.model.throughput(a.gpus, a.batch))
         assert b.work == pytest.approx(a.work * ratio, rel=1e-12)
@@ -201,7 +201,7 @@ def test_the_default_arguments_leave_the_draws_as_they_were():
     explicit = el.synthetic_workload(6, "12h", seed=3, curve="fitted", max_gpus=None, min_local_batch=1)
     assert plain.jobs == explicit.jobs
     assert (plain.attrs["max_gpus"], plain.attrs["min_local_batch"]) == (None, 1)
-    custom = el.synthetic_workload(6, "12h", seed=3, models=el.MODELS)
+    custom = el.synthetic_workload(6, "12h", seed=3, models=el.FITTED_MODELS)
     assert custom.jobs == plain.jobs and custom.attrs["curve"] == "custom"
 
 
@@ -220,7 +220,7 @@ def test_gpu_and_local_batch_bounds_land_on_the_jobs(curve):
 
 
 @pytest.mark.parametrize("kwargs, name", [
-    ({"curve": "bogus"}, "curve"), ({"curve": "roofline", "models": el.MODELS}, "curve"),
+    ({"curve": "bogus"}, "curve"), ({"curve": "roofline", "models": el.FITTED_MODELS}, "curve"),
     ({"max_gpus": 0}, "max_gpus"), ({"max_gpus": 2.5}, "max_gpus"), ({"max_gpus": True}, "max_gpus"),
     ({"min_local_batch": 0}, "min_local_batch"), ({"min_local_batch": "8"}, "min_local_batch"),
     ({"min_local_batch": False}, "min_local_batch"), ({"min_local_batch": 1000}, "min_local_batch"),
@@ -244,7 +244,7 @@ def test_job_csv_rows_choose_their_curve(tmp_path):
                       "6,bert,1e8,64,1,roofline,0.25,0.1")
     work = el.read_job_csv(path)
     models = [j.model for j in work.jobs]
-    assert models[0] is models[1] is el.MODELS["resnet50"]
+    assert models[0] is models[1] is el.FITTED_MODELS["resnet50"]
     assert models[2] is el.ROOFLINE_MODELS["resnet50"]
     assert models[3] == el.roofline_model("bert", 0.25, 0.02)
     assert models[4] == el.roofline_model("bert", 0.5, 0.1)
@@ -252,14 +252,14 @@ def test_job_csv_rows_choose_their_curve(tmp_path):
     assert work.attrs["curve"] == "fitted,roofline"
     for job in work.jobs:
         el.check_job(job, 64)
-    assert el.read_trace(path).jobs == work.jobs
+    assert el.read_job_trace(path).jobs == work.jobs
 
 
 def test_job_csv_default_curve_and_models_mapping(tmp_path):
     path = write_jobs(tmp_path, "0,resnet50,1e8,128,2", "1,bert,1e8,64,1", header="submit_time,model,work,batch,gpus")
     roof = el.read_job_csv(path, curve="roofline")
     assert [j.model for j in roof.jobs] == [el.ROOFLINE_MODELS["resnet50"], el.ROOFLINE_MODELS["bert"]]
-    assert roof.attrs["curve"] == "roofline" and el.read_trace(path, curve="roofline").jobs == roof.jobs
+    assert roof.attrs["curve"] == "roofline" and el.read_job_trace(path, curve="roofline").jobs == roof.jobs
     mine = {"resnet50": el.ParametricThroughput("resnet50", 0.01, 0.002, max_local_batch=64)}
     path = write_jobs(tmp_path, "0,resnet50,1e8,64,1,,,", "1,resnet50,1e8,64,1,roofline,0.5,0.02")
     work = el.read_job_csv(path, models=mine)
@@ -286,7 +286,7 @@ def test_job_csv_default_curve_and_models_mapping(tmp_path):
 ])
 def test_malformed_curve_cells_report_the_line_and_column(tmp_path, row, column, text):
     path = write_jobs(tmp_path, "0,bert,1e6,64,1,roofline,,", row)
-    with pytest.raises(el.TraceError) as err:
+    with pytest.raises(el.JobTraceError) as err:
         el.read_job_csv(path)
     assert err.value.line == 3 and err.value.column == column
     assert str(err.value).startswith(f"jobs.csv line 3: {column}: ") and text in str(err.value)
@@ -307,4 +307,4 @@ def test_elasticflow_traces_take_a_curve(tmp_path):
     with pytest.raises(ParameterError, match="^curve: "):
         el.read_elasticflow(path, curve="bogus")
     with pytest.raises(ParameterError, match="^curve: "):
-        el.read_elasticflow(path, curve="roofline", models=el.MODELS)
+        el.read_elasticflow(path, curve="roofline", models=el.FITTED_MODELS)

@@ -58,7 +58,7 @@ def same_bits(a, b) -> bool:
     return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
 
 
-@pytest.mark.parametrize("policy", el.POLICIES)
+@pytest.mark.parametrize("policy", el.CLUSTER_POLICIES)
 def test_options_table_gives_each_job_what_check_job_and_options_for_do(policy):
     table = OptionsTable(64, policy)
     shared = 0
@@ -199,7 +199,7 @@ def trace_like_jobs(n, seed):
     submit = np.sort(rng.integers(0, 12 * 3600, n)) / 3600.0
     iterations = rng.integers(100, 20000, n)
     gpus = rng.choice([1, 2, 4, 8], n)
-    return [el.Job(el.MODELS[names[k]], float(it * b), int(b), int(g), min_batch=max(1, round(b * 0.5)),
+    return [el.Job(el.FITTED_MODELS[names[k]], float(it * b), int(b), int(g), min_batch=max(1, round(b * 0.5)),
                    max_batch=int(b * 2), submit_time=float(t), job_id=f"j{i}")
             for i, (k, b, t, it, g) in enumerate(zip(m, batch, submit, iterations, gpus))]
 

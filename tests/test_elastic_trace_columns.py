@@ -21,7 +21,7 @@ from relmodel.elastic import traces
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "elasticflow"
 HEADER = "job_id,submission_time,num_iteration,model_name,deadline,batch_size,num_gpu,duration"
 _PLAIN = {"submission_time": ["0", "3600", "3715485", "86400", "17"], "num_iteration": ["1", "3249", "75043", "0"],
-          "model_name": list(el.MODELS), "batch_size": ["32", "64", "128", "256", "0", "5", "7"],
+          "model_name": list(el.FITTED_MODELS), "batch_size": ["32", "64", "128", "256", "0", "5", "7"],
           "num_gpu": ["1", "2", "8", "64", "0"], "deadline": ["9000", ""], "duration": ["600", ""]}
 # Written otherwise, each still a number (or model) `_number` takes: read once per distinct value.
 _OTHER = {"submission_time": ["12.5", " 7200 ", "-3600", "1e3", "1_000", "0x10", "inf", "abc", ""],
@@ -76,7 +76,7 @@ def _check(text, block, plain, **kwargs):
         path = Path(folder) / "trace.csv"
         path.write_text(text, newline="")
         with mock.patch.object(_fast_csv, "BLOCK_BYTES", block):
-            columns = traces._elasticflow_columns(path, dict(el.MODELS), False)
+            columns = traces._elasticflow_columns(path, dict(el.FITTED_MODELS), False)
             by_columns = _read(path, **kwargs)
         with _row_by_row():
             by_rows = _read(path, **kwargs)
@@ -107,8 +107,8 @@ def test_a_malformed_row_goes_row_by_row_which_names_its_line(tmp_path):
     good, bad = "a,7200,1000,resnet50,9000,128,4,600\n", "d,7200,1000,alexnet,9000,128,4,600\n"
     path.write_text(HEADER + "\n" + good * 30 + bad)
     with mock.patch.object(_fast_csv, "BLOCK_BYTES", 128):
-        assert traces._elasticflow_columns(path, dict(el.MODELS), False) is None
-        with pytest.raises(el.TraceError, match="^trace.csv line 32: model_name: unknown model 'alexnet'"):
+        assert traces._elasticflow_columns(path, dict(el.FITTED_MODELS), False) is None
+        with pytest.raises(el.JobTraceError, match="^trace.csv line 32: model_name: unknown model 'alexnet'"):
             el.read_elasticflow(path)
 
 
@@ -138,7 +138,7 @@ def test_whole_numbers_and_the_bulk_reader_agree_with_float():
 JOB_HEADER = ["submit_time", "model", "work", "batch", "job_id", "gpus", "min_batch", "max_batch", "min_local_batch",
               "max_local_batch", "min_gpus", "max_gpus", "curve", "saturation", "comm", "noise_scale", "extra"]
 _JOB_CELLS = {"submit_time": ["0", "0.5", "90min", "2h", " 3 ", "1e300", "inf", "5 parsecs", "-1", "12"],
-              "model": list(el.MODELS) + ["llama", ""], "work": ["1e6", "2000", "1e8", "lots", "-5"],
+              "model": list(el.FITTED_MODELS) + ["llama", ""], "work": ["1e6", "2000", "1e8", "lots", "-5"],
               "batch": ["64", "128", "0", "5", "64.5", "-64", "1e300"], "job_id": ["", "r", "a b"],
               "gpus": ["", "4", "x"], "min_batch": ["", "32"], "max_batch": ["", "512"], "min_local_batch": ["", "2"],
               "max_local_batch": ["", "64"], "min_gpus": ["", "1"], "max_gpus": ["", "16"],
@@ -148,7 +148,7 @@ _JOB_CELLS = {"submit_time": ["0", "0.5", "90min", "2h", " 3 ", "1e300", "inf", 
 
 
 # Only values `_job_row` takes.
-_JOB_PLAIN = {"submit_time": ["0", "0.5", "90min", "2h", " 3 ", "12"], "model": list(el.MODELS),
+_JOB_PLAIN = {"submit_time": ["0", "0.5", "90min", "2h", " 3 ", "12"], "model": list(el.FITTED_MODELS),
               "work": ["1e6", "2000", "1e8"], "batch": ["64", "128", "0", "5", "7"], "job_id": ["", "r", "a b"],
               "gpus": ["", "4"], "curve": ["", "fitted", "roofline"], "saturation": ["", "0.5", "0.8"],
               "comm": ["", "0.02", "0.1"], "noise_scale": ["", "256", "1e4"]}

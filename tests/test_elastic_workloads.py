@@ -78,7 +78,7 @@ def test_trace_rows_become_jobs(tmp_path):
     assert [j.job_id for j in work.jobs] == ["b", "a", "c"]  # sorted by submission
     assert [j.submit_time for j in work.jobs] == [0.0, 1.0, 2.0]  # hours from the first submission
     b = work.jobs[0]
-    assert b.model is el.MODELS["bert"] and b.work == 2000 * 64 and b.gpus == 1
+    assert b.model is el.FITTED_MODELS["bert"] and b.work == 2000 * 64 and b.gpus == 1
     assert (b.min_batch, b.max_batch) == (32, 128)
     assert work.attrs["time_origin_s"] == 3600 and work.attrs["trace_file"] == "trace.csv"
     window = el.read_elasticflow(write_trace(tmp_path, *GOOD), window="1.5h", batch_range_factor=(1, 1))
@@ -98,7 +98,7 @@ def test_trace_rows_become_jobs(tmp_path):
 ])
 def test_malformed_rows_are_reported_with_their_line(tmp_path, bad_row, column, text):
     path = write_trace(tmp_path, GOOD[0], GOOD[1], bad_row, GOOD[2])
-    with pytest.raises(el.TraceError) as err:
+    with pytest.raises(el.JobTraceError) as err:
         el.read_elasticflow(path)
     assert err.value.line == 4 and err.value.column == column
     assert str(err.value).startswith(f"trace.csv line 4: {column}: ") and text in str(err.value)
@@ -106,12 +106,12 @@ def test_malformed_rows_are_reported_with_their_line(tmp_path, bad_row, column, 
 
 def test_line_numbers_count_blank_lines(tmp_path):
     path = write_trace(tmp_path, GOOD[0], "", GOOD[1], "x,1,1,resnet50,1,64,1")
-    with pytest.raises(el.TraceError, match="^trace.csv line 5: row: "):
+    with pytest.raises(el.JobTraceError, match="^trace.csv line 5: row: "):
         el.read_elasticflow(path)
 
 
 def test_missing_columns_are_reported(tmp_path):
-    with pytest.raises(el.TraceError, match="line 1: num_gpu: missing column"):
+    with pytest.raises(el.JobTraceError, match="line 1: num_gpu: missing column"):
         el.read_elasticflow(write_trace(tmp_path, "a,0,1,bert,1,64,1", header=HEADER.replace(",num_gpu", "")))
 
 
@@ -135,12 +135,12 @@ def test_job_csv_rows_become_jobs(tmp_path):
     path.write_text("submit_time,model,work,batch,gpus,min_batch,max_batch,max_gpus,job_id\n"
                     "90min,resnet50,1e8,128,4,64,512,16,r\n"
                     "0.5,bert,2e7,64,,,,,\n")
-    work = el.read_trace(path)
+    work = el.read_job_trace(path)
     assert [j.job_id for j in work.jobs] == ["line3", "r"] and work.attrs["workload"] == "job CSV jobs.csv"
     bert, resnet = work.jobs
     assert bert.submit_time == 0.5 and bert.gpus == 1 and (bert.min_batch, bert.max_batch) == (32, 128)
     assert resnet.submit_time == 1.5 and (resnet.min_batch, resnet.max_batch, resnet.max_gpus) == (64, 512, 16)
-    assert resnet.work == 1e8 and resnet.model is el.MODELS["resnet50"]
+    assert resnet.work == 1e8 and resnet.model is el.FITTED_MODELS["resnet50"]
 
 
 @pytest.mark.parametrize("row, column", [
@@ -150,25 +150,25 @@ def test_job_csv_rows_become_jobs(tmp_path):
 def test_job_csv_errors_name_the_line(tmp_path, row, column):
     path = tmp_path / "jobs.csv"
     path.write_text(f"submit_time,model,work,batch\n0,bert,1e6,64\n{row}\n")
-    with pytest.raises(el.TraceError, match=f"^jobs.csv line 3: {column}: "):
-        el.read_trace(path)
+    with pytest.raises(el.JobTraceError, match=f"^jobs.csv line 3: {column}: "):
+        el.read_job_trace(path)
 
 
 def test_a_byte_order_mark_is_dropped_and_a_file_that_is_not_utf8_names_its_line(tmp_path):
     """A BOM (spreadsheets write one) spoiled the header invisibly; Latin-1 gave a bare codec error."""
     path = tmp_path / "jobs.csv"
     path.write_bytes(b"\xef\xbb\xbfsubmit_time,model,work,batch\n0,bert,1e6,64\n")
-    assert [j.batch for j in el.read_trace(path).jobs] == [64]
+    assert [j.batch for j in el.read_job_trace(path).jobs] == [64]
     path.write_bytes(b"submit_time,model,work,batch\n0,bert,1e6,64\n1,r\xe9snet,1e6,64\n")
-    with pytest.raises(el.TraceError, match=r"^jobs.csv line 3: encoding: not UTF-8 text \(byte 0xe9\)"):
-        el.read_trace(path)
+    with pytest.raises(el.JobTraceError, match=r"^jobs.csv line 3: encoding: not UTF-8 text \(byte 0xe9\)"):
+        el.read_job_trace(path)
 
 
 def test_no_arithmetic_warning_from_a_rejected_job_or_a_vanishing_arrival_rate(tmp_path):
     """gpus=0 leaked divide-by-zero warnings; a subnormal arrival rate an overflow (tests turn them into errors)."""
     path = tmp_path / "jobs.csv"
     path.write_text("submit_time,model,work,batch,gpus\n0,resnet50,1e6,64,0\n")
-    ds = el.simulate_cluster(el.read_trace(path), n_gpus=16)
+    ds = el.simulate_cluster(el.read_job_trace(path), n_gpus=16)
     assert (ds.rejected == 1).all() and "gpus" in str(ds.rejection_reason.values[0])
     assert len(el.synthetic_workload(1e-320, "4h", seed=0).jobs) == 0
 
@@ -177,15 +177,15 @@ def test_a_submit_time_too_late_for_a_float_to_time_the_job_is_rejected(tmp_path
     """At 1e300 h the job's run vanished in rounding: completed with JCT 0."""
     path = tmp_path / "jobs.csv"
     path.write_text("submit_time,model,work,batch\n1e300,resnet50,1e6,64\n")
-    ds = el.simulate_cluster(el.read_trace(path), n_gpus=16)
+    ds = el.simulate_cluster(el.read_job_trace(path), n_gpus=16)
     assert (ds.completed == 0).all() and "submit_time" in str(ds.rejection_reason.values[0])
 
 
 def test_unknown_trace_format(tmp_path):
     path = write_trace(tmp_path, "1,2,3", header="a,b,c")
-    with pytest.raises(el.TraceError, match="line 1: header: neither an ElasticFlow trace"):
-        el.read_trace(path)
-    assert len(el.read_trace(write_trace(tmp_path, *GOOD))) == 3
+    with pytest.raises(el.JobTraceError, match="line 1: header: neither an ElasticFlow trace"):
+        el.read_job_trace(path)
+    assert len(el.read_job_trace(write_trace(tmp_path, *GOOD))) == 3
 
 
 # -- the real traces ---------------------------------------------------------------
@@ -205,7 +205,7 @@ def test_the_catalogue_reproduces_the_trace_durations():
     rows = list(csv.DictReader((DATA / "195job.csv").open()))
     rel = []
     for r in rows:
-        model = el.MODELS[r["model_name"]]
+        model = el.FITTED_MODELS[r["model_name"]]
         step = float(model.step_time(int(r["num_gpu"]), int(r["batch_size"])))
         rel.append(abs(step * int(r["num_iteration"]) / float(r["duration"]) - 1))
     assert np.median(rel) < 0.05 and np.max(rel) < 0.2
@@ -219,7 +219,7 @@ def test_the_catalogue_is_the_fit_to_the_traces():
             for r in csv.DictReader(f):
                 key = (r["model_name"], int(r["batch_size"]), int(r["num_gpu"]))
                 points.setdefault(key, []).append(float(r["duration"]) / int(r["num_iteration"]))
-    for name, model in el.MODELS.items():
+    for name, model in el.FITTED_MODELS.items():
         keys = [k for k in points if k[0] == name]
         g = [k[2] for k in keys]
         b = [k[1] for k in keys]

@@ -18,10 +18,10 @@ from relmodel.taxonomy import TaxonomyError
 from relmodel.taxonomy import load as load_taxonomy
 
 
-def _bad_trace(tmp_path, module, text):
+def _bad_trace(tmp_path, reader, text):
     path = tmp_path / "bad.csv"
     path.write_text(text)
-    return lambda: module.read_trace(path)
+    return lambda: reader(path)
 
 
 # (error class, what raises it, the parameter it must name)
@@ -35,11 +35,12 @@ CASES = {
     "study": (StudyError, lambda tmp: lambda: parse_study("[fixed]\nn_gpus = [", name="s.toml"), "s.toml"),
     "pipeline": (pl.PipelineError, lambda tmp: lambda: pl.PipelineConfig(stages=0, replicas=1, microbatches=4),
                  "stages"),
-    "pipeline trace": (pl.TraceError, lambda tmp: _bad_trace(tmp, pl, "0,add,node1\n1000,launch,node2\n"),
-                       None),
+    "pipeline trace": (pl.NodeTraceError,
+                       lambda tmp: _bad_trace(tmp, pl.read_node_trace, "0,add,node1\n1000,launch,node2\n"), None),
     "elastic job": (el.JobError, lambda tmp: lambda: el.allocate(
         [el.Job("bert", 1e6, 128, min_batch=256, max_batch=128, job_id="x")], 8), "min_batch"),
-    "elastic trace": (el.TraceError, lambda tmp: _bad_trace(tmp, el, "submit_time,model,work,batch\n0,bert,oops,32\n"),
+    "elastic trace": (el.JobTraceError,
+                      lambda tmp: _bad_trace(tmp, el.read_job_trace, "submit_time,model,work,batch\n0,bert,oops,32\n"),
                       "work"),
 }
 
@@ -74,8 +75,8 @@ def test_the_record_comes_first():
 
 
 def test_a_pipeline_trace_error_names_its_file_and_line(tmp_path):
-    with pytest.raises(pl.TraceError) as info:
-        _bad_trace(tmp_path, pl, "0,add,node1\n1000,launch,node2\n")()
+    with pytest.raises(pl.NodeTraceError) as info:
+        _bad_trace(tmp_path, pl.read_node_trace, "0,add,node1\n1000,launch,node2\n")()
     assert info.value.parameter.endswith("bad.csv:2"), info.value.parameter
 
 

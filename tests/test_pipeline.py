@@ -26,7 +26,7 @@ def test_iteration_time_contract():
     assert t == 33.0  # L = ceil(32 / 3) = 11 = m + p - 1: the fault-free 1F1B period, kept exactly
     assert pl.iteration_time(4, 4, 8, strategy="recycle", failed={}) == 33.0
     assert pl.iteration_time(4, 4, 8, strategy="drop-pipeline", failed={0: 1}) == (11 + 3) * 3.0
-    for strategy in pl.STRATEGIES:
+    for strategy in pl.RECOVERY_STRATEGIES:
         assert pl.iteration_time(4, 4, 8, strategy=strategy, failed={0: 1}) >= 33.0
 
 
@@ -58,7 +58,7 @@ def test_failure_messages_say_what_is_wrong():
 def test_losing_every_replica_of_a_stage():
     """Zero throughput for the strategies that cannot survive it; the others run."""
     cfg = pl.PipelineConfig(4, 3, 6)
-    results = {s: pl.evaluate(cfg, s, {1: 3}) for s in pl.STRATEGIES}
+    results = {s: pl.evaluate(cfg, s, {1: 3}) for s in pl.RECOVERY_STRATEGIES}
     for s in ("recycle", "drop-pipeline", "oobleck"):
         assert results[s].period == math.inf and results[s].throughput == 0 and not results[s].survives
     assert results["restart"].fraction_of_ideal == 1.0
@@ -84,7 +84,7 @@ def test_no_strategy_beats_the_work_bound(cfg, data):
     assume(not mask.all(axis=0).any())
     t = cfg.stage_time
     m, n_alive = cfg.microbatches, d * p - mask.sum()
-    for strategy in pl.STRATEGIES:
+    for strategy in pl.RECOVERY_STRATEGIES:
         r = pl.evaluate(cfg, strategy, mask)
         assert r.work_bound == pl.work_bound(cfg, mask)
         if not r.survives:
@@ -107,7 +107,7 @@ def test_strategies_order_as_they_should(cfg, n):
     d, p = cfg.replicas, cfg.stages
     assume(n <= d * p)
     mask = pl.spread_failures(n, d, p)
-    r = {s: pl.evaluate(cfg, s, mask) for s in pl.STRATEGIES}
+    r = {s: pl.evaluate(cfg, s, mask) for s in pl.RECOVERY_STRATEGIES}
     if r["drop-pipeline"].survives:
         assert r["recycle"].period <= r["drop-pipeline"].period
         assert r["oobleck"].period <= r["drop-pipeline"].period  # re-forms at least as many whole pipelines
@@ -132,7 +132,7 @@ def test_bamboo_restarts_without_a_pipeline_with_two_neighbours_down():
 
 def test_oobleck_re_forms_pipelines_from_the_surviving_nodes():
     cfg = pl.PipelineConfig(4, 4, 8)
-    two_replicas = pl.failed_workers([(0, 0), (1, 1)], 4, 4)
+    two_replicas = pl.failure_mask([(0, 0), (1, 1)], 4, 4)
     assert "2 replicas" in pl.evaluate(cfg, "drop-pipeline", two_replicas).detail
     r = pl.evaluate(cfg, "oobleck", two_replicas)  # 14 nodes: three 4-stage pipelines
     assert r.detail.count("4-stage") == 3
@@ -167,7 +167,7 @@ def test_recycle_adapts_no_job_that_cannot_run_fault_free():
 
 @given(stages=st.integers(2, 4), replicas=st.integers(2, 3), microbatches=st.integers(1, 6),
        activation=st.lists(st.floats(0.1, 3.0), min_size=4, max_size=4), room=st.floats(0.5, 3.0),
-       strategy=st.sampled_from(pl.STRATEGIES), data=st.data())
+       strategy=st.sampled_from(pl.RECOVERY_STRATEGIES), data=st.data())
 def test_no_strategy_runs_after_a_failure_where_nothing_runs_fault_free(stages, replicas, microbatches, activation,
                                                                         room, strategy, data):
     """Budgets from below one micro-batch a stage to roomy: wherever a strategy cannot run
@@ -180,7 +180,7 @@ def test_no_strategy_runs_after_a_failure_where_nothing_runs_fault_free(stages, 
     failed = data.draw(st.lists(st.tuples(st.integers(0, replicas - 1), st.integers(0, stages - 1)), min_size=1,
                                 max_size=2, unique=True))
     if pl.evaluate(cfg, strategy, None, options).period == math.inf:
-        assert pl.evaluate(cfg, strategy, pl.failed_workers(failed, replicas, stages), options).period == math.inf
+        assert pl.evaluate(cfg, strategy, pl.failure_mask(failed, replicas, stages), options).period == math.inf
 
 
 @given(stages=st.integers(2, 6), replicas=st.integers(1, 5), microbatches=st.integers(1, 12),
@@ -203,8 +203,8 @@ def test_no_baseline_gains_throughput_when_another_worker_fails(stages, replicas
     failed = data.draw(st.lists(st.tuples(st.integers(0, replicas - 1), st.integers(0, stages - 1)), min_size=1,
                                 max_size=6, unique=True))
     fewer = failed[:data.draw(st.integers(0, len(failed) - 1))]
-    before = pl.evaluate(cfg, strategy, pl.failed_workers(fewer, replicas, stages) if fewer else None, options)
-    after = pl.evaluate(cfg, strategy, pl.failed_workers(failed, replicas, stages), options)
+    before = pl.evaluate(cfg, strategy, pl.failure_mask(fewer, replicas, stages) if fewer else None, options)
+    after = pl.evaluate(cfg, strategy, pl.failure_mask(failed, replicas, stages), options)
     assert after.period >= before.period, (before.detail, after.detail)
 
 
@@ -311,7 +311,7 @@ def test_cli_prints_a_table():
 
 def test_cli_rows_printed_as_they_come_are_the_whole_tables_rows():
     # The text table streams a row a failure count (the first result comes before the planner compiles);
-    # --quiet prints it whole at the end: the same text, and the same as format_table of the whole table.
+    # --quiet prints it whole at the end: the same text, and the same as format_steady_state of the whole table.
     args = ("--model", "gpt3-1.3b", "--gpu", "a100-80gb", "--stages", "4", "--replicas", "3", "--microbatches", "4",
             "--failures", "0,1,3,11")
     streamed, whole = invoke(*args), invoke(*args, "--quiet")

@@ -128,7 +128,7 @@ def test_a_trace_with_a_node_out_of_range_is_refused(crash_probes):
     child, reports = crash_probes
     probe = "trace: negative node"
     assert probe in reports, f"the child died at {probe!r} (exit {child.returncode}): {child.stderr[-2000:]}"
-    assert reports[probe]["error"] == "TraceError" and "node numbers" in reports[probe]["message"]
+    assert reports[probe]["error"] == "NodeTraceError" and "node numbers" in reports[probe]["message"]
 
 
 def test_the_command_names_the_flag_instead_of_crashing(crash_probes):
@@ -206,7 +206,7 @@ def test_other_public_functions_name_the_parameter(call, parameter):
     (dict(time=["start", 1.0], add=[True, False], node=[0, 0]), "numbers"),
 ])
 def test_malformed_traces_are_refused(fields, message):
-    with pytest.raises(pl.TraceError, match=message):
+    with pytest.raises(pl.NodeTraceError, match=message):
         pl.Trace(name="x", node_names=("a",), **fields)
 
 

@@ -27,13 +27,13 @@ def test_event_kinds_match_the_kernel():
 
 @needs_traces
 def test_spot_traces_parse():
-    p3, g4dn = pl.read_trace(TRACES / "p3-trace.csv"), pl.read_trace(TRACES / "g4dn-trace.csv")
+    p3, g4dn = pl.read_node_trace(TRACES / "p3-trace.csv"), pl.read_node_trace(TRACES / "g4dn-trace.csv")
     assert (p3.time.size, g4dn.time.size) == (344, 153)
     assert p3.duration == pytest.approx(11.37, abs=0.05) and g4dn.duration == pytest.approx(10.6, abs=0.3)
     assert (p3.nodes_present().max(), g4dn.nodes_present().max()) == (32, 24)
     assert p3.time[0] == 0 and np.all(np.diff(p3.time) >= 0)
     for name, lo, hi in (("a100x1-east1b.txt", 17, 64), ("v100x1-east1c.txt", 30, 80)):
-        series = pl.read_trace(TRACES / name)
+        series = pl.read_node_trace(TRACES / name)
         present = series.nodes_present()
         assert present.max() == hi and present[series.time > 0].min() <= lo + 1
 
@@ -47,23 +47,23 @@ def test_spot_traces_parse():
 def test_malformed_traces_name_the_line(tmp_path, text, where):
     path = tmp_path / "bad.csv"
     path.write_text(text)
-    with pytest.raises(pl.TraceError, match=f"bad.csv{where}" if where.startswith(":") else where):
-        pl.read_trace(path)
+    with pytest.raises(pl.NodeTraceError, match=f"bad.csv{where}" if where.startswith(":") else where):
+        pl.read_node_trace(path)
 
 
 def test_a_trace_that_is_not_utf8_names_its_line_and_one_with_a_byte_order_mark_reads(tmp_path):
     path = tmp_path / "bad.csv"
     path.write_bytes(b"0,add,node1\n5,add,n\xe9ud2\n")
-    with pytest.raises(pl.TraceError, match="bad.csv: line 2: not UTF-8 text \\(byte 0xe9\\)"):
-        pl.read_trace(path)
+    with pytest.raises(pl.NodeTraceError, match="bad.csv: line 2: not UTF-8 text \\(byte 0xe9\\)"):
+        pl.read_node_trace(path)
     path.write_bytes(b"\xef\xbb\xbf0,add,node1\n5,add,node2\n")
-    assert pl.read_trace(path).n_nodes == 2
+    assert pl.read_node_trace(path).n_nodes == 2
 
 
 def test_count_series_become_node_events(tmp_path):
     path = tmp_path / "counts.txt"
     path.write_text("2021-12-10, 13:00:00, 3\n2021-12-10, 13:30:00, 1\n2021-12-10, 14:00:00, 2\n")
-    trace = pl.read_trace(path)
+    trace = pl.read_node_trace(path)
     assert trace.nodes_present().tolist() == [1, 2, 3, 2, 1, 2]
     assert trace.time.tolist() == [0, 0, 0, 0.5, 0.5, 1.0]
 
@@ -105,7 +105,7 @@ def test_strategy_costs_on_a_hand_made_path():
     paths = runs._finish(time, slot, kind, np.array([2]), 3.0, np.zeros((1, 4), dtype=np.bool_))
     period_h = pl.fault_free(SMALL).period / 3600  # 15 s a step
     steps = 3.0 / period_h
-    got = {s: runs.run_progress(SMALL, s, pl.StrategyOptions(), model, paths)[0] / steps for s in pl.STRATEGIES}
+    got = {s: runs.run_progress(SMALL, s, pl.StrategyOptions(), model, paths)[0] / steps for s in pl.RECOVERY_STRATEGIES}
     assert got["restart"] == pytest.approx(1 - (0.25 + 5 / 60 + 1 / 6) / 3, abs=1e-3)
     assert got["spare"] == pytest.approx(1 - (5 / 60) / 3, abs=1e-3)
     degraded = pl.evaluate(SMALL, "recycle", [(0, 0)]).fraction_of_ideal
@@ -330,6 +330,6 @@ def test_a_replays_recycle_period_is_evaluates_without_its_schedule(options):
     for cfg in cfgs:
         for counts in np.ndindex(3, 3, 3):
             counts = tuple(int(c) for c in counts)
-            mask = runs.failed_workers(dict(enumerate(counts)), cfg.replicas, cfg.stages)
+            mask = runs.failure_mask(dict(enumerate(counts)), cfg.replicas, cfg.stages)
             expected = pl.evaluate(cfg, "recycle", mask, options).period
             assert runs.recycle_period(cfg, options, counts) == expected, (cfg.memory, counts)

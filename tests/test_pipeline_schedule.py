@@ -210,7 +210,7 @@ def test_recycle_with_no_failure_is_the_fault_free_schedule_of_its_kind(cfg):
 
 def test_recycle_orders_resweep_to_the_plan_schedule_times():
     cfg = pl.PipelineConfig(4, 3, 6, fwd=[1.0, 1.5, 1.0, 0.5], p2p_delay=0.1, reroute_delay=0.3)
-    mask = pl.failed_workers({1: 1, 2: 2}, 3, 4)
+    mask = pl.failure_mask({1: 1, 2: 2}, 3, 4)
     schedule = recycle_schedule(cfg, mask, method="heuristic")
     start, end = sweep(schedule.graph, schedule.orders())
     assert np.array_equal(start, schedule.start) and np.array_equal(end, schedule.end)

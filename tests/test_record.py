@@ -15,8 +15,8 @@ import relmodel as rm
 from relmodel.cli import main
 from relmodel.record import measure_run, predict_run, read_run, replay_run, simulate_run
 from relmodel.record.events import RunRecordError, format_instant, parse_instant
-from relmodel.record.measure import COMPONENTS, timeline
-from relmodel.record.timeline import Plan, walk
+from relmodel.record.measure import MEASURED_COMPONENTS, timeline
+from relmodel.record.timeline import CheckpointSchedule, walk
 
 DURATIONS = st.sampled_from([0.0, 1 / 3600, 0.01, 0.05, 0.2, 0.5, 1.0, 3.0])
 
@@ -57,13 +57,13 @@ def test_measured_components_equal_the_walks_own_exactly(tmp_path_factory, sc, s
     back = read_run(path, n_gpus=sc.n_gpus)
     ds = measure_run(back)
     assert int(ds.wall_ns) == truth["wall"]
-    for c in COMPONENTS:
+    for c in MEASURED_COMPONENTS:
         assert int(ds.time_ns.sel(component=c)) == truth[c], c
     assert int(ds.interruptions) == truth["failures"]
     assert int(ds.failures) + int(ds.planned) == truth["failures"]
     # The figure's spans are the same accounting: each component's spans add up to it.
     spans = timeline(back).spans
-    for c in COMPONENTS:
+    for c in MEASURED_COMPONENTS:
         assert sum(b - a for a, b in spans[c]) == truth[c], c
     assert not spans["attempt"]
     assert float(ds.ettr) == pytest.approx(truth["productive"] / truth["wall"], rel=1e-15)
@@ -115,7 +115,7 @@ def test_replay_of_a_hand_written_run_with_irregular_writes():
     path = _write(text)
     record = read_run(path, n_gpus=16)
     ds = measure_run(record)
-    minutes = {c: float(ds.time.sel(component=c)) * 60 for c in COMPONENTS}
+    minutes = {c: float(ds.time.sel(component=c)) * 60 for c in MEASURED_COMPONENTS}
     assert minutes == pytest.approx({"productive": 150, "checkpoint": 2.5, "persist_wait": 0, "lost": 20,
                                      "restart": 5, "startup": 2, "queue": 30})
     assert float(ds.wall) * 60 == pytest.approx(209.5)
@@ -370,7 +370,7 @@ def test_sacct_gives_the_boundaries_and_the_trainer_the_rest():
     assert float(ds.time.sel(component="restart")) == pytest.approx(15 / 60 + 10 / 3600)
     # The second attempt's work (no checkpoint) is lost at its preemption.
     assert float(ds.interruption_lost[1]) == pytest.approx(20 - 11.25)
-    assert sum(float(ds.time.sel(component=c)) for c in COMPONENTS) == pytest.approx(float(ds.wall))
+    assert sum(float(ds.time.sel(component=c)) for c in MEASURED_COMPONENTS) == pytest.approx(float(ds.wall))
 
 
 def test_cli_show_predict_replay(tmp_path):
@@ -415,5 +415,5 @@ def test_simulate_run_refuses_a_startup_out_of_bounds():
 
 def test_plan_walk_ends_at_work_when_work_is_a_multiple_of_the_interval():
     # Job model: n_full = floor(work / interval) checkpoints, also when work is a multiple; then an empty remainder.
-    w = walk(Plan.regular(work=10, interval=5, write=1), iter(()))
+    w = walk(CheckpointSchedule.regular(work=10, interval=5, write=1), iter(()))
     assert (w.wall, w.productive, w.checkpoint) == (12, 10, 2)

@@ -50,6 +50,7 @@ import tracemalloc
 
 import numpy as np
 
+from .._deprecation import deprecated_names
 from .._version import __version__
 from ..closed_form import ettr as closed_form_ettr
 from ..scenario import Scenario
@@ -515,7 +516,7 @@ def measure_levels(quick: bool) -> dict:
     return out
 
 
-def run(quick: bool = False, json_path=None, figures=None) -> dict:
+def run_benchmark(quick: bool = False, json_path=None, figures=None) -> dict:
     """Run the benchmark and print its table.
 
     Parameters
@@ -658,7 +659,7 @@ def run(quick: bool = False, json_path=None, figures=None) -> dict:
     return report
 
 
-def main(argv=None):
+def benchmark_main(argv=None):
     """Run the benchmark from the command line (``python -m benches``).
 
     Parameters
@@ -671,4 +672,10 @@ def main(argv=None):
     parser.add_argument("--json", metavar="PATH", help="also write every figure, with machine information")
     parser.add_argument("--figures", metavar="DIR", help="draw the scaling figures into DIR")
     args = parser.parse_args(argv)
-    run(args.quick, args.json, args.figures)
+    run_benchmark(args.quick, args.json, args.figures)
+
+# Old names, served for one release with a DeprecationWarning.
+__getattr__ = deprecated_names(__name__, {
+    "main": "relmodel.bench.benchmark_main",
+    "run": "relmodel.bench.run_benchmark",
+})

@@ -6,7 +6,7 @@ runs a workload (synthetic, an ElasticFlow trace or a job CSV) under the
 elastic, fixed-batch and FIFO policies, with node failures, a queue with a
 waiting-time limit and admission by the allocator, into a labelled Dataset.
 Throughput curves come in two families: "fitted" to the ElasticFlow traces
-(`MODELS`) and "roofline" (`ROOFLINE_MODELS`), in which small per-GPU batches
+(`FITTED_MODELS`) and "roofline" (`ROOFLINE_MODELS`), in which small per-GPU batches
 under-use a GPU and communication grows linearly with the GPUs.
 
     import relmodel as rm
@@ -14,22 +14,23 @@ under-use a GPU and communication grows linearly with the GPUs.
     ds = rm.elastic.simulate_cluster(rm.elastic.synthetic_workload(6, "24h", seed=1), n_gpus=64)
 """
 
+from .._deprecation import deprecated_names
 from .allocate import OBJECTIVES, Allocation, allocate
-from .cluster import OUTCOMES, POLICIES, PolicyRun, UnfinishedJobsWarning, run_policy
+from .cluster import CLUSTER_POLICIES, OUTCOMES, PolicyRun, UnfinishedJobsWarning, run_policy
 from .config import ClusterConfig
 from .dataset import common_jct_mean, simulate_cluster, summary
 from .jobs import Job, JobError, check_job, job_options, statistical_efficiency
-from .throughput import (CURVE_FAMILIES, MODELS, ROOFLINE_MODELS, ParametricThroughput, ProfiledThroughput,
+from .throughput import (CURVE_FAMILIES, FITTED_MODELS, ROOFLINE_MODELS, ParametricThroughput, ProfiledThroughput,
                          RooflineThroughput, curve_models, fit_parametric, roofline_model)
-from .traces import TraceError, TraceWarning, read_elasticflow, read_job_csv, read_trace
+from .traces import JobTraceError, TraceWarning, read_elasticflow, read_job_csv, read_job_trace
 from .workloads import Workload, synthetic_workload
 
 __all__ = [
     "CURVE_FAMILIES",
-    "MODELS",
+    "FITTED_MODELS",
     "OBJECTIVES",
     "OUTCOMES",
-    "POLICIES",
+    "CLUSTER_POLICIES",
     "ROOFLINE_MODELS",
     "Allocation",
     "ClusterConfig",
@@ -39,7 +40,7 @@ __all__ = [
     "PolicyRun",
     "ProfiledThroughput",
     "RooflineThroughput",
-    "TraceError",
+    "JobTraceError",
     "TraceWarning",
     "UnfinishedJobsWarning",
     "Workload",
@@ -52,7 +53,7 @@ __all__ = [
     "statistical_efficiency",
     "read_elasticflow",
     "read_job_csv",
-    "read_trace",
+    "read_job_trace",
     "roofline_model",
     "statistical_efficiency",
     "run_policy",
@@ -60,3 +61,11 @@ __all__ = [
     "summary",
     "synthetic_workload",
 ]
+
+# Old names, served for one release with a DeprecationWarning.
+__getattr__ = deprecated_names(__name__, {
+    "MODELS": "relmodel.elastic.FITTED_MODELS",
+    "POLICIES": "relmodel.elastic.CLUSTER_POLICIES",
+    "TraceError": "relmodel.elastic.JobTraceError",
+    "read_trace": "relmodel.elastic.read_job_trace",
+})

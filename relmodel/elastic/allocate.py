@@ -17,17 +17,18 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from .._deprecation import deprecated_names
 from .._display import key_value_table
 from ..errors import ParameterError
 from .jobs import Job, Options, job_options
 
-POLICIES = ("elastic", "fixed-batch")
+ALLOCATION_POLICIES = ("elastic", "fixed-batch")
 OBJECTIVES = ("throughput", "speedup")
 MAX_GPUS = 65536
 """Largest cluster `allocate` (and `ClusterConfig`) accepts: the dynamic
 program's table is jobs x (GPUs + 1)."""
 MAX_TABLE_ENTRIES = 5e7
-"""Most entries of that table (400 MB of int64) one `solve` builds."""
+"""Most entries of that table (400 MB of int64) one `choose_options` builds."""
 
 
 def check_gpus(n_gpus) -> int:
@@ -40,7 +41,7 @@ def check_gpus(n_gpus) -> int:
     return int(n_gpus)
 
 
-def check_choice(name: str, value, choices) -> str:
+def _check_choice(name: str, value, choices) -> str:
     if value not in choices:
         raise ValueError(f"{name}: must be one of {', '.join(choices)} (got {value!r})")
     return value
@@ -127,7 +128,7 @@ class Allocation:
         )
 
 
-def solve(options: Sequence[Options], capacity: int, objective: str) -> tuple[np.ndarray, float]:
+def choose_options(options: Sequence[Options], capacity: int, objective: str) -> tuple[np.ndarray, float]:
     """Index of the chosen option of each job and the best total; (all -1, -inf)
     when the jobs' minimum allocations exceed `capacity`."""
     from ._allocation_kernel import solve_allocation
@@ -158,13 +159,13 @@ def _flatten(options: Sequence[Options], objective: str) -> tuple[np.ndarray, np
 
 
 class PrefixSolver:
-    """`solve` over a sequence of job lists, keeping the dynamic program's rows between calls.
+    """`choose_options` over a sequence of job lists, keeping the dynamic program's rows between calls.
 
     Row j depends on the first j jobs' options alone, so the rows before the
     first job that differs from the last call's list are reused: a simulator
     whose arrivals come last in the list computes one row on an arrival. Each
     distinct `Options` is copied once into a pool that the kernel reads (jobs
-    of one shape share theirs). The same results as `solve`, bit for bit.
+    of one shape share theirs). The same results as `choose_options`, bit for bit.
 
     Parameters
     ----------
@@ -188,7 +189,7 @@ class PrefixSolver:
         self._choice = np.zeros((0, 1), dtype=np.int64)
 
     def solve(self, options: Sequence[Options], capacity: int) -> tuple[np.ndarray, float]:
-        """Return `solve(options, capacity, objective)`.
+        """Return `choose_options(options, capacity, objective)`.
 
         Parameters
         ----------
@@ -293,14 +294,14 @@ def allocate(jobs: Sequence[Job], n_gpus: int, policy: str = "elastic", objectiv
         When the minimums of the jobs that may not wait do not fit, or
         `may_wait` does not match `jobs`.
     """
-    check_choice("policy", policy, POLICIES)
-    check_choice("objective", objective, OBJECTIVES)
+    _check_choice("policy", policy, ALLOCATION_POLICIES)
+    _check_choice("objective", objective, OBJECTIVES)
     n_gpus = check_gpus(n_gpus)
     jobs = tuple(jobs)
     waits = _wait_mask(may_wait, len(jobs))
     opts = [job_options(job, n_gpus, policy == "fixed-batch") for job in jobs]
     opts = [o.or_wait() if w else o for o, w in zip(opts, waits)]
-    chosen, total = solve(opts, n_gpus, objective)
+    chosen, total = choose_options(opts, n_gpus, objective)
     if total == -np.inf:
         need = sum(o.minimum for o, w in zip(opts, waits) if not w)
         raise ParameterError("n_gpus", f"the jobs need {need} GPUs at their minimum allocations; there are {n_gpus}")
@@ -323,3 +324,9 @@ def _wait_mask(may_wait, n_jobs: int) -> list[bool]:
 def _pick(opts: Sequence[Options], chosen: np.ndarray, field: str) -> np.ndarray:
     return np.array([getattr(o, field)[k] for o, k in zip(opts, chosen)],
                     dtype=np.float64 if field == "throughput" else np.int64)
+
+# Old names, served for one release with a DeprecationWarning.
+__getattr__ = deprecated_names(__name__, {
+    "POLICIES": "relmodel.elastic.allocate.ALLOCATION_POLICIES",
+    "solve": "relmodel.elastic.allocate.choose_options",
+})

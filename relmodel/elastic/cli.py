@@ -11,7 +11,7 @@ from .._cli_shared import (DatasetPath, Duration, FigurePath, format_table, outp
                            quiet_option, refuse_unused, to_json, usage_error, write_dataset)
 from ..errors import parameter_and_reason
 from ..units import UNIT_REQUIRED_HELP
-from .cluster import POLICIES
+from .cluster import CLUSTER_POLICIES
 from .config import ADMISSIONS
 from .throughput import CURVE_FAMILIES
 
@@ -44,7 +44,7 @@ def _factors(text: str) -> tuple[float, float]:
 @click.option("--duration", type=Duration(), default=None, help="Arrival window [default: 24h; with --trace the whole trace].")
 @click.option("--seed", type=click.IntRange(0, 2**32 - 1), default=0, show_default=True,
               help="Seeds the workload and the node failures.")
-@click.option("--policy", type=click.Choice(["all", *POLICIES]), default="all", show_default=True)
+@click.option("--policy", type=click.Choice(["all", *CLUSTER_POLICIES]), default="all", show_default=True)
 @click.option("--failure-rate", type=float, default=0.0, show_default=True, help="Node failures per node-day.")
 @click.option("--repair-time", type=Duration(), default="2h", show_default=True, help="A failed node is back after this long.")
 @click.option("--checkpoint-interval", type=Duration(), default="1h", show_default=True, help="Compute between checkpoints.")
@@ -89,7 +89,7 @@ def cluster(n_gpus, gpus_per_node, arrival_rate, duration, seed, policy, failure
     prints a table per policy."""
     from .. import _feedback as feedback
     from .dataset import simulate_cluster, summary
-    from .traces import TraceError, read_trace
+    from .traces import JobTraceError, read_job_trace
     from .workloads import synthetic_workload
 
     factors = _factors(batch_range)
@@ -101,7 +101,7 @@ def cluster(n_gpus, gpus_per_node, arrival_rate, duration, seed, policy, failure
             refuse_unused(True, "not used with --trace (arrivals come from the trace)", "arrival_rate")
             if not trace.is_file():
                 raise click.UsageError(f"--trace: no such file {str(trace)!r}")
-            workload = read_trace(trace, batch_range_factor=factors, window=duration, curve=curve)
+            workload = read_job_trace(trace, batch_range_factor=factors, window=duration, curve=curve)
         else:
             window = "24h" if duration is None else duration  # 0 is a window too (and refused)
             workload = synthetic_workload(arrival_rate, window, seed, batch_range_factor=factors, curve=curve)
@@ -111,7 +111,7 @@ def cluster(n_gpus, gpus_per_node, arrival_rate, duration, seed, policy, failure
                               restart_cost=restart_cost, pause=pause, unplaceable=unplaceable,
                               max_wait=max_wait, admission=admission, reoptimize_every=reoptimize_every,
                               objective=objective)  # its progress bar: on a terminal, not with --quiet
-    except TraceError as err:
+    except JobTraceError as err:
         raise click.UsageError(f"--trace: {err}") from None
     except ValueError as err:
         raise _flag_error(err) from None

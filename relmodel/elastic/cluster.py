@@ -34,14 +34,15 @@ from collections import deque
 
 import numpy as np
 
+from .._deprecation import deprecated_names
 from .._display import key_value_table
 from ..errors import ParameterError
-from .allocate import PrefixSolver, check_choice
+from .allocate import PrefixSolver, _check_choice
 from .config import ClusterConfig
 from .jobs import JobError, Options, OptionsTable
 from .nodes import FailureProcess, Placement, node_sizes
 
-POLICIES = ("elastic", "fixed-batch", "fifo")
+CLUSTER_POLICIES = ("elastic", "fixed-batch", "fifo")
 OUTCOMES = ("completed", "dropped", "rejected", "unfinished", "not submitted")
 COMPLETED, DROPPED, REJECTED, UNFINISHED, NOT_SUBMITTED = range(5)
 DRAIN_FACTOR = 100  # the run stops this many arrival windows (>= 24 h) after the last arrival
@@ -578,7 +579,7 @@ def run_policy(jobs, policy: str, config: ClusterConfig, *, keep_events: bool = 
     jobs : Workload or sequence of Job
         The jobs.
     policy : str
-        One of `POLICIES`.
+        One of `CLUSTER_POLICIES`.
     config : ClusterConfig
         The cluster and its rules.
     keep_events : bool, default True
@@ -593,5 +594,10 @@ def run_policy(jobs, policy: str, config: ClusterConfig, *, keep_events: bool = 
     PolicyRun
         What happened.
     """
-    check_choice("policy", policy, POLICIES)
+    _check_choice("policy", policy, CLUSTER_POLICIES)
     return _Simulation(tuple(jobs), policy, config, keep_events, on_arrivals).run()
+
+# Old names, served for one release with a DeprecationWarning.
+__getattr__ = deprecated_names(__name__, {
+    "POLICIES": "relmodel.elastic.cluster.CLUSTER_POLICIES",
+})

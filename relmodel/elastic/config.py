@@ -9,7 +9,7 @@ import numpy as np
 
 from ..errors import ParameterError, check_number
 from ..units import to_hours
-from .allocate import MAX_GPUS, OBJECTIVES, check_choice, check_gpus
+from .allocate import MAX_GPUS, OBJECTIVES, _check_choice, check_gpus
 from .nodes import node_sizes
 
 UNPLACEABLE = ("drop", "queue")
@@ -101,8 +101,8 @@ class ClusterConfig:
             if not math.isfinite(hours) or hours < 0:
                 raise ValueError(f"{name}: must be a finite duration >= 0 (got {getattr(self, name)!r})")
             object.__setattr__(self, name, hours)
-        check_choice("unplaceable", self.unplaceable, UNPLACEABLE)
-        check_choice("admission", self.admission, ADMISSIONS)
+        _check_choice("unplaceable", self.unplaceable, UNPLACEABLE)
+        _check_choice("admission", self.admission, ADMISSIONS)
         if self.max_wait is None:
             object.__setattr__(self, "max_wait", 0.0 if self.unplaceable == "drop" else math.inf)
         else:
@@ -119,7 +119,7 @@ class ClusterConfig:
                 raise ParameterError("reoptimize_every", f"must be a finite duration > 0 (got "
                                                          f"{self.reoptimize_every!r})")
             object.__setattr__(self, "reoptimize_every", every)
-        check_choice("objective", self.objective, OBJECTIVES)
+        _check_choice("objective", self.objective, OBJECTIVES)
         if isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer)) or not 0 <= self.seed < 2**32:
             raise ParameterError("seed", f"must be an integer in [0, 2**32) (got {self.seed!r})")
         if self.until is not None:

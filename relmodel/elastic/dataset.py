@@ -10,7 +10,7 @@ import xarray as xr
 from .. import labels
 from .._feedback import progress_bar
 from ..errors import ParameterError
-from .cluster import COMPLETED, DROPPED, OUTCOMES, POLICIES, REJECTED, UNFINISHED, run_policy
+from .cluster import CLUSTER_POLICIES, COMPLETED, DROPPED, OUTCOMES, REJECTED, UNFINISHED, run_policy
 from .config import ClusterConfig
 from .nodes import FailureProcess, capacity_timeline, node_sizes
 from .throughput import as_model
@@ -86,10 +86,10 @@ def simulate_cluster(workload, policies="all", *, config: ClusterConfig | None =
     if config is not None and fields:
         raise ParameterError("config", f"give a ClusterConfig or its fields, not both (got {sorted(fields)})")
     cfg = config if config is not None else ClusterConfig(**fields)
-    names = list(POLICIES) if policies == "all" else [policies] if isinstance(policies, str) else list(policies)
+    names = list(CLUSTER_POLICIES) if policies == "all" else [policies] if isinstance(policies, str) else list(policies)
     for name in names:
-        if name not in POLICIES:
-            raise ParameterError("policy", f"must be 'all' or among {', '.join(POLICIES)} (got {name!r})")
+        if name not in CLUSTER_POLICIES:
+            raise ParameterError("policy", f"must be 'all' or among {', '.join(CLUSTER_POLICIES)} (got {name!r})")
     if len(set(names)) != len(names) or not names:
         raise ParameterError("policy", f"need distinct policies (got {names})")
     if isinstance(time_bins, bool) or not isinstance(time_bins, int) or time_bins < 1:

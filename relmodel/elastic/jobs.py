@@ -50,7 +50,7 @@ class Job:
     Parameters
     ----------
     model : ParametricThroughput, ProfiledThroughput or str
-        A throughput model, or a name in `MODELS`.
+        A throughput model, or a name in `FITTED_MODELS`.
     work : float
         Samples to process (> 0).
     batch : int

@@ -19,7 +19,7 @@ sizes, interpolated linearly in (log2 g, log2 b); a point outside the profiled
 grid, or next to an unprofiled cell, is not feasible (NaN) rather than
 extrapolated.
 
-`MODELS` holds parametric fits for the six model names of the ElasticFlow
+`FITTED_MODELS` holds parametric fits for the six model names of the ElasticFlow
 traces (microsoft/elasticflow-traces, MIT): the traces' step times
 (duration / num_iteration, which they state to within 0.1 %) at every
 (model, batch, GPUs) they contain, fitted by non-negative least squares
@@ -47,6 +47,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
+from .._deprecation import deprecated_names
 from ..errors import ParameterError
 
 _TERMS = ("t_fixed", "t_sample", "t_log", "t_ring", "t_hop")
@@ -485,18 +486,18 @@ def _catalogue():
             for name, (terms, m_hi, sizes) in fits.items()}
 
 
-MODELS: dict[str, ParametricThroughput] = _catalogue()
+FITTED_MODELS: dict[str, ParametricThroughput] = _catalogue()
 
 
 def as_model(model):
-    """A throughput model, or the name of one in `MODELS`."""
+    """A throughput model, or the name of one in `FITTED_MODELS`."""
     if isinstance(model, str):
         try:
-            return MODELS[model]
+            return FITTED_MODELS[model]
         except KeyError:
-            raise ParameterError("model", f"unknown model {model!r}; known: {', '.join(MODELS)}") from None
+            raise ParameterError("model", f"unknown model {model!r}; known: {', '.join(FITTED_MODELS)}") from None
     if not hasattr(model, "throughput") or not hasattr(model, "max_local_batch"):
-        raise ParameterError("model", f"expected a throughput model or a name in MODELS, got {type(model).__name__}")
+        raise ParameterError("model", f"expected a throughput model or a name in FITTED_MODELS, got {type(model).__name__}")
     return model
 
 
@@ -527,7 +528,7 @@ def roofline_model(model, saturation: float = DEFAULT_SATURATION, comm: float = 
     Parameters
     ----------
     model : ParametricThroughput or str
-        The fitted model, or its name in `MODELS`; any throughput model with
+        The fitted model, or its name in `FITTED_MODELS`; any throughput model with
         a finite throughput on one GPU at its ``max_local_batch`` will do.
     saturation : float, default 0.5
         The saturation batch as a fraction of the memory bound, in (0, 1].
@@ -557,7 +558,7 @@ def roofline_model(model, saturation: float = DEFAULT_SATURATION, comm: float = 
                               max_local_batch=m_hi, batch_sizes=tuple(model.batch_sizes))
 
 
-ROOFLINE_MODELS: dict[str, RooflineThroughput] = {name: roofline_model(m) for name, m in MODELS.items()}
+ROOFLINE_MODELS: dict[str, RooflineThroughput] = {name: roofline_model(m) for name, m in FITTED_MODELS.items()}
 
 CURVE_FAMILIES = ("fitted", "roofline")
 
@@ -565,9 +566,9 @@ CURVE_FAMILIES = ("fitted", "roofline")
 def curve_models(family: str, saturation: float = DEFAULT_SATURATION, comm: float = DEFAULT_COMM) -> dict:
     """Return the catalogue of a throughput-curve family, model name to model.
 
-    "fitted" is `MODELS` (fitted to the ElasticFlow traces); "roofline" is
+    "fitted" is `FITTED_MODELS` (fitted to the ElasticFlow traces); "roofline" is
     `ROOFLINE_MODELS`, or at another `saturation` and `comm` the roofline models
-    derived from `MODELS` with those (see `roofline_model` for why the defaults
+    derived from `FITTED_MODELS` with those (see `roofline_model` for why the defaults
     are a plausible modern-GPU regime, and that they are an assumption, not a fit).
 
     Parameters
@@ -583,7 +584,7 @@ def curve_models(family: str, saturation: float = DEFAULT_SATURATION, comm: floa
     Returns
     -------
     dict
-        Model name to throughput model (`MODELS` itself for "fitted").
+        Model name to throughput model (`FITTED_MODELS` itself for "fitted").
     """
     if not isinstance(family, str) or family not in CURVE_FAMILIES:
         raise ParameterError("curve", f"unknown curve family {family!r}; known: {', '.join(CURVE_FAMILIES)}")
@@ -592,7 +593,12 @@ def curve_models(family: str, saturation: float = DEFAULT_SATURATION, comm: floa
             if value != default:
                 raise ParameterError(name, f"only the roofline curve family takes it (got {value!r} with "
                                            "curve 'fitted')")
-        return MODELS
+        return FITTED_MODELS
     if saturation == DEFAULT_SATURATION and comm == DEFAULT_COMM:
         return ROOFLINE_MODELS
-    return {name: roofline_model(m, saturation, comm) for name, m in MODELS.items()}
+    return {name: roofline_model(m, saturation, comm) for name, m in FITTED_MODELS.items()}
+
+# Old names, served for one release with a DeprecationWarning.
+__getattr__ = deprecated_names(__name__, {
+    "MODELS": "relmodel.elastic.throughput.FITTED_MODELS",
+})

@@ -19,11 +19,12 @@ from pathlib import Path
 import numpy as np
 
 from .. import _fast_csv
+from .._deprecation import deprecated_names
 from .._text import NotUTF8Error, decode_utf8
 from ..errors import ParameterError
 from ..units import to_hours
 from .jobs import Job
-from .throughput import CURVE_FAMILIES, DEFAULT_COMM, DEFAULT_SATURATION, MODELS, curve_models, roofline_model
+from .throughput import CURVE_FAMILIES, DEFAULT_COMM, DEFAULT_SATURATION, FITTED_MODELS, curve_models, roofline_model
 from .workloads import MAX_BATCH, Workload, _check_factors, _models_for, _positive, batch_range
 
 ELASTICFLOW_COLUMNS = ("job_id", "submission_time", "num_iteration", "model_name", "batch_size", "num_gpu")
@@ -34,7 +35,7 @@ _REAL_COLUMNS = ("noise_scale",)  # optional columns that are not whole numbers
 JOB_CSV_CURVE_COLUMNS = ("curve", "saturation", "comm")  # optional too: the row's throughput-curve family
 
 
-class TraceError(ParameterError):
+class JobTraceError(ParameterError):
     """A malformed trace row; the message names the file, the line and the column.
 
     Parameters
@@ -58,7 +59,7 @@ class TraceWarning(UserWarning):
     """Malformed trace rows were skipped (errors="skip")."""
 
 
-def read_trace(path, **kwargs) -> Workload:
+def read_job_trace(path, **kwargs) -> Workload:
     """Read an ElasticFlow trace or a job CSV, told apart by the header.
 
     Parameters
@@ -75,7 +76,7 @@ def read_trace(path, **kwargs) -> Workload:
 
     Raises
     ------
-    TraceError
+    JobTraceError
         On a malformed file.
     """
     header = _header(Path(path))
@@ -83,7 +84,7 @@ def read_trace(path, **kwargs) -> Workload:
         return read_job_csv(path, **kwargs)
     if "submission_time" in header:
         return read_elasticflow(path, **kwargs)
-    raise TraceError(path, 1, "header", f"neither an ElasticFlow trace ({','.join(ELASTICFLOW_COLUMNS)}) nor a "
+    raise JobTraceError(path, 1, "header", f"neither an ElasticFlow trace ({','.join(ELASTICFLOW_COLUMNS)}) nor a "
                                         f"job CSV ({','.join(JOB_CSV_COLUMNS)}, ...); got {','.join(header)}")
 
 
@@ -98,7 +99,7 @@ def read_elasticflow(path, *, models: Mapping | None = None, batch_range_factor=
     range `batch_range_factor` times batch_size.
 
     A malformed row (missing or extra fields, a value that is not a number,
-    an unknown model) raises `TraceError` naming the file, line and column, or
+    an unknown model) raises `JobTraceError` naming the file, line and column, or
     with ``errors="skip"`` is left out (a `TraceWarning` says how many, and
     ``attrs["skipped_lines"]`` which). Values that parse but make an invalid job
     (no iterations, a batch that fits no GPU count) are kept: the simulator
@@ -137,7 +138,7 @@ def read_elasticflow(path, *, models: Mapping | None = None, batch_range_factor=
 
     Raises
     ------
-    TraceError
+    JobTraceError
         On a malformed row with ``errors="raise"``.
     """
     path = Path(path)
@@ -179,7 +180,7 @@ def read_job_csv(path, *, models: Mapping | None = None, batch_range_factor=(0.5
     Optional columns choose each row's throughput curve:
 
     - curve: "fitted" or "roofline" (`CURVE_FAMILIES`); empty: `curve`. A
-      fitted row's model is ``models[model]`` (`MODELS` when None); a roofline
+      fitted row's model is ``models[model]`` (`FITTED_MODELS` when None); a roofline
       row's is ``roofline_model(fitted, saturation, comm)`` of that fitted model
       (``ROOFLINE_MODELS[model]`` at the default saturation and comm).
     - saturation: the roofline saturation batch as a fraction of the memory
@@ -192,7 +193,7 @@ def read_job_csv(path, *, models: Mapping | None = None, batch_range_factor=(0.5
     path : str or pathlib.Path
         The CSV file.
     models : mapping, optional
-        Model name to throughput model; `MODELS` when None.
+        Model name to throughput model; `FITTED_MODELS` when None.
     batch_range_factor : tuple of float, default (0.5, 2.0)
         The default batch range as factors of the batch.
     window : float or str, optional
@@ -212,7 +213,7 @@ def read_job_csv(path, *, models: Mapping | None = None, batch_range_factor=(0.5
 
     Raises
     ------
-    TraceError
+    JobTraceError
         On a malformed row with ``errors="raise"``.
     """
     path = Path(path)
@@ -252,7 +253,7 @@ def _csv(path: Path, data: bytes):
     try:
         text = decode_utf8(data)
     except NotUTF8Error as err:
-        raise TraceError(path, err.line, "encoding", err.reason) from None
+        raise JobTraceError(path, err.line, "encoding", err.reason) from None
     return csv.reader(io.StringIO(text, newline=""))
 
 
@@ -284,7 +285,7 @@ def _rows(path: Path, required, errors: str, parse):
     header = [h.strip() for h in next(reader, [])]
     missing = [c for c in required if c not in header]
     if missing:
-        raise TraceError(path, 1, missing[0], f"missing column(s) {', '.join(missing)}; "
+        raise JobTraceError(path, 1, missing[0], f"missing column(s) {', '.join(missing)}; "
                                                f"the header is {','.join(header) or '(empty)'}")
     col = {name: k for k, name in enumerate(header)}
     for fields in reader:
@@ -293,9 +294,9 @@ def _rows(path: Path, required, errors: str, parse):
             continue
         try:
             if len(fields) != len(header):
-                raise TraceError(path, line, "row", f"{len(fields)} fields, the header has {len(header)}")
+                raise JobTraceError(path, line, "row", f"{len(fields)} fields, the header has {len(header)}")
             rows.append(parse(line, lambda name, fields=fields: fields[col[name]].strip() if name in col else ""))
-        except TraceError as err:
+        except JobTraceError as err:
             if errors == "raise":
                 raise
             skipped.append((line, str(err)))
@@ -309,28 +310,28 @@ def _number(path, line, column, text, *, whole=False):
     try:
         value = float(text)
     except (TypeError, ValueError):
-        raise TraceError(path, line, column, f"{text!r} is not a number") from None
+        raise JobTraceError(path, line, column, f"{text!r} is not a number") from None
     if not math.isfinite(value):
-        raise TraceError(path, line, column, f"{text!r} is not finite")
+        raise JobTraceError(path, line, column, f"{text!r} is not finite")
     if whole:
         if value != int(value):
-            raise TraceError(path, line, column, f"{text!r} is not a whole number")
+            raise JobTraceError(path, line, column, f"{text!r} is not a whole number")
         if abs(value) > 2**53:
-            raise TraceError(path, line, column, f"{text!r} is beyond 2**53, past any real count")
+            raise JobTraceError(path, line, column, f"{text!r} is beyond 2**53, past any real count")
         return int(value)
     return value
 
 
 def _model(path, line, column, name, models):
     if name not in models:
-        raise TraceError(path, line, column, f"unknown model {name!r}; known: {', '.join(models)}")
+        raise JobTraceError(path, line, column, f"unknown model {name!r}; known: {', '.join(models)}")
     return models[name]
 
 
 def _elasticflow_row(path, line, get, models):
     job_id = get("job_id")
     if not job_id:
-        raise TraceError(path, line, "job_id", "empty")
+        raise JobTraceError(path, line, "job_id", "empty")
     submit = _number(path, line, "submission_time", get("submission_time"))
     iterations = _number(path, line, "num_iteration", get("num_iteration"), whole=True)
     model = _model(path, line, "model_name", get("model_name"), models)
@@ -351,7 +352,7 @@ class _CurveModels:
 
     def __init__(self, path, models: dict | None, default_curve: str):
         self.path, self.default_curve = path, default_curve
-        self.fitted = MODELS if models is None else models
+        self.fitted = FITTED_MODELS if models is None else models
         self.derived = {} if models is not None else {
             (name, DEFAULT_SATURATION, DEFAULT_COMM): m for name, m in curve_models("roofline").items()}
 
@@ -359,13 +360,13 @@ class _CurveModels:
         path = self.path
         family = get("curve") or self.default_curve
         if family not in CURVE_FAMILIES:
-            raise TraceError(path, line, "curve", f"unknown curve family {family!r}; known: "
+            raise JobTraceError(path, line, "curve", f"unknown curve family {family!r}; known: "
                                                   f"{', '.join(CURVE_FAMILIES)}")
         fitted = _model(path, line, "model", get("model"), self.fitted)
         if family == "fitted":
             for column in ("saturation", "comm"):
                 if get(column):
-                    raise TraceError(path, line, column, "only with curve=roofline (this row's curve is fitted)")
+                    raise JobTraceError(path, line, column, "only with curve=roofline (this row's curve is fitted)")
             return fitted
         saturation = _number(path, line, "saturation", get("saturation")) if get("saturation") \
             else DEFAULT_SATURATION
@@ -375,7 +376,7 @@ class _CurveModels:
             try:
                 self.derived[key] = roofline_model(fitted, saturation, comm)
             except ParameterError as err:  # saturation, comm, or a model with no single-GPU step time
-                raise TraceError(path, line, err.parameter, err.reason) from None
+                raise JobTraceError(path, line, err.parameter, err.reason) from None
         return self.derived[key]
 
 
@@ -383,9 +384,9 @@ def _job_row(path, line, get, model_of):
     try:
         submit = to_hours(get("submit_time"), "submit_time")
     except ValueError as err:
-        raise TraceError(path, line, "submit_time", str(err).split(": ", 1)[1]) from None
+        raise JobTraceError(path, line, "submit_time", str(err).split(": ", 1)[1]) from None
     if not math.isfinite(submit):
-        raise TraceError(path, line, "submit_time", f"{get('submit_time')!r} is not finite")
+        raise JobTraceError(path, line, "submit_time", f"{get('submit_time')!r} is not finite")
     fields = {"submit_time": submit, "model": model_of(line, get),
               "work": _number(path, line, "work", get("work")),
               "batch": _number(path, line, "batch", get("batch"), whole=True)}
@@ -404,7 +405,7 @@ def _job_row(path, line, get, model_of):
 
 def _columns(path: Path, required, optional, block, progress) -> dict | None:
     """The columns of a trace CSV, block(columns by name, lines) making each block's; None where
-    the trace needs `_rows` (whose parse functions `block` applies by columns, raising TraceError
+    the trace needs `_rows` (whose parse functions `block` applies by columns, raising JobTraceError
     or Doubt on a row it cannot vouch for)."""
     from .._feedback import enabled
 
@@ -424,7 +425,7 @@ def _columns(path: Path, required, optional, block, progress) -> dict | None:
             columns, lines = _fast_csv.parse(data, first_line, sep=",", n_fields=n_fields,
                                              usecols=sorted({col[c] for c in names}), quoted=True, comments=False)
             parts.append(block({c: columns[col[c]] for c in names}, lines))
-    except (_fast_csv.Doubt, TraceError, UnicodeDecodeError, OSError):
+    except (_fast_csv.Doubt, JobTraceError, UnicodeDecodeError, OSError):
         return None
     if col is None:
         return None
@@ -439,7 +440,7 @@ def _elasticflow_columns(path: Path, models: dict, progress) -> dict | None:
 
 
 def _elasticflow_block(columns: dict, models: dict) -> dict:
-    """`_elasticflow_row` of a block's rows, by columns; TraceError or Doubt where a row is not plain."""
+    """`_elasticflow_row` of a block's rows, by columns; JobTraceError or Doubt where a row is not plain."""
     job_id = np.array([v.strip() for v in columns["job_id"]], dtype=object)
     if (job_id == "").any():
         raise _fast_csv.Doubt(0, "an empty job_id")
@@ -560,9 +561,9 @@ def _hours(column: str, text: str) -> float:
     try:
         hours = to_hours(text, column)
     except ValueError as err:
-        raise TraceError("", 0, column, str(err)) from None
+        raise JobTraceError("", 0, column, str(err)) from None
     if not math.isfinite(hours):
-        raise TraceError("", 0, column, f"{text!r} is not finite")
+        raise JobTraceError("", 0, column, f"{text!r} is not finite")
     return hours
 
 
@@ -593,3 +594,9 @@ def _job_csv_workload(path: Path, c: dict, factors, limit, curve: str) -> Worklo
     with _collector_paused():  # positional, in the order of Job's fields
         jobs = tuple(Job(*args) for args in zip(*(fields[name].tolist() for name in _JOB_DEFAULTS)))
     return _job_csv_result(path, jobs, int(c["line"].size), factors, limit, curve, [])
+
+# Old names, served for one release with a DeprecationWarning.
+__getattr__ = deprecated_names(__name__, {
+    "TraceError": "relmodel.elastic.traces.JobTraceError",
+    "read_trace": "relmodel.elastic.traces.read_job_trace",
+})

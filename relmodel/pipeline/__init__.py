@@ -16,6 +16,7 @@ Layers: `graph` builds task arrays, `schedule` runs them (the kernels in
 times and memory, `runs` integrates them along failure paths, `datasets` labels.
 """
 
+from .._deprecation import deprecated_names
 from .config import (
                      BACKWARDS,
                      OPTIMIZERS,
@@ -23,7 +24,7 @@ from .config import (
                      PipelineConfig,
                      PipelineError,
                      StageMemory,
-                     failed_workers,
+                     failure_mask,
                      spread_failures,
 )
 from .datasets import (
@@ -39,11 +40,11 @@ from .datasets import (
 from .plot import throughput_figure
 from .planner import PLAN_METHODS, AdaptedPlan, PlannerWarning, lower_bound
 from .recycle import recycle_plan, recycle_schedule
-from .sizing import GPUS, MODELS, GPUSpec, ModelSpec, StageProfile, gpu_preset, model_preset, stage_profile
+from .sizing import GPUS, MODEL_PRESETS, GPUSpec, ModelSpec, StageProfile, gpu_preset, model_preset, stage_profile
 from .runs import RunModel
 from .schedule import DeadlockError, Schedule, fault_free
 from .strategies import (
-                     STRATEGIES,
+                     RECOVERY_STRATEGIES,
                      StrategyOptions,
                      StrategyResult,
                      bamboo_schedule,
@@ -51,14 +52,14 @@ from .strategies import (
                      iteration_time,
                      work_bound,
 )
-from .traces import Trace, TraceError, read_trace
+from .traces import NodeTraceError, Trace, read_node_trace
 
 __all__ = [
     "AdaptedPlan",
     "BACKWARDS",
     "GPUS",
     "GPUSpec",
-    "MODELS",
+    "MODEL_PRESETS",
     "ModelSpec",
     "PLAN_METHODS",
     "PlannerWarning",
@@ -76,19 +77,19 @@ __all__ = [
     "PipelineConfig",
     "PipelineError",
     "RunModel",
-    "STRATEGIES",
+    "RECOVERY_STRATEGIES",
     "Schedule",
     "StrategyOptions",
     "StrategyResult",
     "Trace",
-    "TraceError",
+    "NodeTraceError",
     "bamboo_schedule",
     "evaluate",
-    "failed_workers",
+    "failure_mask",
     "failure_set",
     "fault_free",
     "iteration_time",
-    "read_trace",
+    "read_node_trace",
     "recycle_check",
     "recycle_summary",
     "recycle_schedule",
@@ -100,3 +101,12 @@ __all__ = [
     "throughput_table",
     "work_bound",
 ]
+
+# Old names, served for one release with a DeprecationWarning.
+__getattr__ = deprecated_names(__name__, {
+    "MODELS": "relmodel.pipeline.MODEL_PRESETS",
+    "STRATEGIES": "relmodel.pipeline.RECOVERY_STRATEGIES",
+    "TraceError": "relmodel.pipeline.NodeTraceError",
+    "failed_workers": "relmodel.pipeline.failure_mask",
+    "read_trace": "relmodel.pipeline.read_node_trace",
+})

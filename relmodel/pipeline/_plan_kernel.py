@@ -357,7 +357,7 @@ def search_states(masks, bounds, on, pred_idx, edge_dst, cross, p2p_delay, rerou
                   best_in, tries_in, keep_all, period, tries, best_row, best_sequence, best_start, executors,
                   tails):
     """The heuristic's list schedules in each state (masks[k], (d, p), with lower bound bounds[k]), as
-    `planner.plan` runs them: the candidates in order until one reaches the bound, each on its
+    `planner.adapted_plan` runs them: the candidates in order until one reaches the bound, each on its
     assignment's workers, delays and tails. A candidate replaces the best so far only if it is shorter
     by more than `tolerance`. The candidates are the fixed rules (per assignment: the longest tail
     first, then the priorities in `fixed`) when `rows` is empty, else `rows` on `row_assignment`, after

@@ -12,6 +12,7 @@ import click
 import numpy as np
 import xarray as xr
 
+from .._deprecation import deprecated_names
 from .._cli_shared import (DatasetPath, Duration, FigurePath, output_errors, overwrite_option, quiet_option,
                            refuse_unused, to_json, usage_error, write_dataset)
 from ..errors import parameter_and_reason
@@ -28,9 +29,9 @@ _EPILOG = ("Task times are in any one unit (--time-unit says which, for run-leve
 
 
 def _flag_error(err: ValueError) -> click.UsageError:
-    from .traces import TraceError
+    from .traces import NodeTraceError
 
-    if isinstance(err, TraceError):
+    if isinstance(err, NodeTraceError):
         return usage_error(ValueError(f"--trace: {err}"))
     parameter = getattr(err, "parameter", None)
     if parameter is None:
@@ -207,7 +208,7 @@ def pipeline(stages, replicas, microbatches, fwd, bwd_input, bwd_weight, model_n
     if as_json:
         click.echo(to_json(_as_dict(table, runs, replayed)))
     else:
-        click.echo(format_table(table, model, rows=not stream))
+        click.echo(format_steady_state(table, model, rows=not stream))
         for ds, label in ((runs, "Monte Carlo runs"), (replayed, "trace replays")):
             if ds is not None:
                 click.echo("")
@@ -306,7 +307,7 @@ def _table_row(table, n: int) -> str:
     return "  ".join(c.rjust(len(t)) for c, t in zip(cells, _table_columns(table)))
 
 
-def format_table(table, model=None, rows: bool = True) -> str:
+def format_steady_state(table, model=None, rows: bool = True) -> str:
     """The steady-state table: every column a fraction of fault-free throughput,
     plus ReCycle's aim and the busiest survivor's load, with footnotes on what
     "steady state" means for each strategy (`model`, a `RunModel`, prices a
@@ -374,3 +375,8 @@ def format_runs(ds, label: str) -> str:
 def _align(rows) -> str:
     widths = [max(len(r[j]) for r in rows) for j in range(len(rows[0]))]
     return "\n".join("  ".join(c.rjust(w) for c, w in zip(r, widths)) for r in rows)
+
+# Old names, served for one release with a DeprecationWarning.
+__getattr__ = deprecated_names(__name__, {
+    "format_table": "relmodel.pipeline.cli.format_steady_state",
+})

@@ -3,7 +3,7 @@
 `PipelineConfig` holds `d` replicas of a `p`-stage pipeline, `m` micro-batches
 per replica per iteration, per-stage task times and the schedule kind. Times
 are in any one unit (the results are in the same unit). Failed workers are
-(replica, stage) pairs; `failed_workers` accepts either such pairs or a
+(replica, stage) pairs; `failure_mask` accepts either such pairs or a
 mapping {stage: count}, placed on distinct replicas where it can.
 """
 
@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 
 import numpy as np
 
+from .._deprecation import deprecated_names
 from ..errors import ParameterError
 
 ORDERS = ("1f1b", "zb-h1")
@@ -82,7 +83,7 @@ def check_time(name: str, value) -> float:
     return x
 
 
-def check_real(name: str, value) -> float:
+def _check_real(name: str, value) -> float:
     """A finite real number as a float (bools refused; ints beyond float64 are not finite)."""
     ok = isinstance(value, numbers.Real) and not isinstance(value, bool)
     try:
@@ -94,7 +95,7 @@ def check_real(name: str, value) -> float:
     return x
 
 
-def check_choice(name: str, value, choices) -> str:
+def _check_choice(name: str, value, choices) -> str:
     if value not in choices:
         raise PipelineError(name, f"must be one of {', '.join(choices)} (got {value!r})")
     return value
@@ -181,9 +182,9 @@ class PipelineConfig:
         if min(total) <= 0:
             s = total.index(min(total))
             raise PipelineError("fwd", f"stage {s} has no work (fwd + bwd_input + bwd_weight = 0)")
-        put("order", check_choice("order", self.order, ORDERS))
-        put("backward", check_choice("backward", self.backward, BACKWARDS))
-        put("optimizer", check_choice("optimizer", self.optimizer, OPTIMIZERS))
+        put("order", _check_choice("order", self.order, ORDERS))
+        put("backward", _check_choice("backward", self.backward, BACKWARDS))
+        put("optimizer", _check_choice("optimizer", self.optimizer, OPTIMIZERS))
         if self.order == "zb-h1" and self.backward != "decoupled":
             raise PipelineError("backward", "zb-h1 defers weight gradients, so it needs backward='decoupled'")
         put("p2p_delay", check_time("p2p_delay", self.p2p_delay))
@@ -360,7 +361,7 @@ def check_clock(cfg: "PipelineConfig", n_iterations: int = SIMULATED_ITERATIONS)
                                   f"(2**-48 of the span); use 0 if it is negligible, or bring the times closer")
 
 
-def failed_workers(failed, replicas: int, stages: int) -> np.ndarray:
+def failure_mask(failed, replicas: int, stages: int) -> np.ndarray:
     """Return a boolean (replicas, stages) mask of failed workers.
 
     Parameters
@@ -461,3 +462,8 @@ def spread_failures(n: int, replicas: int, stages: int) -> np.ndarray:
         r = i % replicas
         mask[r, (r * gap + i // replicas) % stages] = True
     return mask
+
+# Old names, served for one release with a DeprecationWarning.
+__getattr__ = deprecated_names(__name__, {
+    "failed_workers": "relmodel.pipeline.config.failure_mask",
+})

@@ -10,14 +10,15 @@ import numpy as np
 import xarray as xr
 
 from .. import labels
-from .config import PipelineConfig, PipelineError, check_choice, check_count, show, spread_failures
+from .._deprecation import deprecated_names
+from .config import PipelineConfig, PipelineError, _check_choice, check_count, show, spread_failures
 from .recycle import load_bound
 from .runs import RunModel, ideal_steps, monte_carlo_paths, recycle_periods, replay_paths, run_progress
 from .schedule import Schedule
-from .strategies import STRATEGIES, StrategyOptions, check_strategy, evaluate, ideal
-from .traces import Trace, read_trace
+from .strategies import RECOVERY_STRATEGIES, StrategyOptions, check_strategy, evaluate, ideal
+from .traces import Trace, read_node_trace
 
-RNG_SCHEME = ("Philox4x32-10; key = (seed, scenario key); counter = (draw lo, draw hi, run lo, run hi); "
+PIPELINE_RNG_SCHEME = ("Philox4x32-10; key = (seed, scenario key); counter = (draw lo, draw hi, run lo, run hi); "
               "two 53-bit uniforms on (0, 1] per call")
 BOUNDS = ("low", "high")
 
@@ -43,7 +44,7 @@ def _strategies(strategies) -> list[str]:
     return [check_strategy(s) for s in strategies]
 
 
-def throughput_table(cfg: PipelineConfig, n_failures=range(5), strategies=STRATEGIES,
+def throughput_table(cfg: PipelineConfig, n_failures=range(5), strategies=RECOVERY_STRATEGIES,
                      options: StrategyOptions | None = None, progress: bool = False) -> xr.Dataset:
     """Return the steady-state throughput of each strategy with n failed workers.
 
@@ -56,7 +57,7 @@ def throughput_table(cfg: PipelineConfig, n_failures=range(5), strategies=STRATE
         The pipeline and its schedule.
     n_failures : iterable of int, default range(5)
         Failed worker counts (at most the d * p workers).
-    strategies : str or sequence of str, default STRATEGIES
+    strategies : str or sequence of str, default RECOVERY_STRATEGIES
         The fault-tolerance strategies to evaluate.
     options : StrategyOptions, optional
         Knobs of the strategies (default `StrategyOptions()`).
@@ -212,7 +213,7 @@ def _run_variables(cfg, strategies, options, model, paths, confidence, bar=None)
     return fraction, ideal_rate
 
 
-def simulate_runs(cfg: PipelineConfig, model: RunModel | None = None, *, strategies=STRATEGIES,
+def simulate_runs(cfg: PipelineConfig, model: RunModel | None = None, *, strategies=RECOVERY_STRATEGIES,
                   options: StrategyOptions | None = None, n_runs: int = 1000, seed: int = 0,
                   scenario_key: int = 0, confidence: float = 0.95, progress: bool = False) -> xr.Dataset:
     """Simulate worker failures and repairs over `model.duration` (Monte Carlo).
@@ -227,7 +228,7 @@ def simulate_runs(cfg: PipelineConfig, model: RunModel | None = None, *, strateg
         The pipeline and its schedule.
     model : RunModel, optional
         Failures, repairs and costs (default `RunModel()`).
-    strategies : str or sequence of str, default STRATEGIES
+    strategies : str or sequence of str, default RECOVERY_STRATEGIES
         The fault-tolerance strategies to simulate.
     options : StrategyOptions, optional
         Knobs of the strategies (default `StrategyOptions()`).
@@ -284,13 +285,13 @@ def simulate_runs(cfg: PipelineConfig, model: RunModel | None = None, *, strateg
         coords={"strategy": ("strategy", strategies), "n_failures": ("n_failures", counts, {"units": "1"}),
                 "bound": ("bound", list(BOUNDS))},
         attrs=_provenance("relmodel pipeline: throughput over runs with failures and repairs", cfg, options,
-                          seed=seed, scenario_key=scenario_key, rng=RNG_SCHEME, n_runs=n_runs,
+                          seed=seed, scenario_key=scenario_key, rng=PIPELINE_RNG_SCHEME, n_runs=n_runs,
                           confidence=confidence, **_model_attrs(model)),
     )
     return ds
 
 
-def replay_traces(cfg: PipelineConfig, traces, model: RunModel | None = None, *, strategies=STRATEGIES,
+def replay_traces(cfg: PipelineConfig, traces, model: RunModel | None = None, *, strategies=RECOVERY_STRATEGIES,
                   options: StrategyOptions | None = None, n_runs: int = 8, seed: int = 0,
                   confidence: float = 0.95, progress: bool = False) -> xr.Dataset:
     """Replay node traces onto the d * p workers, with random placements of nodes on slots.
@@ -304,10 +305,10 @@ def replay_traces(cfg: PipelineConfig, traces, model: RunModel | None = None, *,
     cfg : PipelineConfig
         The pipeline and its schedule.
     traces : path, Trace, or a sequence or mapping name -> either
-        The node traces (`read_trace` reads a path).
+        The node traces (`read_node_trace` reads a path).
     model : RunModel, optional
         Failures, repairs and costs (default `RunModel()`).
-    strategies : str or sequence of str, default STRATEGIES
+    strategies : str or sequence of str, default RECOVERY_STRATEGIES
         The fault-tolerance strategies to replay.
     options : StrategyOptions, optional
         Knobs of the strategies (default `StrategyOptions()`).
@@ -368,7 +369,7 @@ def replay_traces(cfg: PipelineConfig, traces, model: RunModel | None = None, *,
         coords={"strategy": ("strategy", strategies), "trace": ("trace", names),
                 "bound": ("bound", list(BOUNDS)), "n_failures": ("n_failures", np.arange(width), {"units": "1"})},
         attrs=_provenance("relmodel pipeline: throughput replaying node traces", cfg, options, seed=seed,
-                          rng=RNG_SCHEME, n_runs=n_runs, confidence=confidence, **_model_attrs(model)),
+                          rng=PIPELINE_RNG_SCHEME, n_runs=n_runs, confidence=confidence, **_model_attrs(model)),
     )
 
 
@@ -381,7 +382,7 @@ def _load_traces(traces) -> list[Trace]:
         items = [(None, t) for t in traces]
     out = []
     for name, t in items:
-        trace = t if isinstance(t, Trace) else read_trace(t, name)
+        trace = t if isinstance(t, Trace) else read_node_trace(t, name)
         if trace.time.size == 0:
             raise PipelineError("traces", f"trace {trace.name!r} has no events")
         out.append(trace)
@@ -428,7 +429,7 @@ def failure_set(placement: str, n: int, replicas: int, stages: int, stage: int =
     PipelineError
         If the placement is unknown or a count or `stage` is out of range.
     """
-    placement = check_choice("placement", placement, PLACEMENTS)
+    placement = _check_choice("placement", placement, PLACEMENTS)
     n = check_count("n_failures", n, low=0)
     replicas, stages = check_count("replicas", replicas), check_count("stages", stages)
     if isinstance(stage, bool) or not isinstance(stage, numbers.Integral) or not 0 <= stage < stages:
@@ -589,3 +590,8 @@ def _check_run_args(n_runs, seed, scenario_key, confidence):
             raise PipelineError(name, f"must be an integer in [0, 2**32) (got {value!r})")
     if not isinstance(confidence, float) or not 0 < confidence < 1:
         raise PipelineError("confidence", f"must be a number in (0, 1) (got {confidence!r})")
+
+# Old names, served for one release with a DeprecationWarning.
+__getattr__ = deprecated_names(__name__, {
+    "RNG_SCHEME": "relmodel.pipeline.datasets.PIPELINE_RNG_SCHEME",
+})

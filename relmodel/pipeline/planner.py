@@ -64,7 +64,8 @@ import warnings
 
 import numpy as np
 
-from .config import PipelineConfig, PipelineError, check_choice
+from .._deprecation import deprecated_names
+from .config import PipelineConfig, PipelineError, _check_choice
 from .graph import (B, F, W, build_graph, cross_stage_edges, default_executor, executor_workers, stage_order,
                     task_index)
 from .schedule import DeadlockError, kernel_inputs, worker_orders
@@ -171,7 +172,7 @@ def check_method(method: str) -> str:
     PipelineError
         If it is unknown.
     """
-    return check_choice("method", method, PLAN_METHODS)
+    return _check_choice("method", method, PLAN_METHODS)
 
 
 # -- the period of fixed orders ---------------------------------------------
@@ -574,7 +575,7 @@ def _heuristic(kind, mask, seed_orders, restarts) -> tuple[_Best, float]:
     return best, bound
 
 
-def plan(cfg: PipelineConfig, mask: np.ndarray, *, method: str = "auto", time_limit: float | None = None,
+def adapted_plan(cfg: PipelineConfig, mask: np.ndarray, *, method: str = "auto", time_limit: float | None = None,
          seed_orders=None, wall_limit: float | None = None) -> AdaptedPlan | None:
     """Return the adapted plan of `cfg` (already in ReCycle's kind) with the failed workers `mask`.
 
@@ -675,3 +676,8 @@ def plan(cfg: PipelineConfig, mask: np.ndarray, *, method: str = "auto", time_li
     return AdaptedPlan(period=period, lower_bound=bound, method="exact", optimal=proven, executor=executor,
                        orders=orders, start=start, planning_time=elapsed, detail=detail,
                        interrupted=not proven and stopped_by == plan_exact.INTERRUPTED)
+
+# Old names, served for one release with a DeprecationWarning.
+__getattr__ = deprecated_names(__name__, {
+    "plan": "relmodel.pipeline.planner.adapted_plan",
+})

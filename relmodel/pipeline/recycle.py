@@ -25,7 +25,7 @@ import numpy as np
 
 from .config import PipelineConfig
 from .graph import build_graph, cross_stage_edges, executor_workers, stage_order, task_index
-from .planner import ASSIGNMENTS, AdaptedPlan, check_method, plan, reroute
+from .planner import ASSIGNMENTS, AdaptedPlan, adapted_plan, check_method, reroute
 from .schedule import (N_ITERATIONS, N_MEASURED, Schedule, after_all, check_iterations, fault_free, greedy, measure,
                        sweep)
 
@@ -58,7 +58,7 @@ def frozen(schedule: Schedule) -> Schedule:
 def recycle_plan(cfg: PipelineConfig, mask: np.ndarray, *, decoupled: bool = True, staggered: bool = True,
                  method: str = "auto", time_limit: float | None = None,
                  wall_limit: float | None = None) -> AdaptedPlan | None:
-    """Return ReCycle's adapted plan for the failed workers in `mask` (see `planner.plan`).
+    """Return ReCycle's adapted plan for the failed workers in `mask` (see `planner.adapted_plan`).
 
     Parameters
     ----------
@@ -73,9 +73,9 @@ def recycle_plan(cfg: PipelineConfig, mask: np.ndarray, *, decoupled: bool = Tru
     method : {"auto", "exact", "heuristic"}, default "auto"
         How to plan.
     time_limit : float, optional
-        Deterministic seconds the exact search may run (`planner.plan`).
+        Deterministic seconds the exact search may run (`planner.adapted_plan`).
     wall_limit : float, optional
-        Wall-clock seconds the exact search may run (`planner.plan`).
+        Wall-clock seconds the exact search may run (`planner.adapted_plan`).
 
     Returns
     -------
@@ -85,7 +85,7 @@ def recycle_plan(cfg: PipelineConfig, mask: np.ndarray, *, decoupled: bool = Tru
     method = check_method(method)
     kind = recycle_kind(cfg, decoupled, staggered)
     seeds = () if method == "exact" else greedy_seeds(kind, mask)
-    return plan(kind, mask, method=method, time_limit=time_limit, seed_orders=seeds, wall_limit=wall_limit)
+    return adapted_plan(kind, mask, method=method, time_limit=time_limit, seed_orders=seeds, wall_limit=wall_limit)
 
 
 def recycle_schedule(cfg: PipelineConfig, mask: np.ndarray, *, decoupled: bool = True, staggered: bool = True,

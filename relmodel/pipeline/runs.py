@@ -35,10 +35,11 @@ import math
 
 import numpy as np
 
+from .._deprecation import deprecated_names
 from ..units import to_hours
-from .config import PipelineConfig, PipelineError, check_real, failed_workers, show
+from .config import PipelineConfig, PipelineError, _check_real, failure_mask, show
 from .schedule import kernels
-from .strategies import STRATEGIES, StrategyOptions, evaluate, ideal, memory_fits, recycle_adapted
+from .strategies import RECOVERY_STRATEGIES, StrategyOptions, evaluate, ideal, memory_fits, recycle_adapted
 from .traces import Trace
 
 LOSS_NONE, LOSS_STEP, LOSS_CHECKPOINT = 0, 1, 2
@@ -129,7 +130,7 @@ class RunModel:
                                 ("lemon_fraction", 0.0, 1.0), ("lemon_rate_factor", 1.0, math.inf)):
             value = getattr(self, name)
             try:
-                number = check_real(name, value)
+                number = _check_real(name, value)
             except PipelineError:
                 number = math.nan
             if not low <= number <= high:
@@ -332,11 +333,11 @@ def row_periods(cfg: PipelineConfig, strategy: str, options: StrategyOptions, do
 
 
 def recycle_period(cfg: PipelineConfig, options: StrategyOptions, counts: tuple) -> float:
-    """ReCycle's period with counts[s] failed workers at stage s (placed as `failed_workers` does); not
+    """ReCycle's period with counts[s] failed workers at stage s (placed as `failure_mask` does); not
     kept (`recycle_periods` keeps each state's)."""
     if max(counts) >= cfg.replicas or not memory_fits(cfg):  # (as `evaluate`: nothing runs to adapt)
         return math.inf
-    mask = failed_workers(dict(enumerate(counts)), cfg.replicas, cfg.stages)
+    mask = failure_mask(dict(enumerate(counts)), cfg.replicas, cfg.stages)
     if not mask.any():
         return evaluate(cfg, "recycle", mask, options).period
     adapted = recycle_adapted(cfg, mask, options)  # the plan alone: its period, without evaluate's schedule
@@ -399,7 +400,7 @@ def recycle_periods(cfg: PipelineConfig, options: StrategyOptions, counts: np.nd
         from .recycle import recycle_kind
 
         rules = _rules(recycle_kind(cfg, options.recycle_decoupled, options.recycle_staggered))
-        masks = np.stack([failed_workers(dict(enumerate(keys[k][2])), cfg.replicas, cfg.stages) for k in batch])
+        masks = np.stack([failure_mask(dict(enumerate(keys[k][2])), cfg.replicas, cfg.stages) for k in batch])
         chunks = [np.array(batch[i:i + CHUNK_STATES]) for i in range(0, len(batch), CHUNK_STATES)]
         offsets = np.cumsum([0] + [c.size for c in chunks])
 
@@ -517,6 +518,11 @@ def ideal_steps(cfg: PipelineConfig, model: RunModel, horizon: float) -> float:
     return horizon / step_hours(cfg, model)
 
 
-__all__ = ["LOSS_CHECKPOINT", "LOSS_NONE", "LOSS_STEP", "MAX_PATH_ENTRIES", "Paths", "RunModel", "STRATEGIES",
+__all__ = ["LOSS_CHECKPOINT", "LOSS_NONE", "LOSS_STEP", "MAX_PATH_ENTRIES", "Paths", "RunModel", "RECOVERY_STRATEGIES",
            "bamboo_dropped", "ideal_steps", "monte_carlo_paths", "replay_paths", "row_costs", "row_periods",
            "run_progress", "step_hours"]
+
+# Old names, served for one release with a DeprecationWarning.
+__getattr__ = deprecated_names(__name__, {
+    "STRATEGIES": "relmodel.pipeline.runs.RECOVERY_STRATEGIES",
+})

@@ -5,7 +5,7 @@ Instead of hand-entered F, B and W times, describe a decoder-only transformer
 gives each pipeline stage's forward (F), input-gradient (B) and
 weight-gradient (W) time per micro-batch, and what a stage keeps in memory
 (`StageMemory`). `StageProfile.config` turns it into a `PipelineConfig`.
-Presets: `MODELS` and `GPUS` (`model_preset`, `gpu_preset`). For example::
+Presets: `MODEL_PRESETS` and `GPUS` (`model_preset`, `gpu_preset`). For example::
 
     from relmodel.pipeline.sizing import stage_profile
     profile = stage_profile("gpt3-175b", "a100-80gb", stages=8, tensor_parallel=8)
@@ -90,7 +90,8 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from .config import PipelineConfig, PipelineError, StageMemory, check_choice, check_count, check_real, check_time
+from .._deprecation import deprecated_names
+from .config import PipelineConfig, PipelineError, StageMemory, _check_choice, check_count, _check_real, check_time
 
 MLPS = ("gelu", "swiglu")
 """MLP kinds: GELU (two projections, width 4 h by default) or SwiGLU (gate, up
@@ -103,7 +104,7 @@ scores), or full (each layer from its input)."""
 GIB = 2**30
 """Bytes in a GiB."""
 
-MAX_COUNT = 2**53
+MAX_SIZE = 2**53
 """Most layers, hidden units, heads, tokens, vocabulary entries, GPUs or stages
 a size may have: every integer up to it is exact in float64, so the FLOP counts
 are computed from exact sizes."""
@@ -114,20 +115,20 @@ _PROFILE_FIELDS = ("stages", "fwd", "bwd_input", "bwd_weight", "memory")
 
 def _size(name: str, value) -> int:
     n = check_count(name, value)
-    if n > MAX_COUNT:
+    if n > MAX_SIZE:
         raise PipelineError(name, f"must be at most 2**53, exact in float64 (got {n!r})")
     return n
 
 
 def _positive(name: str, value) -> float:
-    x = check_real(name, value)
+    x = _check_real(name, value)
     if x <= 0:
         raise PipelineError(name, f"must be > 0 (got {value!r})")
     return x
 
 
 def _utilisation(name: str, value) -> float:
-    x = check_real(name, value)
+    x = _check_real(name, value)
     if not 0 < x <= 1:
         raise PipelineError(name, f"must be in (0, 1] (got {value!r})")
     return x
@@ -201,7 +202,7 @@ class ModelSpec:
         put("kv_heads", self.heads if self.kv_heads is None else _size("kv_heads", self.kv_heads))
         if self.kv_heads > self.heads or self.heads % self.kv_heads:
             raise PipelineError("kv_heads", f"must divide heads = {self.heads} (got {self.kv_heads!r})")
-        put("mlp", check_choice("mlp", self.mlp, MLPS))
+        put("mlp", _check_choice("mlp", self.mlp, MLPS))
         if self.ffn_hidden is None:  # derived from hidden (<= 2**53), so exact in float64 as it is
             put("ffn_hidden", 4 * self.hidden if self.mlp == "gelu" else -(-(8 * self.hidden // 3) // 256) * 256)
         else:
@@ -209,7 +210,7 @@ class ModelSpec:
         if not isinstance(self.tied_embeddings, bool):
             raise PipelineError("tied_embeddings", f"must be True or False (got {self.tied_embeddings!r})")
         if self.params is not None:
-            params = check_real("params", self.params)
+            params = _check_real("params", self.params)
             outer = self.embedding_params + self.output_params
             if not params > outer:
                 what = "embedding's vocab x hidden" if self.tied_embeddings else "embedding and output layer's"
@@ -291,7 +292,7 @@ class GPUSpec:
 # its released configurations (4096 context, 32000 tokens, untied output layer,
 # SwiGLU MLPs of 11008 and 28672, 70B with 8 KV heads): their parameters follow
 # from the sizes (6.738e9 and 68.977e9; the released weights add only the norms).
-MODELS: dict[str, ModelSpec] = {
+MODEL_PRESETS: dict[str, ModelSpec] = {
     spec.name: spec for spec in (
         ModelSpec("gpt3-1.3b", layers=24, hidden=2048, heads=24, seq_len=2048, params=1.3e9),
         ModelSpec("gpt3-6.7b", layers=32, hidden=4096, heads=32, seq_len=2048, params=6.7e9),
@@ -342,7 +343,7 @@ def model_preset(name: str | ModelSpec) -> ModelSpec:
     Parameters
     ----------
     name : str or ModelSpec
-        A key of `MODELS`, or a model.
+        A key of `MODEL_PRESETS`, or a model.
 
     Returns
     -------
@@ -354,7 +355,7 @@ def model_preset(name: str | ModelSpec) -> ModelSpec:
     PipelineError
         On ``"model"``, if the name is not a preset (the message lists them).
     """
-    return _preset("model", name, MODELS, ModelSpec)
+    return _preset("model", name, MODEL_PRESETS, ModelSpec)
 
 
 def gpu_preset(name: str | GPUSpec) -> GPUSpec:
@@ -489,7 +490,7 @@ def stage_profile(model: str | ModelSpec, gpu: str | GPUSpec, *, stages: int, te
     Parameters
     ----------
     model : str or ModelSpec
-        The model, or a key of `MODELS`.
+        The model, or a key of `MODEL_PRESETS`.
     gpu : str or GPUSpec
         The GPU, or a key of `GPUS`.
     stages : int
@@ -530,7 +531,7 @@ def stage_profile(model: str | ModelSpec, gpu: str | GPUSpec, *, stages: int, te
         if mfu is not None:
             raise PipelineError("mfu", "step_time sets the times; give step_time or mfu, not both")
     rate_share = device.mfu if mfu is None else _utilisation("mfu", mfu)
-    recompute = check_choice("recompute", recompute, RECOMPUTE)
+    recompute = _check_choice("recompute", recompute, RECOMPUTE)
     bytes_per_param = check_time("bytes_per_param", bytes_per_param)
     layers = split_layers(spec.layers, p)
 
@@ -584,9 +585,9 @@ def stage_profile(model: str | ModelSpec, gpu: str | GPUSpec, *, stages: int, te
 __all__ = [
     "GIB",
     "GPUS",
-    "MAX_COUNT",
+    "MAX_SIZE",
     "MLPS",
-    "MODELS",
+    "MODEL_PRESETS",
     "RECOMPUTE",
     "GPUSpec",
     "ModelSpec",
@@ -596,3 +597,9 @@ __all__ = [
     "split_layers",
     "stage_profile",
 ]
+
+# Old names, served for one release with a DeprecationWarning.
+__getattr__ = deprecated_names(__name__, {
+    "MAX_COUNT": "relmodel.pipeline.sizing.MAX_SIZE",
+    "MODELS": "relmodel.pipeline.sizing.MODEL_PRESETS",
+})

@@ -41,14 +41,15 @@ import math
 
 import numpy as np
 
-from .config import PipelineConfig, PipelineError, StageMemory, check_count, check_real, failed_workers, show
+from .._deprecation import deprecated_names
+from .config import PipelineConfig, PipelineError, StageMemory, check_count, _check_real, failure_mask, show
 from .graph import R_KIND, build_graph, stage_order, task_index
 from .planner import check_method
 from .recycle import frozen, load_bound, plan_schedule, recycle_kind, recycle_plan
 from .schedule import (N_ITERATIONS, N_MEASURED, Schedule, after_all, check_iterations, fault_free, greedy, measure,
                        resweep)
 
-STRATEGIES = ("recycle", "restart", "spare", "drop-pipeline", "oobleck", "bamboo")
+RECOVERY_STRATEGIES = ("recycle", "restart", "spare", "drop-pipeline", "oobleck", "bamboo")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -95,7 +96,7 @@ class StrategyOptions:
 def _check_at_least(name: str, value, low: float, expected: str) -> None:
     """A finite real number >= low (bools and ints beyond float64 refused), else a named error."""
     try:
-        ok = check_real(name, value) >= low
+        ok = _check_real(name, value) >= low
     except PipelineError:
         ok = False
     if not ok:
@@ -170,8 +171,8 @@ class StrategyResult:
 
 
 def check_strategy(strategy: str) -> str:
-    if strategy not in STRATEGIES:
-        raise PipelineError("strategy", f"unknown strategy {strategy!r}; use one of {', '.join(STRATEGIES)}")
+    if strategy not in RECOVERY_STRATEGIES:
+        raise PipelineError("strategy", f"unknown strategy {strategy!r}; use one of {', '.join(RECOVERY_STRATEGIES)}")
     return strategy
 
 
@@ -245,7 +246,7 @@ def evaluate(cfg: PipelineConfig, strategy: str, failed=None, options: StrategyO
     cfg : PipelineConfig
         The pipeline.
     strategy : str
-        One of `STRATEGIES`.
+        One of `RECOVERY_STRATEGIES`.
     failed : dict, iterable of tuple or numpy.ndarray, optional
         {stage: count}, (replica, stage) pairs, or a boolean (d, p) mask;
         None for no failure.
@@ -265,7 +266,7 @@ def evaluate(cfg: PipelineConfig, strategy: str, failed=None, options: StrategyO
     check_strategy(strategy)
     options = options or StrategyOptions()
     mask = failed if isinstance(failed, np.ndarray) and failed.dtype == bool else \
-        failed_workers(failed, cfg.replicas, cfg.stages)
+        failure_mask(failed, cfg.replicas, cfg.stages)
     if mask.shape != (cfg.replicas, cfg.stages):
         raise PipelineError("failed", f"a mask must have shape {(cfg.replicas, cfg.stages)} (got {mask.shape})")
     base = ideal(cfg)
@@ -569,7 +570,7 @@ def iteration_time(stages: int, replicas: int, microbatches: int, fwd=1.0, bwd_i
     bwd_weight : float or sequence of float, default 1.0
         Weight-gradient time per stage.
     strategy : str, default "recycle"
-        One of `STRATEGIES`.
+        One of `RECOVERY_STRATEGIES`.
     failed : dict or iterable of tuple, optional
         {stage: count} or (replica, stage) pairs.
     **options
@@ -598,3 +599,8 @@ def iteration_time(stages: int, replicas: int, microbatches: int, fwd=1.0, bwd_i
                          bwd_weight=bwd_weight, **{k: v for k, v in options.items() if k in config_fields})
     opts = StrategyOptions(**{k: v for k, v in options.items() if k in option_fields})
     return evaluate(cfg, strategy, failed, opts).period
+
+# Old names, served for one release with a DeprecationWarning.
+__getattr__ = deprecated_names(__name__, {
+    "STRATEGIES": "relmodel.pipeline.strategies.RECOVERY_STRATEGIES",
+})

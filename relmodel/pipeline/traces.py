@@ -11,11 +11,12 @@ from pathlib import Path
 
 import numpy as np
 
+from .._deprecation import deprecated_names
 from .._text import NotUTF8Error, decode_utf8
 from ..errors import ParameterError
 
 
-class TraceError(ParameterError):
+class NodeTraceError(ParameterError):
     """A malformed trace; ``.parameter`` is the file (and line) or the trace's field.
 
     Parameters
@@ -59,18 +60,18 @@ class Trace:
         try:
             time = np.array(self.time, dtype=float, ndmin=1)
         except (TypeError, ValueError):
-            raise TraceError(str(label), "times must be numbers (hours)") from None
+            raise NodeTraceError(str(label), "times must be numbers (hours)") from None
         add, node = np.array(self.add, ndmin=1), np.array(self.node, ndmin=1)
         names = tuple(self.node_names)
         if not (time.ndim == add.ndim == node.ndim == 1 and time.size == add.size == node.size):
-            raise TraceError(str(label), "time, add and node must be 1-D arrays of one length "
+            raise NodeTraceError(str(label), "time, add and node must be 1-D arrays of one length "
                                          f"(got shapes {time.shape}, {add.shape}, {node.shape})")
         if not np.all(np.isfinite(time)) or np.any(time < 0) or np.any(np.diff(time) < 0):
-            raise TraceError(str(label), "times must be finite, >= 0 and in order")
+            raise NodeTraceError(str(label), "times must be finite, >= 0 and in order")
         if add.size and add.dtype != bool and not (add.dtype.kind in "iu" and np.isin(add, (0, 1)).all()):
-            raise TraceError(str(label), f"add must be booleans (got {add.dtype})")
+            raise NodeTraceError(str(label), f"add must be booleans (got {add.dtype})")
         if node.size and (node.dtype.kind not in "iu" or node.min() < 0 or node.max() >= len(names)):
-            raise TraceError(str(label), f"node numbers must be integers in 0..{len(names) - 1} (one per node name)")
+            raise NodeTraceError(str(label), f"node numbers must be integers in 0..{len(names) - 1} (one per node name)")
         for field, value in (("time", time), ("add", add.astype(bool)), ("node", node.astype(np.int64)),
                              ("node_names", names)):
             if isinstance(value, np.ndarray):
@@ -103,7 +104,7 @@ class Trace:
         return out
 
 
-def read_trace(path, name: str | None = None) -> Trace:
+def read_node_trace(path, name: str | None = None) -> Trace:
     """Read a node event trace.
 
     Either events (``milliseconds,add|remove,nodeN``) or, for files of
@@ -123,26 +124,26 @@ def read_trace(path, name: str | None = None) -> Trace:
 
     Raises
     ------
-    TraceError
+    NodeTraceError
         On a malformed file (the message names the file and line).
     """
     path = Path(path)
     try:
         text = decode_utf8(path.read_bytes())
     except OSError as err:
-        raise TraceError(str(path), f"cannot read the trace ({err.strerror or err})") from None
+        raise NodeTraceError(str(path), f"cannot read the trace ({err.strerror or err})") from None
     except NotUTF8Error as err:
-        raise TraceError(str(path), str(err)) from None
+        raise NodeTraceError(str(path), str(err)) from None
     lines = [(i + 1, line.strip()) for i, line in enumerate(text.splitlines()) if line.strip()]
     if not lines:
-        raise TraceError(str(path), "the trace is empty")
+        raise NodeTraceError(str(path), "the trace is empty")
     name = name or path.stem
     first = [c.strip() for c in lines[0][1].split(",")]
     if len(first) == 3 and first[1] in ("add", "remove"):
         return _event_trace(path, name, lines)
     if len(first) == 3 and _is_date(first[0]):
         return count_series(path, name, lines)
-    raise TraceError(f"{path}:{lines[0][0]}", "expected 'milliseconds,add|remove,node' or 'date, time, count' "
+    raise NodeTraceError(f"{path}:{lines[0][0]}", "expected 'milliseconds,add|remove,node' or 'date, time, count' "
                                               f"(got {lines[0][1]!r})")
 
 
@@ -152,20 +153,20 @@ def _event_trace(path, name, lines) -> Trace:
     for number, line in lines:
         cells = [c.strip() for c in line.split(",")]
         if len(cells) != 3:
-            raise TraceError(f"{path}:{number}", f"expected 3 fields 'milliseconds,add|remove,node' (got {line!r})")
+            raise NodeTraceError(f"{path}:{number}", f"expected 3 fields 'milliseconds,add|remove,node' (got {line!r})")
         ms, action, node = cells
         try:
             t = float(ms)
         except ValueError:
-            raise TraceError(f"{path}:{number}", f"time {ms!r} is not a number of milliseconds") from None
+            raise NodeTraceError(f"{path}:{number}", f"time {ms!r} is not a number of milliseconds") from None
         if not np.isfinite(t) or t < 0:
-            raise TraceError(f"{path}:{number}", f"time must be finite and >= 0 (got {ms!r})")
+            raise NodeTraceError(f"{path}:{number}", f"time must be finite and >= 0 (got {ms!r})")
         if times and t < times[-1]:
-            raise TraceError(f"{path}:{number}", f"time {ms} ms goes back (previous row: {times[-1]:g} ms)")
+            raise NodeTraceError(f"{path}:{number}", f"time {ms} ms goes back (previous row: {times[-1]:g} ms)")
         if action not in ("add", "remove"):
-            raise TraceError(f"{path}:{number}", f"action must be 'add' or 'remove' (got {action!r})")
+            raise NodeTraceError(f"{path}:{number}", f"action must be 'add' or 'remove' (got {action!r})")
         if not node:
-            raise TraceError(f"{path}:{number}", "the node name is empty")
+            raise NodeTraceError(f"{path}:{number}", "the node name is empty")
         times.append(t)
         adds.append(action == "add")
         nodes.append(names.setdefault(node, len(names)))
@@ -190,17 +191,17 @@ def count_series(path, name, lines) -> Trace:
     for number, line in lines:
         cells = [c.strip() for c in line.split(",")]
         if len(cells) != 3:
-            raise TraceError(f"{path}:{number}", f"expected 3 fields 'date, time, count' (got {line!r})")
+            raise NodeTraceError(f"{path}:{number}", f"expected 3 fields 'date, time, count' (got {line!r})")
         try:
             stamp = datetime.datetime.fromisoformat(f"{cells[0]} {cells[1]}")
         except ValueError:
-            raise TraceError(f"{path}:{number}", f"cannot read {cells[0]!r} {cells[1]!r} as a date and time") from None
+            raise NodeTraceError(f"{path}:{number}", f"cannot read {cells[0]!r} {cells[1]!r} as a date and time") from None
         try:
             count = int(cells[2])
         except ValueError:
-            raise TraceError(f"{path}:{number}", f"count {cells[2]!r} is not an integer") from None
+            raise NodeTraceError(f"{path}:{number}", f"count {cells[2]!r} is not an integer") from None
         if count < 0:
-            raise TraceError(f"{path}:{number}", f"count must be >= 0 (got {count})")
+            raise NodeTraceError(f"{path}:{number}", f"count must be >= 0 (got {count})")
         stamps.append(stamp)
         counts.append(count)
     order = sorted(range(len(stamps)), key=lambda i: stamps[i])
@@ -219,6 +220,12 @@ def count_series(path, name, lines) -> Trace:
         while len(alive) > counts[i]:
             times.append(hours), adds.append(False), nodes.append(alive.pop())
     if not times:
-        raise TraceError(str(path), "every count is 0: no node ever present")
+        raise NodeTraceError(str(path), "every count is 0: no node ever present")
     return Trace(name=name, time=np.asarray(times, dtype=float), add=np.asarray(adds),
                  node=np.asarray(nodes, dtype=np.int64), node_names=tuple(f"node{i}" for i in range(n_names)))
+
+# Old names, served for one release with a DeprecationWarning.
+__getattr__ = deprecated_names(__name__, {
+    "TraceError": "relmodel.pipeline.traces.NodeTraceError",
+    "read_trace": "relmodel.pipeline.traces.read_node_trace",
+})

@@ -49,17 +49,17 @@ def _scalars(ds, names) -> dict:
     return {name: float(ds[name]) if ds[name].dtype.kind == "f" else ds[name].item() for name in names if name in ds}
 
 
-@click.group(cls=OneLineErrors, epilog=_EPILOG)
-def run():
+@click.group("run", cls=OneLineErrors, epilog=_EPILOG)
+def run_command():
     """A run's own record: its measured ETTR and badput, the model beside it, its failures replayed."""
 
 
-@run.command(epilog=_EPILOG)
+@run_command.command("show", epilog=_EPILOG)
 @_record_options
 @click.option("--plot", type=FigurePath(), default=None, help="Draw the run's timeline to this image file.")
-def show(events, sacct, run_ids, n_gpus, tz, as_json, plot):
+def show_command(events, sacct, run_ids, n_gpus, tz, as_json, plot):
     """Measure a run: wall time split into productive, writes, lost work, restarts and queue; interruptions."""
-    from .measure import COMPONENTS, measure_run
+    from .measure import MEASURED_COMPONENTS, measure_run
 
     record = _read(events, sacct, run_ids, n_gpus, tz)
     try:
@@ -71,7 +71,7 @@ def show(events, sacct, run_ids, n_gpus, tz, as_json, plot):
 
         with output_errors("--plot", plot):
             run_figure(record, path=plot, measured=ds)
-    totals = {c: float(ds.time.sel(component=c)) for c in COMPONENTS}
+    totals = {c: float(ds.time.sel(component=c)) for c in MEASURED_COMPONENTS}
     if as_json:
         click.echo(to_json({"summary": record.summary.to_dict(), "components_h": totals,
                             **_scalars(ds, [k for k in ds.data_vars if not ds[k].dims]),
@@ -111,7 +111,7 @@ def _assumed(fields: dict):
     return given
 
 
-@run.command(epilog=_EPILOG)
+@run_command.command(epilog=_EPILOG)
 @_record_options
 @click.option("--failure-rate", type=click.FloatRange(0, None), default=None,
               help="Failures per node-day for the model [default: the run's own].")
@@ -176,7 +176,7 @@ def predict(events, sacct, run_ids, n_gpus, tz, as_json, failure_rate, n_runs, s
         click.echo(f"wrote {plot}")
 
 
-@run.command(epilog=_EPILOG)
+@run_command.command(epilog=_EPILOG)
 @_record_options
 @click.option("--checkpoint-interval", type=Duration(), default=None, help="The replayed plan's interval.")
 @click.option("--checkpoint-cost", type=Duration(), default=None, help="The replayed plan's write time.")

@@ -24,6 +24,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
+from .._deprecation import deprecated_names
 from ..errors import ParameterError, check_integer
 from ..logs import LogError, read_log
 from ..taxonomy import read_small_text
@@ -41,7 +42,7 @@ EVENT_KINDS = (
 )
 BOUNDARY_KINDS = ("attempt_start", "failure", "interruption", "run_end")  # what sacct also says
 COLUMNS = ("time", "event", "step", "duration_s", "wait_s", "reason")
-MAX_FILE_BYTES = 512 * 2**20
+MAX_RECORD_FILE_BYTES = 512 * 2**20
 MAX_SECONDS = 10**9  # a duration_s or wait_s past ~31 years is a unit slip, not a checkpoint
 MAX_STEP = 2**62
 # Instants as int64 ns since the epoch reach 1677-09-21 .. 2262-04-11.
@@ -367,7 +368,7 @@ def _rows(text: str, path: str):
 def _trainer_events(path: Path, zone, summary: RecordSummary) -> list:
     name = str(path)
     try:
-        text = read_small_text(path, MAX_FILE_BYTES)
+        text = read_small_text(path, MAX_RECORD_FILE_BYTES)
     except (OSError, ValueError) as err:
         raise RunRecordError(name, 0, "", f"cannot read the events: {err}") from None
     events = []
@@ -523,3 +524,8 @@ def read_run(events=None, *, sacct=None, run=None, n_gpus: int | None = None, tz
                **({"sacct_file": str(sacct)} if sacct is not None else {})},
     )
     return RunRecord(events=ds, n_gpus=gpus, summary=summary)
+
+# Old names, served for one release with a DeprecationWarning.
+__getattr__ = deprecated_names(__name__, {
+    "MAX_FILE_BYTES": "relmodel.record.events.MAX_RECORD_FILE_BYTES",
+})

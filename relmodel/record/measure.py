@@ -15,11 +15,12 @@ import dataclasses
 import numpy as np
 import xarray as xr
 
+from .._deprecation import deprecated_names
 from .._version import __version__
 from ..taxonomy import load as load_taxonomy
 from .events import NS_PER_H, NS_PER_S, RunRecord, RunRecordError
 
-COMPONENTS = ("productive", "checkpoint", "persist_wait", "lost", "restart", "startup", "queue")
+MEASURED_COMPONENTS = ("productive", "checkpoint", "persist_wait", "lost", "restart", "startup", "queue")
 GPUS_PER_NODE = 8
 
 
@@ -107,12 +108,12 @@ def timeline(record: RunRecord) -> Timeline:
     value = compute = 0
     stack = [(0, 0, 0, 0)]  # checkpoints on the path: (value, compute, step, path spans up to its end)
     restorable = {0: 0}  # step -> stack depth
-    spans = {kind: [] for kind in (*COMPONENTS, "attempt")}
+    spans = {kind: [] for kind in (*MEASURED_COMPONENTS, "attempt")}
     path = []  # the current path's compute and writes: (start, end, kind); a restore makes those above it lost
 
     def span(kind, a, b):
         spans[kind].append((a - start, b - start))
-    totals = dict.fromkeys(COMPONENTS, 0)
+    totals = dict.fromkeys(MEASURED_COMPONENTS, 0)
     attempts = [[start, -1, -1, ""]]
     interruptions, writes, depths = [], [], []
     down_at = -1
@@ -388,8 +389,8 @@ def measure_timeline(record: RunRecord, tl: Timeline, *, n_gpus: int | None = No
     labels, counts = np.unique(reasons, return_counts=True) if n else (np.array([], str), np.array([], int))
     order = np.argsort(-counts, kind="stable")
     ds = xr.Dataset(
-        {"time": ("component", [hours[c] for c in COMPONENTS]),
-         "time_ns": ("component", np.array([-1 if tl.totals[c] is None else tl.totals[c] for c in COMPONENTS],
+        {"time": ("component", [hours[c] for c in MEASURED_COMPONENTS]),
+         "time_ns": ("component", np.array([-1 if tl.totals[c] is None else tl.totals[c] for c in MEASURED_COMPONENTS],
                                            dtype=np.int64)),
          "wall_ns": tl.end - tl.start,
          **{k: ((), v) for k, v in values.items()},
@@ -403,7 +404,7 @@ def measure_timeline(record: RunRecord, tl: Timeline, *, n_gpus: int | None = No
          "interruption_restart": ("interruption", np.array([x[5] / NS_PER_H if x[5] >= 0 else np.nan for x in inter])),
          "interruption_restart_completed": ("interruption", np.array([bool(x[7]) for x in inter], dtype=bool)),
          "interruptions_by_reason": ("reason", counts[order].astype(np.int64))},
-        coords={"component": list(COMPONENTS), "interruption": np.arange(n), "reason": labels[order]},
+        coords={"component": list(MEASURED_COMPONENTS), "interruption": np.arange(n), "reason": labels[order]},
         attrs={"relmodel_version": __version__, "sources": " + ".join(record.summary.sources),
                "n_gpus": -1 if not gpus else int(gpus), "ended": int(tl.ended), "notes": "; ".join(tl.notes),
                "definition": "ettr = productive / wall; wall from the first attempt's start to the run's end, "
@@ -426,3 +427,8 @@ def _state_and_cause(reason: str) -> tuple[str, str]:
     if head.strip().isupper() and " " not in head.strip():
         return head.strip(), rest.strip()
     return "FAILED", reason
+
+# Old names, served for one release with a DeprecationWarning.
+__getattr__ = deprecated_names(__name__, {
+    "COMPONENTS": "relmodel.record.measure.MEASURED_COMPONENTS",
+})

@@ -22,9 +22,9 @@ from ..scenario import Scenario, as_checkpoint_levels, as_scenario, split_work
 from ..simulate import simulate
 from ..units import to_hours
 from .events import NS_PER_H, NS_PER_S, RecordSummary, RunRecord, parse_instant
-from .measure import COMPONENTS, measure_run, timeline
+from .measure import MEASURED_COMPONENTS, measure_run, timeline
 from .measure import measure_timeline
-from .timeline import Level, Plan, Walk, exponential_failures, hours_to_ns, walk
+from .timeline import CheckpointSchedule, Level, Walk, exponential_failures, hours_to_ns, walk
 
 PLAN_INPUTS = ("failure_rate", "checkpoint_interval", "checkpoint_cost", "restart_cost", "queue_wait")
 MAX_RUNS = 10**7
@@ -39,7 +39,7 @@ def _plain_scenario(scenario, name="scenario") -> Scenario:
     return sc
 
 
-def scenario_plan(sc: Scenario, startup: float = 0.0) -> Plan:
+def scenario_plan(sc: Scenario, startup: float = 0.0) -> CheckpointSchedule:
     """Return a scenario's plan in nanoseconds (durations rounded to the nanosecond), fast levels included.
 
     Parameters
@@ -51,7 +51,7 @@ def scenario_plan(sc: Scenario, startup: float = 0.0) -> Plan:
 
     Returns
     -------
-    Plan
+    CheckpointSchedule
         Positions every base interval of compute, the levels' costs, restarts and persists.
     """
     table = sc.level_table()
@@ -63,10 +63,10 @@ def scenario_plan(sc: Scenario, startup: float = 0.0) -> Plan:
     if sc.fast_checkpoints:
         levels = tuple(Level(int(m), hours_to_ns(c), hours_to_ns(r), hours_to_ns(p), float(v)) for m, c, r, p, v in
                        zip(table["mult"], table["cost"], table["restart"], table["persist"], table["survives"]))
-    return Plan(work=work, positions=tuple(interval * k for k in range(1, n_full + 1)),
-                write=(hours_to_ns(sc.checkpoint_cost),), persist=hours_to_ns(sc.checkpoint_persist),
-                startup=hours_to_ns(startup), restart=(hours_to_ns(sc.restart_cost),),
-                queue=(hours_to_ns(sc.queue_wait),), levels=levels)
+    return CheckpointSchedule(work=work, positions=tuple(interval * k for k in range(1, n_full + 1)),
+                              write=(hours_to_ns(sc.checkpoint_cost),), persist=hours_to_ns(sc.checkpoint_persist),
+                              startup=hours_to_ns(startup), restart=(hours_to_ns(sc.restart_cost),),
+                              queue=(hours_to_ns(sc.queue_wait),), levels=levels)
 
 
 def _survival(rng):
@@ -158,7 +158,7 @@ def simulate_run(scenario, seed: int = 0, *, reasons=None, planned=(), startup="
     w = walk(plan, exponential_failures(rng, mean_ns), draw_reasons() if reasons else None, _survival(rng))
     start_ns = parse_instant(start, None, "start", 0)
     record = _record_of(w, start_ns, names, set(planned), "simulated", sc.n_gpus)
-    truth = {k: getattr(w, k) for k in ("wall", *COMPONENTS)}
+    truth = {k: getattr(w, k) for k in ("wall", *MEASURED_COMPONENTS)}
     truth.update(failures=w.failures, capped=w.capped)
     return record, truth
 
@@ -278,7 +278,7 @@ def predict_run(record: RunRecord, *, scenario=None, assumed=None, n_gpus=None, 
     return ds
 
 
-def own_plan(record: RunRecord, tl=None) -> tuple[Plan, list]:
+def own_plan(record: RunRecord, tl=None) -> tuple[CheckpointSchedule, list]:
     """The plan a run followed, as it was (writes, waits, restarts, queues and restores that fell back past
     the latest checkpoint, by occurrence), and its failures.
 
@@ -291,7 +291,7 @@ def own_plan(record: RunRecord, tl=None) -> tuple[Plan, list]:
 
     Returns
     -------
-    plan : Plan
+    plan : CheckpointSchedule
         The plan as the run followed it.
     failures : list of int
         Runtime instants (ns) of its interruptions.
@@ -321,9 +321,9 @@ def own_plan(record: RunRecord, tl=None) -> tuple[Plan, list]:
     first = tl.attempts[0]  # a startup that a failure cut short lasted longer than it ran
     startup = first[1] - first[0] if first[1] >= 0 else (first[2] - first[0] + 1 if first[3] in (
         "failure", "interruption") else 0)
-    plan = Plan(work=tl.totals["productive"], positions=positions, write=tuple(a[1] for a in attempts) or (0,),
-                wait=tuple(a[2] for a in attempts) or (0,), startup=startup, restart=restarts, queue=queues,
-                fallback=tuple(tl.restore_depths))
+    plan = CheckpointSchedule(work=tl.totals["productive"], positions=positions,
+                              write=tuple(a[1] for a in attempts) or (0,), wait=tuple(a[2] for a in attempts) or (0,),
+                              startup=startup, restart=restarts, queue=queues, fallback=tuple(tl.restore_depths))
     return plan, [x[6] for x in tl.interruptions]
 
 
@@ -406,17 +406,17 @@ def replay_run(record: RunRecord, *, checkpoint_interval=None, checkpoint_cost=N
     ds = xr.Dataset(
         {"wall": ("plan", [w.wall / NS_PER_H for w in walks.values()]),
          "ettr": ("plan", [w.productive / w.wall if w.wall else np.nan for w in walks.values()]),
-         "time": (("plan", "component"), [[getattr(w, c) / NS_PER_H for c in COMPONENTS] for w in walks.values()]),
+         "time": (("plan", "component"), [[getattr(w, c) / NS_PER_H for c in MEASURED_COMPONENTS] for w in walks.values()]),
          "failures": ("plan", [w.failures for w in walks.values()]),
          "extrapolated_failures": ("plan", [0, max(replayed.failures - len(failures), 0)]),
          "capped": ("plan", [own.capped, replayed.capped])},
-        coords={"plan": list(walks), "component": list(COMPONENTS)},
+        coords={"plan": list(walks), "component": list(MEASURED_COMPONENTS)},
         attrs={"relmodel_version": __version__, "changes": repr(changes), "seed": seed,
                "failure_clock": "runtime (queue excluded), as the model's"},
     )
     ds["saving"] = ds.wall.sel(plan="run") - ds.wall.sel(plan="replayed")
     ds["reproduced"] = own.wall == int(measured.wall_ns) and all(
-        getattr(own, c) == int(measured.time_ns.sel(component=c)) for c in COMPONENTS)
+        getattr(own, c) == int(measured.time_ns.sel(component=c)) for c in MEASURED_COMPONENTS)
     if implied is not None:
         n_runs = check_integer("n_runs", n_runs, 100, MAX_RUNS)
         scenarios = [implied, dataclasses.replace(implied, **hours, fast_checkpoints=fast)]

@@ -68,7 +68,7 @@ def run_figure(record, prediction=None, path=None, *, measured=None):
     """
     from matplotlib.figure import Figure
 
-    from .measure import COMPONENTS, timeline
+    from .measure import MEASURED_COMPONENTS, timeline
     from .measure import measure_timeline
 
     tl = timeline(record)  # its spans are what measure_run adds up
@@ -125,7 +125,7 @@ def run_figure(record, prediction=None, path=None, *, measured=None):
                         f"(scenario {prediction.attrs.get('scenario_source', '')})")
         lower.legend(loc="upper left", fontsize=8, ncols=2, frameon=False)
     else:
-        parts = {name: float(measured.time.sel(component=name)) for name in COMPONENTS}
+        parts = {name: float(measured.time.sel(component=name)) for name in MEASURED_COMPONENTS}
         if not record.has_trainer_events:  # the attempts' time is all the record can say
             parts = {"attempt": float(measured.runtime), "queue": parts["queue"]}
         left = 0.0

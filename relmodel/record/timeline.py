@@ -20,6 +20,7 @@ import math
 
 import numpy as np
 
+from .._deprecation import deprecated_names
 from .events import NS_PER_H, NS_PER_S
 
 STEP_NS = NS_PER_S  # the steps a walk's events carry: seconds of productive compute
@@ -27,7 +28,7 @@ MAX_EVENTS = 1_000_000  # a walk that would log more is a plan with no end (ETTR
 
 
 @dataclasses.dataclass(frozen=True)
-class Plan:
+class CheckpointSchedule:
     """A checkpoint plan in integer nanoseconds.
 
     Parameters
@@ -74,7 +75,7 @@ class Plan:
     levels: tuple | None = None
 
     @staticmethod
-    def regular(work: int, interval: int, write: int, **kwargs) -> "Plan":
+    def regular(work: int, interval: int, write: int, **kwargs) -> "CheckpointSchedule":
         """Return the plan of a checkpoint every `interval` of compute (floor(work / interval) of them, as in the job model).
 
         Parameters
@@ -86,15 +87,16 @@ class Plan:
         write : int
             Each write's blocking time (ns).
         **kwargs
-            The other fields of `Plan`.
+            The other fields of `CheckpointSchedule`.
 
         Returns
         -------
-        Plan
+        CheckpointSchedule
             The plan.
         """
         n_full = work // interval
-        return Plan(work=work, positions=tuple(interval * k for k in range(1, n_full + 1)), write=(write,), **kwargs)
+        return CheckpointSchedule(work=work, positions=tuple(interval * k for k in range(1, n_full + 1)), write=(write,),
+                                  **kwargs)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -155,12 +157,12 @@ class Walk:
     capped: bool
 
 
-def walk(plan: Plan, failures, reasons=None, survival=None) -> Walk:
+def walk(plan: CheckpointSchedule, failures, reasons=None, survival=None) -> Walk:
     """Walk the run's timeline.
 
     Parameters
     ----------
-    plan : Plan
+    plan : CheckpointSchedule
         The plan.
     failures : iterator of int
         Runtime instants (ns since the start, increasing) of the failures;
@@ -349,3 +351,8 @@ def hours_to_ns(hours: float) -> int:
         Nanoseconds.
     """
     return int(round(float(hours) * NS_PER_H))
+
+# Old names, served for one release with a DeprecationWarning.
+__getattr__ = deprecated_names(__name__, {
+    "Plan": "relmodel.record.timeline.CheckpointSchedule",
+})

@@ -608,7 +608,7 @@ def _elastic_job(draw, n_gpus, models, elastic):
 def elastic_jobs(*, n_gpus: int = 64, models=None, elastic: bool = True) -> SearchStrategy:
     """Draw valid `relmodel.elastic.Job` objects for a cluster of `n_gpus` GPUs.
 
-    A model from `relmodel.elastic.MODELS`, a submitted (GPUs, batch) with a
+    A model from `relmodel.elastic.FITTED_MODELS`, a submitted (GPUs, batch) with a
     whole local batch in memory, work of 1e3 to 1e9 samples, and a batch range
     around the submitted batch.
 
@@ -617,7 +617,7 @@ def elastic_jobs(*, n_gpus: int = 64, models=None, elastic: bool = True) -> Sear
     n_gpus : int, default 64
         GPUs in the cluster.
     models : sequence of str, optional
-        Models to draw from; all of `relmodel.elastic.MODELS` when None.
+        Models to draw from; all of `relmodel.elastic.FITTED_MODELS` when None.
     elastic : bool, default True
         False gives B_lo = B_hi = batch.
 
@@ -626,8 +626,8 @@ def elastic_jobs(*, n_gpus: int = 64, models=None, elastic: bool = True) -> Sear
     hypothesis.strategies.SearchStrategy
         A strategy of `Job`.
     """
-    from ..elastic.throughput import MODELS
+    from ..elastic.throughput import FITTED_MODELS
 
     _check_bounds("gpus", 1, n_gpus, minimum=1, maximum=1_000_000)
-    names = tuple(MODELS) if models is None else _check_choices("models", models, tuple(MODELS))
+    names = tuple(FITTED_MODELS) if models is None else _check_choices("models", models, tuple(FITTED_MODELS))
     return _elastic_job(n_gpus, names, elastic)

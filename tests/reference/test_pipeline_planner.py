@@ -91,9 +91,9 @@ def test_the_issue_cases_reach_the_fault_free_and_work_periods():
     for method in pl.PLAN_METHODS:
         assert pl.iteration_time(4, 4, 8, strategy="recycle", failed={1: 1}, method=method) == 33.0
     cfg = kind(8, 8, 16)
-    adapted = pl.recycle_plan(pl.PipelineConfig(8, 8, 16), pl.failed_workers({3: 2}, 8, 8), method="exact")
+    adapted = pl.recycle_plan(pl.PipelineConfig(8, 8, 16), pl.failure_mask({3: 2}, 8, 8), method="exact")
     assert adapted.optimal and adapted.period == adapted.lower_bound == 66.0
-    check_plan(cfg, pl.failed_workers({3: 2}, 8, 8), adapted)
+    check_plan(cfg, pl.failure_mask({3: 2}, 8, 8), adapted)
 
 
 def slow_from(cases, first_slow):
@@ -113,7 +113,7 @@ def test_exact_plan_equals_exhaustive_search_on_tiny_pipelines(p, d, m):
             best = plan_brute.best_period(cfg, mask, limit=400)
         except ValueError:
             continue
-        adapted = planner.plan(cfg, mask, method="exact")
+        adapted = planner.adapted_plan(cfg, mask, method="exact")
         if not math.isfinite(best):
             assert adapted is None
             continue
@@ -129,7 +129,7 @@ def test_exact_plan_equals_exhaustive_search_on_tiny_pipelines(p, d, m):
     [(p, d, m, rows) for (p, d, m), sets in OPEN.items() for rows in sets], 3))
 def test_exact_plan_equals_an_independent_program_where_the_bound_is_open(p, d, m, rows):
     cfg, mask = kind(p, d, m), np.array(rows, dtype=bool)
-    adapted = planner.plan(cfg, mask, method="exact")
+    adapted = planner.adapted_plan(cfg, mask, method="exact")
     bound = planner.lower_bound(cfg, mask)
     assert adapted.optimal and adapted.period > bound
     executor, orders, proven = plan_milp.solve(cfg, mask, bound=0.0, upper=math.inf)
@@ -146,7 +146,7 @@ def test_exact_planner_on_every_configuration_up_to_4x4x8(p, d):
         for mask in failure_sets(d, p):
             if not mask.any():
                 continue
-            adapted = planner.plan(cfg, mask, method="exact")
+            adapted = planner.adapted_plan(cfg, mask, method="exact")
             assert adapted.optimal
             check_plan(cfg, mask, adapted)
             if adapted.period > adapted.lower_bound * (1 + 1e-12):
@@ -179,7 +179,7 @@ def test_independent_program_never_beats_the_exact_plan_on_the_larger_open_cases
     cfg = kind(p, d, m)
     for rows in OPEN_ALL[key]:
         mask = np.array(rows, dtype=bool)
-        adapted = planner.plan(cfg, mask, method="exact")
+        adapted = planner.adapted_plan(cfg, mask, method="exact")
         executor, orders, proven = plan_milp.solve(cfg, mask, bound=planner.lower_bound(cfg, mask),
                                                    upper=math.inf, node_limit=20_000)
         period, _ = planner.orders_period(build_graph(cfg, 1, executor=executor), orders)
@@ -260,7 +260,7 @@ def test_max_cycle_mean_is_the_best_simple_cycle(weights, n):
 @given(case=plans(max_stages=4, max_replicas=4, max_microbatches=6))
 def test_every_method_plans_within_the_bound_and_exact_is_least(case):
     cfg, mask = case
-    found = {method: planner.plan(cfg, mask, method=method) for method in pl.PLAN_METHODS}
+    found = {method: planner.adapted_plan(cfg, mask, method=method) for method in pl.PLAN_METHODS}
     for adapted in found.values():
         assert adapted.period >= adapted.lower_bound * (1 - 1e-12)
         assert adapted.gap >= -1e-12
@@ -272,8 +272,8 @@ def test_every_method_plans_within_the_bound_and_exact_is_least(case):
 
 def test_the_same_plan_every_time():
     cfg, mask = kind(4, 3, 6, fwd=[1.0, 1.5, 1.0, 0.5], p2p_delay=0.1, reroute_delay=0.3), \
-        pl.failed_workers({1: 1, 2: 2}, 3, 4)
-    first, second = (planner.plan(cfg, mask, method=method) for method in ("exact", "exact"))
+        pl.failure_mask({1: 1, 2: 2}, 3, 4)
+    first, second = (planner.adapted_plan(cfg, mask, method=method) for method in ("exact", "exact"))
     assert first.period == second.period and np.array_equal(first.executor, second.executor)
     assert all(np.array_equal(a, b) for a, b in zip(first.orders, second.orders))
 
@@ -282,20 +282,20 @@ def test_without_or_tools_auto_plans_by_the_heuristic_and_exact_names_the_extra(
     """OR-Tools is the `exact` extra: `auto` then keeps the heuristic's plan and says why; `exact` names the install."""
     from relmodel import _extras
 
-    cfg, mask = pl.PipelineConfig(2, 3, 4), pl.failed_workers({0: 1, 1: 1}, 3, 2)
-    heuristic = planner.plan(cfg, mask, method="heuristic")
+    cfg, mask = pl.PipelineConfig(2, 3, 4), pl.failure_mask({0: 1, 1: 1}, 3, 2)
+    heuristic = planner.adapted_plan(cfg, mask, method="heuristic")
     assert (heuristic.period, heuristic.lower_bound) == (23.0, 21.0)  # auto would search: exact finds 21
     real = _extras.available
     monkeypatch.setattr(_extras, "available", lambda module: module != "ortools" and real(module))
-    auto = planner.plan(cfg, mask, method="auto")
+    auto = planner.adapted_plan(cfg, mask, method="auto")
     assert auto.method == "heuristic" and auto.period == heuristic.period and "relmodel[exact]" in auto.detail
     with pytest.raises(_extras.MissingExtraError, match=r"ortools: pip install 'relmodel\[exact\]'"):
-        planner.plan(cfg, mask, method="exact")
+        planner.adapted_plan(cfg, mask, method="exact")
     # Beyond the gate (d m p = 272) auto would not search anyway: its plan, short of the bound (75 against
     # 72), says nothing about OR-Tools.
-    big, big_mask = pl.PipelineConfig(4, 4, 17), pl.failed_workers({0: 1, 1: 1}, 4, 4)
+    big, big_mask = pl.PipelineConfig(4, 4, 17), pl.failure_mask({0: 1, 1: 1}, 4, 4)
     assert 4 * 4 * 17 > planner.EXACT_TASKS
-    beyond = planner.plan(big, big_mask, method="auto")
+    beyond = planner.adapted_plan(big, big_mask, method="auto")
     assert not beyond.optimal and "OR-Tools" not in beyond.detail
 
 
@@ -312,8 +312,8 @@ def test_auto_runs_the_exact_search_exactly_where_the_docs_say(p, d, m, seed):
     if not mask.any():
         mask[0, 0] = True
     searched = []
-    heuristic = planner.plan(cfg, mask, method="heuristic")
+    heuristic = planner.adapted_plan(cfg, mask, method="heuristic")
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(plan_exact, "solve", lambda *args, **kwargs: searched.append(True))
-        planner.plan(cfg, mask, method="auto")
+        planner.adapted_plan(cfg, mask, method="auto")
     assert bool(searched) == (not heuristic.optimal and d * m * p <= planner.EXACT_TASKS)

@@ -159,7 +159,7 @@ def test_uniform_fused_1f1b_is_m_plus_p_minus_1_stage_times(case):
     cfg, mode = case
     t = Fraction(cfg.fwd[0]) + Fraction(cfg.bwd_input[0]) + Fraction(cfg.bwd_weight[0])
     t0 = ref.fault_free_1f1b(cfg.microbatches, cfg.stages, t)
-    for strategy in set(pl.STRATEGIES) - {"bamboo"}:
+    for strategy in set(pl.RECOVERY_STRATEGIES) - {"bamboo"}:
         got = pl.iteration_time(cfg.stages, cfg.replicas, cfg.microbatches, cfg.fwd[0], cfg.bwd_input[0],
                                 cfg.bwd_weight[0], strategy=strategy, failed={})
         assert same(got, t0, mode), strategy
@@ -195,7 +195,7 @@ def test_no_strategy_beats_the_work_bound(case, data):
     bound = ref.work_bound(m, d, mask.sum(axis=0).tolist(), t)
     t0 = reference_schedule(cfg)["period"]
     n_failed = int(mask.sum())
-    for strategy in pl.STRATEGIES:
+    for strategy in pl.RECOVERY_STRATEGIES:
         result = pl.evaluate(cfg, strategy, mask)
         assert same(result.work_bound, bound, mode)
         if not result.survives:
@@ -260,6 +260,6 @@ def test_every_strategy_scales_exactly_with_the_unit_of_time(case, data, exponen
     scaled = cfg.replace(fwd=[x * scale for x in cfg.fwd], bwd_input=[x * scale for x in cfg.bwd_input],
                          bwd_weight=[x * scale for x in cfg.bwd_weight], p2p_delay=cfg.p2p_delay * scale,
                          reroute_delay=cfg.reroute_delay * scale, optimizer_time=cfg.optimizer_time * scale)
-    for strategy in pl.STRATEGIES:
+    for strategy in pl.RECOVERY_STRATEGIES:
         base = pl.evaluate(cfg, strategy, mask).period
         assert pl.evaluate(scaled, strategy, mask).period == (base * scale if math.isfinite(base) else base), strategy
