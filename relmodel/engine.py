@@ -202,7 +202,8 @@ def level_table(p: Scenario) -> tuple[np.ndarray, np.ndarray]:
 def level_cycle(base: float, mult: np.ndarray, table: np.ndarray):
     """The cycle tables the kernels jump with from one failure to the next, or
     empty ones (then they step position by position) where a write can wait
-    for the previous one of its level to persist, or the cycle is long.
+    for the previous one of its level to persist, or the cycle is long or
+    passes float64's range.
 
     Over one cycle of M positions (M = lcm of the multiples; the pattern of
     levels repeats after it): value[r] = the path value, compute and writes,
@@ -216,8 +217,11 @@ def level_cycle(base: float, mult: np.ndarray, table: np.ndarray):
     offsets = np.arange(cycle + 1)
     level = position_levels(mult, offsets)
     value = np.zeros(cycle + 1)
-    for r in range(1, cycle + 1):  # sequential, so the sums are the ones the tables promise
-        value[r] = value[r - 1] + base + table[level[r], V_COST]
+    with np.errstate(over="ignore"):  # a cycle past float64 has no table to jump with: it steps
+        for r in range(1, cycle + 1):  # sequential, so the sums are the ones the tables promise
+            value[r] = value[r - 1] + base + table[level[r], V_COST]
+    if not np.isfinite(value[-1]):
+        return _NO_CYCLE
     last = np.zeros((mult.size, cycle + 1), np.int64)
     count = np.zeros((mult.size, cycle + 1), np.int64)
     for lv in range(mult.size):
@@ -251,8 +255,9 @@ def failure_free_levels(n_full: int, base: float, mult: np.ndarray, table: np.nd
     writes = full * per_cycle + np.bincount(position_levels(mult, np.arange(1, part + 1)), minlength=n_levels)
     stats[:, L_WRITES] = writes
     ckpt = 0.0
-    for lv in range(n_levels):  # the checkpoint time the kernels give every finished job
-        ckpt += float(writes[lv]) * table[lv, V_COST]
+    with np.errstate(over="ignore"):  # writes past float64 in all: inf, and `beyond_float_range` flags the row
+        for lv in range(n_levels):  # the checkpoint time the kernels give every finished job
+            ckpt += float(writes[lv]) * table[lv, V_COST]
     can_wait = table[:, V_PERSIST] > mult * base  # the kernels' test: else writes of a level are an interval apart
     if not can_wait.any():
         return ckpt, stats, 0.0
@@ -262,15 +267,16 @@ def failure_free_levels(n_full: int, base: float, mult: np.ndarray, table: np.nd
                             f"(this job has {n_full})")
     now = wait_total = 0.0
     durable_at = np.full(n_levels, -1.0)
-    for lv in position_levels(mult, np.arange(1, n_full + 1)).tolist():
-        now = now + base
-        if durable_at[lv] > now and can_wait[lv]:
-            wait = durable_at[lv] - now
-            wait_total += wait
-            stats[lv, L_WAIT] += wait
-            now = durable_at[lv]
-        now = now + table[lv, V_COST]
-        durable_at[lv] = now + table[lv, V_PERSIST]
+    with np.errstate(over="ignore"):  # a clock past float64 reads inf, as the kernels' would: flagged as above
+        for lv in position_levels(mult, np.arange(1, n_full + 1)).tolist():
+            now = now + base
+            if durable_at[lv] > now and can_wait[lv]:
+                wait = durable_at[lv] - now
+                wait_total += wait
+                stats[lv, L_WAIT] += wait
+                now = durable_at[lv]
+            now = now + table[lv, V_COST]
+            durable_at[lv] = now + table[lv, V_PERSIST]
     return ckpt, stats, wait_total
 
 
@@ -376,8 +382,10 @@ def failure_free_stretches(packed: Packed) -> tuple[np.ndarray, np.ndarray, np.n
         # between (or by running to its end free of them). So the stretch counts deep times its length.
         mult = packed.lv_mult[packed.lv_offset[row]:packed.lv_offset[row + 1]]
         deep = 1.0 - table[-2, V_SURVIVES] if table.shape[0] > 1 else 1.0
-        durable = mult[-1] * p[row, P_INTERVAL] + table[-1, V_COST] + table[-1, V_PERSIST]
-        longest[row] = max(longest[row], deep * min(durable, runtime[row]))
+        with np.errstate(over="ignore"):  # a durable segment past float64: inf, the stretch it is
+            durable = mult[-1] * p[row, P_INTERVAL] + table[-1, V_COST] + table[-1, V_PERSIST]
+        if deep > 0:  # else no failure falls back that far (and 0 * inf is no stretch)
+            longest[row] = max(longest[row], deep * min(durable, runtime[row]))
     lam = np.minimum.reduceat(packed.rate_value, packed.rate_offset[:-1])
     return lam, longest, restart, runtime
 

@@ -960,6 +960,8 @@ def levels_first_order(lam, d0, mult, cost, restart, persist, survives, categori
     def scaled(values):
         return [math.ldexp(float(x), -scale) for x in values]
 
+    if math.ldexp(float(d0), -scale) == 0.0:
+        return math.nan, False  # the base interval under float64's resolution of the longest duration
     lv = _Levels(math.ldexp(float(d0), -scale), mult, scaled(cost), scaled(restart), scaled(persist), survives,
                  [(share, *scaled((r, q))) for share, r, q in categories])
     if lv._pattern is None or _waiting_writes(lv) is not None:

@@ -206,6 +206,35 @@ def test_a_check_simulation_that_every_job_would_cap_reports_no_job_simulated():
     assert 0 < blocking.ettr < 1e-9
 
 
+FREE_LEVEL = dict(cost=0.0, restart=0.0, persist=0.0, survives=0.0)
+# Levels whose period of six positions sums past float64 (3.3e307 h apiece), a persist at the float
+# limit, and three writes of 1e308 h: each overflowed a sum of the forms or of `pack`.
+FLOAT_LIMIT_LEVELS = {
+    "fast levels": dict(checkpoint_interval=1e308, work="1s",
+                        fast_checkpoints=(rm.CheckpointLevel(interval=1e308 / 3, **FREE_LEVEL),
+                                          rm.CheckpointLevel(interval=1e308 / 3 * 2, **FREE_LEVEL))),
+    "persist 1e308": dict(checkpoint_interval=1e308, work="1s", checkpoint_persist=1e308),
+    "persist 1e300": dict(checkpoint_interval=1e300, work="1s", checkpoint_persist=1e300),
+    "writes 1e308": dict(checkpoint_interval=1.0, work=3.0, checkpoint_cost=1e308, checkpoint_persist="1s"),
+}
+
+
+@pytest.mark.parametrize("fields", FLOAT_LIMIT_LEVELS.values(), ids=FLOAT_LIMIT_LEVELS.keys())
+def test_checkpoint_levels_at_the_float_limit_answer_without_a_numpy_warning(fields):
+    sc = rm.Scenario(n_gpus=1, failure_rate=0.0, **fields)
+    with strict():
+        warnings.simplefilter("ignore", ClosedFormWarning)  # a write that waits: NaN, flagged
+        linear, renewal = (float(rm.ettr(sc, method)) for method in ("linear", "renewal"))
+        warnings.simplefilter("ignore", OutOfRangeWarning)  # past float64: NaN failures, flagged
+        ds = rm.simulate(sc, n_jobs=4, max_failures=50, backend="cython")
+    # No failures: nothing lost, so the ETTR is the share of compute (1 with free writes; 1e-308,
+    # three writes of 1e308 h on 3 h of work, where the exact wall passes float64 and reads 0).
+    share = 1.0 if sc.checkpoint_cost == 0 else 1e-308
+    assert math.isnan(linear) or linear == share
+    assert renewal == (share if sc.checkpoint_cost == 0 else 0.0)
+    assert float(ds.ettr) == renewal or math.isnan(float(ds.failures_mean))
+
+
 # ---- every public number over the whole valid space ---------------------------------------
 
 # ---- checkpoint levels at the edges ---------------------------------------------------------
