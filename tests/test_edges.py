@@ -235,6 +235,17 @@ def test_checkpoint_levels_at_the_float_limit_answer_without_a_numpy_warning(fie
     assert float(ds.ettr) == renewal or math.isnan(float(ds.failures_mean))
 
 
+@settings(max_examples=25)
+@given(data=st.data())
+@pytest.mark.parametrize("fields", [dict(work=1e-320, checkpoint_interval=5e-324),  # halves round to 0 s
+                                    dict(work=2.0**40 / 3600, checkpoint_interval="1s")],  # 2**40 intervals
+                         ids=["subnormal interval", "2**40 intervals"])
+def test_level_scenarios_draw_valid_levels_from_a_base_at_the_edge(fields, data):
+    base = rm.Scenario(n_gpus=1, failure_rate=0.0, **fields)
+    sc = data.draw(level_scenarios(base=st.just(base)))
+    assert sc.checkpoint_interval == base.checkpoint_interval and not sc.fast_checkpoints
+
+
 # ---- every public number over the whole valid space ---------------------------------------
 
 # ---- checkpoint levels at the edges ---------------------------------------------------------
@@ -328,10 +339,6 @@ def test_every_public_number_is_in_range_refused_or_flagged(sc):
     _check_every_number(sc)
 
 
-@pytest.mark.xfail(strict=True, raises=(FloatingPointError, AssertionError, ScenarioError, ExceptionGroup),
-                   reason="checkpoint levels at the float limits: overflow warnings in levels_first_order and "
-                          "failure_free_levels, a first-order ETTR above 1, unflagged NaN check simulations of "
-                          "plan_checkpoints, and level_scenarios drawing invalid levels from an extreme base")
 @settings(max_examples=10)
 @given(sc=level_scenarios(base=scenarios(extreme=True, float_limits=True, laws=("exponential",))))
 def test_every_public_number_of_checkpoint_levels_is_in_range_refused_or_flagged(sc):
@@ -377,7 +384,12 @@ def _check_every_number(sc):
                 if not (sums_overflow and not math.isfinite(value) and section == "time_per_job_h"):
                     _check_in_range(path, value, flagged)
         warnings.simplefilter("ignore", OutOfRangeWarning)  # flagged in the Dataset: NaN failures, n_capped 0
-        ds = rm.simulate(sc, n_jobs=n_jobs, max_failures=max_failures)
+        try:
+            ds = rm.simulate(sc, n_jobs=n_jobs, max_failures=max_failures)
+        except ScenarioError as err:
+            # Writes that wait for persistence are stepped one position at a time, up to a stated count.
+            assert err.parameter == "checkpoint_persist" and "positions" in str(err), err
+            return
     # Not simulated, its timeline past float64's range: NaN failures with no job capped (and its warning).
     capped = int(ds.n_capped.sum()) > 0 or bool(np.isnan(ds.failures_mean).any())
     for name, values in ds.data_vars.items():

@@ -17,6 +17,7 @@ Everything drawn is valid: building it never raises. For example::
 from __future__ import annotations
 
 import math
+import sys
 
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
@@ -287,8 +288,12 @@ def _level_scenario(draw, base, max_fast_levels, max_multiple, waits):
 
     sc = draw(base)
     durable = sc.checkpoint_interval
-    n_fast = draw(st.integers(0, max_fast_levels))
-    top = draw(st.integers(n_fast + 1, max(n_fast + 1, max_multiple)))  # the durable multiple
+    # The fastest interval a Scenario takes: at most 2**40 of them over the work, and a normal float,
+    # whose multiples keep full precision (those of a subnormal one round onto the durable interval).
+    fastest = max(float(sc.work) / _MAX_INTERVALS * (1.0 + 1e-9), sys.float_info.min)
+    most = int(min(max_multiple, durable / fastest))  # the durable multiple; < 2 allows no fast level
+    n_fast = draw(st.integers(0, max(0, min(max_fast_levels, most - 1))))
+    top = draw(st.integers(n_fast + 1, max(n_fast + 1, most)))
     inner = sorted(draw(st.lists(st.integers(2, top - 1), min_size=n_fast - 1, max_size=n_fast - 1, unique=True))
                    if n_fast > 1 else [])
     multiples = [1, *inner][:n_fast]
@@ -297,7 +302,8 @@ def _level_scenario(draw, base, max_fast_levels, max_multiple, waits):
                                     min_size=n_fast, max_size=n_fast)))
 
     def persist(interval):
-        limit = 3.0 * interval if waits else interval  # beyond the interval the next write waits
+        # beyond the interval the next write waits; past float64's largest, no duration
+        limit = min(3.0 * interval, sys.float_info.max) if waits else interval
         return draw(st.one_of(st.just(0.0), st.just(interval), st.floats(0.0, limit)))
 
     levels = []
@@ -321,6 +327,9 @@ def level_scenarios(*, base=None, max_fast_levels: int = 2, max_multiple: int = 
     `survives` non-decreasing from fast to durable (0 and 1 included), and a
     persistence time for each level: 0, its interval, or anything up to 3 times
     its interval (`waits=False`: up to the interval, so no write ever waits).
+    Every draw is valid, from any base: the fastest interval is a normal float
+    with at most 2**40 of it over the work, so a durable interval too short for
+    that gets fewer fast levels, or none.
 
     Parameters
     ----------
