@@ -47,11 +47,17 @@ def refuse_if_no_job_can_finish(sc: Scenario, max_failures: int, where: str | No
         exponent = np.nan_to_num(np.maximum(lam * compute, lam * restart), nan=np.inf)
     row = int(np.argmin(exponent))  # the point closest to finishing
     point = next(itertools.islice(sc.points(), row, None))
-    restart_binds = lam[row] * restart[row] > lam[row] * compute[row]
+    with np.errstate(over="ignore"):  # inf past float64: still the larger of the two, or a tie
+        restart_binds = lam[row] * restart[row] > lam[row] * compute[row]
     stretch = f"{format_hours(restart[row])} restart" if restart_binds else \
         f"{format_hours(compute[row])} stretch of work between checkpoints"
     digits = exponent[row] / math.log(10.0)
-    attempts = f"~1e{digits:.0f} attempts" if math.isfinite(digits) else "endless attempts"
+    if not math.isfinite(digits):
+        attempts = "endless attempts"
+    elif digits > 308:  # a power of ten with hundreds of digits in its exponent reads as noise
+        attempts = "more than 1e308 attempts"
+    else:
+        attempts = f"~1e{digits:.0f} attempts"
     if point.failure_rate >= 1.0:  # 100 times the measured rates: a unit mistake, most likely
         hint = "is --failure-rate per node-day?"
     elif restart_binds:
