@@ -2,7 +2,7 @@
 
 Each job's options looked up per shape (`OptionsTable`) against `check_job` and
 `options_for` job by job; the dynamic program's kept rows (`PrefixSolver`)
-against `solve` from scratch; the kernel's rows against the recurrence as
+against `choose_options` from scratch; the kernel's rows against the recurrence as
 written; the waiting queue against a deque; the placement's running totals
 against sums over the nodes. And whole simulations against digests recorded
 with the code before these fast paths existed: the same outputs, bit for bit.
@@ -20,7 +20,7 @@ import pytest
 import relmodel.elastic as el
 from relmodel.elastic import cluster
 from relmodel.elastic._allocation_kernel import solve_allocation
-from relmodel.elastic.allocate import PrefixSolver, solve
+from relmodel.elastic.allocate import PrefixSolver, choose_options
 from relmodel.elastic.jobs import JobError, OptionsTable, check_job, options_for, rigid_options
 from relmodel.elastic.nodes import Placement, node_sizes
 
@@ -104,7 +104,7 @@ def test_prefix_solver_gives_what_solve_does_on_each_list(objective):
     for step, jobs in enumerate(random_lists(rng, pool, 400)):
         capacity = capacities[step // 20 % len(capacities)]  # now and then nodes down or back
         chosen, total = solver.solve(jobs, capacity)
-        want, want_total = solve(jobs, capacity, objective)
+        want, want_total = choose_options(jobs, capacity, objective)
         assert same_bits(chosen, want) and same_bits(total, want_total)
         if jobs and total != -np.inf:  # the pool's picks are the same options
             assert [solver._gpus[k] for k in solver.pooled] == [o.gpus[c] for o, c in zip(jobs, chosen)]

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from relmodel.pipeline.config import PipelineConfig, PipelineError, StageMemory
 from relmodel.pipeline.sizing import (
     GPUS,
-    MODELS,
+    MODEL_PRESETS,
     GPUSpec,
     ModelSpec,
     StageProfile,
@@ -244,31 +244,31 @@ EXPECTED_MODELS = {
 
 
 def test_presets_are_the_expected_ones():
-    assert set(MODELS) == set(EXPECTED_MODELS)
+    assert set(MODEL_PRESETS) == set(EXPECTED_MODELS)
     for name, (layers, hidden, seq_len, vocab, params, published) in EXPECTED_MODELS.items():
-        spec = MODELS[name]
+        spec = MODEL_PRESETS[name]
         assert (spec.layers, spec.hidden, spec.seq_len, spec.vocab, spec.params) == (
             layers, hidden, seq_len, vocab, params)
         assert spec.total_params == pytest.approx(published, rel=1e-3) and spec.name == name
-    assert (MODELS["gpt3-175b"].heads, MODELS["llama2-70b"].heads, MODELS["llama2-7b"].heads) == (96, 64, 32)
-    gpt = [spec for name, spec in MODELS.items() if name.startswith("gpt3")]
+    assert (MODEL_PRESETS["gpt3-175b"].heads, MODEL_PRESETS["llama2-70b"].heads, MODEL_PRESETS["llama2-7b"].heads) == (96, 64, 32)
+    gpt = [spec for name, spec in MODEL_PRESETS.items() if name.startswith("gpt3")]
     assert all((s.kv_heads, s.mlp, s.ffn_hidden, s.tied_embeddings) == (s.heads, "gelu", 4 * s.hidden, True)
                for s in gpt)
-    assert (MODELS["llama2-7b"].kv_heads, MODELS["llama2-7b"].ffn_hidden) == (32, 11008)
-    assert (MODELS["llama2-70b"].kv_heads, MODELS["llama2-70b"].ffn_hidden) == (8, 28672)
-    assert all(MODELS[n].mlp == "swiglu" and not MODELS[n].tied_embeddings for n in ("llama2-7b", "llama2-70b"))
+    assert (MODEL_PRESETS["llama2-7b"].kv_heads, MODEL_PRESETS["llama2-7b"].ffn_hidden) == (32, 11008)
+    assert (MODEL_PRESETS["llama2-70b"].kv_heads, MODEL_PRESETS["llama2-70b"].ffn_hidden) == (8, 28672)
+    assert all(MODEL_PRESETS[n].mlp == "swiglu" and not MODEL_PRESETS[n].tied_embeddings for n in ("llama2-7b", "llama2-70b"))
 
 
 def test_llama2_parameters_from_its_sizes_by_hand():
     # 7B: attention 4 h^2 (32 KV heads of 32), SwiGLU 3 h f; embedding and untied output V h each.
     h, f, v = 4096, 11008, 32000
     norms = (2 * 32 + 1) * h  # two per layer and a final one: the released count has them, the formula not
-    assert MODELS["llama2-7b"].total_params == 32 * (4 * h * h + 3 * h * f) + 2 * v * h == 6_738_415_616 - norms
+    assert MODEL_PRESETS["llama2-7b"].total_params == 32 * (4 * h * h + 3 * h * f) + 2 * v * h == 6_738_415_616 - norms
     # 70B: K and V projections 2 h^2 x 8 / 64 (grouped-query attention).
     h, f = 8192, 28672
-    assert MODELS["llama2-70b"].layer_params == 2 * h * h + 2 * h * h * 8 // 64 + 3 * h * f
-    assert MODELS["llama2-70b"].total_params == 80 * (2 * h * h + h * h // 4 + 3 * h * f) + 2 * v * h
-    assert MODELS["llama2-70b"].total_params == 68_976_648_192 - (2 * 80 + 1) * h  # released, less the norms
+    assert MODEL_PRESETS["llama2-70b"].layer_params == 2 * h * h + 2 * h * h * 8 // 64 + 3 * h * f
+    assert MODEL_PRESETS["llama2-70b"].total_params == 80 * (2 * h * h + h * h // 4 + 3 * h * f) + 2 * v * h
+    assert MODEL_PRESETS["llama2-70b"].total_params == 68_976_648_192 - (2 * 80 + 1) * h  # released, less the norms
 
 
 # A small grouped-query model: 4 heads, 2 of them with keys and values, SwiGLU of width 96, untied output.
@@ -318,7 +318,7 @@ def test_default_swiglu_width_is_llamas_rule():
     assert {name: (gpu.peak_flops, gpu.memory, gpu.mfu) for name, gpu in GPUS.items()} == {
         "v100-32gb": (125e12, 32 * GIB, 0.4), "a100-40gb": (312e12, 40 * GIB, 0.4),
         "a100-80gb": (312e12, 80 * GIB, 0.4), "h100-sxm": (989e12, 80 * GIB, 0.4)}
-    assert all(name == name.lower() for name in (*MODELS, *GPUS))
+    assert all(name == name.lower() for name in (*MODEL_PRESETS, *GPUS))
 
 
 def test_gpt3_175b_default_count_is_175_billion():
@@ -328,7 +328,7 @@ def test_gpt3_175b_default_count_is_175_billion():
 
 
 def test_preset_lookup():
-    assert model_preset("GPT3-175B") is MODELS["gpt3-175b"]
+    assert model_preset("GPT3-175B") is MODEL_PRESETS["gpt3-175b"]
     assert model_preset(TINY) is TINY
     assert gpu_preset(" H100-SXM ") is GPUS["h100-sxm"]
     assert gpu_preset(SLOW_GPU) is SLOW_GPU
@@ -345,7 +345,7 @@ def test_every_preset_gives_a_valid_configuration(model, gpu):
     assert cfg.fwd == prof.fwd and cfg.bwd_input == prof.bwd_input and cfg.bwd_weight == prof.bwd_weight
     assert cfg.memory is prof.memory and cfg.memory.budget == GPUS[gpu].memory
     assert all(0 < x < 100 for x in cfg.stage_time)
-    assert sum(prof.layers) == MODELS[model].layers
+    assert sum(prof.layers) == MODEL_PRESETS[model].layers
 
 
 def test_config_passes_options_and_refuses_profile_fields():

@@ -13,7 +13,7 @@ import relmodel
 from relmodel import _deprecation
 
 ROOT = Path(relmodel.__file__).parent
-WHATS_NEW = ROOT.parent / "docs" / "whats-new.md"
+WHATS_NEW = Path(__file__).resolve().parents[1] / "docs" / "whats-new.md"  # the repository's, not beside the installed package
 
 
 def public_modules():
