@@ -193,8 +193,14 @@ def run_warnings(n_capped, failures_mean, n_jobs: int, max_failures: int) -> lis
 
     Parameters
     ----------
-    n_capped, failures_mean, n_jobs, max_failures
-        As `capped_message` takes them.
+    n_capped : numpy.ndarray
+        Jobs stopped at `max_failures`, per point.
+    failures_mean : numpy.ndarray
+        Mean failures per job, per point (NaN where a point was not simulated).
+    n_jobs : int
+        Jobs per point.
+    max_failures : int
+        The cap a job is stopped at.
 
     Returns
     -------
