@@ -26,7 +26,7 @@ import numpy as np
 
 import relmodel.elastic as el
 from relmodel.elastic._allocation_kernel import solve_allocation
-from relmodel.elastic.allocate import solve
+from relmodel.elastic.allocate import choose_options
 
 
 def make_jobs(n_jobs: int) -> list[el.Job]:
@@ -70,7 +70,7 @@ def main():
         kernel = best_time(lambda: solve_allocation(offsets, gpus, values, args.gpus), args.repeats)
         total = best_time(lambda: el.allocate(jobs, args.gpus, policy), args.repeats)
         alloc = el.allocate(jobs, args.gpus, policy)
-        chosen, value = solve(opts, args.gpus, "throughput")
+        chosen, value = choose_options(opts, args.gpus, "throughput")
         assert value == alloc.value  # the two paths agree (a sanity check, not a test)
         goal = "PASS" if kernel < 0.05 else "MISS"
         print(f"{policy:>11}: {n_options:6d} options; DP kernel {kernel * 1e3:8.3f} ms ({goal}: goal < 50 ms); "

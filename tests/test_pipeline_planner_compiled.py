@@ -267,9 +267,9 @@ def test_a_state_a_batch_left_short_plans_from_its_result_as_from_scratch():
         short = masks[np.isnan(periods)][:planner.SHORT_HELD]
         assert len(short) > 10 and len(planner._SHORT) == len(short)
         for mask in short:
-            kept = planner.plan(cfg, mask, method="heuristic")
+            kept = planner.adapted_plan(cfg, mask, method="heuristic")
             assert (cfg, planner._key(mask)) not in planner._SHORT  # taken up
-            alone = planner.plan(cfg, mask, method="heuristic")
+            alone = planner.adapted_plan(cfg, mask, method="heuristic")
             assert kept.period == alone.period and kept.detail == alone.detail
             assert np.array_equal(kept.executor, alone.executor) and np.array_equal(kept.start, alone.start)
             assert all(np.array_equal(a, b) for a, b in zip(kept.orders, alone.orders, strict=True))
@@ -288,11 +288,11 @@ def test_a_batch_reports_the_states_the_fixed_rules_leave_short():
     masks[1, :, 2] = True  # every replica of stage 2 down
     masks[2, 0, :2] = True  # replica 0's first two stages: the fixed rules stop short of the bound
     found = rules.periods(masks)
-    assert found[0] == planner.plan(cfg, masks[0], method="heuristic").period  # the longest tail reaches it
+    assert found[0] == planner.adapted_plan(cfg, masks[0], method="heuristic").period  # the longest tail reaches it
     assert found[1] == math.inf
     assert math.isnan(found[2])
     fixed, bound = planner._heuristic(cfg, masks[2], (), 0)
-    assert not fixed.reaches(bound) and planner.plan(cfg, masks[2], method="heuristic").period >= bound
+    assert not fixed.reaches(bound) and planner.adapted_plan(cfg, masks[2], method="heuristic").period >= bound
 
 
 def reference_chains(graph, order, mask, reference_start, *, defer, reroute_first):
