@@ -13,6 +13,9 @@ settings.register_profile("thorough", deadline=None, max_examples=500)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 os.environ.setdefault("NUMBA_CACHE_DIR", os.path.join(tempfile.gettempdir(), "relmodel-numba-cache"))
+# Child Pythons import the installed relmodel, as pytest and users do: never the
+# checkout's source tree from their working folder (which lacks the compiled twin).
+os.environ["PYTHONSAFEPATH"] = "1"
 
 # Slow tests (statistical ones, the longest exact searches) run by default (and in CI)
 # only in this fixed sample: one or two of each statistical family, seconds

@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import itertools
 import math
+import warnings
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 import relmodel.pipeline as pl
@@ -257,17 +258,38 @@ def test_max_cycle_mean_is_the_best_simple_cycle(weights, n):
         planner.max_cycle_mean(weight) == -math.inf
 
 
+# Drawn times can make a pipeline whose proof outlasts any test's budget (3 x 4 x 5
+# below: 300 deterministic s end unproven), so the exact search here has a short
+# limit and must say so, with a warning, whenever it stops before a proof.
+SHORT_LIMIT = 3.0
+UNPROVEN = (pl.PipelineConfig(3, 4, 5, fwd=(3.0, 1.0, 2.0), bwd_input=(2.0, 3.0, 2.5), bwd_weight=(1.25, 2.5, 1.75),
+                              reroute_delay=0.5),
+            np.array([[0, 0, 0], [0, 1, 0], [0, 0, 0], [0, 0, 1]], dtype=bool))
+
+
+@example(case=UNPROVEN)
 @given(case=plans(max_stages=4, max_replicas=4, max_microbatches=6))
 def test_every_method_plans_within_the_bound_and_exact_is_least(case):
     cfg, mask = case
-    found = {method: planner.adapted_plan(cfg, mask, method=method) for method in pl.PLAN_METHODS}
+    found = {method: planner.adapted_plan(cfg, mask, method=method) for method in pl.PLAN_METHODS
+             if method != "exact"}
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", planner.PlannerWarning)
+        found["exact"] = planner.adapted_plan(cfg, mask, method="exact", time_limit=SHORT_LIMIT)
+    exact = found["exact"]
     for adapted in found.values():
         assert adapted.period >= adapted.lower_bound * (1 - 1e-12)
         assert adapted.gap >= -1e-12
-        if adapted.optimal:
-            assert adapted.period == pytest.approx(found["exact"].period, rel=1e-12)
-    assert found["exact"].period <= min(a.period for a in found.values()) * (1 + 1e-12)
-    assert found["exact"].optimal
+    assert exact.period <= min(a.period for a in found.values()) * (1 + 1e-12)
+    said = [str(w.message) for w in caught if issubclass(w.category, planner.PlannerWarning)]
+    if exact.optimal:
+        assert not said
+        for adapted in found.values():
+            if adapted.optimal:
+                assert adapted.period == pytest.approx(exact.period, rel=1e-12)
+    else:
+        assert len(said) == 1 and "is not proven least" in said[0]
+        assert not any(a.optimal for a in found.values())
 
 
 def test_the_same_plan_every_time():
