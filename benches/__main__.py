@@ -1,5 +1,5 @@
 """`python -m benches`: the benchmark of `relmodel bench` (see relmodel/bench)."""
 
-from relmodel.bench import benchmark_main
+from relmodel._bench import benchmark_main
 
 benchmark_main()

@@ -26,7 +26,7 @@ import numpy as np
 
 import relmodel.elastic as el
 from relmodel.elastic._allocation_kernel import solve_allocation
-from relmodel.elastic.allocate import choose_options
+from relmodel.elastic._allocate import choose_options
 
 
 def make_jobs(n_jobs: int) -> list[el.Job]:

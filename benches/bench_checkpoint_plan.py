@@ -22,8 +22,8 @@ import argparse
 import time
 
 import relmodel as rm
-from relmodel import levels_closed_form as lcf
-from relmodel.checkpoint_plan import _value, best_intervals
+from relmodel import _levels_closed_form as lcf
+from relmodel._checkpoint_plan import _value, best_intervals
 
 FAST = rm.CheckpointLevel
 CLUSTER = dict(n_gpus=16384, failure_rate=6.5e-3, restart_cost="10min")

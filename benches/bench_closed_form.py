@@ -20,7 +20,7 @@ import warnings
 import numpy as np
 
 import relmodel as rm
-from relmodel.closed_form import grid_closed_forms
+from relmodel._closed_form import grid_closed_forms
 
 GRIDS = {
     "exponential, 100 x 100": dict(

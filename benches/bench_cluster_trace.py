@@ -49,7 +49,7 @@ def write_trace(path: Path, rows: int):
 
 def run_alone(trace: Path, policy: str) -> dict:
     """Run the command as this process's only child: its seconds, peak memory and completed jobs."""
-    command = [sys.executable, "-c", "from relmodel.cli import main; main()", "cluster", "--trace", str(trace),
+    command = [sys.executable, "-c", "from relmodel._cli import main; main()", "cluster", "--trace", str(trace),
                "--policy", policy, "--quiet", "--json"]
     start = time.perf_counter()
     out = subprocess.run(command, capture_output=True, text=True)

@@ -27,11 +27,11 @@ import numba
 import numpy as np
 
 import relmodel as rm
-from relmodel import engine
-from relmodel.engine import work_groups
+from relmodel import _engine as engine
+from relmodel._engine import work_groups
 from relmodel._kernels import timeline_numba
 from relmodel._kernels.layout import BLOCK_SIZE, N_BINS, N_STATS
-from relmodel.bench import SCENARIOS
+from relmodel._bench import SCENARIOS
 
 JOBS = {"small": 256 * BLOCK_SIZE, "medium": 64 * BLOCK_SIZE, "large": 4 * BLOCK_SIZE}
 _MODULES = ("rng_numba", "lanes_numba", "timeline_numba")

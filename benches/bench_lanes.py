@@ -28,8 +28,8 @@ import numpy as np
 from numba import njit
 
 from relmodel import Scenario
-from relmodel.bench import SCENARIOS, chunked
-from relmodel.bench.peers import numpy_timelines
+from relmodel._bench import SCENARIOS, chunked
+from relmodel._bench.peers import numpy_timelines
 
 from relmodel._kernels import lanes_numba as lanes
 from relmodel._kernels.rng_numba import philox_words, ziggurat_candidate

@@ -4,14 +4,14 @@
 
 Writes, in `--folder` (kept) or a temporary one (removed), four files of
 `--rows` data lines each: a ``sacct --parsable2`` log and a job CSV log drawn
-by `relmodel.synthetic_log` (its defaults: steps, array tasks, cancelled jobs
+by `relmodel._synthetic_log` (its defaults: steps, array tasks, cancelled jobs
 that never started, scattered multi-node lists, about 18 nodes a job), an
 ElasticFlow trace and a job CSV trace. Each case then runs in a
 child process of its own, which prints its seconds (wall and CPU: on a shared
 machine the CPU time moves less) and its peak resident memory (``ru_maxrss``),
 in all and above what importing relmodel took:
 
-* ``read_log`` of each log, and ``relmodel fit`` end to end (`relmodel.cli.fit_log`,
+* ``read_log`` of each log, and ``relmodel fit`` end to end (`relmodel._cli.fit_log`,
   what the command runs: read, fit, the text report);
 * ``read_job_trace`` of each trace;
 * with ``--cluster``, ``relmodel cluster --trace`` on the trace (a one-hour
@@ -38,7 +38,7 @@ BATCHES = (64, 32, 128, 64, 64, 64)
 
 def write_logs(folder: Path, rows: int) -> dict:
     """The sacct and CSV logs of `rows` data lines each (drawn once, kept in `folder`)."""
-    from relmodel.synthetic_log import synthetic_log
+    from relmodel._synthetic_log import synthetic_log
 
     paths = {"sacct": folder / f"sacct_{rows}.txt", "csv": folder / f"jobs_{rows}.csv"}
     # About 3.4 sacct lines per attempt (the job and its steps), 1.06 attempts per run.
@@ -86,10 +86,10 @@ def run_case(case: str, path: Path) -> dict:
     import resource
 
     import relmodel  # noqa: F401  the imports are not the reader's memory
-    import relmodel.cli
+    import relmodel._cli
     import relmodel.elastic
-    import relmodel.elastic.traces as traces
-    import relmodel.logs as logs
+    import relmodel.elastic._traces as traces
+    import relmodel._job_logs as logs
 
     before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     start, cpu = time.perf_counter(), time.process_time()
@@ -98,7 +98,7 @@ def run_case(case: str, path: Path) -> dict:
     elif case == "read_log_per_line":
         size = len(logs._read_lines(path, "auto", logs.load_taxonomy("meta-2024"), "raise"))
     elif case == "fit":
-        result = relmodel.cli.fit_log(path, flag="LOG_FILE", format="auto", min_gpus=128, gpus_per_node=8,
+        result = relmodel._cli.fit_log(path, flag="LOG_FILE", format="auto", min_gpus=128, gpus_per_node=8,
                                       taxonomy="meta-2024", confidence=0.95, errors="raise")
         str(result)
         size = result.n_jobs
@@ -112,7 +112,7 @@ def run_case(case: str, path: Path) -> dict:
     elif case == "cluster":
         from click.testing import CliRunner
 
-        out = CliRunner().invoke(relmodel.cli.main, ["cluster", "--trace", str(path), "--duration", "1h",
+        out = CliRunner().invoke(relmodel._cli.main, ["cluster", "--trace", str(path), "--duration", "1h",
                                                      "--gpus", "256", "--quiet"])
         if out.exit_code:
             raise SystemExit(out.output)

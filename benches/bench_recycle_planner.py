@@ -12,8 +12,8 @@ import argparse
 import time
 
 import relmodel.pipeline as pl
-from relmodel.pipeline import planner
-from relmodel.pipeline.recycle import recycle_kind
+from relmodel.pipeline import _planner as planner
+from relmodel.pipeline._recycle import recycle_kind
 
 
 def main():

@@ -30,9 +30,9 @@ from pathlib import Path
 
 from distributed import Client, LocalCluster
 
-from relmodel import engine
-from relmodel.study import parse_study
-from relmodel.sweep import _warm_up, run_study
+from relmodel import _engine as engine
+from relmodel._study import parse_study
+from relmodel._sweep import _warm_up, run_study
 
 SPEED_STUDY = """
 [fixed]
@@ -52,8 +52,8 @@ chunk_points = 1
 MEMORY_SCRIPT = """
 import resource, sys, tempfile
 from pathlib import Path
-from relmodel.study import parse_study
-from relmodel.sweep import run_study
+from relmodel._study import parse_study
+from relmodel._sweep import run_study
 points, n_jobs = int(sys.argv[1]), int(sys.argv[2])
 rates = [round(1e-3 + 1e-2 * i / points, 12) for i in range(points)]
 text = f'''[fixed]

@@ -33,7 +33,7 @@ COMMAND = ["pipeline", "--stages", "8", "--replicas", "8", "--microbatches", "16
 def run(package: Path, cache: Path, trace: Path | None) -> tuple[float, str]:
     """(wall seconds, stdout) of the command with `package` first on the path (without `--trace`: None)."""
     env = dict(os.environ, PYTHONPATH=str(package), NUMBA_CACHE_DIR=str(cache))
-    code = ("import sys, relmodel; from relmodel.cli import main; "
+    code = ("import sys, relmodel; from relmodel._cli import main; "
             f"assert relmodel.__file__.startswith({str(package)!r}), relmodel.__file__; main(sys.argv[1:])")
     began = time.perf_counter()
     replay = ["--trace", str(trace)] if trace is not None else []
@@ -49,9 +49,9 @@ def breakdown(trace: Path) -> None:
     import numpy as np
 
     import relmodel.pipeline as pl
-    from relmodel.engine import kernel_threads
-    from relmodel.pipeline import datasets, planner, runs
-    from relmodel.pipeline.recycle import recycle_kind
+    from relmodel._engine import kernel_threads
+    from relmodel.pipeline import _datasets as datasets, _planner as planner, _runs as runs
+    from relmodel.pipeline._recycle import recycle_kind
 
     cfg = pl.PipelineConfig(stages=8, replicas=8, microbatches=16)
     paths = runs.replay_paths(cfg, pl.read_node_trace(trace), runs.RunModel(), 8, 0)

@@ -37,7 +37,7 @@ import xarray as xr
 from matplotlib.figure import Figure
 
 import relmodel as rm
-from relmodel.checkpoint_plan import with_intervals
+from relmodel._checkpoint_plan import with_intervals
 from relmodel.plot import plain_log_axis
 
 GPUS, DAYS, INTERRUPTIONS = 16384, 54, 419

@@ -31,7 +31,7 @@ import xarray as xr
 
 import relmodel
 import relmodel.elastic as el
-from relmodel.elastic.plot import cluster_figure, load_sweep_figure
+from relmodel.elastic._plot import cluster_figure, load_sweep_figure
 
 # The docs gallery runs examples from this folder, and without __file__.
 HERE = Path(__file__).resolve().parent if "__file__" in globals() else Path.cwd()

@@ -21,7 +21,7 @@ from pathlib import Path
 from matplotlib.figure import Figure
 
 import relmodel as rm
-from relmodel.synthetic_log import synthetic_log
+from relmodel._synthetic_log import synthetic_log
 
 TRUE_RATE, GPUS = 6.5e-3, 16384
 

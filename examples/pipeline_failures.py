@@ -44,7 +44,7 @@ import argparse
 from pathlib import Path
 
 import relmodel.pipeline as pl
-from relmodel.pipeline.cli import format_runs, format_steady_state
+from relmodel.pipeline._cli import format_runs, format_steady_state
 
 PROFILE = pl.stage_profile("gpt3-175b", "a100-80gb", stages=8, tensor_parallel=8)  # times in s
 LINKS = dict(p2p_delay=0.002, reroute_delay=0.004, optimizer_time=0.3)

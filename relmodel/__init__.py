@@ -5,19 +5,25 @@ as labelled xarray Datasets.
 """
 
 from ._version import __version__
-from .checkpoint_plan import CheckpointPlan, plan_checkpoints
-from .closed_form import ClosedFormWarning, ettr, mttf, optimal_interval
-from .failures import Exponential, FailureCategory, LemonMixture, TaxonomyMixture, Weibull
-from .fit import FitResult, fit
-from .plan import Plan, plan
+from ._checkpoint_plan import CHECKPOINT_STRATEGIES, CheckpointPlan, plan_checkpoints
+from ._closed_form import ClosedFormWarning, ettr, mttf, optimal_interval
+from ._failures import FAILURE_MODELS, Exponential, FailureCategory, LemonMixture, TaxonomyMixture, Weibull
+from ._fit import FitResult, fit
+from ._plan import Plan, plan
 from .record import RunRecord, RunRecordError, measure_run, predict_run, read_run, replay_run, simulate_run
-from .errors import ParameterError, ScenarioError
-from .scenario import CheckpointLevel, Scenario
-from .simulate import CappedJobsWarning, OutOfRangeWarning, compare, simulate
-from .sweep import open_study, verify_study
-from .units import to_hours
+from ._errors import ParameterError, ScenarioError
+from ._scenario import CheckpointLevel, Scenario
+from ._simulate import CappedJobsWarning, OutOfRangeWarning, compare, simulate
+from ._sweep import open_study, verify_study
+from ._units import to_hours
+from ._deprecation import keep_public_names, serve_old_module_paths
 
 _SUBPACKAGES = ("elastic", "pipeline")
+
+# Modules private from 0.3.0 stay importable at their old paths for a release,
+# without their import ever rebinding `rm.fit`, `rm.plan` or `rm.simulate`.
+serve_old_module_paths()
+keep_public_names(__name__)
 
 
 def __getattr__(name):
@@ -30,6 +36,8 @@ def __getattr__(name):
 
 
 __all__ = [
+    "CHECKPOINT_STRATEGIES",
+    "FAILURE_MODELS",
     "CappedJobsWarning",
     "CheckpointLevel",
     "CheckpointPlan",

@@ -16,10 +16,10 @@ from click.core import ParameterSource
 
 from . import _feedback as feedback
 from ._extras import MissingExtraError, require
-from .errors import ScenarioError, parameter_and_reason
-from .scenario import FIELDS, Scenario
-from .store import OutputError
-from .units import format_hours, to_hours_with_unit
+from ._errors import ScenarioError, parameter_and_reason
+from ._scenario import FIELDS, Scenario
+from ._store import OutputError
+from ._units import format_hours, to_hours_with_unit
 
 
 class Duration(click.ParamType):
@@ -96,7 +96,7 @@ class LevelSpec(click.ParamType):
 
 
 class OutputPath(click.Path):
-    """A path the command writes, judged before any work (`relmodel.store.judge_output`): a
+    """A path the command writes, judged before any work (`relmodel._store.judge_output`): a
     link by its target; something there that is not an output of this kind is refused,
     never replaced; an output of this kind is replaced as `overwrite` says.
 
@@ -116,7 +116,7 @@ class OutputPath(click.Path):
         self.kind, self.overwrite = kind, overwrite
 
     def convert(self, value, param, ctx):
-        from .store import judge_output
+        from ._store import judge_output
 
         path = super().convert(value, param, ctx)
         self.check_suffix(path, param, ctx)
@@ -407,7 +407,7 @@ def overwrite_option():
 @contextmanager
 def output_errors(flag: str, path):
     """Errors of writing an output as one line naming its flag: a refusal of what is there
-    (`relmodel.store.OutputError`, exit 2) or the environment (a full disk, the file size
+    (`relmodel._store.OutputError`, exit 2) or the environment (a full disk, the file size
     limit, no permission: exit 1).
 
     Parameters
@@ -417,7 +417,7 @@ def output_errors(flag: str, path):
     path : str or pathlib.Path
         The output, named in the error.
     """
-    from .study import StudyError
+    from ._study import StudyError
 
     try:
         yield
@@ -431,7 +431,7 @@ def output_errors(flag: str, path):
 
 def write_dataset(ds, path: Path, *, overwrite: bool, writer: str, groups=None):
     """Write `--out` under the output's lock (every writer of a path takes it, however the
-    path is spelled), judged again there (`relmodel.store.judge_output`: never over what
+    path is spelled), judged again there (`relmodel._store.judge_output`: never over what
     relmodel did not write, over a relmodel output only with `overwrite`), in one step once
     whole; one-line errors.
 
@@ -446,9 +446,9 @@ def write_dataset(ds, path: Path, *, overwrite: bool, writer: str, groups=None):
     writer : str
         The command, named to a run that finds the output busy.
     groups : dict of str to xarray.Dataset, optional
-        Further netCDF groups (`relmodel.store.write_netcdf`).
+        Further netCDF groups (`relmodel._store.write_netcdf`).
     """
-    from .store import exclusive, judge_output, write_netcdf, write_path, write_zarr
+    from ._store import exclusive, judge_output, write_netcdf, write_path, write_zarr
 
     require("filelock", "--out")
     given, path = path, write_path(path)

@@ -12,17 +12,20 @@ import warnings
 import numpy as np
 
 from ._ticks import number_text, plain_log_axis  # noqa: F401  public here too
-from .closed_form import ClosedFormWarning, ettr, feasible_interval, mttf, optimal_interval
-from .errors import ParameterError
-from .plan import Plan, budgeted_jobs, failure_cap
-from .scenario import Scenario, as_scenario
-from .simulate import simulate
-from .store import save_figure
-from .units import format_hours
+from ._closed_form import ClosedFormWarning, ettr, feasible_interval, mttf, optimal_interval
+from ._errors import ParameterError
+from ._plan import Plan, budgeted_jobs, failure_cap
+from ._scenario import Scenario, as_scenario
+from ._simulate import simulate
+from ._store import save_figure
+from ._units import format_hours
 
 # The simulated points of an interval figure draw at most this many failures in
 # all (a budget of about a second): a long run takes fewer jobs a point, and a
 # point that would get fewer than MIN_FIGURE_JOBS jobs is left out.
+__all__ = ["axis_label", "durable_interval_panel", "ettr_vs_interval", "plain_log_axis", "plan_figure",
+           "scale_projection", "scenario_caption", "strategies_panel", "study_caption", "study_figure"]
+
 FIGURE_EVENT_BUDGET = 2e7
 MIN_FIGURE_JOBS = 200
 
@@ -136,9 +139,9 @@ def ettr_vs_interval(scenario, ax=None, *, n_points: int = 60, n_sim: int = 8, n
 
     Parameters
     ----------
-    scenario : Scenario or relmodel.plan.Plan
+    scenario : Scenario or relmodel._plan.Plan
         A `Scenario` (one point; its checkpoint interval is not used) or a
-        `relmodel.plan.Plan` (which brings its target and current interval).
+        `relmodel._plan.Plan` (which brings its target and current interval).
     ax : matplotlib.axes.Axes, optional
         The Axes to draw on (default: a new Figure's, with a caption of the
         fixed parameters).
@@ -222,8 +225,8 @@ def scale_projection(scenario, ax=None, *, gpus=None, target_ettr: float | None 
 
     Parameters
     ----------
-    scenario : Scenario or relmodel.plan.Plan
-        A `Scenario` (one point) or a `relmodel.plan.Plan`.
+    scenario : Scenario or relmodel._plan.Plan
+        A `Scenario` (one point) or a `relmodel._plan.Plan`.
     ax : matplotlib.axes.Axes, optional
         The Axes to draw on (default: a new Figure's, with a caption).
     gpus : array_like of int, optional
@@ -286,8 +289,8 @@ def plan_figure(scenario, path=None, *, target_ettr: float | None = None, curren
 
     Parameters
     ----------
-    scenario : relmodel.plan.Plan or Scenario
-        A `relmodel.plan.Plan` (best: it brings the target ETTR, the current
+    scenario : relmodel._plan.Plan or Scenario
+        A `relmodel._plan.Plan` (best: it brings the target ETTR, the current
         interval and the largest job reaching the target) or a `Scenario`.
     path : str or os.PathLike, optional
         Save the figure here when given.
@@ -333,7 +336,7 @@ def strategies_panel(plan: Plan, ax=None):
 
     Parameters
     ----------
-    plan : relmodel.plan.Plan
+    plan : relmodel._plan.Plan
         A plan with checkpoint levels (its ``checkpoints``).
     ax : matplotlib.axes.Axes, optional
         Draw here (default: a new figure's axes).
@@ -379,7 +382,7 @@ def durable_interval_panel(plan: Plan, ax=None, *, target_ettr: float | None = N
 
     Parameters
     ----------
-    plan : relmodel.plan.Plan
+    plan : relmodel._plan.Plan
         A plan of an asynchronous or multilevel strategy.
     ax : matplotlib.axes.Axes, optional
         Draw here (default: a new figure's axes).
@@ -393,8 +396,8 @@ def durable_interval_panel(plan: Plan, ax=None, *, target_ettr: float | None = N
     matplotlib.axes.Axes
         The axes drawn on.
     """
-    from .checkpoint_plan import _ettr as strategy_ettr
-    from .checkpoint_plan import first_durable_multiple, with_intervals
+    from ._checkpoint_plan import _ettr as strategy_ettr
+    from ._checkpoint_plan import first_durable_multiple, with_intervals
 
     if plan.level_intervals_h is None:
         raise ParameterError("plan", "is not of an asynchronous or multilevel strategy")
@@ -509,7 +512,7 @@ def study_figure(ds, x=None, y=None, path=None):
     Parameters
     ----------
     ds : xarray.Dataset
-        A study Dataset (`relmodel.sweep.open_study`).
+        A study Dataset (`relmodel._sweep.open_study`).
     x : str, optional
         The sweep axis along x (default: the first).
     y : str, optional

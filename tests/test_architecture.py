@@ -14,16 +14,18 @@ PACKAGE = Path(relmodel.__file__).parent
 
 # Bottom to top; a module is on the first floor with a pattern that matches it.
 FLOORS = {
-    "ground": ["relmodel._version", "relmodel._deprecation", "relmodel.units", "relmodel.errors", "relmodel._display",
-               "relmodel._extras", "relmodel._feedback", "relmodel._ticks", "relmodel._text", "relmodel._fast_csv"],
+    "ground": ["relmodel._version", "relmodel._deprecation", "relmodel._units", "relmodel._errors",
+               "relmodel._display", "relmodel._extras", "relmodel._feedback", "relmodel._ticks", "relmodel._text",
+               "relmodel._fast_csv"],
     "kernels": ["relmodel._kernels", "relmodel._kernels.*"],
-    "models": ["relmodel.taxonomy", "relmodel.synthetic_log", "relmodel.failures", "relmodel.scenario",
-               "relmodel.logs"],
-    "computation": ["relmodel.engine", "relmodel.levels_closed_form", "relmodel.closed_form", "relmodel.labels"],
-    "studies": ["relmodel.simulate", "relmodel.checkpoint_plan", "relmodel.plan", "relmodel.fit", "relmodel.study", "relmodel.store",
-                "relmodel.sweep"],
-    "presentation": ["relmodel.plot", "relmodel.*.plot", "relmodel._cli_shared", "relmodel.*.cli", "relmodel.cli",
-                     "relmodel.bench", "relmodel.bench.*", "relmodel.testing", "relmodel.testing.*"],
+    "models": ["relmodel._taxonomy", "relmodel._synthetic_log", "relmodel._failures", "relmodel._scenario",
+               "relmodel._job_logs"],
+    "computation": ["relmodel._engine", "relmodel._levels_closed_form", "relmodel._closed_form", "relmodel._labels"],
+    "studies": ["relmodel._simulate", "relmodel._checkpoint_plan", "relmodel._plan", "relmodel._fit", "relmodel._study",
+                "relmodel._store", "relmodel._sweep"],
+    "presentation": ["relmodel.plot", "relmodel.*._plot", "relmodel._cli_shared", "relmodel.*._cli", "relmodel._cli",
+                     "relmodel.__main__", "relmodel._bench", "relmodel._bench.*", "relmodel.testing",
+                     "relmodel.testing.*"],
     "subsystems": ["relmodel.pipeline.*", "relmodel.elastic.*", "relmodel.record.*"],
     "faces": ["relmodel", "relmodel.pipeline", "relmodel.elastic", "relmodel.record"],
 }
@@ -44,7 +46,7 @@ MODULES = {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
 
 def floor(module: str) -> str:
     # Faces first ("relmodel.pipeline" also matches "relmodel.pipeline.*"), then FLOORS in
-    # its order, presentation before subsystems ("relmodel.pipeline.cli" matches both).
+    # its order, presentation before subsystems ("relmodel.pipeline._cli" matches both).
     for name in ("faces", *(name for name in FLOORS if name != "faces")):
         if any(fnmatch.fnmatchcase(module, pattern) for pattern in FLOORS[name]):
             return name
@@ -66,7 +68,7 @@ def imports(module: str) -> set[str]:
                 base = ".".join(parts[:len(parts) - node.level + 1] + ([node.module] if node.module else []))
             if base.split(".")[0] != "relmodel":
                 continue
-            for alias in node.names:  # `from . import labels` imports a module; `from .x import f`, x
+            for alias in node.names:  # `from . import _labels` imports a module; `from .x import f`, x
                 found.add(f"{base}.{alias.name}" if f"{base}.{alias.name}" in MODULES else base)
     return found - {module}
 
@@ -112,7 +114,7 @@ def test_modules_are_imported_by_name_only_to_load_lazily():
 
 def test_the_floors_catch_an_upward_import():
     # The check itself: scenario (models) importing simulate (studies) is refused.
-    assert ORDER.index(floor("relmodel.simulate")) > ORDER.index(floor("relmodel.scenario"))
+    assert ORDER.index(floor("relmodel._simulate")) > ORDER.index(floor("relmodel._scenario"))
     assert floor("relmodel.pipeline._schedule_kernel") == "subsystems"
-    assert floor("relmodel.pipeline.cli") == "presentation"
+    assert floor("relmodel.pipeline._cli") == "presentation"
     assert floor("relmodel.pipeline") == "faces"

@@ -12,10 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import relmodel as rm
-from relmodel import taxonomy
-from relmodel.errors import ParameterError
-from relmodel.scenario import FIELDS, MAX_COUNT, ScenarioError
-from relmodel.taxonomy import TaxonomyError
+from relmodel import _taxonomy as taxonomy
+from relmodel._errors import ParameterError
+from relmodel._scenario import FIELDS, MAX_COUNT, ScenarioError
+from relmodel._taxonomy import TaxonomyError
 
 BASE = dict(n_gpus=1024, failure_rate=6.5e-3, checkpoint_interval="1h", work="7d")
 SC = rm.Scenario(**BASE)
@@ -192,7 +192,7 @@ def no_work_before_the_check(monkeypatch):
     """Packing a scenario is the first work simulate does: a check must come before it."""
     def pack(*args, **kwargs):
         raise AssertionError("work started before the arguments were checked")
-    monkeypatch.setattr(sys.modules["relmodel.simulate"], "pack", pack)  # the module, not rm.simulate
+    monkeypatch.setattr(sys.modules["relmodel._simulate"], "pack", pack)  # the module, not rm.simulate
 
 
 @pytest.mark.parametrize("function, kwargs, error, name", CASES)
@@ -237,7 +237,7 @@ def test_numpy_scalars_are_their_values():
 def test_a_lemon_mixture_of_a_huge_job_is_a_short_table():
     """2**32 nodes with half of them lemons: a table of some 10^6 likely lemon counts
     (it took one entry per count, 2**32 of them, once scipy's tail quantile failed)."""
-    from relmodel.failures import job_rate_log_masses, job_rate_table
+    from relmodel._failures import job_rate_log_masses, job_rate_table
 
     cdf, _ = job_rate_table(MAX_COUNT, 1.0, 0.5, 3.0)
     log_mass, _ = job_rate_log_masses(MAX_COUNT, 1.0, 0.5, 3.0)
@@ -285,14 +285,14 @@ def test_junk_in_any_field_is_a_valid_scenario_or_an_error_naming_the_field(fiel
      "n_jobs"),
 ])
 def test_a_study_file_that_cannot_be_one_is_refused_at_once(tmp_path, make, match):
-    from relmodel.study import StudyError, load_study
+    from relmodel._study import StudyError, load_study
 
     with pytest.raises(StudyError, match=match):
         load_study(make(tmp_path))
 
 
 def test_a_log_that_cannot_be_read_whole_is_refused_at_once(tmp_path):
-    from relmodel.logs import LogError, read_log
+    from relmodel._job_logs import LogError, read_log
 
     for path in ("/dev/zero", tmp_path):
         with pytest.raises(LogError, match="not a regular file"):

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 import relmodel as rm
-from relmodel.bench import check_agreement, measure_peer, measure_relmodel, ratio_estimate
-from relmodel.bench.peers import numpy_timelines, simpy_timelines
+from relmodel._bench import check_agreement, measure_peer, measure_relmodel, ratio_estimate
+from relmodel._bench.peers import numpy_timelines, simpy_timelines
 
 pytest.importorskip("simpy")
 
@@ -58,7 +58,7 @@ def test_measured_runs_pass_the_gate_and_a_shifted_reference_fails_it():
 
 
 def test_a_chunked_peer_runs_every_job_once_with_its_own_stream_per_chunk():
-    from relmodel.bench import chunked
+    from relmodel._bench import chunked
 
     sc = rm.Scenario(n_gpus=4096, failure_rate=6.5e-3, checkpoint_interval="1h", checkpoint_cost="5min",
                      restart_cost="10min", work="3d")
@@ -84,7 +84,7 @@ def test_the_generator_floor_draws_exponentials(draws):
 
 def test_interleaved_rounds_keep_each_ones_best_and_say_how_many():
     """Numba on one thread and the NumPy peer alternate; a round can only lower a best time."""
-    from relmodel.bench import interleaved_rounds
+    from relmodel._bench import interleaved_rounds
 
     sc = rm.Scenario(n_gpus=8, failure_rate=6.5e-3, checkpoint_interval="1h", checkpoint_cost="5min",
                      restart_cost="10min", work="7d")

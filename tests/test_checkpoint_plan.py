@@ -12,11 +12,11 @@ from hypothesis import assume, event, example, given, settings
 from hypothesis import strategies as st
 
 import relmodel as rm
-from relmodel.checkpoint_plan import best_intervals, plan_checkpoints, strategy_scenarios, with_intervals
-from relmodel.cli import main
-from relmodel.closed_form import levels_point_ettr
-from relmodel.scenario import CheckpointLevel
-from relmodel.study import parse_study
+from relmodel._checkpoint_plan import best_intervals, plan_checkpoints, strategy_scenarios, with_intervals
+from relmodel._cli import main
+from relmodel._closed_form import levels_point_ettr
+from relmodel._scenario import CheckpointLevel
+from relmodel._study import parse_study
 from relmodel.testing.strategies import scenarios
 
 FAST = CheckpointLevel(interval="10min", cost="5s", restart="3min", persist="30s", survives=0.85)
@@ -97,7 +97,7 @@ def test_the_planner_solves_no_waiting_plan_past_the_small_multiples(monkeypatch
     multiples would score durable intervals below the persist at multiples of 20,000, each a
     positions-engine walk of hours. Plans whose durable writes wait are solved only among the small
     multiples (`_waiting_search`)."""
-    from relmodel import checkpoint_plan
+    from relmodel import _checkpoint_plan as checkpoint_plan
 
     fast = CheckpointLevel(interval=1.17 / 3600, cost=0.0, restart=0.1, survives=0.9)
     sc = rm.Scenario(n_gpus=16384, failure_rate=1e-3, work=24.0, restart_cost=0.1, checkpoint_cost=0.1,
@@ -119,7 +119,7 @@ def test_the_planner_solves_no_waiting_plan_past_the_small_multiples(monkeypatch
 def test_without_failures_the_planner_solves_no_plan_that_writes(monkeypatch):
     """No checkpoint at all is solved first and bounds every other plan: with failures years apart
     none can beat it, so none is solved (a 448-day job beside levels 0.02 s apart would take long)."""
-    from relmodel import checkpoint_plan
+    from relmodel import _checkpoint_plan as checkpoint_plan
 
     sc = rm.Scenario(n_gpus=256, failure_rate=1e-12, work="30d", checkpoint_interval="1min", checkpoint_cost="1s",
                      checkpoint_persist="1min", restart_cost="1s",
@@ -138,7 +138,7 @@ def test_without_failures_the_planner_solves_no_plan_that_writes(monkeypatch):
 def test_the_exact_form_stops_a_walk_too_long_and_says_why(monkeypatch):
     """Durable writes that wait, thousands of fastest intervals apart, cost the positions engine the
     square of that multiple (3,200: three minutes): past MAX_STEPS it answers NaN with the reason."""
-    from relmodel import levels_closed_form
+    from relmodel import _levels_closed_form as levels_closed_form
 
     fast = CheckpointLevel(interval=1.17 / 3600, cost=0.0, restart=0.1, survives=0.9)
     sc = rm.Scenario(n_gpus=16384, failure_rate=1e-3, work=72.0, restart_cost=0.1, checkpoint_cost=0.1,

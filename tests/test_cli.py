@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 import relmodel as rm
 from relmodel._cli_shared import LevelSpec
-from relmodel.cli import main
+from relmodel._cli import main
 
 
 def invoke(*args):
@@ -38,7 +38,7 @@ def test_simulate_prints_a_grid_a_point_at_a_time_with_the_grid_bits(tmp_path, m
     """Without --out or --json the table comes a row a point, each point simulated with its key in
     the grid (whose bits it then has: `test_kernels`' sub-grid test): the same text as the whole
     grid's table (columns sized before the first row), the same numbers as its JSON."""
-    from relmodel import engine
+    from relmodel import _engine as engine
     from relmodel._cli_shared import table_cell
 
     args = ["simulate", "--gpus", "512,4096,16384", "--checkpoint-interval", "30min,2h", "--n-jobs", "3000",
@@ -188,7 +188,7 @@ def no_simulation(monkeypatch):
     """The refusal comes before any simulation."""
     def refuse(*args, **kwargs):
         raise AssertionError("simulated a run that cannot finish")
-    for module in ("relmodel.simulate", "relmodel.plan"):
+    for module in ("relmodel._simulate", "relmodel._plan"):
         monkeypatch.setattr(sys.modules[module], module.rsplit(".", 1)[1], refuse)
 
 

@@ -10,7 +10,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import relmodel as rm
-from relmodel.closed_form import long_run_optimal_interval
+from relmodel._closed_form import long_run_optimal_interval
 from relmodel.testing import invariants
 from relmodel.testing.strategies import scenarios
 
@@ -211,7 +211,7 @@ def test_exact_interval_splits_work_into_equal_pieces():
 
 @pytest.mark.parametrize("n_gpus", [4096, 65536])
 def test_wide_lemon_mixtures_find_the_same_exact_optimum_as_the_exhaustive_search(n_gpus, monkeypatch):
-    from relmodel import closed_form
+    from relmodel import _closed_form as closed_form
 
     sc = rm.Scenario(n_gpus=n_gpus, failure_rate=6.5e-3, checkpoint_interval=1, work="14d", checkpoint_cost="5min",
                      restart_cost="10min", lemon_fraction=0.01, lemon_rate_factor=30)
@@ -275,7 +275,7 @@ def test_the_linear_form_is_flagged_wherever_it_strays(interval, restart):
                      checkpoint_interval=interval)
     with pytest.warns(rm.ClosedFormWarning, match="off the exact renewal form"):
         linear = rm.ettr(sc, "linear")
-    from relmodel.closed_form import LINEAR_TOLERANCE, linear_deviation, linear_valid
+    from relmodel._closed_form import LINEAR_TOLERANCE, linear_deviation, linear_valid
 
     assert abs(linear / rm.ettr(sc, "renewal") - 1) > LINEAR_TOLERANCE
     assert linear_deviation(sc) == pytest.approx(linear / rm.ettr(sc, "renewal") - 1)
@@ -306,7 +306,7 @@ def _grids(draw):
 
 
 def _pointwise(grid, method, at):
-    from relmodel.closed_form import ettr_arrays
+    from relmodel._closed_form import ettr_arrays
 
     return np.array([ettr_arrays(p, method, at)[0] for p in grid.points()])
 
@@ -314,7 +314,7 @@ def _pointwise(grid, method, at):
 @settings(max_examples=60)
 @given(grid=_grids(), at=st.sampled_from(["given", "young", "daly"]))
 def test_a_grid_is_its_points(grid, at):
-    from relmodel.closed_form import ettr_arrays, grid_closed_forms, grid_linear_deviation, linear_deviation
+    from relmodel._closed_form import ettr_arrays, grid_closed_forms, grid_linear_deviation, linear_deviation
 
     for method in ("renewal", "linear"):
         np.testing.assert_array_equal(ettr_arrays(grid, method, at), _pointwise(grid, method, at))
@@ -331,7 +331,7 @@ def test_a_grid_is_its_points(grid, at):
 
 
 def test_a_lemon_mixture_evaluated_in_chunks_is_the_same(monkeypatch):
-    import relmodel.closed_form as cf
+    import relmodel._closed_form as cf
 
     grid = rm.Scenario(n_gpus=[512, 4096], failure_rate=6.5e-3, lemon_fraction=0.01, lemon_rate_factor=20.0,
                        checkpoint_interval=list(np.geomspace(0.05, 10, 7)), work=[10.0, 300.0], checkpoint_cost=0.05)
@@ -365,8 +365,8 @@ def test_the_renewal_expected_wall_against_arbitrary_precision(exponent, interva
     rates from 1e-323 per hour up: agreement to 1e-12."""
     import mpmath
 
-    from relmodel.closed_form import renewal_expected_wall
-    from relmodel.scenario import split_work
+    from relmodel._closed_form import renewal_expected_wall
+    from relmodel._scenario import split_work
 
     lam, work = 10.0**exponent, 100.0
     n_full, rem = split_work(work, interval)

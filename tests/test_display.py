@@ -8,7 +8,7 @@ import pytest
 
 import relmodel as rm
 import relmodel.elastic as el
-from relmodel.synthetic_log import synthetic_log
+from relmodel._synthetic_log import synthetic_log
 
 
 def _plan():

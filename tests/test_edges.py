@@ -17,12 +17,12 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import relmodel as rm
-from relmodel.cli import main
-from relmodel.closed_form import ClosedFormWarning
-from relmodel.engine import expected_failures
-from relmodel.errors import ParameterError, ScenarioError
-from relmodel.simulate import CappedJobsWarning, OutOfRangeWarning
-from relmodel.failures import FailureCategory
+from relmodel._cli import main
+from relmodel._closed_form import ClosedFormWarning
+from relmodel._engine import expected_failures
+from relmodel._errors import ParameterError, ScenarioError
+from relmodel._simulate import CappedJobsWarning, OutOfRangeWarning
+from relmodel._failures import FailureCategory
 from relmodel.testing.strategies import level_scenarios, scenarios
 
 RUN = dict(n_gpus=1024, failure_rate=0.0065, work="7d", checkpoint_interval="1h", checkpoint_cost="5min",

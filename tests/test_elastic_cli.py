@@ -1,5 +1,5 @@
 """`relmodel cluster` (registered here on a bare group of the project's kind, as
-relmodel.cli registers it)."""
+relmodel._cli registers it)."""
 
 import json
 from pathlib import Path
@@ -10,7 +10,7 @@ import xarray as xr
 from click.testing import CliRunner
 
 from relmodel._cli_shared import OneLineErrors
-from relmodel.elastic.cli import cluster
+from relmodel.elastic._cli import cluster
 
 TRACE_195 = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "elasticflow" / "195job.csv"
 

@@ -273,7 +273,7 @@ def test_work_completed_weighs_jobs_by_their_submitted_size():
 
 def test_the_figure_caption_names_every_setting_that_shapes_the_run():
     """The `cluster --plot` footer left out the throughput curves, the admission rule and the queue's wait."""
-    from relmodel.elastic.plot import cluster_caption
+    from relmodel.elastic._plot import cluster_caption
 
     workload = el.synthetic_workload(8, "4h", seed=1, curve="roofline")
     queued = el.simulate_cluster(workload, ["elastic"], n_gpus=16, unplaceable="queue", max_wait=2.0,

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import relmodel.elastic as el
-from relmodel.errors import ParameterError
+from relmodel._errors import ParameterError
 
 T_SAMPLE = st.floats(1e-6, 10.0)
 SATURATION_BATCH = st.floats(1.0, 4096.0)

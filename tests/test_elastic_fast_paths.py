@@ -18,11 +18,11 @@ import numpy as np
 import pytest
 
 import relmodel.elastic as el
-from relmodel.elastic import cluster
+from relmodel.elastic import _cluster as cluster
 from relmodel.elastic._allocation_kernel import solve_allocation
-from relmodel.elastic.allocate import PrefixSolver, choose_options
-from relmodel.elastic.jobs import JobError, OptionsTable, check_job, options_for, rigid_options
-from relmodel.elastic.nodes import Placement, node_sizes
+from relmodel.elastic._allocate import PrefixSolver, choose_options
+from relmodel.elastic._jobs import JobError, OptionsTable, check_job, options_for, rigid_options
+from relmodel.elastic._nodes import Placement, node_sizes
 
 
 

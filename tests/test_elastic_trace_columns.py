@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 import relmodel.elastic as el
 from relmodel import _fast_csv
-from relmodel.elastic import traces
+from relmodel.elastic import _traces as traces
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "elasticflow"
 HEADER = "job_id,submission_time,num_iteration,model_name,deadline,batch_size,num_gpu,duration"

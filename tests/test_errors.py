@@ -1,5 +1,5 @@
 """One vocabulary of bad-input errors: every error class relmodel raises for input
-it cannot use derives from `relmodel.errors.ParameterError`, names what is at
+it cannot use derives from `relmodel._errors.ParameterError`, names what is at
 fault in ``.parameter`` and says why in ``.reason``, and its message starts with
 them. Each case below is real bad input, raised by the code that checks it."""
 
@@ -10,12 +10,12 @@ import pytest
 import relmodel as rm
 from relmodel import elastic as el
 from relmodel import pipeline as pl
-from relmodel.errors import ParameterError, ScenarioError, check_integer, check_levels, check_number
-from relmodel.fit import FitError, weibull_fit
-from relmodel.logs import LogError, read_log
-from relmodel.study import StudyError, parse_study
-from relmodel.taxonomy import TaxonomyError
-from relmodel.taxonomy import load as load_taxonomy
+from relmodel._errors import ParameterError, ScenarioError, check_integer, check_levels, check_number
+from relmodel._fit import FitError, weibull_fit
+from relmodel._job_logs import LogError, read_log
+from relmodel._study import StudyError, parse_study
+from relmodel._taxonomy import TaxonomyError
+from relmodel._taxonomy import load as load_taxonomy
 
 
 def _bad_trace(tmp_path, reader, text):

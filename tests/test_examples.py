@@ -53,7 +53,7 @@ def test_large_run_rate_has_an_exact_poisson_interval(run_example):
 
 
 def test_example_study_file_is_valid():
-    from relmodel.study import load_study
+    from relmodel._study import load_study
 
     study = load_study(EXAMPLES / "study.toml")
     assert study.scenario.dims == ("n_gpus", "checkpoint_interval") and study.scenario.size == 60

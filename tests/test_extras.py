@@ -8,8 +8,8 @@ import pytest
 
 import relmodel as rm
 from relmodel import _extras
-from relmodel.study import parse_study
-from relmodel.sweep import open_study, run_study, write_zarr
+from relmodel._study import parse_study
+from relmodel._sweep import open_study, run_study, write_zarr
 
 STUDIES_MODULES = ("zarr", "h5netcdf", "h5py", "dask", "distributed", "numcodecs")
 
@@ -18,7 +18,7 @@ WITHOUT_STUDIES = f"""
 import sys
 for name in {STUDIES_MODULES!r}:
     sys.modules[name] = None  # as if not installed: import fails, find_spec gives None
-from relmodel.cli import main
+from relmodel._cli import main
 sys.argv = ["relmodel", *sys.argv[1:]]
 main()
 """

@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import relmodel as rm
-from relmodel.closed_form import restart_phase_mean
-from relmodel.engine import pack, run
-from relmodel.failures import (
+from relmodel._closed_form import restart_phase_mean
+from relmodel._engine import pack, run
+from relmodel._failures import (
     FAILURE_MODELS, Exponential, FailureCategory, LemonMixture, TaxonomyMixture, Weibull, as_categories,
 )
 from relmodel.testing.strategies import scenarios

@@ -153,7 +153,7 @@ def pipeline_table():
 
 
 def test_pipeline_legend_lists_only_drawn_lines_and_none_hides_another(pipeline_table):
-    from relmodel.pipeline.plot import throughput_figure
+    from relmodel.pipeline._plot import throughput_figure
 
     ax = throughput_figure(pipeline_table).axes[0]
     lines = {line.get_label(): line for line in ax.get_lines()}
@@ -170,7 +170,7 @@ def test_pipeline_legend_lists_only_drawn_lines_and_none_hides_another(pipeline_
 
 
 def test_pipeline_aim_line_left_out_when_it_is_nowhere_finite(pipeline_table):
-    from relmodel.pipeline.plot import throughput_figure
+    from relmodel.pipeline._plot import throughput_figure
 
     table = pipeline_table.assign(recycle_target=pipeline_table.recycle_target * 0 + np.inf)
     table.attrs = dict(pipeline_table.attrs, ideal_period=np.inf)
@@ -183,7 +183,7 @@ def test_pipeline_aim_line_left_out_when_it_is_nowhere_finite(pipeline_table):
 def test_pipeline_legend_says_which_strategy_memory_rules_out():
     """Bamboo, ruled out by the budget, says why in the legend rather than drawing a bare line at 0."""
     import relmodel.pipeline as pl
-    from relmodel.pipeline.plot import throughput_figure
+    from relmodel.pipeline._plot import throughput_figure
 
     table = pl.throughput_table(pl.PipelineConfig(4, 4, 8, memory=pl.StageMemory(16, (10.0,) * 4, 1.0)), range(3))
     labels = [t.get_text() for t in throughput_figure(table).axes[0].get_legend().get_texts()]
@@ -200,7 +200,7 @@ def write_trace(path, nodes: int):
 
 def test_trace_panel_says_when_the_trace_has_too_few_nodes(tmp_path):
     import relmodel.pipeline as pl
-    from relmodel.pipeline.plot import throughput_figure
+    from relmodel.pipeline._plot import throughput_figure
 
     cfg = pl.PipelineConfig(2, 2, 4)  # 4 workers
     model = pl.RunModel(time_unit="1ms")
@@ -216,7 +216,7 @@ def test_trace_panel_says_when_the_trace_has_too_few_nodes(tmp_path):
 
 
 def test_elastic_load_sweep_units_ticks_and_caption():
-    from relmodel.elastic.plot import load_sweep_figure
+    from relmodel.elastic._plot import load_sweep_figure
 
     rates, policies = [1.0, 4.0, 16.0, 64.0], ["elastic", "fixed-batch", "fifo"]
     completed = np.array([[10, 10, 10], [10, 10, 8], [10, 10, 7], [5, 5, 4]])
@@ -240,7 +240,7 @@ def test_elastic_load_sweep_units_ticks_and_caption():
 
 
 def test_fit_plot_has_units():
-    from relmodel.synthetic_log import synthetic_log
+    from relmodel._synthetic_log import synthetic_log
 
     fig = rm.fit(synthetic_log(3000, failure_rate=6.5e-3, seed=5).to_csv()).plot()
     ax = fig.axes[0]
@@ -255,7 +255,7 @@ def test_relmodel_plan_plot_draws_the_command_s_own_plan(tmp_path):
     from click.testing import CliRunner
     from matplotlib.image import imread
 
-    from relmodel.cli import main
+    from relmodel._cli import main
 
     images = {}
     for work in ("14d", "54d"):

@@ -1,4 +1,4 @@
-"""`relmodel.fit`: the rate and its exact interval, the fit's report, and the `fit` / `plan --from-log` CLI."""
+"""`relmodel._fit`: the rate and its exact interval, the fit's report, and the `fit` / `plan --from-log` CLI."""
 
 import json
 import math
@@ -13,10 +13,10 @@ from hypothesis import strategies as st
 from scipy import stats
 
 import relmodel as rm
-from relmodel.cli import main
-from relmodel.fit import FitError, FitResult, WeibullFit, poisson_rate_interval, weibull_fit
-from relmodel.logs import read_log
-from relmodel.synthetic_log import synthetic_log
+from relmodel._cli import main
+from relmodel._fit import FitError, FitResult, WeibullFit, poisson_rate_interval, weibull_fit
+from relmodel._job_logs import read_log
+from relmodel._synthetic_log import synthetic_log
 
 RATE = 6.5e-3
 

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from relmodel.cli import main
+from relmodel._cli import main
 
 # A hang, not a slow run: CPU time, which a busy machine does not use up, with 10x
 # the slowest valid draw (`pipeline --stages 1000 --failure-rate 10`: 13 CPU seconds
@@ -89,7 +89,7 @@ def command_lines(draw, command, out_dir):
 
 
 def _kind(option) -> str:
-    from relmodel.scenario import FIELDS
+    from relmodel._scenario import FIELDS
 
     if option.name in VALID:
         return option.name
@@ -111,7 +111,7 @@ def out_dir(tmp_path_factory):
     job logs (valid and malformed), a study file, an empty file and junk."""
     from hypothesis import find
 
-    from relmodel.synthetic_log import synthetic_log
+    from relmodel._synthetic_log import synthetic_log
     from relmodel.testing.strategies import job_logs
 
     folder = tmp_path_factory.mktemp("fuzz")

@@ -20,7 +20,7 @@ from relmodel._kernels.layout import (
     S_CHECKPOINT,
     S_FAILURES,
 )
-from relmodel.engine import pack, run
+from relmodel._engine import pack, run
 from relmodel.testing.strategies import scenarios
 
 REFERENCE = rm.Scenario(n_gpus=1024, failure_rate=6.5e-3, checkpoint_interval="1h",
@@ -66,7 +66,7 @@ def test_how_threads_group_the_items_does_not_change_the_sums(groups, monkeypatc
     and the jobs their blocks leave unsettled share the lanes: any grouping,
     any thread count, the Cython twin's bits. Rows of every path: settled and
     in lanes, Weibull one job at a time, levels; blocks short and whole."""
-    from relmodel import engine
+    from relmodel import _engine as engine
 
     packed = pack(REFERENCE.sweep(n_gpus=[8, 2048], weibull_shape=[1.0, 0.7], checkpoint_persist=[0.0, "5min"]))
     ref = run(packed, 9000, 4, "cython")
@@ -83,7 +83,7 @@ def test_work_groups_share_the_items_evenly_between_threads(n_threads):
     """prange gives each thread an equal share of the groups, and the kernel sizes
     them within one item of each other: no thread takes more than its share plus
     a group (a call's slowest thread sets its time)."""
-    from relmodel.engine import GROUP_ITEMS, work_groups
+    from relmodel._engine import GROUP_ITEMS, work_groups
 
     for n_items in (1, 7, 40, 98, 209, 256, 1000):
         groups = work_groups(n_items, n_threads)

@@ -24,7 +24,7 @@ from relmodel._kernels.layout import (
     P_SHAPE,
     P_WORK,
 )
-from relmodel.engine import pack, run
+from relmodel._engine import pack, run
 from relmodel.testing.strategies import scenarios
 
 

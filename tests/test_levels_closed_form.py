@@ -19,10 +19,10 @@ from hypothesis import strategies as st
 from reference import levels_reference as lvref
 from reference import timeline_reference as tref
 
-from relmodel import levels_closed_form as lcf
-from relmodel.closed_form import renewal_expected_wall
-from relmodel.levels_closed_form import _expected_wall, levels_expected_wall, levels_first_order
-from relmodel.scenario import split_work
+from relmodel import _levels_closed_form as lcf
+from relmodel._closed_form import renewal_expected_wall
+from relmodel._levels_closed_form import _expected_wall, levels_expected_wall, levels_first_order
+from relmodel._scenario import split_work
 
 ONE_KIND = [(1.0, 0.2, 0.1)]
 TAXONOMY = [(0.6, 0.1, 0.0), (0.3, 0.3, 0.5), (0.1, 1.0, 2.0)]

@@ -28,7 +28,7 @@ from relmodel._kernels.layout import (
     S_WAIT,
     S_WALL,
 )
-from relmodel.engine import pack, run
+from relmodel._engine import pack, run
 
 Level = rm.CheckpointLevel
 

@@ -10,10 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from relmodel import _fast_csv
-from relmodel import logs as logs_module
-from relmodel.logs import LogError, expand_nodelist, parse_duration_seconds, parse_elapsed, read_log
-from relmodel.synthetic_log import synthetic_log
-from relmodel.taxonomy import load as load_taxonomy
+from relmodel import _job_logs as logs_module
+from relmodel._job_logs import LogError, expand_nodelist, parse_duration_seconds, parse_elapsed, read_log
+from relmodel._synthetic_log import synthetic_log
+from relmodel._taxonomy import load as load_taxonomy
 
 SACCT = """\
 JobID|JobName|State|Start|End|Elapsed|NNodes|AllocTRES|NodeList|Comment

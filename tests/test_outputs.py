@@ -18,7 +18,7 @@ import xarray as xr
 from click.testing import CliRunner
 
 import relmodel as rm
-from relmodel.cli import main
+from relmodel._cli import main
 
 SACCT = str(Path(__file__).parent / "data" / "sacct" / "slurm23_parsable2.txt")
 
@@ -146,14 +146,14 @@ def test_the_judging_is_done_before_any_work(tmp_path, monkeypatch):
     def no_work(*args, **kwargs):
         raise AssertionError("the simulation ran")
 
-    monkeypatch.setattr(importlib.import_module("relmodel.simulate"), "simulate", no_work)
+    monkeypatch.setattr(importlib.import_module("relmodel._simulate"), "simulate", no_work)
     (tmp_path / "mine.nc").write_text("notes")
     assert_refused(write_out(tmp_path, "simulate", ".nc", "--overwrite")[0])
 
 
 def test_an_output_that_appears_during_the_run_is_judged_again_under_the_lock(tmp_path, monkeypatch):
     """The judging at write time: a file made between the start and the write is not replaced."""
-    module = importlib.import_module("relmodel.simulate")  # (the package's `simulate` is the function)
+    module = importlib.import_module("relmodel._simulate")  # (the package's `simulate` is the function)
     out = tmp_path / "late.nc"
     real = module.simulate
 
@@ -202,7 +202,7 @@ def test_plot_redraws_an_image_and_refuses_anything_else(tmp_path, name):
     (b"", True), (b'{"old": "report"}', True), (b"not json", False), (None, False)])
 def test_a_json_report_replaces_json_only(tmp_path, content, replaced):
     """`bench --json PATH` wrote over any file there, after minutes of measuring."""
-    from relmodel.store import OutputError, write_json_file
+    from relmodel._store import OutputError, write_json_file
 
     path = tmp_path / "report.json"
     if content is None:
@@ -226,7 +226,7 @@ def test_a_json_report_replaces_json_only(tmp_path, content, replaced):
     (".svg", b'<?xml version="1.0"?>\n<svg>', True), (".svg", b"<?xml version='1.0'?><html>", False),
     (".webp", b"RIFF\x00\x00\x00\x00WEBPVP8", True), (".raw", b"\xff" * 16, False), (".jpg", b"", True)])
 def test_an_image_is_told_by_its_first_bytes(tmp_path, suffix, head, ours):
-    from relmodel.store import OutputError, judge_output
+    from relmodel._store import OutputError, judge_output
 
     path = tmp_path / f"x{suffix}"
     path.write_bytes(head)
@@ -300,7 +300,7 @@ CHILD_ENV = {**os.environ, "NUMBA_NUM_THREADS": "1", "PYTHONPATH": str(Path(rm._
 
 
 def _cli(args, cwd, limit=None):
-    return subprocess.run([sys.executable, "-m", "relmodel.cli", *map(str, args)], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "relmodel._cli", *map(str, args)], capture_output=True, text=True,
                           cwd=cwd, timeout=600, env=CHILD_ENV,
                           preexec_fn=None if limit is None else _file_size_limit(limit))
 
@@ -336,10 +336,10 @@ def killing(*args, **kwargs):
 
 setattr(module, attribute, killing)
 if len(sys.argv) > 4 and sys.argv[4] == "--no-exchange":
-    import relmodel.store
-    relmodel.store._exchange = lambda a, b: False
+    import relmodel._store
+    relmodel._store._exchange = lambda a, b: False
     sys.argv.pop(4)
-from relmodel.cli import main
+from relmodel._cli import main
 main(sys.argv[4:])
 """
 
@@ -353,9 +353,9 @@ def test_a_kill_mid_write_leaves_the_old_output_and_the_next_run_cleans_up(tmp_p
     assert _cli(args, tmp_path).returncode == 0
     before = snapshot(out)
     # The first `rename` puts the lock's holder note in place; the second, the output.
-    where = {"written, not exchanged": ["relmodel.store", "_exchange", "1"],
-             "written, not renamed": ["relmodel.store", "rename", "2"],
-             "old moved aside, new not in place": ["relmodel.store", "rename", "2", "--no-exchange"]}[point]
+    where = {"written, not exchanged": ["relmodel._store", "_exchange", "1"],
+             "written, not renamed": ["relmodel._store", "rename", "2"],
+             "old moved aside, new not in place": ["relmodel._store", "rename", "2", "--no-exchange"]}[point]
     killed = subprocess.run([sys.executable, "-c", KILLING_CHILD, *where, *map(str, args), "--seed", "3",
                              "--overwrite"], capture_output=True, text=True, cwd=tmp_path, timeout=600, env=CHILD_ENV)
     assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
@@ -373,8 +373,8 @@ def test_a_kill_mid_write_leaves_the_old_output_and_the_next_run_cleans_up(tmp_p
 
 def test_a_failed_write_of_a_folder_puts_the_old_one_back(tmp_path, monkeypatch):
     """Where no exchange in one step is available, the old folder moved aside comes back."""
-    import relmodel.store as stores
-    from relmodel.store import write_atomically
+    import relmodel._store as stores
+    from relmodel._store import write_atomically
 
     old = tmp_path / "x.zarr"
     old.mkdir()

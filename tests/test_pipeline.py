@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 import relmodel.pipeline as pl
 from relmodel._cli_shared import OneLineErrors
-from relmodel.cli import main
-from relmodel.pipeline.cli import parse_failures, pipeline
+from relmodel._cli import main
+from relmodel.pipeline._cli import parse_failures, pipeline
 
 STAGE_BOUND = ("recycle", "drop-pipeline")  # workers stay on their stage
 
@@ -240,7 +240,7 @@ def test_oobleck_deals_micro_batches_as_a_scan_of_every_pipeline_would(stages, r
                                                                        data):
     """Oobleck's dealing (a heap) against the plain rule: each micro-batch to the pipeline whose period
     grows least, the first on a tie; templates of two sizes, with or without a memory budget."""
-    from relmodel.pipeline import strategies
+    from relmodel.pipeline import _strategies as strategies
 
     fwd, bwd, wgt = times[:stages], times[5:5 + stages], times[10:10 + stages]
     assume(all(f + b + w > 0 for f, b, w in zip(fwd, bwd, wgt)))

@@ -17,8 +17,8 @@ import pytest
 
 import relmodel.pipeline as pl
 from relmodel.pipeline import _schedule_kernel as kernel
-from relmodel.pipeline.config import CLOCK_RESOLUTION, clock_bound
-from relmodel.pipeline.runs import LOSS_STEP
+from relmodel.pipeline._config import CLOCK_RESOLUTION, clock_bound
+from relmodel.pipeline._runs import LOSS_STEP
 
 # Each probe: name -> code whose last expression is the result. The child reports
 # {"value": float} or {"error": class name, "parameter": the PipelineError's parameter}.
@@ -48,22 +48,22 @@ CRASH_PROBES = {
     # Chains handed to the schedulers index the kernels' arrays unchecked: a task without a
     # worker in a chain made the list scheduler index its per-worker tables with -1.
     "greedy: worker-less task in a chain": textwrap.dedent("""\
-        from relmodel.pipeline.graph import build_graph, worker_chains
-        from relmodel.pipeline.schedule import greedy
+        from relmodel.pipeline._graph import build_graph, worker_chains
+        from relmodel.pipeline._schedule import greedy
         graph = build_graph(pl.PipelineConfig(2, 1, 2), 1)
         chains = worker_chains(graph, '1f1b')
         chains[0] = np.append(chains[0], graph.step_index[0, 0])  # an optimizer step runs on no worker
         greedy(graph, chains, np.zeros(graph.size))"""),
     "sweep: chain index beyond the tasks": textwrap.dedent("""\
-        from relmodel.pipeline.graph import build_graph, worker_chains
-        from relmodel.pipeline.schedule import sweep
+        from relmodel.pipeline._graph import build_graph, worker_chains
+        from relmodel.pipeline._schedule import sweep
         graph = build_graph(pl.PipelineConfig(2, 1, 2), 1)
         chains = worker_chains(graph, '1f1b')
         chains[1] = np.append(chains[1], graph.size + 1000)
         sweep(graph, chains)"""),
     "cli: tiny bwd_input": textwrap.dedent("""\
         from click.testing import CliRunner
-        from relmodel.cli import main
+        from relmodel._cli import main
         result = CliRunner().invoke(main, ['pipeline', '--stages', '4', '--replicas', '4', '--microbatches', '8',
                                            '--failures', '0..2', '--bwd-input', '1e-300'])
         assert result.exit_code == 2 and '--bwd-input:' in result.output, result.output

@@ -14,11 +14,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import relmodel.pipeline as pl
-from relmodel.pipeline import _plan_kernel, _schedule_kernel, planner, runs
-from relmodel.pipeline.config import PipelineConfig, StageMemory
-from relmodel.pipeline.graph import build_graph, with_orders
-from relmodel.pipeline.recycle import greedy_seeds, recycle_kind
-from relmodel.pipeline.schedule import DeadlockError, worker_orders
+from relmodel.pipeline import _plan_kernel, _schedule_kernel, _planner as planner, _runs as runs
+from relmodel.pipeline._config import PipelineConfig, StageMemory
+from relmodel.pipeline._graph import build_graph, with_orders
+from relmodel.pipeline._recycle import greedy_seeds, recycle_kind
+from relmodel.pipeline._schedule import DeadlockError, worker_orders
 
 
 # -- plain references --------------------------------------------------------------------------------
@@ -298,9 +298,9 @@ def test_a_batch_reports_the_states_the_fixed_rules_leave_short():
 def reference_chains(graph, order, mask, reference_start, *, defer, reroute_first):
     """The greedy merge's chains, priorities and release times, worker by worker as the docstring of
     `recycle._SeedParts.chains` states them."""
-    from relmodel.pipeline.graph import stage_order, task_index
-    from relmodel.pipeline.recycle import _half_gap
-    from relmodel.pipeline.schedule import after_all
+    from relmodel.pipeline._graph import stage_order, task_index
+    from relmodel.pipeline._recycle import _half_gap
+    from relmodel.pipeline._schedule import after_all
 
     d, m, p = graph.shape
     its = np.arange(graph.n_iterations)[:, None]
@@ -340,8 +340,8 @@ def test_the_seeds_graph_and_chains_are_built_as_for_one_state(case, assignment,
     """The greedy merge's inputs from the pipeline's parts made once (`recycle._SeedParts`) are those
     built for the state alone: the graph of `build_graph` under the re-routing, the chains,
     priorities and release times of the plain construction."""
-    from relmodel.pipeline.recycle import _seed_parts
-    from relmodel.pipeline.schedule import N_ITERATIONS
+    from relmodel.pipeline._recycle import _seed_parts
+    from relmodel.pipeline._schedule import N_ITERATIONS
 
     cfg, mask = case
     kind = recycle_kind(cfg)

@@ -10,10 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from relmodel.pipeline import _plan_kernel, planner
+from relmodel.pipeline import _plan_kernel, _planner as planner
 from relmodel.pipeline._schedule_kernel import list_schedule, tail_lengths
-from relmodel.pipeline.config import PipelineConfig
-from relmodel.pipeline.graph import build_graph
+from relmodel.pipeline._config import PipelineConfig
+from relmodel.pipeline._graph import build_graph
 
 
 class _Placement:
@@ -180,7 +180,7 @@ def test_a_wall_clock_limit_stops_the_exact_search_with_its_best_plan_and_gap():
     import warnings
 
     from relmodel.pipeline import recycle_plan
-    from relmodel.pipeline.planner import PlannerWarning
+    from relmodel.pipeline._planner import PlannerWarning
 
     cfg = PipelineConfig(stages=3, replicas=3, microbatches=4, fwd=(2.0,) * 3, bwd_input=(3.0,) * 3,
                          bwd_weight=(1.0,) * 3)
@@ -248,7 +248,7 @@ def test_a_replay_stops_at_a_state_whose_search_was_interrupted(monkeypatch):
     when the signal came, so the replay raises KeyboardInterrupt there and keeps no period."""
     import dataclasses
 
-    from relmodel.pipeline import StrategyOptions, runs
+    from relmodel.pipeline import StrategyOptions, _runs as runs
 
     real = runs.recycle_adapted
     monkeypatch.setattr(runs, "recycle_adapted",
@@ -269,7 +269,7 @@ def test_a_replay_stops_at_a_state_whose_search_was_interrupted(monkeypatch):
 @pytest.mark.parametrize("bad", [0, -1.0, float("nan"), "5s", True])
 def test_a_bad_wall_limit_is_named(bad):
     from relmodel.pipeline import recycle_plan
-    from relmodel.pipeline.config import PipelineError
+    from relmodel.pipeline._config import PipelineError
 
     cfg = PipelineConfig(stages=2, replicas=2, microbatches=2)
     with pytest.raises(PipelineError) as info:

@@ -8,8 +8,8 @@ import pytest
 
 import relmodel.pipeline as pl
 from relmodel.pipeline import _schedule_kernel as kernel
-from relmodel.pipeline import runs
-from relmodel.pipeline.runs import LOSS_CHECKPOINT, LOSS_NONE, LOSS_STEP
+from relmodel.pipeline import _runs as runs
+from relmodel.pipeline._runs import LOSS_CHECKPOINT, LOSS_NONE, LOSS_STEP
 
 TRACES = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "spot-traces"
 needs_traces = pytest.mark.skipif(
@@ -285,7 +285,7 @@ def test_monte_carlo_too_large_is_refused_before_allocating():
 def test_cli_monte_carlo_too_large_names_the_flags():
     from click.testing import CliRunner
 
-    from relmodel.cli import main
+    from relmodel._cli import main
 
     result = CliRunner().invoke(main, ["pipeline", "--stages", "2", "--replicas", "2", "--microbatches", "2",
                                        "--run-duration", "1000h", "--failure-rate", "1000"])
@@ -323,7 +323,7 @@ def test_a_replays_recycle_period_is_evaluates_without_its_schedule(options):
     """`runs.recycle_period` takes the period from the plan alone (no schedule built): for every
     placement of failures on a 3 x 3 pipeline, the period `evaluate` reports, memory limits included.
     (The heuristic: the exact search would take seconds a state and decides nothing here.)"""
-    from relmodel.pipeline.config import StageMemory
+    from relmodel.pipeline._config import StageMemory
 
     cfgs = [pl.PipelineConfig(stages=3, replicas=3, microbatches=4, fwd=(1.0, 1.5, 1.0)),
             pl.PipelineConfig(stages=3, replicas=3, microbatches=4, memory=StageMemory(5.0, (1.0, 1.0, 1.0), 1.0))]

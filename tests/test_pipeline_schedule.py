@@ -8,9 +8,9 @@ from hypothesis import strategies as st
 
 import relmodel.pipeline as pl
 from relmodel.pipeline import _schedule_kernel as kernel
-from relmodel.pipeline.graph import build_graph, stage_order, worker_chains
-from relmodel.pipeline.recycle import recycle_schedule
-from relmodel.pipeline.schedule import DeadlockError, greedy, sweep
+from relmodel.pipeline._graph import build_graph, stage_order, worker_chains
+from relmodel.pipeline._recycle import recycle_schedule
+from relmodel.pipeline._schedule import DeadlockError, greedy, sweep
 
 # Multiples of 1/4: sums are exact in floating point, so closed forms compare with ==.
 quarter = st.integers(1, 12).map(lambda k: k / 4)

@@ -1,4 +1,4 @@
-"""relmodel.pipeline.sizing: stage times and memory from model sizes, against hand arithmetic.
+"""relmodel.pipeline._sizing: stage times and memory from model sizes, against hand arithmetic.
 
 The references are written out here (12 h^2 per layer, 2/4/6 x parameters x
 tokens, Korthikanti et al.'s activation bytes), not taken from the module.
@@ -12,8 +12,8 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from relmodel.pipeline.config import PipelineConfig, PipelineError, StageMemory
-from relmodel.pipeline.sizing import (
+from relmodel.pipeline._config import PipelineConfig, PipelineError, StageMemory
+from relmodel.pipeline._sizing import (
     GPUS,
     MODEL_PRESETS,
     GPUSpec,

@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import relmodel as rm
-from relmodel.cli import main
-from relmodel.plan import best_ettr
+from relmodel._cli import main
+from relmodel._plan import best_ettr
 
 RUN = dict(n_gpus=16384, failure_rate=6.5e-3, checkpoint_cost="5min", restart_cost="10min", work="14d")
 
@@ -157,7 +157,7 @@ def test_a_hopeless_plan_is_not_simulated_and_says_why():
 
 
 def test_expected_failures_bound_is_the_simulated_mean():
-    from relmodel.plan import expected_failures_bound
+    from relmodel._plan import expected_failures_bound
 
     sc = rm.Scenario(**RUN, checkpoint_interval="1h")
     mean, highest = expected_failures_bound(sc)
@@ -201,7 +201,7 @@ def test_a_plan_with_strategies_simulates_each_point_once(monkeypatch, fast, str
     # simulated a second time, and its check is the same budgeted run as its column in the comparison.
     import importlib
 
-    plan_module = importlib.import_module("relmodel.plan")  # (rm.plan is the function)
+    plan_module = importlib.import_module("relmodel._plan")  # (rm.plan is the function)
     calls = []
     real = plan_module.simulate
 

@@ -2,8 +2,11 @@
 
 import ast
 import importlib
+import json
 import pkgutil
 import re
+import subprocess
+import sys
 import warnings
 from pathlib import Path
 
@@ -39,9 +42,18 @@ def defined_names(tree: ast.Module):
     return {name for name in found if not name.startswith("_")}
 
 
+def every_module():
+    """Every module but the command line's ``__main__`` (importing it runs it) and the
+    compiled kernels, whose functions share their Python wrappers' names by design."""
+    names = ["relmodel"] + [info.name for info in pkgutil.walk_packages(relmodel.__path__, "relmodel.")]
+    return [name for name in names if not name.endswith((".__main__", "_kernel")) and "._kernels" not in name]
+
+
 def test_no_public_name_is_defined_twice():
+    # Over every module, private ones included: a name that two modules define
+    # would be one export away from two public objects of one name.
     owners: dict[str, dict[int, list[str]]] = {}
-    for name in public_modules():
+    for name in every_module():
         module = importlib.import_module(name)
         for attribute in defined_names(ast.parse(Path(module.__file__).read_text())):
             obj = getattr(module, attribute)
@@ -64,7 +76,11 @@ def test_whats_new_lists_every_old_name_served():
     assert listed and listed == _deprecation.RENAMED
 
 
-@pytest.mark.parametrize("old, new", sorted(renames_in_whats_new().items()))
+OLD_NAMES = sorted((old, new) for old, new in renames_in_whats_new().items() if old not in _deprecation.MOVED_MODULES)
+OLD_MODULES = sorted((old, new) for old, new in renames_in_whats_new().items() if old in _deprecation.MOVED_MODULES)
+
+
+@pytest.mark.parametrize("old, new", OLD_NAMES)
 def test_old_name_warns_and_is_the_new_object(old, new):
     module, name = old.rsplit(".", 1)
     with pytest.warns(DeprecationWarning, match=re.escape(new)):
@@ -73,6 +89,41 @@ def test_old_name_warns_and_is_the_new_object(old, new):
         warnings.simplefilter("error")
         assert got is _deprecation.resolve(new)
     assert name not in vars(importlib.import_module(module))  # served by the shim alone
+
+
+@pytest.mark.parametrize("old, new", OLD_MODULES)
+def test_an_old_module_path_serves_every_name_of_the_private_module_with_a_warning(old, new):
+    old_module, private = importlib.import_module(old), importlib.import_module(new)
+    names = [name for name in vars(private) if not name.startswith("_")]
+    assert names
+    for name in names:
+        with pytest.warns(DeprecationWarning, match=re.escape(f"{old}.{name} is deprecated")):
+            assert getattr(old_module, name) is getattr(private, name)
+    assert not any(name in vars(old_module) for name in names)
+
+
+def test_the_old_module_paths_keep_the_package_functions_of_the_same_name():
+    # Importing relmodel.fit binds it on the package, where `rm.fit` is a function.
+    for old in ("relmodel.fit", "relmodel.plan", "relmodel.simulate", "relmodel.elastic.allocate"):
+        importlib.import_module(old)
+    assert callable(relmodel.fit) and callable(relmodel.plan) and callable(relmodel.simulate)
+    assert callable(relmodel.elastic.allocate)
+    with pytest.warns(DeprecationWarning, match=r"use relmodel\.FitResult"):
+        from relmodel.fit import FitResult
+    assert FitResult is relmodel.FitResult
+
+
+def test_no_module_file_is_left_at_an_old_path():
+    for old in _deprecation.MOVED_MODULES:
+        path = ROOT.parent.joinpath(*old.split("."))
+        assert not path.with_suffix(".py").exists() and not path.is_dir(), old
+
+
+def test_python_m_relmodel_runs_the_command_line():
+    done = subprocess.run([sys.executable, "-m", "relmodel", "plan", "--gpus", "1024", "--json"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert {"mttf_h", "optimal_interval_h", "ettr"} <= set(json.loads(done.stdout))
 
 
 def test_from_import_of_an_old_name_warns():
@@ -88,8 +139,28 @@ def test_unknown_names_still_raise_attribute_error():
 
 def test_a_moved_module_serves_its_public_names(monkeypatch):
     monkeypatch.setattr(_deprecation, "RENAMED", dict(_deprecation.RENAMED))  # the registry stays as it was
-    getattr_ = _deprecation.deprecated_names("relmodel.old_units", moved_to="relmodel.units")
-    with pytest.warns(DeprecationWarning, match=r"relmodel\.units\.to_hours"):
+    getattr_ = _deprecation.deprecated_names("relmodel.old_units", moved_to="relmodel._units")
+    with pytest.warns(DeprecationWarning, match=r"relmodel\.old_units\.to_hours .* use relmodel\.to_hours"):
         assert getattr_("to_hours") is relmodel.to_hours
     with pytest.raises(AttributeError):
         getattr_("_private")
+
+
+def test_the_api_reference_documents_each_public_name_once():
+    api = Path(__file__).resolve().parents[1] / "docs" / "api"
+    documented = []
+    for page in sorted(api.glob("*.rst")):
+        module = None
+        for line in page.read_text().splitlines():
+            if m := re.match(r"\.\. currentmodule:: ([\w.]+)$", line):
+                module = m[1]
+            elif m := re.match(r"\.\. (?:autofunction|autoclass|data):: (\w+)$", line):
+                documented.append(f"{module}.{m[1]}")
+    assert len(documented) == len(set(documented))
+    faces = {"relmodel": relmodel, "relmodel.pipeline": relmodel.pipeline, "relmodel.elastic": relmodel.elastic,
+             "relmodel.record": relmodel.record, "relmodel.plot": importlib.import_module("relmodel.plot")}
+    exported = {f"{name}.{attribute}" for name, face in faces.items() for attribute in face.__all__
+                if not isinstance(getattr(face, attribute), type(relmodel))}
+    # `rm.RunRecord` and the like are relmodel.record's names, documented there.
+    exported -= {f"relmodel.{attribute}" for attribute in relmodel.record.__all__}
+    assert set(documented) == exported

@@ -12,11 +12,11 @@ from hypothesis import strategies as st
 from scipy import stats
 
 import relmodel as rm
-from relmodel.cli import main
+from relmodel._cli import main
 from relmodel.record import measure_run, predict_run, read_run, replay_run, simulate_run
-from relmodel.record.events import RunRecordError, format_instant, parse_instant
-from relmodel.record.measure import MEASURED_COMPONENTS, timeline
-from relmodel.record.timeline import CheckpointSchedule, walk
+from relmodel.record._events import RunRecordError, format_instant, parse_instant
+from relmodel.record._measure import MEASURED_COMPONENTS, timeline
+from relmodel.record._timeline import CheckpointSchedule, walk
 
 DURATIONS = st.sampled_from([0.0, 1 / 3600, 0.01, 0.05, 0.2, 0.5, 1.0, 3.0])
 

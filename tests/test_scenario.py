@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import relmodel as rm
-from relmodel.scenario import split_work
+from relmodel._scenario import split_work
 
 BASE = dict(n_gpus=1024, failure_rate=6.5e-3, checkpoint_interval="1h", work="7d")
 
@@ -106,8 +106,8 @@ def checks(monkeypatch):
     import sys
     from collections import Counter
 
-    import relmodel.cli  # noqa: F401  (its modules too)
-    from relmodel.errors import check_number as real
+    import relmodel._cli  # noqa: F401  (its modules too)
+    from relmodel._errors import check_number as real
 
     counted = Counter()
 
@@ -139,7 +139,7 @@ def test_each_value_is_checked_once_when_the_scenario_is_built(checks):
 def test_the_command_line_checks_each_value_once(checks):
     from click.testing import CliRunner
 
-    from relmodel.cli import main
+    from relmodel._cli import main
 
     result = CliRunner().invoke(main, ["simulate", "--gpus", "8,16", "--checkpoint-interval", "30min,1h,2h",
                                        "--n-jobs", "64", "--backend", "cython", "--quiet"])

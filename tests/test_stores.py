@@ -17,9 +17,9 @@ import xarray as xr
 import zarr
 
 import relmodel as rm
-from relmodel.store import DONE_DIR, done_chunks, lock_path
-from relmodel.study import StudyError, parse_study
-from relmodel.sweep import run_study
+from relmodel._store import DONE_DIR, done_chunks, lock_path
+from relmodel._study import StudyError, parse_study
+from relmodel._sweep import run_study
 
 # Nine chunks of one point each: a run takes a few seconds, long enough to land
 # signals and rivals in the middle of it.
@@ -62,28 +62,28 @@ def killing(*args, **kwargs):
     return result
 
 setattr(owner, name, killing)
-from relmodel.cli import main
+from relmodel._cli import main
 main(sys.argv[6:])
 """
 
 # (module, function, before/after, nth call, an argument containing): the kill points.
 KILL_POINTS = {
     "template written to its hidden folder, not yet renamed into place":
-        ("relmodel.store", "rename", "before", 1, r"\.creating-\d+$"),
+        ("relmodel._store", "rename", "before", 1, r"\.creating-\d+$"),
     "template's arrays written, marker folder not yet made":
         ("xarray", "Dataset.to_zarr", "after", 1, ""),
-    "store created, no chunk computed": ("relmodel.sweep", "compute_chunk", "before", 1, ""),
+    "store created, no chunk computed": ("relmodel._sweep", "compute_chunk", "before", 1, ""),
     # 11 outputs a chunk: the 27th write into the store is the third chunk's sixth array.
     "halfway through a chunk's arrays": ("zarr", "Array.__setitem__", "after", 27, r"/s\.zarr/"),
-    "a chunk's data written, its marker not made": ("relmodel.store", "ChunkWriter.mark_done", "before", 3, ""),
+    "a chunk's data written, its marker not made": ("relmodel._store", "ChunkWriter.mark_done", "before", 3, ""),
     "a marker's checksum written, the marker not renamed into place":
-        ("relmodel.store", "rename", "before", 2, r"\.zgroup\.partial$"),
-    "every chunk written, status not set": ("relmodel.store", "set_status", "before", 1, "^complete$"),
+        ("relmodel._store", "rename", "before", 2, r"\.zgroup\.partial$"),
+    "every chunk written, status not set": ("relmodel._store", "set_status", "before", 1, "^complete$"),
     "status set, metadata not consolidated": ("zarr", "consolidate_metadata", "before", 1, ""),
 }
 NC_KILL_POINTS = {
     ".nc written under its temporary name, not renamed":
-        ("relmodel.store", "rename", "before", 1, r"\.s\.nc\.creating-\d+$"),
+        ("relmodel._store", "rename", "before", 1, r"\.s\.nc\.creating-\d+$"),
     ".nc renamed into place, working store not removed": ("shutil", "rmtree", "before", 1, r"s\.nc\.partial\.zarr$"),
 }
 
@@ -124,7 +124,7 @@ def write_study(folder, seed=1):
 
 
 def sweep_command(study_file, out):
-    return [sys.executable, "-m", "relmodel.cli", "sweep", str(study_file), "--out", str(out), "--quiet"]
+    return [sys.executable, "-m", "relmodel._cli", "sweep", str(study_file), "--out", str(out), "--quiet"]
 
 
 def run_cli(args, cwd):
@@ -178,7 +178,7 @@ def test_two_studies_started_apart_on_one_store(tmp_path, references, offset):
 # created), waits until the file named first exists: a rival meets it mid-run for sure.
 PAUSING_CHILD = """
 import os, sys, time
-import relmodel.sweep as sweep
+import relmodel._sweep as sweep
 release, real = sys.argv[1], sweep.compute_chunk
 
 def waiting(*args, **kwargs):
@@ -187,7 +187,7 @@ def waiting(*args, **kwargs):
     return real(*args, **kwargs)
 
 sweep.compute_chunk = waiting
-from relmodel.cli import main
+from relmodel._cli import main
 main(sys.argv[2:])
 """
 
@@ -211,7 +211,7 @@ def test_the_same_study_twice_at_once_writes_once(tmp_path, references):
 
 
 def test_two_threads_one_store(tmp_path, references, monkeypatch):
-    import relmodel.sweep as sweep
+    import relmodel._sweep as sweep
 
     study = parse_study(STUDY.format(seed=1))
     out = tmp_path / "s.zarr"
@@ -304,7 +304,7 @@ def test_deleted_truncated_and_altered_chunks_are_found_and_recomputed(tmp_path,
     assert set(problems) == {"chunk-0-0", "chunk-1-1", "chunk-2-2", "chunk-2-0"}, problems
     assert problems["chunk-1-1"].startswith("unreadable") and problems["chunk-2-2"].startswith("altered")
     assert problems["chunk-2-0"] == "not computed"
-    checked = run_cli([sys.executable, "-m", "relmodel.cli", "sweep", "--verify", str(out)], tmp_path)
+    checked = run_cli([sys.executable, "-m", "relmodel._cli", "sweep", "--verify", str(out)], tmp_path)
     assert checked.returncode == 1 and checked.stdout.count("chunk-") == 4
     assert "4 chunk(s) not whole" in one_line_error(checked.stderr)
     with pytest.warns(RuntimeWarning, match="3 finished chunk"):
@@ -333,8 +333,8 @@ def test_a_command_writing_a_study_being_run_is_refused_and_the_study_untouched(
     """`relmodel simulate --out s.zarr` during a sweep on s.zarr exited 0 and mixed the stores."""
     from click.testing import CliRunner
 
-    from relmodel.cli import main
-    from relmodel.store import exclusive
+    from relmodel._cli import main
+    from relmodel._store import exclusive
 
     out = finished_copy(tmp_path, "busy")
     for spelling in (out, tmp_path / "x" / ".." / out.name):
@@ -348,7 +348,7 @@ def test_a_command_writing_a_study_being_run_is_refused_and_the_study_untouched(
 
 def test_a_netcdf_study_and_its_working_store_are_one_output(tmp_path):
     """`--out X.nc` and `--out X.nc.partial.zarr` started together both ran."""
-    from relmodel.store import exclusive, lock_path
+    from relmodel._store import exclusive, lock_path
 
     nc = tmp_path / "X.nc"
     assert lock_path(nc.with_name("X.nc.partial.zarr")) == lock_path(nc)
@@ -369,7 +369,7 @@ def test_no_command_replaces_a_finished_study_without_overwrite(tmp_path, refere
     """`fit`, `simulate`, `cluster` and `pipeline --out finished.nc` replaced a study silently."""
     from click.testing import CliRunner
 
-    from relmodel.cli import main
+    from relmodel._cli import main
 
     out = finished_copy(tmp_path, "kept", ".nc")
     refused = CliRunner().invoke(main, [*command, "--out", str(out)])
@@ -457,7 +457,7 @@ def test_damaged_coordinates_are_found_on_read_and_by_verify(tmp_path, reference
     assert list(rm.verify_study(out)) == ["coordinates"]
     with pytest.raises(StudyError, match="coordinates: altered or lost.*delete it"):
         rm.open_study(out)
-    checked = run_cli([sys.executable, "-m", "relmodel.cli", "sweep", "--verify", str(out)], tmp_path)
+    checked = run_cli([sys.executable, "-m", "relmodel._cli", "sweep", "--verify", str(out)], tmp_path)
     assert checked.returncode == 1 and "coordinates not whole" in one_line_error(checked.stderr)
 
 
@@ -496,11 +496,11 @@ def test_refusals_are_one_line_and_debug_shows_the_traceback(tmp_path):
     study_file = write_study(tmp_path)
     refused = run_cli(sweep_command(study_file, junk), tmp_path)
     assert refused.returncode != 0 and "not a relmodel study store" in one_line_error(refused.stderr)
-    debug = run_cli([sys.executable, "-m", "relmodel.cli", "--debug", *sweep_command(study_file, junk)[3:]],
+    debug = run_cli([sys.executable, "-m", "relmodel._cli", "--debug", *sweep_command(study_file, junk)[3:]],
                     tmp_path)
     assert debug.returncode == refused.returncode and "Traceback" in debug.stderr
     assert debug.stderr.strip().splitlines()[-1] == refused.stderr.strip()
-    missing = run_cli([sys.executable, "-m", "relmodel.cli", "sweep", "--verify", str(tmp_path / "none.zarr")],
+    missing = run_cli([sys.executable, "-m", "relmodel._cli", "sweep", "--verify", str(tmp_path / "none.zarr")],
                       tmp_path)
     assert missing.returncode != 0 and "no such study store" in one_line_error(missing.stderr)
 
@@ -532,8 +532,8 @@ def test_a_netcdf_study_past_the_file_size_limit_is_refused_and_resumes_when_lif
 def test_a_full_disk_is_one_line_and_exit_status_1(tmp_path, monkeypatch, error, status):
     from click.testing import CliRunner
 
-    from relmodel.cli import main
-    from relmodel.store import ChunkWriter
+    from relmodel._cli import main
+    from relmodel._store import ChunkWriter
 
     def failing(self, region, arrays):
         raise error
@@ -549,8 +549,8 @@ def test_an_unreachable_scheduler_is_refused_before_any_store_is_made(tmp_path, 
     """Refused naming the scheduler, before any store is made: no long wait, no blame on --out."""
     from click.testing import CliRunner
 
-    from relmodel import sweep
-    from relmodel.cli import main
+    from relmodel import _sweep as sweep
+    from relmodel._cli import main
 
     monkeypatch.setattr(sweep, "_CONNECT_TIMEOUT", "1s")
     out = tmp_path / "s.zarr"
@@ -561,7 +561,7 @@ def test_an_unreachable_scheduler_is_refused_before_any_store_is_made(tmp_path, 
 
 
 def test_a_store_whose_creation_fails_leaves_nothing_behind(tmp_path):
-    from relmodel.store import create_atomically
+    from relmodel._store import create_atomically
 
     def build(path):
         path.mkdir()
@@ -608,7 +608,7 @@ def test_a_worker_killed_mid_task_does_not_change_the_store(tmp_path, references
 def test_a_checksum_reads_every_nan_as_one():
     """A study whose jobs were all capped (NaN estimates) passes its own checksum on read, though
     x86 computes -NaN and the store gives back +NaN."""
-    from relmodel.store import checksum
+    from relmodel._store import checksum
 
     values = np.array([1.0, np.nan, 2.0])
     negative = values.copy()
@@ -621,7 +621,7 @@ def test_a_checksum_reads_every_nan_as_one():
 def _simulate_out(out):
     from click.testing import CliRunner
 
-    from relmodel.cli import main
+    from relmodel._cli import main
 
     return CliRunner().invoke(main, ["simulate", "--gpus", "8", "--n-jobs", "100", "--out", str(out)])
 

@@ -13,9 +13,9 @@ import pytest
 import xarray as xr
 
 import relmodel as rm
-from relmodel.store import CONTENT_ATTR, UNRECORDED_STUDY_ATTRS
-from relmodel.study import StudyError, parse_study
-from relmodel.sweep import _store_attrs, run_study
+from relmodel._store import CONTENT_ATTR, UNRECORDED_STUDY_ATTRS
+from relmodel._study import StudyError, parse_study
+from relmodel._sweep import _store_attrs, run_study
 
 # As small as a study gets (one sweep dim of two points, one output): every byte is flipped once.
 SMALL = """\
@@ -252,7 +252,7 @@ def test_a_finished_store_with_altered_metadata_is_not_resumed_and_verify_says_s
     edit(store, "ettr", ".zattrs", set_key("scale_factor", 2.0))
     with pytest.raises(StudyError, match="ettr: decoding attribute scale_factor not recorded"):
         run_study(parse_study(GRID), store, progress=False)
-    checked = subprocess.run([sys.executable, "-m", "relmodel.cli", "sweep", "--verify", str(store)],
+    checked = subprocess.run([sys.executable, "-m", "relmodel._cli", "sweep", "--verify", str(store)],
                              capture_output=True, text=True, cwd=tmp_path)
     assert checked.returncode == 1 and "ettr: decoding attribute scale_factor" in checked.stdout
     assert "delete it and run the study's sweep again" in checked.stderr

@@ -15,11 +15,11 @@ import xarray as xr
 from click.testing import CliRunner
 
 import relmodel as rm
-from relmodel.cli import main
-from relmodel.study import StudyError, parse_study
-from relmodel.store import DONE_DIR, done_chunks, write_zarr
-from relmodel.sweep import chunk_regions, run_study
-from relmodel.taxonomy import load as load_taxonomy
+from relmodel._cli import main
+from relmodel._study import StudyError, parse_study
+from relmodel._store import DONE_DIR, done_chunks, write_zarr
+from relmodel._sweep import chunk_regions, run_study
+from relmodel._taxonomy import load as load_taxonomy
 
 STUDY = """\
 [fixed]
@@ -87,7 +87,7 @@ def test_a_killed_sweep_resumes_to_the_same_store(tmp_path, reference):
     study_file.write_text(slow)
     out = tmp_path / "killed.zarr"
     # Outside the checkout: the child imports the installed relmodel, as pytest does.
-    command = [sys.executable, "-m", "relmodel.cli", "sweep", str(study_file), "--out", str(out), "--quiet"]
+    command = [sys.executable, "-m", "relmodel._cli", "sweep", str(study_file), "--out", str(out), "--quiet"]
     proc = subprocess.Popen(command, env={**os.environ, "NUMBA_NUM_THREADS": "1"}, cwd=tmp_path)
     markers = out / DONE_DIR
     deadline = time.time() + 600  # 10x a cold-cache run on a busy machine: a hang, not a slow start
@@ -163,7 +163,7 @@ def test_a_store_from_another_random_stream_is_not_resumed(tmp_path):
 def test_a_store_with_other_time_components_is_not_resumed(tmp_path, monkeypatch):
     """A store begun before `persist_wait` joined time_mean (5 components) is refused by
     name: new chunks would not line up with the ones written."""
-    from relmodel import sweep
+    from relmodel import _sweep as sweep
 
     out = tmp_path / "s.zarr"
     study = parse_study(STUDY)

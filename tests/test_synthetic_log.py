@@ -5,8 +5,8 @@ import collections
 import numpy as np
 import pytest
 
-from relmodel.logs import read_log
-from relmodel.synthetic_log import synthetic_log
+from relmodel._job_logs import read_log
+from relmodel._synthetic_log import synthetic_log
 
 
 def test_same_seed_same_log_and_different_seed_differs():

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from relmodel import taxonomy
-from relmodel.taxonomy import Category, TaxonomyError
+from relmodel import _taxonomy as taxonomy
+from relmodel._taxonomy import Category, TaxonomyError
 
 
 @pytest.mark.parametrize("name", taxonomy.presets())

@@ -9,10 +9,10 @@ import pytest
 from click.testing import CliRunner
 
 import relmodel as rm
-from relmodel import taxonomy
-from relmodel.cli import main
-from relmodel.study import StudyError, load_study, parse_study
-from relmodel.sweep import run_study
+from relmodel import _taxonomy as taxonomy
+from relmodel._cli import main
+from relmodel._study import StudyError, load_study, parse_study
+from relmodel._sweep import run_study
 
 RUN = dict(n_gpus=4096, failure_rate=6.5e-3, checkpoint_interval="1h", checkpoint_cost="5min", work="7d")
 

@@ -14,7 +14,7 @@ import relmodel as rm
 from relmodel.elastic import check_job
 from relmodel.testing import invariants
 from relmodel.testing.invariants import InvariantError
-from relmodel.logs import LogError, read_log
+from relmodel._job_logs import LogError, read_log
 from relmodel.testing.strategies import (durations, elastic_jobs, failed_workers, failure_models, job_logs,
                                          pipeline_configs, scenarios)
 

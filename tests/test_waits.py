@@ -16,7 +16,7 @@ from click.testing import CliRunner
 
 import relmodel as rm
 from relmodel import _feedback
-from relmodel.cli import main
+from relmodel._cli import main
 
 QUICK_START = ["plan", "--gpus", "16384", "--work", "14d", "--checkpoint-cost", "5min", "--restart-cost", "10min",
                "--target-ettr", "0.8"]
@@ -52,7 +52,7 @@ PROBE = textwrap.dedent("""
             return getattr(real, name)
 
     sys.stdout = Probe()
-    from relmodel.cli import main
+    from relmodel._cli import main
     try:
         main(sys.argv[1:])
     except SystemExit as done:
@@ -100,7 +100,7 @@ def _run_on_a_terminal(args, cache_dir, timeout=600):
     fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
     env = {**os.environ, "NUMBA_CACHE_DIR": str(cache_dir)}
     # Outside the checkout: the child imports the installed relmodel, as pytest does.
-    child = subprocess.Popen([sys.executable, "-m", "relmodel.cli", *args], stdout=slave, stderr=slave,
+    child = subprocess.Popen([sys.executable, "-m", "relmodel._cli", *args], stdout=slave, stderr=slave,
                              stdin=subprocess.DEVNULL, env=env, close_fds=True, cwd=cache_dir)
     os.close(slave)
     chunks, deadline = [], time.monotonic() + timeout
@@ -146,7 +146,7 @@ def test_a_numba_compilation_is_announced_once_after_the_first_line(tmp_path):
 
 _SPECIALISATIONS = textwrap.dedent("""
     import numba
-    from relmodel.cli import main
+    from relmodel._cli import main
     from relmodel.pipeline import _plan_kernel, _schedule_kernel
     try:
         main(["pipeline", "--model", "gpt3-175b", "--gpu", "a100-80gb", "--stages", "8", "--tensor-parallel", "8",
@@ -297,8 +297,8 @@ def test_the_bar_advances_by_blocks_of_jobs_not_by_the_whole_run():
 def test_a_two_chunk_study_moves_by_blocks_not_in_halves(tmp_path, monkeypatch):
     import tqdm.auto
 
-    from relmodel.study import parse_study
-    from relmodel.sweep import run_study
+    from relmodel._study import parse_study
+    from relmodel._sweep import run_study
 
     updates = []
 
@@ -334,7 +334,7 @@ def test_auto_backend_gives_the_numba_bits():
 
 
 def test_auto_takes_numba_for_long_runs(monkeypatch):
-    from relmodel import engine
+    from relmodel import _engine as engine
 
     packed = engine.pack(rm.Scenario(n_gpus=16384, failure_rate=6.5e-3, checkpoint_interval="1h", work="14d"))
     assert engine.resolve_backend("auto", packed, 1000) == "cython"
@@ -349,7 +349,7 @@ def test_auto_takes_numba_for_long_runs(monkeypatch):
 def test_a_cold_auto_run_goes_on_in_numba_after_the_background_compile_with_the_same_bits(monkeypatch):
     """On a cold cache, "auto" starts a long run on the Cython twin, compiles Numba in
     a thread and takes it from the first chunk after: no frozen bar, the same bits."""
-    from relmodel import engine
+    from relmodel import _engine as engine
 
     sc = rm.Scenario(n_gpus=[4096, 16384], failure_rate=2e-2, checkpoint_interval="1h", work="14d")
     packed = engine.pack(sc)
@@ -374,7 +374,7 @@ def test_a_cold_auto_run_goes_on_in_numba_after_the_background_compile_with_the_
 
 def test_pipeline_progress_changes_no_number():
     import relmodel.pipeline as pl
-    from relmodel.pipeline import runs
+    from relmodel.pipeline import _runs as runs
 
     cfg, model = pl.PipelineConfig(2, 2, 4), pl.RunModel(failure_rate=2.0, duration="3d")
     runs.clear_period_cache()
@@ -441,7 +441,7 @@ def test_simulate_json_gives_every_number_a_unit():
 
 
 def test_fit_json_gives_every_number_a_unit(tmp_path):
-    from relmodel.synthetic_log import synthetic_log
+    from relmodel._synthetic_log import synthetic_log
 
     synthetic_log(2000, failure_rate=6.5e-3, seed=5).to_csv(tmp_path / "jobs.csv")
     result = invoke("fit", str(tmp_path / "jobs.csv"), "--json")
@@ -468,7 +468,7 @@ def test_plan_has_a_short_repr_and_an_html_table():
 
 
 def test_fit_result_has_a_short_repr_and_an_html_table():
-    from relmodel.synthetic_log import synthetic_log
+    from relmodel._synthetic_log import synthetic_log
 
     fitted = rm.fit(synthetic_log(2000, failure_rate=6.5e-3, seed=5).to_csv())
     text = repr(fitted)
@@ -491,7 +491,7 @@ def test_plan_with_strategies_shows_its_search_on_a_terminal(terminal):
 
 def test_fit_on_a_large_log_says_what_it_is_reading_on_a_terminal(terminal, tmp_path):
     """A log of some megabytes takes seconds to read: one note first, so the wait is not silent."""
-    from relmodel.synthetic_log import synthetic_log
+    from relmodel._synthetic_log import synthetic_log
 
     path = tmp_path / "big.csv"
     synthetic_log(12_000, failure_rate=6.5e-3, seed=1, format="csv", path=path)

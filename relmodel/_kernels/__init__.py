@@ -2,7 +2,7 @@
 entry points `run_blocks` and `run_jobs`; the Numba one is imported (and
 compiled, or loaded from its cache) only when first asked for."""
 
-from ..errors import ParameterError
+from .._errors import ParameterError
 
 BACKENDS = ("numba", "cython")
 

@@ -1,7 +1,7 @@
 """The exact E[wall] with checkpoint levels, a cycle at a time (Numba).
 
 The semantics and the result vectors are those of
-`relmodel.levels_closed_form` (see `levels_expected_wall`): res[p] = [B, C,
+`relmodel._levels_closed_form` (see `levels_expected_wall`): res[p] = [B, C,
 F_0..F_L] for the run from compute start p. A *cycle* is the positions
 c*mL .. (c+1)*mL - 1 (mL = mult[L]); all their runs end at the same moment,
 the next level-L position J's durable time (or the job's end).

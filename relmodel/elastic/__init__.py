@@ -14,18 +14,19 @@ under-use a GPU and communication grows linearly with the GPUs.
     ds = rm.elastic.simulate_cluster(rm.elastic.synthetic_workload(6, "24h", seed=1), n_gpus=64)
 """
 
-from .._deprecation import deprecated_names
-from .allocate import OBJECTIVES, Allocation, allocate
-from .cluster import CLUSTER_POLICIES, OUTCOMES, PolicyRun, UnfinishedJobsWarning, run_policy
-from .config import ClusterConfig
-from .dataset import common_jct_mean, simulate_cluster, summary
-from .jobs import Job, JobError, check_job, job_options, statistical_efficiency
-from .throughput import (CURVE_FAMILIES, FITTED_MODELS, ROOFLINE_MODELS, ParametricThroughput, ProfiledThroughput,
-                         RooflineThroughput, curve_models, fit_parametric, roofline_model)
-from .traces import JobTraceError, TraceWarning, read_elasticflow, read_job_csv, read_job_trace
-from .workloads import Workload, synthetic_workload
+from .._deprecation import deprecated_names, keep_public_names
+from ._allocate import ALLOCATION_POLICIES, OBJECTIVES, Allocation, allocate
+from ._cluster import CLUSTER_POLICIES, OUTCOMES, PolicyRun, UnfinishedJobsWarning, run_policy
+from ._config import ClusterConfig
+from ._dataset import common_jct_mean, simulate_cluster, summary
+from ._jobs import Job, JobError, check_job, job_options, statistical_efficiency
+from ._throughput import (CURVE_FAMILIES, FITTED_MODELS, ROOFLINE_MODELS, ParametricThroughput, ProfiledThroughput,
+                          RooflineThroughput, curve_models, fit_parametric, roofline_model)
+from ._traces import JobTraceError, TraceWarning, read_elasticflow, read_job_csv, read_job_trace
+from ._workloads import Workload, synthetic_workload
 
 __all__ = [
+    "ALLOCATION_POLICIES",
     "CURVE_FAMILIES",
     "FITTED_MODELS",
     "OBJECTIVES",
@@ -55,7 +56,6 @@ __all__ = [
     "read_job_csv",
     "read_job_trace",
     "roofline_model",
-    "statistical_efficiency",
     "run_policy",
     "simulate_cluster",
     "summary",
@@ -69,3 +69,5 @@ __getattr__ = deprecated_names(__name__, {
     "TraceError": "relmodel.elastic.JobTraceError",
     "read_trace": "relmodel.elastic.read_job_trace",
 })
+
+keep_public_names(__name__)

@@ -16,87 +16,88 @@ Layers: `graph` builds task arrays, `schedule` runs them (the kernels in
 times and memory, `runs` integrates them along failure paths, `datasets` labels.
 """
 
-from .._deprecation import deprecated_names
-from .config import (
-                     BACKWARDS,
-                     OPTIMIZERS,
-                     ORDERS,
-                     PipelineConfig,
-                     PipelineError,
-                     StageMemory,
-                     failure_mask,
-                     spread_failures,
+from .._deprecation import deprecated_names, keep_public_names
+from ._config import (
+    BACKWARDS,
+    OPTIMIZERS,
+    ORDERS,
+    PipelineConfig,
+    PipelineError,
+    StageMemory,
+    failure_mask,
+    spread_failures,
 )
-from .datasets import (
-                     PLACEMENTS,
-                     failure_set,
-                     recycle_check,
-                     recycle_summary,
-                     replay_traces,
-                     schedule_dataset,
-                     simulate_runs,
-                     throughput_table,
+from ._datasets import (
+    PLACEMENTS,
+    failure_set,
+    recycle_check,
+    recycle_summary,
+    replay_traces,
+    schedule_dataset,
+    simulate_runs,
+    throughput_table,
 )
-from .plot import throughput_figure
-from .planner import PLAN_METHODS, AdaptedPlan, PlannerWarning, lower_bound
-from .recycle import recycle_plan, recycle_schedule
-from .sizing import GPUS, MODEL_PRESETS, GPUSpec, ModelSpec, StageProfile, gpu_preset, model_preset, stage_profile
-from .runs import RunModel
-from .schedule import DeadlockError, Schedule, fault_free
-from .strategies import (
-                     RECOVERY_STRATEGIES,
-                     StrategyOptions,
-                     StrategyResult,
-                     bamboo_schedule,
-                     evaluate,
-                     iteration_time,
-                     work_bound,
+from ._plot import throughput_figure
+from ._planner import PLAN_METHODS, AdaptedPlan, PlannerWarning, adapted_plan, lower_bound
+from ._recycle import recycle_plan, recycle_schedule
+from ._sizing import GPUS, MODEL_PRESETS, GPUSpec, ModelSpec, StageProfile, gpu_preset, model_preset, stage_profile
+from ._runs import RunModel
+from ._schedule import DeadlockError, Schedule, fault_free
+from ._strategies import (
+    RECOVERY_STRATEGIES,
+    StrategyOptions,
+    StrategyResult,
+    bamboo_schedule,
+    evaluate,
+    iteration_time,
+    work_bound,
 )
-from .traces import NodeTraceError, Trace, read_node_trace
+from ._traces import NodeTraceError, Trace, read_node_trace
 
 __all__ = [
-    "AdaptedPlan",
     "BACKWARDS",
     "GPUS",
-    "GPUSpec",
     "MODEL_PRESETS",
-    "ModelSpec",
-    "PLAN_METHODS",
-    "PlannerWarning",
-    "StageMemory",
-    "StageProfile",
-    "gpu_preset",
-    "lower_bound",
-    "model_preset",
-    "recycle_plan",
-    "stage_profile",
-    "DeadlockError",
     "OPTIMIZERS",
     "ORDERS",
     "PLACEMENTS",
+    "PLAN_METHODS",
+    "RECOVERY_STRATEGIES",
+    "AdaptedPlan",
+    "DeadlockError",
+    "GPUSpec",
+    "ModelSpec",
+    "NodeTraceError",
     "PipelineConfig",
     "PipelineError",
+    "PlannerWarning",
     "RunModel",
-    "RECOVERY_STRATEGIES",
     "Schedule",
+    "StageMemory",
+    "StageProfile",
     "StrategyOptions",
     "StrategyResult",
     "Trace",
-    "NodeTraceError",
+    "adapted_plan",
     "bamboo_schedule",
     "evaluate",
     "failure_mask",
     "failure_set",
     "fault_free",
+    "gpu_preset",
     "iteration_time",
+    "lower_bound",
+    "model_preset",
     "read_node_trace",
     "recycle_check",
-    "recycle_summary",
+    "recycle_plan",
     "recycle_schedule",
+    "recycle_summary",
     "replay_traces",
     "schedule_dataset",
     "simulate_runs",
     "spread_failures",
+    "stage_profile",
     "throughput_figure",
     "throughput_table",
     "work_bound",
@@ -110,3 +111,5 @@ __getattr__ = deprecated_names(__name__, {
     "failed_workers": "relmodel.pipeline.failure_mask",
     "read_trace": "relmodel.pipeline.read_node_trace",
 })
+
+keep_public_names(__name__)

@@ -1,9 +1,12 @@
 """A run's own record: read a training run's events and attempts, measure its ETTR and
 badput, hold the model to it, and replay its failures under another plan."""
 
-from .events import EVENT_KINDS, RecordSummary, RunRecord, RunRecordError, read_run
-from .measure import measure_run
-from .model import implied_scenario, predict_run, replay_run, simulate_run
+from .._deprecation import keep_public_names
+from ._events import EVENT_KINDS, RecordSummary, RunRecord, RunRecordError, read_run
+from ._measure import measure_run
+from ._model import implied_scenario, predict_run, replay_run, simulate_run
 
 __all__ = ["EVENT_KINDS", "RecordSummary", "RunRecord", "RunRecordError", "implied_scenario", "measure_run",
            "predict_run", "read_run", "replay_run", "simulate_run"]
+
+keep_public_names(__name__)

@@ -25,7 +25,7 @@ import dataclasses
 import math
 import warnings
 
-from ..errors import ParameterError
+from .._errors import ParameterError
 
 __all__ = [
     "COSTS",
@@ -244,7 +244,7 @@ def check_agrees_with_simulation(model, sc, *, n_jobs: int = 20_000, seed: int =
     atol : float, default 0.0
         Absolute slack added to the bound.
     **simulate_kwargs
-        Passed to `relmodel.simulate`.
+        Passed to `relmodel._simulate`.
 
     Returns
     -------
@@ -256,7 +256,7 @@ def check_agrees_with_simulation(model, sc, *, n_jobs: int = 20_000, seed: int =
     InvariantError
         If the model is further off than allowed.
     """
-    from ..simulate import simulate
+    from .._simulate import simulate
 
     ds = simulate(sc, n_jobs=n_jobs, seed=seed, **simulate_kwargs)
     simulated, se = float(ds.ettr), float(ds.ettr_se)

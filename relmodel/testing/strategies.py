@@ -23,9 +23,9 @@ from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 from hypothesis.strategies import SearchStrategy
 
-from ..errors import MAX_COUNT, MAX_FAILURE_RATE, QUEUE_WAIT_DISTRIBUTIONS
-from ..scenario import MAX_WORK, Scenario
-from ..units import to_hours
+from .._errors import MAX_COUNT, MAX_FAILURE_RATE, QUEUE_WAIT_DISTRIBUTIONS
+from .._scenario import MAX_WORK, Scenario
+from .._units import to_hours
 
 __all__ = [
     "durations",
@@ -284,7 +284,7 @@ def scenarios(*, n_gpus=None, failure_rate=None, checkpoint_interval=None, work=
 
 @st.composite
 def _level_scenario(draw, base, max_fast_levels, max_multiple, waits):
-    from ..scenario import CheckpointLevel
+    from .._scenario import CheckpointLevel
 
     sc = draw(base)
     durable = sc.checkpoint_interval
@@ -365,7 +365,7 @@ FAILURE_MODEL_KINDS = ("exponential", "weibull", "lemon", "taxonomy")
 
 @st.composite
 def _categories(draw, max_categories):
-    from ..failures import FailureCategory
+    from .._failures import FailureCategory
 
     n = draw(st.integers(1, max_categories))
     weights = draw(st.lists(st.integers(1, 100), min_size=n, max_size=n))
@@ -379,7 +379,7 @@ def _categories(draw, max_categories):
 
 def failure_models(*, kinds=FAILURE_MODEL_KINDS, min_rate: float = 1e-4, max_rate: float = 2e-2,
                    max_categories: int = 4) -> SearchStrategy:
-    """Draw failure models of `relmodel.failures`.
+    """Draw failure models of `relmodel._failures`.
 
     `Exponential`, `Weibull` (shape 0.5 to 3), `LemonMixture` (up to 5% of
     nodes, 2 to 50 times the rate) and `TaxonomyMixture` (1 to `max_categories`
@@ -400,7 +400,7 @@ def failure_models(*, kinds=FAILURE_MODEL_KINDS, min_rate: float = 1e-4, max_rat
     hypothesis.strategies.SearchStrategy
         A strategy of failure models.
     """
-    from .. import failures
+    from .. import _failures as failures
 
     kinds = _check_choices("kinds", kinds, FAILURE_MODEL_KINDS)
     _check_bounds("rate", min_rate, max_rate, minimum=0.0, maximum=1e6)
@@ -477,7 +477,7 @@ def _job_log(draw, fmt, min_jobs, max_jobs, malformed):
 
 
 def job_logs(*, format: str = "csv", min_jobs: int = 1, max_jobs: int = 20, malformed: bool = False) -> SearchStrategy:
-    """Draw scheduler job logs as text, readable by `relmodel.logs.read_log`.
+    """Draw scheduler job logs as text, readable by `relmodel._job_logs.read_log`.
 
     Parameters
     ----------
@@ -509,7 +509,7 @@ def job_logs(*, format: str = "csv", min_jobs: int = 1, max_jobs: int = 20, malf
 
 @st.composite
 def _pipeline(draw, max_stages, max_replicas, max_microbatches, heterogeneous, schedules):
-    from ..pipeline.config import PipelineConfig
+    from ..pipeline._config import PipelineConfig
 
     p = draw(st.integers(1, max_stages))
     d = draw(st.integers(1, max_replicas))
@@ -550,7 +550,7 @@ def pipeline_configs(*, max_stages: int = 8, max_replicas: int = 8, max_microbat
     hypothesis.strategies.SearchStrategy
         A strategy of `PipelineConfig`.
     """
-    from ..pipeline.config import BACKWARDS, OPTIMIZERS, ORDERS
+    from ..pipeline._config import BACKWARDS, OPTIMIZERS, ORDERS
 
     _check_bounds("stages", 1, max_stages, minimum=1, maximum=256)
     _check_bounds("replicas", 1, max_replicas, minimum=1, maximum=1024)
@@ -597,8 +597,8 @@ def failed_workers(draw, config, *, max_failures: int | None = None, survivable:
 
 @st.composite
 def _elastic_job(draw, n_gpus, models, elastic):
-    from ..elastic.jobs import Job
-    from ..elastic.throughput import as_model
+    from ..elastic._jobs import Job
+    from ..elastic._throughput import as_model
 
     name = draw(st.sampled_from(models))
     model = as_model(name)
@@ -635,7 +635,7 @@ def elastic_jobs(*, n_gpus: int = 64, models=None, elastic: bool = True) -> Sear
     hypothesis.strategies.SearchStrategy
         A strategy of `Job`.
     """
-    from ..elastic.throughput import FITTED_MODELS
+    from ..elastic._throughput import FITTED_MODELS
 
     _check_bounds("gpus", 1, n_gpus, minimum=1, maximum=1_000_000)
     names = tuple(FITTED_MODELS) if models is None else _check_choices("models", models, tuple(FITTED_MODELS))

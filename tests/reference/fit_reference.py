@@ -1,4 +1,4 @@
-"""Independent reference numbers for `relmodel.fit`, written apart from the package.
+"""Independent reference numbers for `relmodel._fit`, written apart from the package.
 
 Nothing here imports relmodel, and nothing reuses its derivations: the
 censored Weibull log-likelihood is the textbook sum of log-densities and

@@ -30,7 +30,7 @@ import numpy as np
 from scipy import sparse
 from scipy.optimize import Bounds, LinearConstraint, milp
 
-from relmodel.pipeline.config import PipelineConfig
+from relmodel.pipeline._config import PipelineConfig
 
 F_T, B_T, W_T = 0, 1, 2
 
@@ -67,7 +67,7 @@ def solve(cfg: PipelineConfig, mask: np.ndarray, *, bound: float, upper: float, 
     program found no plan of period <= `upper` within `node_limit` branch-and-bound
     nodes (a count, not seconds: the same answer on a busy machine; the cases
     here prove their optimum in at most 8,000)."""
-    from relmodel.pipeline.graph import build_graph, default_executor
+    from relmodel.pipeline._graph import build_graph, default_executor
 
     d, m, p = cfg.replicas, cfg.microbatches, cfg.stages
     types = _task_types(cfg)

@@ -1,4 +1,4 @@
-"""`relmodel.fit` against the independent reference in `fit_reference` (mpmath, numerical derivatives).
+"""`relmodel._fit` against the independent reference in `fit_reference` (mpmath, numerical derivatives).
 
 Tolerances, and why they are what they are:
 
@@ -27,7 +27,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from relmodel.fit import FitError, poisson_rate_interval, weibull_fit
+from relmodel._fit import FitError, poisson_rate_interval, weibull_fit
 
 from . import fit_reference as ref
 

@@ -10,9 +10,9 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import relmodel as rm
-from relmodel import engine
+from relmodel import _engine as engine
 from relmodel._kernels.layout import L_WAIT, L_WRITES, P_FF_WAIT, S_WAIT
-from relmodel.scenario import CheckpointLevel
+from relmodel._scenario import CheckpointLevel
 from relmodel.testing.strategies import level_scenarios, scenarios
 
 from .levels_reference import simulate_levels

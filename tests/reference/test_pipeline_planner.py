@@ -26,10 +26,10 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 import relmodel.pipeline as pl
-from relmodel.pipeline import _plan_kernel, planner
-from relmodel.pipeline.graph import build_graph
-from relmodel.pipeline.recycle import plan_schedule, recycle_kind
-from relmodel.pipeline.schedule import worker_orders
+from relmodel.pipeline import _plan_kernel, _planner as planner
+from relmodel.pipeline._graph import build_graph
+from relmodel.pipeline._recycle import plan_schedule, recycle_kind
+from relmodel.pipeline._schedule import worker_orders
 
 from . import plan_brute, plan_milp
 
@@ -325,7 +325,7 @@ def test_without_or_tools_auto_plans_by_the_heuristic_and_exact_names_the_extra(
 def test_auto_runs_the_exact_search_exactly_where_the_docs_say(p, d, m, seed):
     """`auto` searches exactly after a heuristic gap iff d m p <= EXACT_TASKS (times on a grid): the gate
     as documented, whatever the shape (the search itself is stubbed: only the decision is under test)."""
-    from relmodel.pipeline import plan_exact
+    from relmodel.pipeline import _plan_exact as plan_exact
 
     cfg = pl.PipelineConfig(p, d, m)
     rng = np.random.default_rng(seed)

@@ -26,7 +26,7 @@ from hypothesis import event, given
 from hypothesis import strategies as st
 
 import relmodel.pipeline as pl
-from relmodel.pipeline.recycle import recycle_schedule
+from relmodel.pipeline._recycle import recycle_schedule
 
 from . import pipeline_reference as ref
 

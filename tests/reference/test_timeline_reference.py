@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 import relmodel as rm
-from relmodel.closed_form import MIN_INTERVAL
+from relmodel._closed_form import MIN_INTERVAL
 from relmodel.testing.strategies import failure_models, scenarios
 
 from . import timeline_reference as ref

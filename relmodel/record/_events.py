@@ -1,0 +1,526 @@
+"""A training run's record: the trainer's own events and the scheduler's attempts, read from files.
+
+`read_run` turns (a) a CSV or JSON Lines file of trainer events and/or (b) a
+Slurm ``sacct`` export of the run's attempts into a `RunRecord`: one time-ordered
+list of events in integer nanoseconds since the epoch (UTC), so that every
+duration measured from it is exact. Every row read is used or counted as
+skipped with its reason; a malformed row raises `RunRecordError` naming the
+file, the line and the field.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import io
+import json
+import math
+import re
+from collections import Counter
+from datetime import datetime, timedelta, timezone
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+
+from .._deprecation import deprecated_names
+from .._errors import ParameterError, check_integer
+from .._job_logs import LogError, read_log
+from .._taxonomy import read_small_text
+
+# What each event says (docs: user guide, "A run's record").
+EVENT_KINDS = (
+    "attempt_start",  # the scheduler started an attempt (the job's processes)
+    "first_step",  # the first training step after a (re)start: initialisation is over
+    "checkpoint_written",  # a checkpoint write ended; duration_s: its blocking time, wait_s: the wait before it
+    "checkpoint_restored",  # an attempt restored the checkpoint of `step` (0: the run's start)
+    "failure",  # an unexpected interruption, `reason` where known; wait_s: a wait for persistence it cut short
+    "interruption",  # a planned one (maintenance, a preemption asked for)
+    "step",  # training progress at that time (informative)
+    "run_end",  # training finished
+)
+BOUNDARY_KINDS = ("attempt_start", "failure", "interruption", "run_end")  # what sacct also says
+COLUMNS = ("time", "event", "step", "duration_s", "wait_s", "reason")
+MAX_RECORD_FILE_BYTES = 512 * 2**20
+MAX_SECONDS = 10**9  # a duration_s or wait_s past ~31 years is a unit slip, not a checkpoint
+MAX_STEP = 2**62
+# Instants as int64 ns since the epoch reach 1677-09-21 .. 2262-04-11.
+_NS_RANGE = (-(2**63) + 1, 2**63 - 1)
+NS_PER_S = 10**9
+NS_PER_H = 3600 * NS_PER_S
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_ISO = re.compile(r"(\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2})?)(?:[.,](\d{1,9}))?(Z|z|[+-]\d{2}:?\d{2})?")
+_EPOCH_NUMBER = re.compile(r"[+-]?\d{1,12}(?:\.\d{1,9})?")
+_MISSING = ("", "none", "null", "nan", "n/a", "na")
+# An sacct end state that is a planned interruption rather than a failure.
+_PLANNED_STATES = ("PREEMPTED", "REQUEUED", "TIMEOUT", "CANCELLED")
+
+
+class RunRecordError(ParameterError):
+    """A malformed run record: ``.path``, ``.line`` (1-based; 0: the whole file) and ``.field``.
+
+    Parameters
+    ----------
+    path : str
+        The file.
+    line : int
+        The line at fault (0 for the file as a whole).
+    field : str
+        The column or key at fault ("" for the row as a whole).
+    reason : str
+        What is wrong.
+    """
+
+    def __init__(self, path: str, line: int, field: str, reason: str):
+        where = f"{path}, line {line}" if line else str(path)
+        super().__init__(field or "record", reason, where=where)
+        self.path, self.line, self.field = str(path), line, field
+
+
+@dataclasses.dataclass
+class RecordSummary:
+    """What happened to each row read: used, or skipped and why, and remarks on rows used.
+
+    Parameters
+    ----------
+    sources : list of str
+        The files read.
+    rows_read : int
+        Rows read (events and attempts).
+    rows_used : int
+        Rows that became events.
+    skipped : collections.Counter
+        Rows not used, by reason.
+    notes : collections.Counter
+        Rows used, but not at face value: how.
+    """
+
+    sources: list = dataclasses.field(default_factory=list)
+    rows_read: int = 0
+    rows_used: int = 0
+    skipped: Counter = dataclasses.field(default_factory=Counter)
+    notes: Counter = dataclasses.field(default_factory=Counter)
+
+    def to_dict(self) -> dict:
+        """Return the summary as JSON-ready values.
+
+        Returns
+        -------
+        dict
+            Sources, counts, skip reasons and notes.
+        """
+        return {"sources": list(self.sources), "rows_read": self.rows_read, "rows_used": self.rows_used,
+                "rows_skipped": sum(self.skipped.values()), "skipped": dict(self.skipped), "notes": dict(self.notes)}
+
+    def __str__(self) -> str:
+        skipped = sum(self.skipped.values())
+        why = ", ".join(f"{k}: {v}" for k, v in sorted(self.skipped.items()))
+        notes = "; ".join(f"{k}: {v}" for k, v in sorted(self.notes.items()))
+        return (f"{' + '.join(self.sources)}: {self.rows_read} rows, {self.rows_used} used, {skipped} skipped"
+                + (f" ({why})" if why else "") + (f"; {notes}" if notes else ""))
+
+
+@dataclasses.dataclass
+class RunRecord:
+    """One training run as a time-ordered list of events.
+
+    Parameters
+    ----------
+    events : xarray.Dataset
+        Along dim ``event``: ``time`` (datetime64[ns], UTC), ``time_ns``
+        (int64 ns since the epoch), ``kind`` (one of `EVENT_KINDS`), ``step``
+        (-1 where not given), ``duration_s`` and ``wait_s`` (NaN where not
+        given), ``reason``, ``source`` ("events" or "sacct") and ``line``.
+    n_gpus : int or None
+        GPUs of the run (from sacct, or given), None where unknown.
+    summary : RecordSummary
+        What happened to each row read.
+    """
+
+    events: xr.Dataset
+    n_gpus: int | None
+    summary: RecordSummary
+
+    def __len__(self) -> int:
+        return self.events.sizes["event"]
+
+    @property
+    def has_trainer_events(self) -> bool:
+        """Whether the record has the trainer's own events (first steps, checkpoints)."""
+        return bool(np.isin(self.events.kind.values, ("first_step", "checkpoint_written", "checkpoint_restored",
+                                                      "step")).any())
+
+    def to_csv(self, path) -> Path:
+        """Write the events as a trainer-events CSV that `read_run` reads back to the same record.
+
+        Parameters
+        ----------
+        path : str or pathlib.Path
+            The file to write.
+
+        Returns
+        -------
+        pathlib.Path
+            The file written.
+        """
+        path = Path(path)
+        with path.open("w", newline="", encoding="utf-8") as f:
+            writer = csv.writer(f)
+            writer.writerow(COLUMNS)
+            for i in range(len(self)):
+                writer.writerow(_event_row(self.events, i))
+        return path
+
+    def to_jsonl(self, path) -> Path:
+        """Write the events as JSON Lines (one object an event) that `read_run` reads back.
+
+        Parameters
+        ----------
+        path : str or pathlib.Path
+            The file to write.
+
+        Returns
+        -------
+        pathlib.Path
+            The file written.
+        """
+        path = Path(path)
+        with path.open("w", encoding="utf-8") as f:
+            for i in range(len(self)):
+                row = dict(zip(COLUMNS, _event_row(self.events, i)))
+                f.write(json.dumps({k: v for k, v in row.items() if v != ""}) + "\n")
+        return path
+
+
+def format_instant(ns: int) -> str:
+    """Format an instant as ISO 8601 UTC with nanoseconds: exact, and read back by `read_run`.
+
+    Parameters
+    ----------
+    ns : int
+        Nanoseconds since 1970-01-01T00:00:00Z.
+
+    Returns
+    -------
+    str
+        E.g. ``2024-01-01T00:00:00.000000001Z``.
+    """
+    seconds, frac = divmod(int(ns), NS_PER_S)
+    stamp = (_EPOCH + timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%S")
+    return f"{stamp}.{frac:09d}Z"
+
+
+def _event_row(ds: xr.Dataset, i: int) -> list:
+    step = int(ds.step.values[i])
+    duration, wait = float(ds.duration_s.values[i]), float(ds.wait_s.values[i])
+    return [format_instant(int(ds.time_ns.values[i])), str(ds.kind.values[i]), "" if step < 0 else step,
+            "" if np.isnan(duration) else repr(duration), "" if np.isnan(wait) else repr(wait),
+            str(ds.reason.values[i])]
+
+
+def parse_instant(value, zone, path: str, line: int, field: str = "time") -> int:
+    """Parse a time as integer ns since the epoch (UTC).
+
+    Accepted: ISO 8601 with a zone (``Z`` or an offset), ISO 8601 without one
+    (local time in `zone`), or seconds since the epoch (up to 9 decimals).
+    A local time that a daylight-saving change makes ambiguous (the repeated
+    hour) or that does not exist (the skipped hour) is refused.
+
+    Parameters
+    ----------
+    value : str, int or float
+        The time as written.
+    zone : datetime.tzinfo or None
+        The zone of times written without one (None: UTC).
+    path : str
+        The file, for errors.
+    line : int
+        The line, for errors.
+    field : str, default "time"
+        The column, for errors.
+
+    Returns
+    -------
+    int
+        Nanoseconds since 1970-01-01T00:00:00Z.
+
+    Raises
+    ------
+    RunRecordError
+        On a time that cannot be read.
+    """
+    text = repr(value) if isinstance(value, float) else str(value).strip()
+    if isinstance(value, bool):
+        raise RunRecordError(path, line, field, f"{value!r} is not a time")
+    if _EPOCH_NUMBER.fullmatch(text):
+        try:
+            return _in_range(int(Decimal(text) * NS_PER_S), text, path, line, field)
+        except InvalidOperation:  # pragma: no cover - the pattern admits only numbers
+            pass
+    match = _ISO.fullmatch(text)
+    if not match:
+        raise RunRecordError(path, line, field, f"{text!r} is not an ISO 8601 time or epoch seconds")
+    try:
+        stamp = datetime.fromisoformat(match[1].replace(" ", "T"))
+    except ValueError:
+        raise RunRecordError(path, line, field, f"{text!r} is not a valid date and time") from None
+    fraction = int(match[2].ljust(9, "0")) if match[2] else 0
+    offset = match[3]
+    if offset:
+        if offset in ("Z", "z"):
+            stamp = stamp.replace(tzinfo=timezone.utc)
+        else:
+            sign = -1 if offset[0] == "-" else 1
+            digits = offset[1:].replace(":", "")
+            stamp = stamp.replace(tzinfo=timezone(sign * timedelta(hours=int(digits[:2]), minutes=int(digits[2:]))))
+    else:
+        zone = zone or timezone.utc
+        early, late = stamp.replace(tzinfo=zone, fold=0), stamp.replace(tzinfo=zone, fold=1)
+        if early.utcoffset() != late.utcoffset():
+            raise RunRecordError(path, line, field, f"{text!r} is ambiguous or does not exist in {zone} (a "
+                                                    f"daylight-saving change): write times in UTC or with an offset")
+        stamp = early
+    return _in_range((stamp - _EPOCH) // timedelta(seconds=1) * NS_PER_S + fraction, text, path, line, field)
+
+
+def _in_range(ns: int, text: str, path: str, line: int, field: str) -> int:
+    if not _NS_RANGE[0] <= ns <= _NS_RANGE[1]:
+        raise RunRecordError(path, line, field, f"{text!r} is outside the years 1678-2261 that ns since the epoch hold")
+    return ns
+
+
+def _in_zone(ns: int, zone, path: str, line: int, field: str) -> int:
+    """An instant that the log reader took as UTC (sacct prints local times without a zone) read in `zone`."""
+    if zone is timezone.utc:
+        return ns
+    seconds, fraction = divmod(ns, NS_PER_S)
+    naive = (_EPOCH + timedelta(seconds=seconds)).replace(tzinfo=None)
+    return parse_instant(naive.isoformat(), zone, path, line, field) + fraction
+
+
+def _zone(tz):
+    if tz is None or tz == "UTC":
+        return timezone.utc
+    if not isinstance(tz, str):
+        return tz
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    try:
+        return ZoneInfo(tz)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ParameterError("tz", f"{tz!r} is no time zone (an IANA name such as 'Europe/Paris', or 'UTC')") from None
+
+
+def _number(value, path, line, field, *, integer=False, most=MAX_SECONDS):
+    """A finite number in [0, most], or None where missing."""
+    if value is None or (isinstance(value, str) and value.strip().lower() in _MISSING):
+        return None
+    try:
+        if isinstance(value, bool):
+            raise ValueError
+        x = float(value)
+        if integer and math.isfinite(x) and not x.is_integer():
+            raise ValueError
+    except (TypeError, ValueError, OverflowError):
+        kind = "a whole number" if integer else "a number"
+        raise RunRecordError(path, line, field, f"{value!r} is not {kind}") from None
+    if not (x >= 0 and math.isfinite(x)):
+        raise RunRecordError(path, line, field, f"{value!r} must be finite and >= 0")
+    if x > most:
+        raise RunRecordError(path, line, field, f"{value!r} is above {most:g}" + (" s (a unit slip?)" if not integer
+                                                                                    else ""))
+    return int(x) if integer else x
+
+
+def _rows(text: str, path: str):
+    """(line, mapping) of each data row of CSV or JSON Lines text."""
+    first = next((i for i, t in enumerate(text.splitlines()) if t.strip()), None)
+    if first is None:
+        return
+    lines = text.splitlines()
+    if lines[first].lstrip().startswith("{"):
+        for i in range(first, len(lines)):
+            if not lines[i].strip():
+                continue
+            try:
+                row = json.loads(lines[i])
+            except json.JSONDecodeError as err:
+                raise RunRecordError(path, i + 1, "", f"not a JSON object ({err.msg})") from None
+            if not isinstance(row, dict):
+                raise RunRecordError(path, i + 1, "", "not a JSON object")
+            yield i + 1, {str(k).strip().lower(): v for k, v in row.items()}
+        return
+    reader = csv.reader(io.StringIO("\n".join(lines[first:])))
+    header = [h.strip().lower() for h in next(reader)]
+    for need in ("time", "event"):
+        if need not in header:
+            raise RunRecordError(path, first + 1, need, f"the header lacks the column {need!r} (it has {header})")
+    for offset, fields in enumerate(reader):
+        line = first + 2 + offset
+        if not any(f.strip() for f in fields):
+            continue
+        if len(fields) > len(header):
+            raise RunRecordError(path, line, "", f"{len(fields)} fields, more than the header's {len(header)}")
+        yield line, dict(zip(header, fields))
+
+
+def _trainer_events(path: Path, zone, summary: RecordSummary) -> list:
+    name = str(path)
+    try:
+        text = read_small_text(path, MAX_RECORD_FILE_BYTES)
+    except (OSError, ValueError) as err:
+        raise RunRecordError(name, 0, "", f"cannot read the events: {err}") from None
+    events = []
+    for line, row in _rows(text, name):
+        summary.rows_read += 1
+        kind = str(row.get("event", "")).strip().lower()
+        if kind not in EVENT_KINDS:
+            raise RunRecordError(name, line, "event", f"{row.get('event')!r} is not one of {', '.join(EVENT_KINDS)}")
+        if row.get("time") is None or str(row.get("time")).strip() == "":
+            raise RunRecordError(name, line, "time", "missing")
+        at = parse_instant(row["time"], zone, name, line)
+        step = _number(row.get("step"), name, line, "step", integer=True, most=MAX_STEP)
+        duration = _number(row.get("duration_s"), name, line, "duration_s")
+        wait = _number(row.get("wait_s"), name, line, "wait_s")
+        if kind == "checkpoint_written" and (duration is None or step is None):
+            raise RunRecordError(name, line, "duration_s" if duration is None else "step",
+                                 "a checkpoint_written event needs its step and duration_s")
+        if kind == "checkpoint_restored" and step is None:
+            raise RunRecordError(name, line, "step", "a checkpoint_restored event needs the step restored")
+        reason = row.get("reason")
+        reason = "" if reason is None else str(reason).strip()
+        events.append((at, kind, -1 if step is None else step, np.nan if duration is None else duration,
+                       np.nan if wait is None else wait, reason, "events", line))
+    summary.sources.append(name)
+    return events
+
+
+def _sacct_events(path: Path, run, zone, summary: RecordSummary):
+    """Boundary events of the run's attempts, and the run's GPUs."""
+    name = str(path)
+    try:
+        log = read_log(path, taxonomy="meta-2024")
+    except LogError as err:
+        raise RunRecordError(name, err.line, "", f"{err.reason}" + (f": {err.detail}" if err.detail else "")) from None
+    ds = log.dataset
+    summary.sources.append(name)
+    summary.rows_read += log.summary.rows_read
+    for reason, count in log.summary.skipped.items():
+        summary.skipped[f"sacct: {reason}"] += count
+    summary.skipped["sacct: job steps (folded into their job)"] += log.summary.rows_folded
+    keep = np.ones(ds.sizes["job"], bool)
+    if run is not None:
+        wanted = {str(r).strip() for r in (run.split(",") if isinstance(run, str) else run)}
+        keep = np.isin(ds.run_id.values, list(wanted)) | np.isin(ds.job_id.values, list(wanted))
+        if not keep.any():
+            raise RunRecordError(name, 0, "run", f"no attempt of {sorted(wanted)} (runs in the file: "
+                                                 f"{sorted(set(ds.run_id.values.tolist()))[:10]})")
+        summary.skipped["sacct: another run"] += int((~keep).sum())
+    ds = ds.isel(job=np.flatnonzero(keep))
+    order = np.argsort(ds.start.values, kind="stable")
+    events = []
+    gpus = sorted({int(g) for g in ds.n_gpus.values if g > 0})
+    for position, i in enumerate(order):
+        line = int(ds.line.values[i])
+        start, end = ds.start.values[i], ds.end.values[i]
+        if np.isnat(start) or np.isnat(end):
+            raise RunRecordError(name, line, "Start" if np.isnat(start) else "End", "an attempt needs its start and end")
+        state, cause = str(ds.state.values[i]), str(ds.cause.values[i])
+        start_ns, end_ns = (_in_zone(int(x.astype("datetime64[ns]").astype(np.int64)), zone, name, line, field)
+                            for x, field in ((start, "Start"), (end, "End")))
+        events.append((start_ns, "attempt_start", -1, np.nan, np.nan, "", "sacct", line))
+        last = position == len(order) - 1
+        if state == "COMPLETED":
+            if not last:
+                raise RunRecordError(name, line, "State", "an attempt COMPLETED before the run's last attempt")
+            kind = "run_end"
+        else:
+            kind = "interruption" if state in _PLANNED_STATES else "failure"
+        events.append((end_ns, kind, -1, np.nan, np.nan, state + (f": {cause}" if cause else "")
+                       if kind != "run_end" else "", "sacct", line))
+    summary.rows_used += len(order)
+    return events, (gpus[-1] if gpus else None), len(gpus) > 1
+
+
+def read_run(events=None, *, sacct=None, run=None, n_gpus: int | None = None, tz: str | None = "UTC") -> RunRecord:
+    """Read a training run's record: the trainer's events, the scheduler's attempts, or both.
+
+    Parameters
+    ----------
+    events : str or pathlib.Path, optional
+        A CSV (header with at least ``time`` and ``event``; also ``step``,
+        ``duration_s``, ``wait_s``, ``reason``) or JSON Lines file (one object
+        an event, the same keys) of the trainer's events; ``event`` is one of
+        `EVENT_KINDS`. Rows may come in any order: events are sorted by time
+        (ties keep the file's order).
+    sacct : str or pathlib.Path, optional
+        A Slurm ``sacct --parsable2`` export of the run's attempts (e.g.
+        ``sacct --name NAME -P -o JobID,State,Start,End,Elapsed,AllocTRES,...``).
+        Its attempts give the run's boundaries: each attempt's start, and its
+        end as a ``failure`` (or an ``interruption`` for PREEMPTED, REQUEUED,
+        TIMEOUT and CANCELLED), or ``run_end`` where the last one COMPLETED.
+        With both files, the trainer's own boundary events are then not used
+        (counted as skipped).
+    run : str or sequence of str, optional
+        The sacct JobIDs (or requeue chains) of the run; all attempts in the
+        file when not given.
+    n_gpus : int, optional
+        GPUs of the run; taken from sacct's allocation where not given.
+    tz : str, default "UTC"
+        The IANA zone of times written without an offset, in both files.
+        sacct prints local times without one: name the cluster's zone (a time
+        the DST change repeats or skips is then refused rather than guessed).
+
+    Returns
+    -------
+    RunRecord
+        The events, time-ordered, and what happened to each row.
+
+    Raises
+    ------
+    RunRecordError
+        On a malformed file or row (the message names the file, line and field).
+    ParameterError
+        On a bad argument (no file given, an unknown zone, a bad n_gpus).
+    """
+    if events is None and sacct is None:
+        raise ParameterError("events", "give the trainer's events, an sacct export (sacct=), or both")
+    zone = _zone(tz)
+    summary = RecordSummary()
+    rows = []
+    if events is not None:
+        rows = _trainer_events(Path(events), zone, summary)
+    gpus, several = None, False
+    if sacct is not None:
+        boundary = [r for r in rows if r[1] in BOUNDARY_KINDS]
+        if boundary:
+            summary.skipped["trainer boundary events (sacct gives the attempts)"] += len(boundary)
+            rows = [r for r in rows if r[1] not in BOUNDARY_KINDS]
+        sacct_rows, gpus, several = _sacct_events(Path(sacct), run, zone, summary)
+        rows += sacct_rows
+        if several:
+            summary.notes["attempts of different sizes: the largest taken"] += 1
+    summary.rows_used += sum(1 for r in rows if r[6] == "events")
+    if n_gpus is not None:
+        gpus = check_integer("n_gpus", n_gpus, 1, 10**9)
+    rows.sort(key=lambda r: r[0])
+    if not rows:
+        raise RunRecordError(" + ".join(summary.sources), 0, "", "no events")
+    columns = list(zip(*rows))
+    time_ns = np.array(columns[0], dtype=np.int64)
+    ds = xr.Dataset(
+        {"time": ("event", time_ns.astype("datetime64[ns]")), "time_ns": ("event", time_ns),
+         "kind": ("event", np.array(columns[1], dtype=object).astype(str)),
+         "step": ("event", np.array(columns[2], dtype=np.int64)),
+         "duration_s": ("event", np.array(columns[3], dtype=float)),
+         "wait_s": ("event", np.array(columns[4], dtype=float)),
+         "reason": ("event", np.array(columns[5], dtype=object).astype(str)),
+         "source": ("event", np.array(columns[6], dtype=object).astype(str)),
+         "line": ("event", np.array(columns[7], dtype=np.int64))},
+        coords={"event": np.arange(len(rows))},
+        attrs={"sources": " + ".join(summary.sources), "time_zone": "UTC",
+               **({"events_file": str(events)} if events is not None else {}),
+               **({"sacct_file": str(sacct)} if sacct is not None else {})},
+    )
+    return RunRecord(events=ds, n_gpus=gpus, summary=summary)

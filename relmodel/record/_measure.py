@@ -1,0 +1,429 @@
+"""A run's observed ETTR and its badput, measured from its record (the study's definition).
+
+ETTR = productive time / wall-clock time of the run, from its first attempt's
+start to its end, queue time after interruptions included. Wall time splits
+exactly (integer nanoseconds) into productive compute, checkpoint writes,
+waits for persistence, lost work, restarts (initialisation after an
+interruption, failed ones included), the first attempt's startup and queue
+waits: the components of `simulate`, plus startup, which the model has not.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import xarray as xr
+
+from .._deprecation import deprecated_names
+from .._version import __version__
+from .._taxonomy import load as load_taxonomy
+from ._events import NS_PER_H, NS_PER_S, RunRecord, RunRecordError
+
+MEASURED_COMPONENTS = ("productive", "checkpoint", "persist_wait", "lost", "restart", "startup", "queue")
+GPUS_PER_NODE = 8
+
+
+@dataclasses.dataclass
+class Timeline:
+    """A record's timeline, measured (ns): totals, and per attempt and interruption.
+
+    Parameters
+    ----------
+    start, end : int
+        The run's first and last instants (ns since the epoch).
+    ended : bool
+        Whether the record has the run's end.
+    totals : dict
+        Component -> ns (None where the record cannot say).
+    attempts : list
+        Per attempt: [start, first step (-1: none), end, how it ended].
+    interruptions : list
+        Per interruption: [time, kind, reason, lost, queue after, restart
+        after (-1: none), runtime at it, whether that restart completed,
+        compute at the attempt's event before it (-1: in a restart), compute
+        at it (a write cut short counted as compute), the wait it cut short].
+    writes : list
+        Per write: (compute position at its start, duration, wait before it, end time).
+    restore_depths : list
+        Per interruption: checkpoints its restore fell back past the latest.
+    notes : list
+        Remarks on how the record was read.
+    spans : dict
+        Where each stretch of the wall went, {kind: [(start, end), ...]} in ns
+        since the run's start: the components' names (a component's spans add
+        up to its total), or "attempt" and "queue" alone without trainer events.
+    """
+
+    start: int
+    end: int
+    ended: bool
+    totals: dict  # component -> ns (None where the record cannot say)
+    attempts: list  # (start, first_step or -1, end, end kind)
+    interruptions: list
+    writes: list  # (compute position at the write's start, duration, wait)
+    restore_depths: list  # per interruption: checkpoints fallen back past the latest (0: the latest)
+    notes: list
+    spans: dict
+
+
+def timeline(record: RunRecord) -> Timeline:
+    """Walk the record's events and account for every nanosecond of the run.
+
+    Parameters
+    ----------
+    record : RunRecord
+        The run.
+
+    Returns
+    -------
+    Timeline
+        Every nanosecond of the run, accounted.
+
+    Raises
+    ------
+    RunRecordError
+        On events that contradict each other (naming the file's line).
+    """
+    ev = record.events
+    times, kinds = ev.time_ns.values, ev.kind.values
+    steps, durations, waits = ev.step.values, ev.duration_s.values, ev.wait_s.values
+    reasons, lines, sources = ev.reason.values, ev.line.values, ev.source.values
+    trainer = record.has_trainer_events
+    where = record.summary.sources
+
+    def fail(i, field, why):
+        raise RunRecordError(ev.attrs.get(f"{sources[i]}_file", where[0]), int(lines[i]), field, why)
+
+    notes = []
+    starts = np.flatnonzero(kinds == "attempt_start")
+    if starts.size == 0:
+        notes.append("no attempt_start: the run starts at its first event")
+    first = 0 if starts.size == 0 else int(starts[0])
+    if first > 0:
+        fail(0, "time", "an event before the run's first attempt_start")
+    start = int(times[0])
+    phase = "init"  # init | run | down | ended
+    clock = start
+    value = compute = 0
+    stack = [(0, 0, 0, 0)]  # checkpoints on the path: (value, compute, step, path spans up to its end)
+    restorable = {0: 0}  # step -> stack depth
+    spans = {kind: [] for kind in (*MEASURED_COMPONENTS, "attempt")}
+    path = []  # the current path's compute and writes: (start, end, kind); a restore makes those above it lost
+
+    def span(kind, a, b):
+        spans[kind].append((a - start, b - start))
+    totals = dict.fromkeys(MEASURED_COMPONENTS, 0)
+    attempts = [[start, -1, -1, ""]]
+    interruptions, writes, depths = [], [], []
+    down_at = -1
+    first_attempt = True
+
+    def restore(depth_from_top):
+        nonlocal value, compute
+        if depth_from_top:  # the checkpoints above the one restored are gone (only theirs: linear in writes)
+            keep = len(stack) - depth_from_top
+            for _, _, step, _ in stack[keep:]:
+                if restorable.get(step, -1) >= keep:
+                    del restorable[step]
+            del stack[keep:]
+        totals["lost"] += value - stack[-1][0]
+        value, compute = stack[-1][0], stack[-1][1]
+        for a, b, _ in path[stack[-1][3]:]:
+            span("lost", a, b)
+        del path[stack[-1][3]:]
+
+    def begin_run(i):
+        nonlocal phase
+        if phase == "init":  # an attempt without first_step: its initialisation is not known
+            notes.append(f"line {int(lines[i])}: an attempt with no first_step (initialisation counted as compute)")
+            attempts[-1][1] = clock
+            phase = "run"
+        elif phase != "run":
+            fail(i, "event", f"a {kinds[i]} event outside an attempt (after a failure or the run's end)")
+
+    for i in range(first, len(kinds)):
+        t, kind = int(times[i]), str(kinds[i])
+        if phase == "ended":
+            fail(i, "event", "an event after run_end")
+        if kind == "attempt_start":
+            if i == first:
+                continue
+            if phase in ("init", "run"):
+                fail(i, "event", "an attempt_start while an attempt runs (its failure or interruption is missing)")
+            totals["queue"] += t - down_at
+            span("queue", down_at, t)
+            interruptions[-1][4] = t - down_at
+            attempts.append([t, -1, -1, ""])
+            clock, phase = t, "init"
+            restore(0)
+            depths.append(0)
+        elif kind == "checkpoint_restored":
+            if phase != "init":
+                fail(i, "event", "checkpoint_restored outside an attempt's initialisation")
+            step = int(steps[i])
+            if step not in restorable:
+                fail(i, "step", f"no restorable checkpoint of step {step} on the run's path")
+            depth = len(stack) - 1 - restorable[step]
+            if depth:
+                restore(depth)
+                if depths:
+                    depths[-1] += depth
+        elif kind == "first_step":
+            if phase != "init":
+                fail(i, "event", "first_step outside an attempt's initialisation")
+            spent = t - clock
+            totals["startup" if first_attempt else "restart"] += spent
+            span("startup" if first_attempt else "restart", clock, t)
+            if not first_attempt:
+                interruptions[-1][5:8:2] = [spent, True]
+            attempts[-1][1] = t
+            clock, phase = t, "run"
+        elif kind in ("checkpoint_written", "step", "run_end"):
+            begin_run(i)
+            if kind == "checkpoint_written":
+                d, w = _ns(durations[i]), _ns(waits[i])
+                begin = t - d - w
+                if begin < clock:
+                    fail(i, "duration_s", f"the write ({durations[i]:g} s, and wait_s) would start before the "
+                                          f"previous event of the attempt")
+                value += begin - clock
+                compute += begin - clock
+                writes.append((compute, d, w, t))
+                totals["persist_wait"] += w
+                value += d
+                path.append((clock, begin, "productive"))
+                span("persist_wait", begin, begin + w)
+                path.append((begin + w, t, "checkpoint"))
+                stack.append((value, compute, int(steps[i]), len(path)))
+                restorable[int(steps[i])] = len(stack) - 1
+            else:
+                value += t - clock
+                compute += t - clock
+                path.append((clock, t, "productive"))
+            clock = t
+            if kind == "run_end":
+                attempts[-1][2:] = [t, "run_end"]
+                phase = "ended"
+        else:  # failure, interruption
+            if phase == "down" or phase == "ended":
+                fail(i, "event", f"a {kind} outside an attempt")
+            at = (-1, -1, 0)  # where it struck: compute at the attempt's last event, at the failure; wait cut
+            if phase == "init":
+                spent = t - clock
+                totals["startup" if first_attempt else "restart"] += spent
+                span("startup" if first_attempt else "restart", clock, t)
+                if not first_attempt:
+                    interruptions[-1][5:8:2] = [spent, False]
+            else:  # compute (a write cut short looks the same), then the wait it cut short (wait_s) where logged
+                w = _ns(waits[i])
+                if t - w < clock:
+                    fail(i, "wait_s", "the wait would start before the previous event of the attempt")
+                at = (compute, compute + t - w - clock, w)
+                value += t - w - clock
+                compute += t - w - clock
+                totals["persist_wait"] += w
+                path.append((clock, t - w, "productive"))
+                span("persist_wait", t - w, t)
+            attempts[-1][2:] = [t, kind]
+            lost_before = totals["lost"]
+            interruptions.append([t, kind, str(reasons[i]), lost_before, -1, -1, 0, False, *at])
+            clock, phase, down_at = t, "down", t
+            first_attempt = False
+    end = int(times[-1])
+    ended = phase == "ended"
+    if not ended:
+        notes.append("the run does not end in the record: measured up to its last event")
+        if phase == "down":
+            restore(0)
+        else:
+            attempts[-1][2:] = [end, "record end"]
+    # Lost work per interruption: what the restore after it cost (the last one, if the record ends down).
+    lost_marks = [x[3] for x in interruptions] + [totals["lost"]]
+    queue_so_far = 0
+    for k, x in enumerate(interruptions):
+        x[3] = lost_marks[k + 1] - lost_marks[k]
+        x[6] = x[0] - start - queue_so_far  # runtime at the interruption
+        queue_so_far += max(x[4], 0)
+    for a, b, kind in path:  # what the path kept: productive compute and checkpoint writes
+        span(kind, a, b)
+    checkpoint = sum(stack[k][0] - stack[k - 1][0] - (stack[k][1] - stack[k - 1][1]) for k in range(1, len(stack)))
+    totals["checkpoint"] = checkpoint
+    totals["productive"] = value - checkpoint
+    wall = end - start
+    if sum(totals.values()) != wall:  # pragma: no cover - every interval is accounted once by construction
+        raise AssertionError(f"components {sum(totals.values())} ns != wall {wall} ns")
+    if not trainer:  # attempts alone: only the run's boundaries are known
+        for name in ("productive", "checkpoint", "persist_wait", "lost", "restart", "startup"):
+            totals[name] = None
+            spans["attempt"] += spans.pop(name)
+            spans[name] = []
+        notes.append("no trainer events: productive time, writes, lost work and restarts are unknown")
+    spans = {kind: [(a, b) for a, b in items if b > a] for kind, items in spans.items()}
+    return Timeline(start, end, ended, totals, attempts, interruptions, writes, depths, notes, spans)
+
+
+def _ns(seconds: float) -> int:
+    """A logged duration in seconds (NaN: not logged, 0) as whole ns."""
+    return 0 if np.isnan(seconds) else int(round(seconds * NS_PER_S))
+
+
+def poisson_interval(count: int, exposure: float, level: float = 0.95) -> tuple[float, float]:
+    """The exact (Garwood) interval of a Poisson rate: `count` events over `exposure`.
+
+    Parameters
+    ----------
+    count : int
+        Events seen.
+    exposure : float
+        Exposure (> 0), in the rate's units.
+    level : float, default 0.95
+        Coverage.
+
+    Returns
+    -------
+    (float, float)
+        Lower and upper bounds of the rate.
+    """
+    from scipy.stats import chi2
+
+    alpha = 1.0 - level
+    low = chi2.ppf(alpha / 2, 2 * count) / 2 if count > 0 else 0.0
+    high = chi2.ppf(1 - alpha / 2, 2 * count + 2) / 2
+    return low / exposure, high / exposure
+
+
+def measure_run(record: RunRecord, *, n_gpus: int | None = None, taxonomy="meta-2024") -> xr.Dataset:
+    """Measure a run's ETTR and badput from its record.
+
+    Parameters
+    ----------
+    record : RunRecord
+        From `read_run` (or `simulate_run`).
+    n_gpus : int, optional
+        GPUs of the run (default: the record's); needed for the failure rate
+        per node-day.
+    taxonomy : Taxonomy or str, default "meta-2024"
+        Says which interruptions are infrastructure failures (by their reason).
+
+    Returns
+    -------
+    xarray.Dataset
+        ``time`` (h) along ``component`` (productive, checkpoint, persist_wait,
+        lost, restart, startup, queue; NaN where the record cannot say) and
+        ``time_ns`` (the same, exact integer ns; -1 where unknown), which add
+        up to ``wall_ns``;
+        ``wall``, ``runtime`` (wall less queue), ``ettr`` (productive / wall),
+        ``ettr_model_terms`` (productive / (wall - startup): the model has no
+        startup), counts (``interruptions``, ``failures``, ``planned``,
+        ``infrastructure``, ``attempts``, ``writes``), measured inputs
+        (``checkpoint_interval``, ``checkpoint_cost``, ``restart_cost``,
+        ``queue_wait``, ``startup_time``: means, h), the interruption rate
+        per hour of runtime and, with GPUs, ``node_day_rate``, interruptions
+        (planned ones too: each interrupts the job, as a failure does in the
+        model) per node-day of runtime, with its exact Poisson interval
+        (``node_day_rate_low``, ``node_day_rate_high``);
+        per interruption (dim ``interruption``): ``interruption_time``,
+        ``interruption_kind``, ``interruption_reason``, ``interruption_lost``,
+        ``interruption_queue``, ``interruption_restart`` (h; NaN where not
+        known); ``interruptions_by_reason``. Provenance in attrs.
+    """
+    return measure_timeline(record, timeline(record), n_gpus=n_gpus, taxonomy=taxonomy)
+
+
+def measure_timeline(record: RunRecord, tl: Timeline, *, n_gpus: int | None = None,
+                     taxonomy="meta-2024") -> xr.Dataset:
+    """`measure_run` of a record whose `timeline` is walked already (by a caller that also needs it).
+
+    Parameters
+    ----------
+    record : RunRecord
+        The run.
+    tl : Timeline
+        ``timeline(record)``.
+    n_gpus : int, optional
+        As for `measure_run`.
+    taxonomy : Taxonomy or str, default "meta-2024"
+        As for `measure_run`.
+
+    Returns
+    -------
+    xarray.Dataset
+        As `measure_run` returns it.
+    """
+    tax = load_taxonomy(taxonomy)
+    gpus = n_gpus if n_gpus is not None else record.n_gpus
+    hours = {k: (np.nan if v is None else v / NS_PER_H) for k, v in tl.totals.items()}
+    wall = (tl.end - tl.start) / NS_PER_H
+    runtime = wall - hours["queue"]
+    inter = tl.interruptions
+    kinds = np.array([x[1] for x in inter], dtype=object).astype(str)
+    reasons = np.array([x[2] or "unknown" for x in inter], dtype=object).astype(str)
+    infrastructure = [tax.is_infrastructure(*_state_and_cause(x[2])) for x in inter]
+    n = len(inter)
+    completed_restarts = [x[5] for x in inter if x[7]]
+    queue_waits = [x[4] for x in inter if x[4] >= 0]
+    ordered = [w[0] for w in tl.writes]
+    # Compute between checkpoints: the gaps between successive positions written (each once).
+    positions = np.unique(np.array([0] + ordered, dtype=np.int64))
+    interval = float(np.mean(np.diff(positions))) / NS_PER_H if positions.size > 1 else np.nan
+    first_init = tl.attempts[0][1] - tl.attempts[0][0] if tl.attempts[0][1] >= 0 else None
+    values = {
+        "wall": wall, "runtime": runtime,
+        "ettr": hours["productive"] / wall if wall > 0 else np.nan,
+        "ettr_model_terms": hours["productive"] / (wall - hours["startup"]) if wall > hours["startup"] else np.nan,
+        "interruptions": n, "failures": int((kinds == "failure").sum()), "planned": int((kinds == "interruption").sum()),
+        "infrastructure": int(sum(infrastructure)), "attempts": len(tl.attempts), "writes": len(tl.writes),
+        "checkpoint_interval": interval,
+        "checkpoint_cost": float(np.mean([w[1] for w in tl.writes])) / NS_PER_H if tl.writes else np.nan,
+        "restart_cost": float(np.mean(completed_restarts)) / NS_PER_H if completed_restarts else np.nan,
+        "queue_wait": float(np.mean(queue_waits)) / NS_PER_H if queue_waits else np.nan,
+        "startup_time": first_init / NS_PER_H if first_init is not None and record.has_trainer_events else np.nan,
+        "interruption_rate": n / runtime if runtime > 0 else np.nan,
+    }
+    if gpus:
+        node_days = runtime / 24.0 * -(-gpus // GPUS_PER_NODE)
+        low, high = poisson_interval(n, node_days) if node_days > 0 else (np.nan, np.nan)
+        values.update(node_day_rate=n / node_days if node_days > 0 else np.nan, node_day_rate_low=low,
+                      node_day_rate_high=high)
+    labels, counts = np.unique(reasons, return_counts=True) if n else (np.array([], str), np.array([], int))
+    order = np.argsort(-counts, kind="stable")
+    ds = xr.Dataset(
+        {"time": ("component", [hours[c] for c in MEASURED_COMPONENTS]),
+         "time_ns": ("component", np.array([-1 if tl.totals[c] is None else tl.totals[c] for c in MEASURED_COMPONENTS],
+                                           dtype=np.int64)),
+         "wall_ns": tl.end - tl.start,
+         **{k: ((), v) for k, v in values.items()},
+         "interruption_time": ("interruption", np.array([x[0] for x in inter], dtype=np.int64).astype("datetime64[ns]")),
+         "interruption_runtime": ("interruption", np.array([x[6] / NS_PER_H for x in inter], dtype=float)),
+         "interruption_kind": ("interruption", kinds),
+         "interruption_reason": ("interruption", reasons),
+         "interruption_lost": ("interruption", np.array([x[3] / NS_PER_H for x in inter], dtype=float)
+                               if record.has_trainer_events else np.full(n, np.nan)),
+         "interruption_queue": ("interruption", np.array([x[4] / NS_PER_H if x[4] >= 0 else np.nan for x in inter])),
+         "interruption_restart": ("interruption", np.array([x[5] / NS_PER_H if x[5] >= 0 else np.nan for x in inter])),
+         "interruption_restart_completed": ("interruption", np.array([bool(x[7]) for x in inter], dtype=bool)),
+         "interruptions_by_reason": ("reason", counts[order].astype(np.int64))},
+        coords={"component": list(MEASURED_COMPONENTS), "interruption": np.arange(n), "reason": labels[order]},
+        attrs={"relmodel_version": __version__, "sources": " + ".join(record.summary.sources),
+               "n_gpus": -1 if not gpus else int(gpus), "ended": int(tl.ended), "notes": "; ".join(tl.notes),
+               "definition": "ettr = productive / wall; wall from the first attempt's start to the run's end, "
+                             "queue waits after interruptions included", "taxonomy": tax.name},
+    )
+    for name in ("time", "wall", "runtime", "checkpoint_interval", "checkpoint_cost", "restart_cost", "queue_wait",
+                 "startup_time", "interruption_runtime", "interruption_lost", "interruption_queue",
+                 "interruption_restart"):
+        ds[name].attrs["units"] = "h"
+    ds["interruption_rate"].attrs["units"] = "1/h of runtime"
+    if gpus:
+        for name in ("node_day_rate", "node_day_rate_low", "node_day_rate_high"):
+            ds[name].attrs["units"] = "1/node-day"
+    return ds
+
+
+def _state_and_cause(reason: str) -> tuple[str, str]:
+    """An interruption's reason as (scheduler state, cause) for the taxonomy: "NODE_FAIL: xid 79" or free text."""
+    head, _, rest = reason.partition(":")
+    if head.strip().isupper() and " " not in head.strip():
+        return head.strip(), rest.strip()
+    return "FAILED", reason

@@ -1,0 +1,353 @@
+"""One run's timeline under a checkpoint plan, given when its failures strike: in integer nanoseconds.
+
+`walk` is the single mechanism behind `simulate_run` (failures drawn at random:
+a record with known truth) and `replay_run` (the failures a record shows,
+replayed under another plan). It follows the job model (docs:
+user-guide/job-model.md, 'What a job does') with the kernel's semantics:
+failures strike during compute, writes, waits for persistence and restarts, at
+instants of *runtime* (the clock that stops while the job queues); a failure
+loses the work since the latest restorable checkpoint (a write cut short
+included), the job waits in the queue, pays its restart and resumes. With a
+persist time, a checkpoint is restorable `persist` after its write ends, and a
+write waits for the previous one to become restorable (the one-level semantics
+of `simulate`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+
+from .._deprecation import deprecated_names
+from ._events import NS_PER_H, NS_PER_S
+
+STEP_NS = NS_PER_S  # the steps a walk's events carry: seconds of productive compute
+MAX_EVENTS = 1_000_000  # a walk that would log more is a plan with no end (ETTR near 0): stopped, flagged
+
+
+@dataclasses.dataclass(frozen=True)
+class CheckpointSchedule:
+    """A checkpoint plan in integer nanoseconds.
+
+    Parameters
+    ----------
+    work : int
+        Productive compute the run needs.
+    positions : tuple of int
+        Compute positions (since the run's start) after which a checkpoint is
+        written, increasing; the run ends when its compute reaches `work`.
+    write : tuple of int
+        Blocking write times, by write attempt (those a failure cuts short
+        included; the last repeats).
+    wait : tuple of int
+        Waits before each write, by write attempt (the last repeats; used
+        where `persist` is 0).
+    persist : int
+        Time from a write's end until its checkpoint is restorable (0: at once).
+    startup : int
+        The first attempt's initialisation.
+    restart : tuple of int
+        Initialisation after each interruption, by interruption (the last repeats).
+    queue : tuple of int
+        Queue wait after each interruption, by interruption (the last repeats).
+    fallback : tuple of int
+        Checkpoints each interruption's restore falls back past the latest
+        restorable one, by interruption (0 beyond the tuple): a run's own
+        record, where a restore took an older checkpoint.
+    levels : tuple of Level, optional
+        Checkpoint levels, fastest first, the durable one last (its restart is
+        `restart`): position j (1-based) writes the level of the largest
+        multiple dividing j, at that level's cost and persist (`write`,
+        `wait` and `persist` are then unused). None: one level.
+    """
+
+    work: int
+    positions: tuple
+    write: tuple
+    wait: tuple = (0,)
+    persist: int = 0
+    startup: int = 0
+    restart: tuple = (0,)
+    queue: tuple = (0,)
+    fallback: tuple = ()
+    levels: tuple | None = None
+
+    @staticmethod
+    def regular(work: int, interval: int, write: int, **kwargs) -> "CheckpointSchedule":
+        """Return the plan of a checkpoint every `interval` of compute (floor(work / interval) of them, as in the job model).
+
+        Parameters
+        ----------
+        work : int
+            Productive compute needed (ns).
+        interval : int
+            Compute between checkpoints (ns, > 0).
+        write : int
+            Each write's blocking time (ns).
+        **kwargs
+            The other fields of `CheckpointSchedule`.
+
+        Returns
+        -------
+        CheckpointSchedule
+            The plan.
+        """
+        n_full = work // interval
+        return CheckpointSchedule(work=work, positions=tuple(interval * k for k in range(1, n_full + 1)), write=(write,),
+                                  **kwargs)
+
+
+@dataclasses.dataclass(frozen=True)
+class Level:
+    """One checkpoint level of a plan (durations in ns).
+
+    Parameters
+    ----------
+    multiple : int
+        Written at every position that is a multiple of this (1 for the fastest).
+    cost : int
+        Its write's blocking time.
+    restart : int
+        The restart after restoring it (unused for the durable level).
+    persist : int
+        Time from a write's end until it is restorable.
+    survives : float
+        Probability that its checkpoints survive a failure (1 for the durable level).
+    """
+
+    multiple: int
+    cost: int
+    restart: int
+    persist: int
+    survives: float
+
+
+def _nth(values: tuple, i: int) -> int:
+    return values[i] if i < len(values) else values[-1]
+
+
+@dataclasses.dataclass
+class Walk:
+    """A walked timeline: its events and its components (ns).
+
+    Parameters
+    ----------
+    events : list
+        Rows (time since the start, kind, step, duration, wait, reason index).
+    wall, productive, checkpoint, lost, restart, startup, queue, persist_wait : int
+        The components (ns); they add up to `wall`.
+    failures : int
+        Interruptions (the failure instants consumed).
+    capped : bool
+        True where the walk stopped at `MAX_EVENTS` before the run's end.
+    """
+
+    events: list
+    wall: int
+    productive: int
+    checkpoint: int
+    lost: int
+    restart: int
+    startup: int
+    queue: int
+    persist_wait: int
+    failures: int
+    capped: bool
+
+
+def walk(plan: CheckpointSchedule, failures, reasons=None, survival=None) -> Walk:
+    """Walk the run's timeline.
+
+    Parameters
+    ----------
+    plan : CheckpointSchedule
+        The plan.
+    failures : iterator of int
+        Runtime instants (ns since the start, increasing) of the failures;
+        it may end (no more failures) or be endless.
+    reasons : iterator of int, optional
+        An index per failure, carried into its event (the reason).
+    survival : iterator of float, optional
+        With fast levels, one uniform per failure (restarts' included): the
+        levels whose `survives` is below it are lost, as in `simulate`.
+
+    Returns
+    -------
+    Walk
+        The events and components.
+    """
+    positions, work, levels = plan.positions, plan.work, plan.levels
+    top = len(levels) - 1 if levels else 0
+    longest_persist = max(x.persist for x in levels) if levels else plan.persist
+    if top and survival is None:
+        raise ValueError("a plan with fast levels needs the survival draws")
+    events = []
+    t = r = 0  # wall clock and runtime
+    value = compute = 0  # the current path: compute and writes since the start; compute alone
+    # Checkpoints on the path, restorable or pending, by position: (value, compute, durable at, position, level, step).
+    stack = [(0, 0, 0, 0, top, 0)]
+    n_done = 0  # positions done on the path (the next is positions[n_done])
+    attempted = 0  # writes begun (a failure may cut them short)
+    lost = restart = startup = queue = wait_total = 0
+    n_fail = 0
+    cut_wait = 0  # a wait for persistence that the failure cut short (logged with it)
+    fail = next(failures, None)
+    events.append((0, "attempt_start", -1, 0, 0, -1))
+    attempt_init = plan.startup
+    first_attempt = True
+    capped = False
+    while True:
+        if len(events) > MAX_EVENTS:
+            capped = True
+            break
+        # Initialisation of this attempt, unless a failure cuts it short.
+        cut = fail is not None and fail < r + attempt_init
+        spent = fail - r if cut else attempt_init
+        r += spent
+        t += spent
+        if first_attempt:
+            startup += spent
+        else:
+            restart += spent
+        if not cut:
+            events.append((t, "first_step", compute // STEP_NS, 0, 0, -1))
+            # Compute, wait, write until the end or a failure.
+            while True:
+                target = positions[n_done] if n_done < len(positions) else work
+                span = target - compute
+                if fail is not None and fail < r + span:
+                    value += fail - r
+                    compute += fail - r
+                    t += fail - r
+                    r = fail
+                    break
+                r += span
+                t += span
+                value += span
+                compute = target
+                if n_done >= len(positions):
+                    events.append((t, "run_end", compute // STEP_NS, 0, 0, -1))
+                    return Walk(events, t, compute, value - compute, lost, restart, startup, queue, wait_total,
+                                n_fail, False)
+                # Wait for the previous write of this level to become restorable, then write.
+                level = _level_of(n_done + 1, levels)
+                persist = levels[level].persist if levels else plan.persist
+                if persist or levels:
+                    w = max(next((e[2] for e in reversed(stack) if e[4] == level), 0) - r, 0)
+                else:
+                    w = _nth(plan.wait, attempted)
+                d = levels[level].cost if levels else _nth(plan.write, attempted)
+                attempted += 1
+                if fail is not None and fail < r + w:
+                    cut_wait = fail - r
+                    wait_total += cut_wait
+                    t += cut_wait
+                    r = fail
+                    break
+                r += w
+                t += w
+                wait_total += w
+                if fail is not None and fail < r + d:
+                    cut_wait = w  # the wait before a write cut short: logged with the failure too
+                    value += fail - r
+                    t += fail - r
+                    r = fail
+                    break
+                r += d
+                t += d
+                value += d
+                n_done += 1
+                stack.append((value, compute, r + persist, n_done, level, compute // STEP_NS))
+                events.append((t, "checkpoint_written", compute // STEP_NS, d, w, -1))
+        # A failure at runtime r: pending writes are lost, the levels below the survival draw too;
+        # the latest checkpoint left is restored.
+        reason = next(reasons, -1) if reasons is not None else -1
+        events.append((t, "failure", -1, 0, cut_wait, reason))
+        cut_wait = 0
+        n_fail += 1
+        lowest = 0
+        if top:
+            u = next(survival)
+            while u > levels[lowest].survives:
+                lowest += 1
+        k = len(stack) - 1
+        while k > 0 and not (stack[k][2] <= r and stack[k][4] >= lowest):
+            k -= 1
+        # Below it, writes still pending are lost too (only those within the longest persist of now);
+        # older ones, and lost levels' ones, are never restored again (a newer, as durable one is above).
+        j = k - 1
+        while j > 0 and stack[j][2] > r - longest_persist:
+            if stack[j][2] > r:
+                del stack[j]
+                k -= 1
+            j -= 1
+        k = max(k - (plan.fallback[n_fail - 1] if n_fail <= len(plan.fallback) else 0), 0)
+        del stack[k + 1:]
+        restored = stack[-1]
+        lost += value - restored[0]
+        value, compute, n_done = restored[0], restored[1], restored[3]
+        q = _nth(plan.queue, n_fail - 1)
+        t += q
+        queue += q
+        events.append((t, "attempt_start", -1, 0, 0, -1))
+        events.append((t, "checkpoint_restored", restored[5], 0, 0, -1))
+        attempt_init = levels[restored[4]].restart if restored[4] < top else _nth(plan.restart, n_fail - 1)
+        first_attempt = False
+        fail = next(failures, None)
+        if fail is not None and fail < r:
+            raise ValueError("failure instants must increase")
+    return Walk(events, t, compute, value - compute, lost, restart, startup, queue, wait_total, n_fail, capped)
+
+
+def _level_of(position: int, levels) -> int:
+    """The level position (1-based) writes: the slowest whose multiple divides it."""
+    if not levels:
+        return 0
+    level = 0
+    for k in range(len(levels) - 1, 0, -1):
+        if position % levels[k].multiple == 0:
+            level = k
+            break
+    return level
+
+
+def exponential_failures(rng: np.random.Generator, mean_ns: float, start: int = 0):
+    """Yield endless failure instants after `start`, at exponential gaps.
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+        The generator.
+    mean_ns : float
+        Mean gap (ns of runtime).
+    start : int, default 0
+        Runtime (ns) after which they come.
+
+    Yields
+    ------
+    int
+        Runtime instants (ns), increasing.
+    """
+    at = start
+    while True:
+        gap = rng.standard_exponential() * mean_ns
+        at += max(int(round(gap)), 1) if math.isfinite(gap) else 2**62
+        yield at
+
+
+def hours_to_ns(hours: float) -> int:
+    """Return hours as whole nanoseconds (rounded).
+
+    Parameters
+    ----------
+    hours : float
+        A duration in hours.
+
+    Returns
+    -------
+    int
+        Nanoseconds.
+    """
+    return int(round(float(hours) * NS_PER_H))
