@@ -28,13 +28,13 @@ from relmodel._checkpoint_plan import _value, best_intervals
 FAST = rm.CheckpointLevel
 CLUSTER = dict(n_gpus=16384, failure_rate=6.5e-3, restart_cost="10min")
 PLANS = {
-    "issue 31: nearly durable cheap fast level": rm.Scenario(
+    "a nearly durable cheap fast level": rm.Scenario(
         **CLUSTER, work="14d", checkpoint_interval="2h", checkpoint_cost="10min",
         fast_checkpoints=(FAST(interval="2min", cost="1s", restart="3min", survives=0.995),)),
-    "issue 31: free fast level that always survives": rm.Scenario(
+    "a free fast level that always survives": rm.Scenario(
         **CLUSTER, work="2d", checkpoint_interval="2h", checkpoint_cost="1min",
         fast_checkpoints=(FAST(interval="2min", cost=0, restart="10min", survives=1.0),)),
-    "issue 31: durable write persisting past the MTTF": rm.Scenario(
+    "a durable write persisting past the MTTF": rm.Scenario(
         **CLUSTER, work="2d", checkpoint_interval="3h", checkpoint_cost="1min", checkpoint_persist="3h"),
     "a free 1 s level beside a 6 h persist, 24 h": rm.Scenario(
         n_gpus=16384, failure_rate=1e-3, work=24.0, restart_cost=0.1, checkpoint_cost=0.1, checkpoint_persist=6.0,

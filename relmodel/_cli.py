@@ -322,7 +322,7 @@ def fit_log(path: Path, *, flag: str, **kwargs):
         raise click.UsageError(f"{flag}: no such file: {path}")
     size = path.stat().st_size
     if size > _NOTED_LOG_BYTES:  # seconds for a large log (docs: benchmarks.md): say what the wait is
-        feedback.note(f"reading and fitting {path} ({size / 1e6:.3g} MB, about 0.1 s a MB) ...")
+        feedback.note(f"reading and fitting {path} ({size / 1e6:.3g} MB) ...")
     try:
         return fit(path, **kwargs)
     except LogError as err:

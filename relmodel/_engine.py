@@ -603,7 +603,7 @@ def background_compile() -> BackgroundCompile:
     if not _background:
         from ._feedback import note
 
-        note("compiling relmodel's simulation kernels in the background (45 to 70 s on 2 cores, cached once done); "
+        note("compiling relmodel's simulation kernels in the background (about a minute, once: they are cached); "
              "running on the Cython twin meanwhile, the same bits")
         _background.append(BackgroundCompile())
     return _background[0]
