@@ -29,6 +29,7 @@ Writes checkpoint_strategies.nc and checkpoint_strategies.png.
 """
 
 import argparse
+import dataclasses
 import warnings
 from pathlib import Path
 
@@ -37,7 +38,6 @@ import xarray as xr
 from matplotlib.figure import Figure
 
 import relmodel as rm
-from relmodel._checkpoint_plan import with_intervals
 from relmodel.plot import plain_log_axis
 
 GPUS, DAYS, INTERRUPTIONS = 16384, 54, 419
@@ -48,6 +48,15 @@ RUN = rm.Scenario(n_gpus=GPUS, failure_rate=RATE, work=f"{DAYS}d", checkpoint_in
                   fast_checkpoints=(IN_MEMORY,))
 LABELS = {"blocking": "blocking (5.5 min writes)", "asynchronous": "asynchronous (30 s + 5 min to persist)",
           "multilevel": "two-level (in memory + asynchronous durable)"}
+
+
+def with_intervals(sc: rm.Scenario, fastest: float, multiple: int) -> rm.Scenario:
+    """`sc` with its fastest interval moved, the other levels keeping their multiples of it."""
+    fast = sc.fast_checkpoints
+    if not fast:
+        return sc.sweep(checkpoint_interval=fastest)
+    levels = tuple(dataclasses.replace(lv, interval=round(lv.interval / fast[0].interval) * fastest) for lv in fast)
+    return sc.sweep(fast_checkpoints=levels, checkpoint_interval=multiple * fastest)
 
 
 def curve(plan: rm.CheckpointPlan, name: str, fastest: np.ndarray) -> np.ndarray:

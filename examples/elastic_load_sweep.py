@@ -31,7 +31,6 @@ import xarray as xr
 
 import relmodel
 import relmodel.elastic as el
-from relmodel.elastic._plot import cluster_figure, load_sweep_figure
 
 # The docs gallery runs examples from this folder, and without __file__.
 HERE = Path(__file__).resolve().parent if "__file__" in globals() else Path.cwd()
@@ -91,7 +90,7 @@ def failures(failure_rates, seeds, window) -> xr.Dataset:
 def replay(name: str, out: Path) -> xr.Dataset:
     work = el.read_elasticflow(DATA / f"{name}.csv")
     runs = [el.simulate_cluster(work, n_gpus=N_GPUS, unplaceable=mode) for mode in ("drop", "queue")]
-    cluster_figure(runs[1], out / f"elastic_trace_{name}.png")
+    el.cluster_figure(runs[1], out / f"elastic_trace_{name}.png")
     # The time bins follow each run's length: keep the per-policy and per-job variables.
     ds = xr.concat([r.drop_dims("time").drop_attrs() for r in runs],
                    dim=xr.DataArray(["drop", "queue"], dims="unplaceable"))
@@ -127,8 +126,8 @@ def main():
         sweep = load_sweep([1, 2, 4, 8, 16, 32, 64], "24h", range(5), ["global", "per-gpu"])
         fails = failures([0.5, 2.0], range(5), "24h")
     sweep.to_netcdf(args.out / "elastic_load_sweep.nc", engine="h5netcdf")
-    load_sweep_figure(sweep.sum("seed").assign(jct_mean=sweep.jct_mean.mean("seed")).sel(batch_scaling="global"),
-                      args.out / "elastic_load_sweep.png")
+    el.load_sweep_figure(sweep.sum("seed").assign(jct_mean=sweep.jct_mean.mean("seed")).sel(batch_scaling="global"),
+                         args.out / "elastic_load_sweep.png")
     fails.to_netcdf(args.out / "elastic_failures.nc", engine="h5netcdf")
     print_sweep(sweep)
     print("\nGPU-hours lost to node failures (sum over seeds), and per job struck")

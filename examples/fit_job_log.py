@@ -21,7 +21,6 @@ from pathlib import Path
 from matplotlib.figure import Figure
 
 import relmodel as rm
-from relmodel._synthetic_log import synthetic_log
 
 TRUE_RATE, GPUS = 6.5e-3, 16384
 
@@ -35,7 +34,7 @@ def main():
 
     log_path = args.out / "fit_job_log.sacct"
     n_jobs = 20_000 if args.quick else 60_000
-    cluster = synthetic_log(n_jobs, failure_rate=TRUE_RATE, seed=2024, n_nodes=128, lemon_nodes=2,
+    cluster = rm.synthetic_log(n_jobs, failure_rate=TRUE_RATE, seed=2024, n_nodes=128, lemon_nodes=2,
                             lemon_rate_factor=30)
     cluster.to_sacct(log_path)
 

@@ -44,7 +44,6 @@ import argparse
 from pathlib import Path
 
 import relmodel.pipeline as pl
-from relmodel.pipeline._cli import format_runs, format_steady_state
 
 PROFILE = pl.stage_profile("gpt3-175b", "a100-80gb", stages=8, tensor_parallel=8)  # times in s
 LINKS = dict(p2p_delay=0.002, reroute_delay=0.004, optimizer_time=0.3)
@@ -63,11 +62,11 @@ def main():
     cfg = PROFILE.config(replicas=16, microbatches=32, **LINKS)
     model = pl.RunModel(duration="14d", failure_rate=6.5e-3, repair_time="4h", time_unit="1s")
     table = pl.throughput_table(cfg, range(5 if args.quick else 9))  # a ReCycle plan of 12,288 tasks a row
-    print(format_steady_state(table, model))
+    print(pl.format_steady_state(table, model))
 
     runs = pl.simulate_runs(cfg, model, n_runs=20 if args.quick else 400, seed=0)
     print()
-    print(format_runs(runs, "14-day runs"))
+    print(pl.format_runs(runs, "14-day runs"))
 
     replayed = None
     names = ("p3-trace.csv",) if args.quick else ("p3-trace.csv", "g4dn-trace.csv")
@@ -76,7 +75,7 @@ def main():
         small = pl.PipelineConfig(4, 4, 32, fwd=0.14, bwd_input=0.14, bwd_weight=0.14, **LINKS)  # no memory limit
         replayed = pl.replay_traces(small, found, model, n_runs=2 if args.quick else 16, seed=0)
         print()
-        print(format_runs(replayed, "AWS spot traces (Bamboo artifact, MIT), 4 replicas x 4 stages"))
+        print(pl.format_runs(replayed, "AWS spot traces (Bamboo artifact, MIT), 4 replicas x 4 stages"))
     if not found:
         print(f"\n(no spot traces under {TRACES}: trace replay skipped)")
 

@@ -30,8 +30,7 @@ import dataclasses
 from pathlib import Path
 
 import relmodel as rm
-from relmodel.record import implied_scenario
-from relmodel.record._plot import run_figure
+from relmodel.record import implied_scenario, run_figure
 
 DAYS, GPUS, INTERRUPTIONS, PLANNED = 54, 16384, 466, 47
 # Unexpected interruptions by root cause (Llama 3 paper, Table 5; they sum to 419).

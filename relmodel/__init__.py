@@ -6,15 +6,19 @@ as labelled xarray Datasets.
 
 from ._version import __version__
 from ._checkpoint_plan import CHECKPOINT_STRATEGIES, CheckpointPlan, plan_checkpoints
-from ._closed_form import ClosedFormWarning, ettr, mttf, optimal_interval
+from ._closed_form import ClosedFormWarning, ettr, linear_deviation, mttf, optimal_interval
 from ._failures import FAILURE_MODELS, Exponential, FailureCategory, LemonMixture, TaxonomyMixture, Weibull
 from ._fit import FitResult, fit
+from ._job_logs import JobLog, read_log
 from ._plan import Plan, plan
 from .record import RunRecord, RunRecordError, measure_run, predict_run, read_run, replay_run, simulate_run
 from ._errors import ParameterError, ScenarioError
 from ._scenario import CheckpointLevel, Scenario
 from ._simulate import CappedJobsWarning, OutOfRangeWarning, compare, simulate
 from ._sweep import open_study, verify_study
+from ._synthetic_log import synthetic_log
+from ._taxonomy import Taxonomy
+from ._taxonomy import load as load_taxonomy
 from ._units import to_hours
 from ._deprecation import keep_public_names, serve_old_module_paths
 
@@ -45,6 +49,7 @@ __all__ = [
     "Exponential",
     "FailureCategory",
     "FitResult",
+    "JobLog",
     "LemonMixture",
     "OutOfRangeWarning",
     "ParameterError",
@@ -53,12 +58,15 @@ __all__ = [
     "RunRecordError",
     "Scenario",
     "ScenarioError",
+    "Taxonomy",
     "TaxonomyMixture",
     "Weibull",
     "compare",
     "elastic",
     "ettr",
     "fit",
+    "linear_deviation",
+    "load_taxonomy",
     "measure_run",
     "mttf",
     "open_study",
@@ -67,10 +75,12 @@ __all__ = [
     "plan",
     "plan_checkpoints",
     "predict_run",
+    "read_log",
     "read_run",
     "replay_run",
     "simulate",
     "simulate_run",
+    "synthetic_log",
     "to_hours",
     "verify_study",
 ]

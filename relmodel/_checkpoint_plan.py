@@ -24,7 +24,6 @@ import warnings
 
 import numpy as np
 
-from ._deprecation import deprecated_names
 from ._display import key_value_table
 from ._closed_form import (MIN_INTERVAL, ClosedFormWarning, _level_args, ettr, feasible_interval, levels_point_ettr,
                            linear_valid, optimal_interval)

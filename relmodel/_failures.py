@@ -21,7 +21,6 @@ import math
 
 import numpy as np
 
-from ._deprecation import deprecated_names
 from ._errors import ScenarioError, check_integer, check_memory, check_number
 from ._synthetic_log import synthetic_log  # noqa: F401  re-exported: relmodel._failures.synthetic_log
 from ._taxonomy import TaxonomyError

@@ -23,7 +23,6 @@ try:  # Python >= 3.11
 except ModuleNotFoundError:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
-from ._deprecation import deprecated_names
 from ._text import decode_utf8
 from ._errors import ParameterError
 from ._units import short_repr, to_hours_with_unit

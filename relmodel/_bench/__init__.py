@@ -50,7 +50,6 @@ import tracemalloc
 
 import numpy as np
 
-from .._deprecation import deprecated_names
 from .._version import __version__
 from .._closed_form import ettr as closed_form_ettr
 from .._scenario import Scenario

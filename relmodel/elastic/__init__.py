@@ -19,6 +19,7 @@ from ._allocate import ALLOCATION_POLICIES, OBJECTIVES, Allocation, allocate
 from ._cluster import CLUSTER_POLICIES, OUTCOMES, PolicyRun, UnfinishedJobsWarning, run_policy
 from ._config import ClusterConfig
 from ._dataset import common_jct_mean, simulate_cluster, summary
+from ._plot import cluster_figure, load_sweep_figure
 from ._jobs import Job, JobError, check_job, job_options, statistical_efficiency
 from ._throughput import (CURVE_FAMILIES, FITTED_MODELS, ROOFLINE_MODELS, ParametricThroughput, ProfiledThroughput,
                           RooflineThroughput, curve_models, fit_parametric, roofline_model)
@@ -27,37 +28,39 @@ from ._workloads import Workload, synthetic_workload
 
 __all__ = [
     "ALLOCATION_POLICIES",
+    "CLUSTER_POLICIES",
     "CURVE_FAMILIES",
     "FITTED_MODELS",
     "OBJECTIVES",
     "OUTCOMES",
-    "CLUSTER_POLICIES",
     "ROOFLINE_MODELS",
     "Allocation",
     "ClusterConfig",
     "Job",
     "JobError",
+    "JobTraceError",
     "ParametricThroughput",
     "PolicyRun",
     "ProfiledThroughput",
     "RooflineThroughput",
-    "JobTraceError",
     "TraceWarning",
     "UnfinishedJobsWarning",
     "Workload",
     "allocate",
     "check_job",
+    "cluster_figure",
     "common_jct_mean",
     "curve_models",
     "fit_parametric",
     "job_options",
-    "statistical_efficiency",
+    "load_sweep_figure",
     "read_elasticflow",
     "read_job_csv",
     "read_job_trace",
     "roofline_model",
     "run_policy",
     "simulate_cluster",
+    "statistical_efficiency",
     "summary",
     "synthetic_workload",
 ]

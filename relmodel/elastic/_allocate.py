@@ -17,7 +17,6 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .._deprecation import deprecated_names
 from .._display import key_value_table
 from .._errors import ParameterError
 from ._jobs import Job, Options, job_options

@@ -34,7 +34,6 @@ from collections import deque
 
 import numpy as np
 
-from .._deprecation import deprecated_names
 from .._display import key_value_table
 from .._errors import ParameterError
 from ._allocate import PrefixSolver, _check_choice

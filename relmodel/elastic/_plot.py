@@ -60,12 +60,15 @@ def cluster_figure(ds, path=None):
 
     Parameters
     ----------
-    ds : a Dataset from `simulate_cluster` (dims time x policy).
-    path : save the figure here when given.
+    ds : xarray.Dataset
+        A Dataset from `simulate_cluster` (dims time x policy).
+    path : str or pathlib.Path, optional
+        Where to save the figure (its format from the suffix).
 
     Returns
     -------
     matplotlib.figure.Figure
+        The figure, saved to `path` when one is given.
     """
     from matplotlib.figure import Figure
 
@@ -102,13 +105,16 @@ def load_sweep_figure(sweep, path=None):
 
     Parameters
     ----------
-    sweep : a Dataset with dims arrival_rate x policy (variables completed,
-        submitted, jct_mean).
-    path : save the figure here when given.
+    sweep : xarray.Dataset
+        Dims arrival_rate x policy, with the variables completed, submitted
+        and jct_mean.
+    path : str or pathlib.Path, optional
+        Where to save the figure (its format from the suffix).
 
     Returns
     -------
     matplotlib.figure.Figure
+        The figure, saved to `path` when one is given.
     """
     from matplotlib.figure import Figure
 

@@ -47,7 +47,6 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from .._deprecation import deprecated_names
 from .._errors import ParameterError
 
 _TERMS = ("t_fixed", "t_sample", "t_log", "t_ring", "t_hop")

@@ -19,7 +19,6 @@ from pathlib import Path
 import numpy as np
 
 from .. import _fast_csv
-from .._deprecation import deprecated_names
 from .._text import NotUTF8Error, decode_utf8
 from .._errors import ParameterError
 from .._units import to_hours

@@ -37,6 +37,7 @@ from ._datasets import (
     simulate_runs,
     throughput_table,
 )
+from ._cli import format_runs, format_steady_state
 from ._plot import throughput_figure
 from ._planner import PLAN_METHODS, AdaptedPlan, PlannerWarning, adapted_plan, lower_bound
 from ._recycle import recycle_plan, recycle_schedule
@@ -82,6 +83,8 @@ __all__ = [
     "bamboo_schedule",
     "evaluate",
     "failure_mask",
+    "format_runs",
+    "format_steady_state",
     "failure_set",
     "fault_free",
     "gpu_preset",

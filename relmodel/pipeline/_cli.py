@@ -12,7 +12,6 @@ import click
 import numpy as np
 import xarray as xr
 
-from .._deprecation import deprecated_names
 from .._cli_shared import (DatasetPath, Duration, FigurePath, output_errors, overwrite_option, quiet_option,
                            refuse_unused, to_json, usage_error, write_dataset)
 from .._errors import parameter_and_reason
@@ -308,10 +307,26 @@ def _table_row(table, n: int) -> str:
 
 
 def format_steady_state(table, model=None, rows: bool = True) -> str:
-    """The steady-state table: every column a fraction of fault-free throughput,
-    plus ReCycle's aim and the busiest survivor's load, with footnotes on what
-    "steady state" means for each strategy (`model`, a `RunModel`, prices a
-    checkpoint-restart); rows=False: the footnotes alone (the rows printed as they came)."""
+    """Format the steady-state table as text, with its footnotes.
+
+    Every column is a fraction of fault-free throughput, beside ReCycle's aim
+    and the busiest survivor's load; the footnotes say what "steady state"
+    means for each strategy.
+
+    Parameters
+    ----------
+    table : xarray.Dataset
+        A table from `throughput_table`.
+    model : RunModel, optional
+        Prices a checkpoint-restart in the footnotes.
+    rows : bool, default True
+        False: the footnotes alone (the rows printed as they came).
+
+    Returns
+    -------
+    str
+        The table's text.
+    """
     a = table.attrs
     strategies = [str(s) for s in table.strategy.values]
     p, d, m = int(a["stages"]), int(a["replicas"]), int(a["microbatches"])
@@ -357,6 +372,21 @@ def format_steady_state(table, model=None, rows: bool = True) -> str:
 
 
 def format_runs(ds, label: str) -> str:
+    """Format runs' time-average throughput as text, with confidence intervals.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        Runs from `simulate_runs` or `replay_traces` (one column per trace
+        when it has a trace dim).
+    label : str
+        The table's heading.
+
+    Returns
+    -------
+    str
+        The table's text: one row per strategy.
+    """
     groups = [str(t) for t in ds.trace.values] if "trace" in ds.dims else [None]
     rows = [["strategy"] + [g or "fraction" for g in groups]]
     for s in ds.strategy.values:

@@ -16,7 +16,6 @@ from collections.abc import Iterable, Mapping
 
 import numpy as np
 
-from .._deprecation import deprecated_names
 from .._errors import ParameterError
 
 ORDERS = ("1f1b", "zb-h1")

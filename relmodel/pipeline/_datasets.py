@@ -10,7 +10,6 @@ import numpy as np
 import xarray as xr
 
 from .. import _labels as labels
-from .._deprecation import deprecated_names
 from ._config import PipelineConfig, PipelineError, _check_choice, check_count, show, spread_failures
 from ._recycle import load_bound
 from ._runs import RunModel, ideal_steps, monte_carlo_paths, recycle_periods, replay_paths, run_progress

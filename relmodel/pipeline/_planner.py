@@ -64,7 +64,6 @@ import warnings
 
 import numpy as np
 
-from .._deprecation import deprecated_names
 from ._config import PipelineConfig, PipelineError, _check_choice
 from ._graph import (B, F, W, build_graph, cross_stage_edges, default_executor, executor_workers, stage_order,
                      task_index)

@@ -35,7 +35,6 @@ import math
 
 import numpy as np
 
-from .._deprecation import deprecated_names
 from .._units import to_hours
 from ._config import PipelineConfig, PipelineError, _check_real, failure_mask, show
 from ._schedule import kernels

@@ -90,7 +90,6 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from .._deprecation import deprecated_names
 from ._config import PipelineConfig, PipelineError, StageMemory, _check_choice, check_count, _check_real, check_time
 
 MLPS = ("gelu", "swiglu")

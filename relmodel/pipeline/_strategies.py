@@ -41,7 +41,6 @@ import math
 
 import numpy as np
 
-from .._deprecation import deprecated_names
 from ._config import PipelineConfig, PipelineError, StageMemory, check_count, _check_real, failure_mask, show
 from ._graph import R_KIND, build_graph, stage_order, task_index
 from ._planner import check_method

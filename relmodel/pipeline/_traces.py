@@ -11,7 +11,6 @@ from pathlib import Path
 
 import numpy as np
 
-from .._deprecation import deprecated_names
 from .._text import NotUTF8Error, decode_utf8
 from .._errors import ParameterError
 

@@ -5,8 +5,20 @@ from .._deprecation import keep_public_names
 from ._events import EVENT_KINDS, RecordSummary, RunRecord, RunRecordError, read_run
 from ._measure import measure_run
 from ._model import implied_scenario, predict_run, replay_run, simulate_run
+from ._plot import run_figure
 
-__all__ = ["EVENT_KINDS", "RecordSummary", "RunRecord", "RunRecordError", "implied_scenario", "measure_run",
-           "predict_run", "read_run", "replay_run", "simulate_run"]
+__all__ = [
+    "EVENT_KINDS",
+    "RecordSummary",
+    "RunRecord",
+    "RunRecordError",
+    "implied_scenario",
+    "measure_run",
+    "predict_run",
+    "read_run",
+    "replay_run",
+    "run_figure",
+    "simulate_run",
+]
 
 keep_public_names(__name__)

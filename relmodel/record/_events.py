@@ -24,7 +24,6 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from .._deprecation import deprecated_names
 from .._errors import ParameterError, check_integer
 from .._job_logs import LogError, read_log
 from .._taxonomy import read_small_text

@@ -15,7 +15,6 @@ import dataclasses
 import numpy as np
 import xarray as xr
 
-from .._deprecation import deprecated_names
 from .._version import __version__
 from .._taxonomy import load as load_taxonomy
 from ._events import NS_PER_H, NS_PER_S, RunRecord, RunRecordError

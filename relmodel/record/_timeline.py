@@ -20,7 +20,6 @@ import math
 
 import numpy as np
 
-from .._deprecation import deprecated_names
 from ._events import NS_PER_H, NS_PER_S
 
 STEP_NS = NS_PER_S  # the steps a walk's events carry: seconds of productive compute
