@@ -13,7 +13,8 @@ import warnings
 import numpy as np
 
 from . import _labels as labels
-from ._errors import ParameterError, check_number
+from ._errors import ParameterError
+from ._checks import check_number
 from ._failures import has_lemons, job_rate_log_masses
 from ._levels_closed_form import levels_expected_wall, levels_first_order, waiting_writes
 from ._scenario import Scenario, as_scenario, split_work

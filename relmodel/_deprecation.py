@@ -27,8 +27,9 @@ RENAMED: dict[str, str] = {}
 PUBLIC_MODULES = ("relmodel", "relmodel.pipeline", "relmodel.elastic", "relmodel.record", "relmodel.plot",
                   "relmodel.testing.strategies", "relmodel.testing.invariants")
 
-# Modules private from 0.3.0: old path -> (private module, {old name: new dotted path}).
-MOVED_MODULES: dict[str, tuple[str, dict[str, str]]] = {
+# Modules private from 0.3.0: old path -> (private module, or modules it was split
+# into, {old name: new dotted path}).
+MOVED_MODULES: dict[str, tuple[str | tuple[str, ...], dict[str, str]]] = {
     "relmodel.bench": ("relmodel._bench", {
         "main": "relmodel._bench.benchmark_main",
         "run": "relmodel._bench.run_benchmark",
@@ -53,14 +54,14 @@ MOVED_MODULES: dict[str, tuple[str, dict[str, str]]] = {
         "TraceError": "relmodel.elastic.JobTraceError",
         "read_trace": "relmodel.elastic.read_job_trace",
     }),
-    "relmodel.errors": ("relmodel._errors", {}),
+    "relmodel.errors": (("relmodel._errors", "relmodel._checks"), {}),
     "relmodel.failures": ("relmodel._failures", {"MODELS": "relmodel.FAILURE_MODELS"}),
     "relmodel.fit": ("relmodel._fit", {}),
     "relmodel.labels": ("relmodel._labels", {}),
     "relmodel.levels_closed_form": ("relmodel._levels_closed_form", {}),
     "relmodel.logs": ("relmodel._job_logs", {}),
     "relmodel.pipeline.cli": ("relmodel.pipeline._cli", {
-        "format_table": "relmodel.pipeline._cli.format_steady_state",
+        "format_table": "relmodel.pipeline.format_steady_state",
     }),
     "relmodel.pipeline.config": ("relmodel.pipeline._config", {
         "failed_workers": "relmodel.pipeline.failure_mask",
@@ -106,7 +107,7 @@ MOVED_MODULES: dict[str, tuple[str, dict[str, str]]] = {
     "relmodel.units": ("relmodel._units", {}),
 }
 for _old, (_new, _renames) in MOVED_MODULES.items():
-    RENAMED[_old] = _new
+    RENAMED[_old] = _new if isinstance(_new, str) else _new[0]
     RENAMED.update({f"{_old}.{name}": new for name, new in _renames.items()})
 
 
@@ -127,7 +128,8 @@ def resolve(path: str):
     raise ModuleNotFoundError(path)
 
 
-def deprecated_names(module: str, renames: dict[str, str] | None = None, *, moved_to: str | None = None,
+def deprecated_names(module: str, renames: dict[str, str] | None = None, *,
+                     moved_to: str | tuple[str, ...] | None = None,
                      message: str | None = None):
     """Return a module ``__getattr__`` serving old names with a `DeprecationWarning`.
 
@@ -139,9 +141,9 @@ def deprecated_names(module: str, renames: dict[str, str] | None = None, *, move
         Old name -> the new object's dotted path (``"relmodel.elastic.CLUSTER_POLICIES"``).
         The new object is imported on first use, so a shim never imports what its
         module does not.
-    moved_to : str, optional
-        A module's dotted path: any other public name is looked up there (a whole
-        module moved; the warning names the new module).
+    moved_to : str or tuple of str, optional
+        A module's dotted path, or several (a module split in two): any other
+        public name is looked up there, in order (a whole module moved).
     message : str, optional
         Text added to each warning (what else changed, where to read more).
 
@@ -153,14 +155,16 @@ def deprecated_names(module: str, renames: dict[str, str] | None = None, *, move
     """
     renames = dict(renames or {})
     RENAMED.update({f"{module}.{old}": new for old, new in renames.items()})
-    if moved_to is not None:
-        RENAMED[module] = moved_to
+    moved = (moved_to,) if isinstance(moved_to, str) else tuple(moved_to or ())
+    if moved:
+        RENAMED[module] = moved[0]
 
     def __getattr__(name: str):
+        holders = [] if name.startswith("_") else [m for m in moved if hasattr(importlib.import_module(m), name)]
         if name in renames:
             new = renames[name]
-        elif moved_to is not None and not name.startswith("_"):
-            new = f"{moved_to}.{name}"
+        elif holders:
+            new = f"{holders[0]}.{name}"
         else:
             raise AttributeError(f"module {module!r} has no attribute {name!r}")
         target = resolve(new)
@@ -197,15 +201,17 @@ class _OldPathLoader(importlib.abc.Loader):
 
     def exec_module(self, module):
         new, renames = MOVED_MODULES[module.__name__]
-        module.__doc__ = f"Deprecated path: the module is private ({new}) from relmodel 0.3.0."
+        private = new if isinstance(new, str) else " and ".join(new)
+        module.__doc__ = f"Deprecated path: the module is private ({private}) from relmodel 0.3.0."
         module.__getattr__ = deprecated_names(module.__name__, renames, moved_to=new)
 
     def get_code(self, fullname):
         # `python -m <old path>` runs the private module as the main program.
-        new = MOVED_MODULES[fullname][0]
-        return compile(f"import runpy, warnings\nwarnings.warn('python -m {fullname} is deprecated: use "
-                       f"python -m relmodel', DeprecationWarning)\nrunpy.run_module({new!r}, run_name='__main__', alter_sys=True)",
-                       fullname, "exec")
+        new = RENAMED[fullname]
+        source = (f"import runpy, warnings\n"
+                  f"warnings.warn('python -m {fullname} is deprecated: use python -m relmodel', DeprecationWarning)\n"
+                  f"runpy.run_module({new!r}, run_name='__main__', alter_sys=True)\n")
+        return compile(source, fullname, "exec")
 
 
 class _OldPathFinder(importlib.abc.MetaPathFinder):

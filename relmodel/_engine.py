@@ -18,7 +18,8 @@ from ._kernels.layout import (
     S_EFF, S_EFF_SQ, S_FAILURES, S_FAILURES_SQ, S_LOST, S_N, S_PRODUCTIVE, S_PRODUCTIVE_SQ,
     S_PRODUCTIVE_WALL, S_QUEUE, S_RESTART, S_WAIT, S_WALL, S_WALL_SQ, V_COST, V_PERSIST, V_RESTART, V_SURVIVES,
 )
-from ._errors import ParameterError, ScenarioError, check_flag, check_integer, check_memory
+from ._errors import ParameterError, ScenarioError
+from ._checks import check_flag, check_integer, check_memory
 from ._failures import category_cdf, job_rate_table
 from ._scenario import Scenario, split_work
 

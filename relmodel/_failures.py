@@ -21,7 +21,8 @@ import math
 
 import numpy as np
 
-from ._errors import ScenarioError, check_integer, check_memory, check_number
+from ._errors import ScenarioError
+from ._checks import check_integer, check_memory, check_number
 from ._synthetic_log import synthetic_log  # noqa: F401  re-exported: relmodel._failures.synthetic_log
 from ._taxonomy import TaxonomyError
 from ._taxonomy import load as load_taxonomy

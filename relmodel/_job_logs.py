@@ -24,7 +24,8 @@ import numpy as np
 import xarray as xr
 
 from . import _fast_csv
-from ._errors import ParameterError, check_memory
+from ._errors import ParameterError
+from ._checks import check_memory
 from ._taxonomy import Taxonomy
 from ._taxonomy import load as load_taxonomy
 

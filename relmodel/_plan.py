@@ -18,7 +18,8 @@ from ._checkpoint_plan import _ettr as strategy_ettr
 from ._closed_form import (ClosedFormWarning, LINEAR_TOLERANCE, ettr, feasible_interval, levels_point_ettr,
                            linear_valid, optimal_interval, renewal_applies)
 from ._engine import beyond_float_range, check_run_args, expected_failures, pack
-from ._errors import MAX_COUNT, ParameterError, ScenarioError
+from ._errors import ParameterError, ScenarioError
+from ._checks import MAX_COUNT
 from ._failures import job_rate_table
 from ._scenario import Scenario, as_scenario
 from ._simulate import simulate

@@ -14,9 +14,9 @@ from collections.abc import Iterator, Mapping
 import numpy as np
 
 # The bounds and ScenarioError are re-exported: they belong to the Scenario's contract.
-from ._errors import (MAX_COUNT, MAX_FAILURE_RATE, MAX_LEMON_RATE_FACTOR, QUEUE_WAIT_DISTRIBUTIONS,  # noqa: F401
-                      SHAPE_RANGE, ParameterError, ScenarioError, check_number, is_sequence, scalar_value,
-                      sequence_values)
+from ._errors import ParameterError, ScenarioError
+from ._checks import (MAX_COUNT, MAX_FAILURE_RATE, MAX_LEMON_RATE_FACTOR, QUEUE_WAIT_DISTRIBUTIONS, SHAPE_RANGE,  # noqa: F401
+                      check_number, is_sequence, scalar_value, sequence_values)
 from ._failures import Exponential, FailureCategory, LemonMixture, TaxonomyMixture, Weibull, as_categories
 from ._units import format_hours, short_repr
 

@@ -13,7 +13,7 @@ from ._kernels.layout import BLOCK_SIZE, N_BINS
 from ._closed_form import LINEAR_TOLERANCE, grid_closed_forms
 from ._engine import (COMPONENTS, DEFAULT_MAX_FAILURES, RNG_SCHEME, check_run_args, check_run_memory, check_threads,
                       pack, run, summarize)
-from ._errors import check_choice, check_flag, check_levels
+from ._checks import check_choice, check_flag, check_levels
 from ._scenario import Scenario, as_scenario
 
 JOB_FIELDS = ("wall", "productive", "checkpoint", "lost", "restart", "queue", "failures", "capped", "persist_wait")

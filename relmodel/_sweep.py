@@ -28,7 +28,7 @@ from . import _labels as labels
 from . import _store as stores
 from ._extras import require
 from ._engine import COMPONENTS, RNG_SCHEME, RNG_STREAM, pack_points, run, summarize
-from ._errors import check_integer
+from ._checks import check_integer
 from ._scenario import Scenario
 from ._simulate import simulate
 from ._store import DONE_DIR, ZARR_FORMAT, chunk_id, write_zarr  # noqa: F401  write_zarr: re-exported

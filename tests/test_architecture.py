@@ -14,7 +14,7 @@ PACKAGE = Path(relmodel.__file__).parent
 
 # Bottom to top; a module is on the first floor with a pattern that matches it.
 FLOORS = {
-    "ground": ["relmodel._version", "relmodel._deprecation", "relmodel._units", "relmodel._errors",
+    "ground": ["relmodel._version", "relmodel._deprecation", "relmodel._units", "relmodel._errors", "relmodel._checks",
                "relmodel._display", "relmodel._extras", "relmodel._feedback", "relmodel._ticks", "relmodel._text",
                "relmodel._fast_csv"],
     "kernels": ["relmodel._kernels", "relmodel._kernels.*"],

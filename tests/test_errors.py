@@ -10,7 +10,8 @@ import pytest
 import relmodel as rm
 from relmodel import elastic as el
 from relmodel import pipeline as pl
-from relmodel._errors import ParameterError, ScenarioError, check_integer, check_levels, check_number
+from relmodel._errors import ParameterError, ScenarioError
+from relmodel._checks import check_integer, check_levels, check_number
 from relmodel._fit import FitError, weibull_fit
 from relmodel._job_logs import LogError, read_log
 from relmodel._study import StudyError, parse_study

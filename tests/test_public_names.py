@@ -93,13 +93,16 @@ def test_old_name_warns_and_is_the_new_object(old, new):
 
 @pytest.mark.parametrize("old, new", OLD_MODULES)
 def test_an_old_module_path_serves_every_name_of_the_private_module_with_a_warning(old, new):
-    old_module, private = importlib.import_module(old), importlib.import_module(new)
-    names = [name for name in vars(private) if not name.startswith("_")]
-    assert names
-    for name in names:
-        with pytest.warns(DeprecationWarning, match=re.escape(f"{old}.{name} is deprecated")):
-            assert getattr(old_module, name) is getattr(private, name)
-    assert not any(name in vars(old_module) for name in names)
+    old_module = importlib.import_module(old)
+    held = _deprecation.MOVED_MODULES[old][0]
+    assert new == (held if isinstance(held, str) else held[0])
+    for private in map(importlib.import_module, [held] if isinstance(held, str) else held):
+        names = [name for name in vars(private) if not name.startswith("_")]
+        assert names
+        for name in names:
+            with pytest.warns(DeprecationWarning, match=re.escape(f"{old}.{name} is deprecated")):
+                assert getattr(old_module, name) is getattr(private, name)
+        assert not any(name in vars(old_module) for name in names)
 
 
 def test_the_old_module_paths_keep_the_package_functions_of_the_same_name():

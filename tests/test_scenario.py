@@ -107,7 +107,7 @@ def checks(monkeypatch):
     from collections import Counter
 
     import relmodel._cli  # noqa: F401  (its modules too)
-    from relmodel._errors import check_number as real
+    from relmodel._checks import check_number as real
 
     counted = Counter()
 

@@ -7,7 +7,8 @@ import math
 
 import numpy as np
 
-from .._errors import ParameterError, check_number
+from .._errors import ParameterError
+from .._checks import check_number
 from .._units import to_hours
 from ._allocate import MAX_GPUS, OBJECTIVES, _check_choice, check_gpus
 from ._nodes import node_sizes

@@ -24,7 +24,8 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
-from .._errors import ParameterError, check_integer
+from .._errors import ParameterError
+from .._checks import check_integer
 from .._job_logs import LogError, read_log
 from .._taxonomy import read_small_text
 

@@ -17,7 +17,8 @@ import xarray as xr
 
 from .._version import __version__
 from .._closed_form import ettr as closed_form_ettr
-from .._errors import ParameterError, check_integer
+from .._errors import ParameterError
+from .._checks import check_integer
 from .._scenario import Scenario, as_checkpoint_levels, as_scenario, split_work
 from .._simulate import simulate
 from .._units import to_hours

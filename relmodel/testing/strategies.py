@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 from hypothesis.strategies import SearchStrategy
 
-from .._errors import MAX_COUNT, MAX_FAILURE_RATE, QUEUE_WAIT_DISTRIBUTIONS
+from .._checks import MAX_COUNT, MAX_FAILURE_RATE, QUEUE_WAIT_DISTRIBUTIONS
 from .._scenario import MAX_WORK, Scenario
 from .._units import to_hours
 
