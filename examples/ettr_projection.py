@@ -37,7 +37,7 @@ def projection(n_jobs: int) -> xr.Dataset:
         grid = rm.Scenario(**{**BASE, **changes}, n_gpus=GPUS, failure_rate=[r * rate_factor for r in RATES])
         best = rm.optimal_interval(grid, "exact")
         # Simulate each point at its own optimal interval (one point per call: intervals differ).
-        sims = [rm.simulate(p.sweep(checkpoint_interval=rm.closed_form.feasible_interval(
+        sims = [rm.simulate(p.sweep(checkpoint_interval=rm.feasible_interval(
                     float(best.sel(n_gpus=p.n_gpus, failure_rate=p.failure_rate)), p.work)),
                     n_jobs=n_jobs, seed=0) for p in grid.points()]
         part = xr.Dataset({

@@ -4,15 +4,14 @@ Monte Carlo job timelines (compiled kernels) beside closed-form ETTR models,
 as labelled xarray Datasets.
 """
 
-from ._version import __version__
 from ._checkpoint_plan import CHECKPOINT_STRATEGIES, CheckpointPlan, plan_checkpoints
-from ._closed_form import ClosedFormWarning, ettr, linear_deviation, mttf, optimal_interval
+from ._closed_form import ClosedFormWarning, ettr, feasible_interval, linear_deviation, mttf, optimal_interval
+from ._deprecation import keep_public_names, serve_old_module_paths
+from ._errors import ParameterError, ScenarioError
 from ._failures import FAILURE_MODELS, Exponential, FailureCategory, LemonMixture, TaxonomyMixture, Weibull
 from ._fit import FitResult, fit
 from ._job_logs import JobLog, read_log
 from ._plan import Plan, plan
-from .record import RunRecord, RunRecordError, measure_run, predict_run, read_run, replay_run, simulate_run
-from ._errors import ParameterError, ScenarioError
 from ._scenario import CheckpointLevel, Scenario
 from ._simulate import CappedJobsWarning, OutOfRangeWarning, compare, simulate
 from ._sweep import open_study, verify_study
@@ -20,7 +19,8 @@ from ._synthetic_log import synthetic_log
 from ._taxonomy import Taxonomy
 from ._taxonomy import load as load_taxonomy
 from ._units import to_hours
-from ._deprecation import keep_public_names, serve_old_module_paths
+from ._version import __version__
+from .record import RunRecord, RunRecordError, measure_run, predict_run, read_run, replay_run, simulate_run
 
 _SUBPACKAGES = ("elastic", "pipeline")
 
@@ -64,6 +64,7 @@ __all__ = [
     "compare",
     "elastic",
     "ettr",
+    "feasible_interval",
     "fit",
     "linear_deviation",
     "load_taxonomy",

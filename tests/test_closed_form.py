@@ -323,7 +323,7 @@ def test_a_grid_is_its_points(grid, at):
     for method in ("renewal", "linear"):
         np.testing.assert_array_equal(forms[f"ettr_{method}"], ettr_arrays(grid, method))
     np.testing.assert_array_equal(forms["linear_deviation"], grid_linear_deviation(grid))
-    np.testing.assert_array_equal(forms["renewal_exact"], [rm.closed_form.renewal_applies(p) for p in grid.points()])
+    np.testing.assert_array_equal(forms["renewal_exact"], [rm._closed_form.renewal_applies(p) for p in grid.points()])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", rm.ClosedFormWarning)
         labelled = rm.ettr(grid, "renewal", at=at)
@@ -388,7 +388,7 @@ def test_a_write_that_waits_for_persistence_is_exact_alone_and_refused_with_the_
     and a fast level that waits is NaN with the reason."""
     sc = rm.Scenario(n_gpus=1024, failure_rate=6.5e-3, checkpoint_interval="1h", checkpoint_persist="3h",
                      checkpoint_cost="5min", restart_cost="10min", work="7d")
-    with pytest.warns(rm.closed_form.ClosedFormWarning, match="writes wait for persistence"):
+    with pytest.warns(rm._closed_form.ClosedFormWarning, match="writes wait for persistence"):
         assert math.isnan(rm.ettr(sc, "linear"))
     cmp = rm.compare(sc, n_jobs=4000)  # closed forms that do not apply are NaN there (documented)
     assert np.isnan(cmp.ettr_linear)
@@ -398,5 +398,5 @@ def test_a_write_that_waits_for_persistence_is_exact_alone_and_refused_with_the_
     cmp = rm.compare(levelled, n_jobs=20_000)
     assert abs(float(cmp.ettr_renewal) - float(cmp.ettr_sim)) <= 4 * float(cmp.ettr_sim_se)
     waiting_fast = levelled.sweep(fast_checkpoints=(dataclasses.replace(fast, persist="30min"),))
-    with pytest.warns(rm.closed_form.ClosedFormWarning, match="level 0's writes wait for persistence .* fast levels"):
+    with pytest.warns(rm._closed_form.ClosedFormWarning, match="level 0's writes wait for persistence .* fast levels"):
         assert math.isnan(rm.ettr(waiting_fast, "renewal"))

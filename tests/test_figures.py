@@ -272,7 +272,7 @@ def test_study_figure_refuses_one_axis_twice():
     """`sweep --x n_gpus --y n_gpus` is refused naming `y`, not numpy's "axes don't match array"."""
     sc = rm.Scenario(n_gpus=[512, 1024], checkpoint_interval=[0.5, 1.0], failure_rate=6.5e-3, work="2d",
                      checkpoint_cost="5min", restart_cost="10min")
-    with pytest.raises(rm.errors.ParameterError, match="y: must be another sweep axis than x"):
+    with pytest.raises(rm._errors.ParameterError, match="y: must be another sweep axis than x"):
         study_figure(rm.simulate(sc, n_jobs=100, seed=0), x="n_gpus", y="n_gpus")
 
 

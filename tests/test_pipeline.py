@@ -138,7 +138,7 @@ def test_oobleck_re_forms_pipelines_from_the_surviving_nodes():
     assert r.detail.count("4-stage") == 3
     shallow = pl.evaluate(cfg, "oobleck", two_replicas, pl.StrategyOptions(oobleck_min_stages=2))
     assert shallow.period <= r.period  # shorter templates use the leftover nodes
-    assert pl.strategies.group_stages(np.array([[1.0, 2.0, 3.0, 4.0]] * 3), 2).tolist() == [[6.0, 4.0]] * 3
+    assert pl._strategies.group_stages(np.array([[1.0, 2.0, 3.0, 4.0]] * 3), 2).tolist() == [[6.0, 4.0]] * 3
 
 
 def test_oobleck_templates_shorter_than_the_pipeline_carry_their_own_memory():
@@ -147,7 +147,7 @@ def test_oobleck_templates_shorter_than_the_pipeline_carry_their_own_memory():
     cfg = pl.PipelineConfig(4, 4, 8, memory=pl.StageMemory(24, (10.0,) * 4, 1.0))
     r = pl.evaluate(cfg, "oobleck", {0: 1}, pl.StrategyOptions(oobleck_min_stages=2))
     assert r.detail == "4-stage x 9 + 4-stage x 9 + 4-stage x 9 + 3-stage x 5" and r.period == 36.0
-    grouped = pl.strategies.group_memory(cfg, 3)
+    grouped = pl._strategies.group_memory(cfg, 3)
     assert sorted(grouped.static) == [10.0, 10.0, 20.0] and sorted(grouped.activation) == [1.0, 1.0, 2.0]
     assert grouped.budget == 24
 
@@ -160,7 +160,7 @@ def test_recycle_adapts_no_job_that_cannot_run_fault_free():
     for failed in ({}, {0: 1}, {0: 1, 1: 1}):
         r = pl.evaluate(cfg, "recycle", failed)
         assert r.period == math.inf and r.memory_limited and "fault-free schedule does not fit" in r.detail
-    assert pl.runs.recycle_period(cfg, pl.StrategyOptions(), (1, 0, 0, 0)) == math.inf  # the runs' path too
+    assert pl._runs.recycle_period(cfg, pl.StrategyOptions(), (1, 0, 0, 0)) == math.inf  # the runs' path too
     fits = cfg.replace(memory=pl.StageMemory(4, (0.0,) * 4, 1.0))
     assert pl.evaluate(fits, "recycle", {0: 1}).period < math.inf
 

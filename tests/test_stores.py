@@ -649,7 +649,7 @@ def test_a_dangling_link_to_a_missing_folder_is_refused_and_makes_nothing(tmp_pa
     assert result.exit_code == 1 and "no such folder" in result.output
     assert not (tmp_path / "missing").exists() and link.is_symlink()
     with pytest.raises(StudyError, match="no such folder"):
-        with rm.store.exclusive(link, "", "test"):
+        with rm._store.exclusive(link, "", "test"):
             pass
     assert not (tmp_path / "missing").exists()
 
@@ -661,7 +661,7 @@ def test_a_folder_named_as_a_netcdf_output_is_refused_and_nothing_is_left(tmp_pa
     result = _simulate_out(folder)
     assert result.exit_code == 2 and "--out: " + str(folder) + " is a folder" in result.output
     with pytest.raises(OSError):
-        rm.store.write_netcdf(xr.Dataset({"x": ("i", np.arange(3.0))}), folder)
+        rm._store.write_netcdf(xr.Dataset({"x": ("i", np.arange(3.0))}), folder)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out.nc"]
 
 

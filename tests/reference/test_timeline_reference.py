@@ -30,7 +30,7 @@ EXTREME_EXPONENTIAL = st.one_of(scenarios(extreme=True, laws=("exponential",)),
 
 def fields(sc: rm.Scenario) -> dict:
     """The scenario as plain numbers for the reference (which imports nothing of relmodel)."""
-    out = {name: getattr(sc, name) for name in rm.scenario.FIELDS}
+    out = {name: getattr(sc, name) for name in rm._scenario.FIELDS}
     if sc.taxonomy:
         out["categories"] = [(c.share, c.restart_cost, c.queue_wait) for c in sc.taxonomy]
     return out
@@ -85,7 +85,7 @@ def test_renewal_ettr_equals_the_high_precision_reference(sc):
        sc=scenarios(extreme=True, laws=("exponential",), max_gpus=65_536))
 def test_renewal_ettr_with_a_taxonomy_equals_the_reference(model, sc):
     from_model = ("failure_rate", "weibull_shape", "lemon_fraction", "lemon_rate_factor", "restart_cost", "queue_wait")
-    _check_renewal(rm.Scenario(**{n: getattr(sc, n) for n in rm.scenario.FIELDS if n not in from_model},
+    _check_renewal(rm.Scenario(**{n: getattr(sc, n) for n in rm._scenario.FIELDS if n not in from_model},
                                failure_model=model))
 
 
@@ -95,7 +95,7 @@ def test_binomial_log_masses_equal_the_reference(n, p, data):
     # their logs must be right to a few ulps of their own size (scipy's logpmf is not:
     # 1.5e-8 relative at 2^26 nodes; it once moved a hopeless ETTR by 3.7e-9).
     ks = data.draw(st.lists(st.integers(0, n), min_size=1, max_size=8))
-    got = rm.failures.binomial_log_pmf(np.array(ks), n, p)
+    got = rm._failures.binomial_log_pmf(np.array(ks), n, p)
     for k, value in zip(ks, got):
         want = ref.binomial_log_pmf(k, n, p)
         assert value == pytest.approx(want, rel=1e-13, abs=1e-13)
@@ -120,7 +120,7 @@ def test_exact_interval_is_the_brute_force_optimum(sc):
     # Brute force over every checkpoint count, where there are few enough to try them all.
     max_count = min(math.floor(sc.work / MIN_INTERVAL) - 1, 400)
     assume(max_count >= 0)
-    long_run = rm.closed_form.long_run_optimal_interval(sc.job_failure_rate, sc.checkpoint_cost)
+    long_run = rm._closed_form.long_run_optimal_interval(sc.job_failure_rate, sc.checkpoint_cost)
     assume(sc.job_failure_rate == 0 or sc.work / max(long_run, MIN_INTERVAL) < max_count / 4)
     k, best = ref.best_checkpoint_count(fields(sc), max_count)
     interval = rm.optimal_interval(sc, "exact")
@@ -177,8 +177,8 @@ LAWS = {
     "lemon": dict(lemon_fraction=0.05, lemon_rate_factor=20.0),
     "exponential-queue": dict(queue_wait=0.5, queue_wait_distribution="exponential"),
     "taxonomy": dict(restart_cost=None, queue_wait=None, taxonomy=(
-        rm.failures.FailureCategory("short", 0.7, restart_cost=0.1, queue_wait=0.0),
-        rm.failures.FailureCategory("long", 0.3, restart_cost=1.5, queue_wait=2.0))),
+        rm._failures.FailureCategory("short", 0.7, restart_cost=0.1, queue_wait=0.0),
+        rm._failures.FailureCategory("long", 0.3, restart_cost=1.5, queue_wait=2.0))),
 }
 BASE = dict(n_gpus=64, failure_rate=0.6, checkpoint_interval=1.5, checkpoint_cost=0.1, restart_cost=0.3, work=10.0)
 
@@ -229,8 +229,8 @@ def test_levels_that_never_survive_give_the_high_precision_renewal_reference(sc,
     plain model at the durable interval (the levels' exact form against the 40-digit reference)."""
     fast = rm.CheckpointLevel(sc.checkpoint_interval / multiple, cost=0.0, restart=fast_restart, survives=0.0)
     leveled = sc.sweep(fast_checkpoints=(fast,))
-    n_fast, rest_fast = rm.scenario.split_work(sc.work, fast.interval)
-    n_plain, rest_plain = rm.scenario.split_work(sc.work, sc.checkpoint_interval)
+    n_fast, rest_fast = rm._scenario.split_work(sc.work, fast.interval)
+    n_plain, rest_plain = rm._scenario.split_work(sc.work, sc.checkpoint_interval)
     # (The exact-multiple rounding rule works on each interval: keep draws where both read the work alike.)
     assume(n_fast // multiple == n_plain and n_fast < 2**36)
     assume(rest_plain == pytest.approx((n_fast % multiple) * fast.interval + rest_fast, rel=1e-12, abs=1e-300))
