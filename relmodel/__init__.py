@@ -14,7 +14,7 @@ from ._job_logs import JobLog, read_log
 from ._plan import Plan, plan
 from ._scenario import CheckpointLevel, Scenario
 from ._simulate import CappedJobsWarning, OutOfRangeWarning, compare, simulate
-from ._sweep import open_study, verify_study
+from ._study_reader import open_study, verify_study
 from ._synthetic_log import synthetic_log
 from ._taxonomy import Taxonomy
 from ._taxonomy import load as load_taxonomy

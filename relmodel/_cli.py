@@ -358,7 +358,8 @@ def sweep_command(study_file, out, verify_path, scheduler, workers, quiet, plot,
     those missing or damaged. `--verify STORE` only reports them.
     """
     from ._study import StudyError, parse_study
-    from ._sweep import open_study, run_study
+    from ._study_reader import open_study
+    from ._sweep import run_study
     from ._taxonomy import read_small_text
 
     if verify_path is not None:
@@ -444,7 +445,7 @@ def verify_store(path: Path, quiet: bool):
         Print nothing when every chunk is whole.
     """
     from ._study import StudyError
-    from ._sweep import verify_study
+    from ._study_reader import verify_study
 
     try:
         problems = verify_study(path)

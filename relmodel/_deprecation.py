@@ -101,7 +101,7 @@ MOVED_MODULES: dict[str, tuple[str | tuple[str, ...], dict[str, str]]] = {
     "relmodel.simulate": ("relmodel._simulate", {}),
     "relmodel.store": ("relmodel._store", {}),
     "relmodel.study": ("relmodel._study", {}),
-    "relmodel.sweep": ("relmodel._sweep", {}),
+    "relmodel.sweep": (("relmodel._sweep", "relmodel._study_reader", "relmodel._study"), {}),
     "relmodel.synthetic_log": ("relmodel._synthetic_log", {}),
     "relmodel.taxonomy": ("relmodel._taxonomy", {"MAX_FILE_BYTES": "relmodel._taxonomy.MAX_TAXONOMY_FILE_BYTES"}),
     "relmodel.units": ("relmodel._units", {}),

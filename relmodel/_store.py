@@ -986,7 +986,7 @@ def verify(store: Path, regions, outputs) -> dict[str, str]:
     store : pathlib.Path
         The study's zarr store.
     regions : iterable of tuple of tuple of int
-        Every chunk of the grid (`relmodel._sweep.chunk_regions`).
+        Every chunk of the grid (`relmodel._study.chunk_regions`).
     outputs : sequence of str
         The arrays of the store.
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import itertools
 import json
 import math
 import numbers
@@ -377,3 +378,25 @@ def default_chunk_points(n_jobs: int) -> int:
         Grid points per chunk (at least 1).
     """
     return max(1, math.ceil(4_000_000 / n_jobs))
+
+
+def chunk_regions(shape, chunks):
+    """Cut a grid into chunks, each a (start, stop) pair per sweep dim, in C order.
+
+    Parameters
+    ----------
+    shape : tuple of int
+        The grid's extent along each sweep dim, in grid points.
+    chunks : tuple of int
+        The chunk size along each sweep dim, in grid points; the last chunk
+        along a dim may be smaller.
+
+    Yields
+    ------
+    tuple of tuple of int
+        One chunk: ``(start, stop)`` grid indices (stop exclusive) per sweep
+        dim; an empty tuple for a grid without sweep dims.
+    """
+    starts = [range(0, extent, size) for extent, size in zip(shape, chunks)]
+    for corner in itertools.product(*starts):
+        yield tuple((s, min(s + c, e)) for s, c, e in zip(corner, chunks, shape))

@@ -32,7 +32,8 @@ from ._checks import check_integer
 from ._scenario import Scenario
 from ._simulate import simulate
 from ._store import DONE_DIR, ZARR_FORMAT, chunk_id, write_zarr  # noqa: F401  write_zarr: re-exported
-from ._study import RUN_BOUNDS, Study, StudyError, chunk_shape, default_chunk_points
+from ._study import RUN_BOUNDS, Study, StudyError, chunk_regions, chunk_shape, default_chunk_points
+from ._study_reader import refuse_damaged, store_problems
 
 QUANTILES = (0.05, 0.5, 0.95)
 MAX_LOCAL_WORKERS = 2**12  # worker processes of one machine's dask-local cluster
@@ -40,28 +41,6 @@ _CONNECT_TIMEOUT = "10s"  # to a remote Dask scheduler
 
 
 # ---- one chunk: pure computation, runs anywhere --------------------------------
-
-def chunk_regions(shape, chunks):
-    """Cut a grid into chunks, each a (start, stop) pair per sweep dim, in C order.
-
-    Parameters
-    ----------
-    shape : tuple of int
-        The grid's extent along each sweep dim, in grid points.
-    chunks : tuple of int
-        The chunk size along each sweep dim, in grid points; the last chunk
-        along a dim may be smaller.
-
-    Yields
-    ------
-    tuple of tuple of int
-        One chunk: ``(start, stop)`` grid indices (stop exclusive) per sweep
-        dim; an empty tuple for a grid without sweep dims.
-    """
-    starts = [range(0, extent, size) for extent, size in zip(shape, chunks)]
-    for corner in itertools.product(*starts):
-        yield tuple((s, min(s + c, e)) for s, c, e in zip(corner, chunks, shape))
-
 
 def compute_chunk(study: Study, region, n_threads: int | None = None, progress=None) -> dict[str, np.ndarray]:
     """Simulate the grid points of one region of a study's grid.
@@ -319,7 +298,7 @@ def run_study(study: Study, out, *, source: str = "", label: str = "", scheduler
         chunks = open_or_create(study, store, source, label)
         _refuse_altered_metadata(store)
         regions = list(chunk_regions(study.scenario.shape, chunks))
-        problems = _problems(store, regions, study.outputs)
+        problems = store_problems(store, regions, study.outputs)
         damaged = {cid: why for cid, why in problems.items() if why != "not computed"}
         if damaged:
             warnings.warn(f"{store}: {len(damaged)} finished chunk(s) failed verification and are computed again ("
@@ -337,14 +316,6 @@ def run_study(study: Study, out, *, source: str = "", label: str = "", scheduler
         if out.suffix == ".nc":
             _to_netcdf(store, out)
     return out
-
-
-def _problems(store: Path, regions, outputs) -> dict:
-    try:
-        return stores.verify(store, regions, outputs)
-    except Exception as err:  # the store's own metadata is damaged
-        reason = f"{type(err).__name__}: {err}".splitlines()[0]
-        raise StudyError(str(store), f"cannot be read as a study store ({reason}); delete it to run again") from None
 
 
 def _status(store: Path) -> str | None:
@@ -368,7 +339,7 @@ def _refuse_altered_metadata(store: Path):
     with xr.open_zarr(store, consolidated=False) as ds:
         problems = stores.content_problems(ds, values=False)
     if problems:
-        _refuse_damaged(store, problems)
+        refuse_damaged(store, problems)
 
 
 @contextmanager
@@ -462,180 +433,3 @@ def _run_on_dask(study: Study, todo, finished, scheduler: str, n_workers, remote
         if cluster is not None:
             client.close()
             cluster.close()
-
-
-def open_study(path, *, verify: bool = True) -> xr.Dataset:
-    """Open a study's results, checked against the checksums recorded with them.
-
-    Parameters
-    ----------
-    path : str or pathlib.Path
-        A study's ``.zarr`` store or ``.nc`` file, as `run_study` writes.
-    verify : bool, default True
-        Read every value and coordinate back and check it against its
-        checksum before returning (a zarr study: each chunk's SHA-256 and the
-        coordinates'; a ``.nc`` study: HDF5's fletcher32 on every variable and
-        the coordinates' SHA-256). This reads the whole study once. False opens
-        a zarr study lazily and checks nothing: a damaged chunk or coordinate
-        then reads as whatever is on disk.
-
-    Returns
-    -------
-    xarray.Dataset
-        The study's outputs over its sweep dims, with the study in ``attrs``;
-        chunks not yet computed read as NaN.
-
-    Raises
-    ------
-    StudyError
-        If `path` is not a study, or (with `verify`) a chunk or the coordinates
-        do not match their checksums (the message names them, and how to recover).
-    MissingExtraError
-        If the package to read it is not installed (zarr, or h5netcdf for ``.nc``).
-
-    Warns
-    -----
-    RuntimeWarning
-        If the study is not finished (its missing chunks read as NaN).
-    """
-    path = Path(path)
-    if path.suffix == ".nc":
-        require("h5netcdf", "a .nc study")
-        ds = _open_netcdf_study(path)
-        if verify:
-            problems = _netcdf_problems(path, ds)
-            if problems:
-                ds.close()
-                _refuse_damaged(path, problems)
-        return ds
-    require("zarr", "a .zarr study")
-    ds, regions = _open_zarr_study(path)
-    if verify:
-        problems = {key: why for key, why in _zarr_problems(path, ds, regions).items() if why != "not computed"}
-        if problems:
-            ds.close()
-            _refuse_damaged(path, problems)
-    missing = len(regions) - len(set(map(chunk_id, regions)) & set(stores.done_chunks(path)))
-    if ds.attrs.get("status") != "complete" or missing:
-        warnings.warn(f"{path}: the study is not finished ({missing} of {len(regions)} chunks missing, "
-                      f"read as NaN); run its sweep again to complete it", RuntimeWarning, stacklevel=2)
-    return ds
-
-
-def _open_zarr_study(path: Path) -> tuple[xr.Dataset, list]:
-    """The study store, lazily, and its chunks; StudyError if it is not one."""
-    if not path.is_dir():
-        raise StudyError(str(path), "no such study store" if not path.exists()
-                         else "not a study store (a .zarr folder or a .nc file)")
-    try:
-        # Metadata is consolidated when the study finishes; an unfinished store, or one whose
-        # consolidated copy is damaged, reads from each array's own (the sweep consolidates it again).
-        readable = stores.consolidated_readable(path)
-        if not readable and (path / ".zmetadata").exists():
-            warnings.warn(f"{path}: its consolidated metadata (.zmetadata) does not read; read without it "
-                          "(running the study's sweep again writes it anew)", RuntimeWarning, stacklevel=3)
-        ds = xr.open_zarr(path, consolidated=readable)
-        if "study_fingerprint" not in ds.attrs:
-            raise ValueError("it has no study fingerprint")
-        return ds, _regions_of(ds)
-    except Exception as err:
-        reason = f"{type(err).__name__}: {err}".splitlines()[0]
-        raise StudyError(str(path), f"is not a relmodel study store ({reason})") from None
-
-
-def _open_netcdf_study(path: Path) -> xr.Dataset:
-    """The study file, lazily; StudyError if it is not one (e.g. `simulate --out`'s)."""
-    try:
-        ds = xr.open_dataset(path, engine="h5netcdf")
-    except FileNotFoundError:
-        raise StudyError(str(path), "no such study file") from None
-    except Exception as err:
-        reason = f"{type(err).__name__}: {err}".splitlines()[0]
-        raise StudyError(str(path), f"cannot be read as a study file ({reason})") from None
-    if "study_fingerprint" not in ds.attrs:
-        ds.close()
-        raise StudyError(str(path), "is not a relmodel study file (no study fingerprint: written by another "
-                                    "command than `relmodel sweep`?)")
-    return ds
-
-
-def _netcdf_problems(path: Path, ds: xr.Dataset) -> dict[str, str]:
-    """Read a study file in full (HDF5 checks each variable's fletcher32), then check its
-    coordinates and what it reads as against their records (`relmodel._store.content_problems`)."""
-    for name, variable in ds.variables.items():
-        try:
-            variable.load()
-        except Exception as err:
-            return {"file": f"unreadable: {name}: {type(err).__name__}: {err}".splitlines()[0]}
-    return {**stores.content_problems(ds), **stores.coordinate_problems(ds)}
-
-
-def _zarr_problems(path: Path, ds: xr.Dataset, regions, every_chunk: bool = False) -> dict[str, str]:
-    """A study store's problems in one pass where it can: a finished store whose content
-    matches its record reads every value once (the record's digests vouch for every chunk);
-    otherwise (or with `every_chunk`) each chunk is read back against its own checksum too,
-    through each array's own metadata, to name the damaged ones."""
-    problems = {**stores.content_problems(ds), **stores.coordinate_problems(ds)}
-    if problems or every_chunk or stores.CONTENT_ATTR not in ds.attrs:
-        chunks = _problems(path, regions, list(ds.data_vars))
-        if chunks:  # missing or damaged chunks explain the values (a sweep computes them again)
-            problems = {key: why for key, why in problems.items()
-                        if why != stores.VALUES_ALTERED and not why.startswith(stores.UNREADABLE)}
-        return {**problems, **chunks}
-    done = stores.done_chunks(path)
-    return {chunk_id(r): "not computed" for r in regions if chunk_id(r) not in done}
-
-
-def _refuse_damaged(path: Path, problems: dict):
-    listed = "; ".join(f"{key}: {why}" for key, why in sorted(problems.items())[:3])
-    more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
-    fix = ("delete it and run its sweep again" if any(not key.startswith("chunk-") for key in problems)
-           else "run its sweep again: it computes exactly the damaged chunks again")
-    raise StudyError(str(path), f"{listed}{more}; {fix} (open_study(..., verify=False) reads it unchecked)")
-
-
-def _regions_of(ds: xr.Dataset) -> list:
-    """A store's chunks, from its chunk layout (attrs) and the sweep dims it spans."""
-    chunks = tuple(int(c) for c in ds.attrs["chunks"])
-    dims = next(iter(ds.data_vars.values())).dims[:len(chunks)]
-    return list(chunk_regions(tuple(ds.sizes[d] for d in dims), chunks))
-
-
-def verify_study(path) -> dict[str, str]:
-    """Check every chunk of a study, and its coordinates, against the checksums recorded with them.
-
-    Parameters
-    ----------
-    path : str or pathlib.Path
-        A study's ``.zarr`` store, or ``.nc`` file (whose variables carry HDF5
-        checksums, checked by reading them in full).
-
-    Returns
-    -------
-    dict of str to str
-        What is wrong, by chunk id (``"file"`` for a ``.nc`` file that does
-        not read, ``"coordinates"`` for the grid's coordinates, ``"metadata"``
-        for a finished store's consolidated metadata): chunks "not computed",
-        "unreadable" or "altered or lost"; coordinates "unreadable" or
-        "altered or lost"; metadata missing or unreadable. Empty when all is
-        whole. Running the study's sweep again computes missing or damaged
-        chunks; damaged coordinates need the study run anew.
-
-    Raises
-    ------
-    StudyError
-        If `path` is not a study store or file (a `simulate --out` file is not).
-    """
-    path = Path(path)
-    if path.suffix == ".nc":
-        require("h5netcdf", "a .nc study")
-        with _open_netcdf_study(path) as ds:
-            return _netcdf_problems(path, ds)
-    require("zarr", "a .zarr study")
-    ds, regions = _open_zarr_study(path)
-    with ds:
-        problems = _zarr_problems(path, ds, regions, every_chunk=True)
-        if ds.attrs.get("status") == "complete" and not stores.consolidated_readable(path):
-            problems["metadata"] = ("its consolidated metadata (.zmetadata) is missing or does not read; running "
-                                    "the study's sweep again writes it anew")
-        return problems

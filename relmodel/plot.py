@@ -512,7 +512,7 @@ def study_figure(ds, x=None, y=None, path=None):
     Parameters
     ----------
     ds : xarray.Dataset
-        A study Dataset (`relmodel._sweep.open_study`).
+        A study Dataset (`relmodel.open_study`).
     x : str, optional
         The sweep axis along x (default: the first).
     y : str, optional

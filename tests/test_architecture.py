@@ -22,7 +22,7 @@ FLOORS = {
                "relmodel._job_logs"],
     "computation": ["relmodel._engine", "relmodel._levels_closed_form", "relmodel._closed_form", "relmodel._labels"],
     "studies": ["relmodel._simulate", "relmodel._checkpoint_plan", "relmodel._plan", "relmodel._fit", "relmodel._study",
-                "relmodel._store", "relmodel._sweep"],
+                "relmodel._store", "relmodel._study_reader", "relmodel._sweep"],
     "presentation": ["relmodel.plot", "relmodel.*._plot", "relmodel._cli_shared", "relmodel.*._cli", "relmodel._cli",
                      "relmodel.__main__", "relmodel._bench", "relmodel._bench.*", "relmodel.testing",
                      "relmodel.testing.*"],

@@ -9,7 +9,8 @@ import pytest
 import relmodel as rm
 from relmodel import _extras
 from relmodel._study import parse_study
-from relmodel._sweep import open_study, run_study, write_zarr
+from relmodel import open_study
+from relmodel._sweep import run_study, write_zarr
 
 STUDIES_MODULES = ("zarr", "h5netcdf", "h5py", "dask", "distributed", "numcodecs")
 

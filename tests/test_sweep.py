@@ -18,7 +18,8 @@ import relmodel as rm
 from relmodel._cli import main
 from relmodel._study import StudyError, parse_study
 from relmodel._store import DONE_DIR, done_chunks, write_zarr
-from relmodel._sweep import chunk_regions, run_study
+from relmodel._study import chunk_regions
+from relmodel._sweep import run_study
 from relmodel._taxonomy import load as load_taxonomy
 
 STUDY = """\
