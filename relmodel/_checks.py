@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ._errors import ScenarioError
+from ._errors import ParameterError, ScenarioError
 from ._units import format_hours, short_repr, to_hours
 
 
@@ -77,7 +77,7 @@ def check_integer(name: str, value, low: int, high: int) -> int:
     return int(value)
 
 
-def check_real(name: str, value, what: str = "a real number") -> float:
+def check_real(name: str, value, what: str = "a real number", error: type[ParameterError] = ScenarioError) -> float:
     """Return `value` as a finite float; -0 becomes 0.0.
 
     Any real number type is read; not a bool, not a string.
@@ -90,6 +90,8 @@ def check_real(name: str, value, what: str = "a real number") -> float:
         The value to check.
     what : str, default "a real number"
         What the error says was expected.
+    error : type, default ScenarioError
+        The `ParameterError` subclass raised (a subpackage's own).
 
     Returns
     -------
@@ -99,21 +101,21 @@ def check_real(name: str, value, what: str = "a real number") -> float:
     Raises
     ------
     ScenarioError
-        If `value` is not a finite real number.
+        If `value` is not a finite real number (or `error`, where given).
     """
     value = scalar_value(value)
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise ScenarioError(name, f"must be {what} (got {short_repr(value)})")
+        raise error(name, f"must be {what} (got {short_repr(value)})")
     try:
         x = float(value)
     except OverflowError:  # an int or fraction beyond the float range
         x = math.inf
     if not math.isfinite(x):
-        raise ScenarioError(name, f"must be finite (got {short_repr(value)})")
+        raise error(name, f"must be finite (got {short_repr(value)})")
     return x + 0.0  # -0.0 prints as "-0" and flips the sign of an infinity divided by it
 
 
-def check_choice(name: str, value, choices: tuple):
+def check_choice(name: str, value, choices: tuple, error: type[ParameterError] = ScenarioError):
     """Return `value` if it is one of `choices` (strings).
 
     Parameters
@@ -124,6 +126,8 @@ def check_choice(name: str, value, choices: tuple):
         The value to check.
     choices : tuple of str
         The allowed values.
+    error : type, default ScenarioError
+        The `ParameterError` subclass raised (a subpackage's own).
 
     Returns
     -------
@@ -133,10 +137,11 @@ def check_choice(name: str, value, choices: tuple):
     Raises
     ------
     ScenarioError
-        If `value` is not one of `choices` (the message lists them).
+        If `value` is not one of `choices` (the message lists them; or
+        `error`, where given).
     """
     if not isinstance(value, str) or value not in choices:
-        raise ScenarioError(name, f"must be one of {', '.join(map(repr, choices))} (got {short_repr(value)})")
+        raise error(name, f"must be one of {', '.join(map(repr, choices))} (got {short_repr(value)})")
     return value
 
 

@@ -255,6 +255,24 @@ def test_elastic_batch_sizes_beat_the_fixed_batch():
     assert ds.gpus.sum() == elastic.gpus.sum() and ds.attrs["policy"] == "elastic"
 
 
+@pytest.mark.parametrize("call, parameter", [
+    (lambda job: el.allocate([job], 8, policy="fifo"), "policy"),
+    (lambda job: el.allocate([job], 8, objective="fairness"), "objective"),
+    (lambda job: el.run_policy([job], "lifo", el.ClusterConfig(n_gpus=8)), "policy"),
+    (lambda job: el.ClusterConfig(n_gpus=8, admission="maybe"), "admission"),
+    (lambda job: el.ClusterConfig(n_gpus=8, unplaceable="ignore"), "unplaceable"),
+    (lambda job: el.ClusterConfig(n_gpus=8, objective="fairness"), "objective"),
+    (lambda job: el.ClusterConfig(n_gpus=8, repair_time=-1.0), "repair_time"),
+    (lambda job: el.ClusterConfig(n_gpus=8, pause=math.inf), "pause"),
+])
+def test_a_bad_choice_or_duration_is_a_parameter_error_naming_it(call, parameter):
+    from relmodel import ParameterError
+
+    with pytest.raises(ParameterError) as raised:
+        call(el.Job("bert", 1e6, 64, gpus=2, job_id="b"))
+    assert raised.value.parameter == parameter
+
+
 def test_allocate_rejects_bad_arguments_and_jobs():
     job = el.Job("bert", 1e6, 64, gpus=2, job_id="b")
     with pytest.raises(ValueError, match="policy"):

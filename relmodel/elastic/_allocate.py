@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from .._checks import check_choice
 from .._display import key_value_table
 from .._errors import ParameterError
 from ._jobs import Job, Options, job_options
@@ -39,11 +40,6 @@ def check_gpus(n_gpus) -> int:
                                        f"holds a jobs x GPUs table")
     return int(n_gpus)
 
-
-def _check_choice(name: str, value, choices) -> str:
-    if value not in choices:
-        raise ValueError(f"{name}: must be one of {', '.join(choices)} (got {value!r})")
-    return value
 
 
 @dataclasses.dataclass(frozen=True)
@@ -293,8 +289,8 @@ def allocate(jobs: Sequence[Job], n_gpus: int, policy: str = "elastic", objectiv
         When the minimums of the jobs that may not wait do not fit, or
         `may_wait` does not match `jobs`.
     """
-    _check_choice("policy", policy, ALLOCATION_POLICIES)
-    _check_choice("objective", objective, OBJECTIVES)
+    check_choice("policy", policy, ALLOCATION_POLICIES, ParameterError)
+    check_choice("objective", objective, OBJECTIVES, ParameterError)
     n_gpus = check_gpus(n_gpus)
     jobs = tuple(jobs)
     waits = _wait_mask(may_wait, len(jobs))

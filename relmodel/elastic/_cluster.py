@@ -34,9 +34,10 @@ from collections import deque
 
 import numpy as np
 
+from .._checks import check_choice
 from .._display import key_value_table
 from .._errors import ParameterError
-from ._allocate import PrefixSolver, _check_choice
+from ._allocate import PrefixSolver
 from ._config import ClusterConfig
 from ._jobs import JobError, Options, OptionsTable
 from ._nodes import FailureProcess, Placement, node_sizes
@@ -593,5 +594,5 @@ def run_policy(jobs, policy: str, config: ClusterConfig, *, keep_events: bool = 
     PolicyRun
         What happened.
     """
-    _check_choice("policy", policy, CLUSTER_POLICIES)
+    check_choice("policy", policy, CLUSTER_POLICIES, ParameterError)
     return _Simulation(tuple(jobs), policy, config, keep_events, on_arrivals).run()

@@ -8,9 +8,9 @@ import math
 import numpy as np
 
 from .._errors import ParameterError
-from .._checks import check_number
+from .._checks import check_choice, check_number
 from .._units import to_hours
-from ._allocate import MAX_GPUS, OBJECTIVES, _check_choice, check_gpus
+from ._allocate import MAX_GPUS, OBJECTIVES, check_gpus
 from ._nodes import node_sizes
 
 UNPLACEABLE = ("drop", "queue")
@@ -100,10 +100,10 @@ class ClusterConfig:
         for name in ("repair_time", "pause"):
             hours = to_hours(getattr(self, name), name)
             if not math.isfinite(hours) or hours < 0:
-                raise ValueError(f"{name}: must be a finite duration >= 0 (got {getattr(self, name)!r})")
+                raise ParameterError(name, f"must be a finite duration >= 0 (got {getattr(self, name)!r})")
             object.__setattr__(self, name, hours)
-        _check_choice("unplaceable", self.unplaceable, UNPLACEABLE)
-        _check_choice("admission", self.admission, ADMISSIONS)
+        check_choice("unplaceable", self.unplaceable, UNPLACEABLE, ParameterError)
+        check_choice("admission", self.admission, ADMISSIONS, ParameterError)
         if self.max_wait is None:
             object.__setattr__(self, "max_wait", 0.0 if self.unplaceable == "drop" else math.inf)
         else:
@@ -120,7 +120,7 @@ class ClusterConfig:
                 raise ParameterError("reoptimize_every", f"must be a finite duration > 0 (got "
                                                          f"{self.reoptimize_every!r})")
             object.__setattr__(self, "reoptimize_every", every)
-        _check_choice("objective", self.objective, OBJECTIVES)
+        check_choice("objective", self.objective, OBJECTIVES, ParameterError)
         if isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer)) or not 0 <= self.seed < 2**32:
             raise ParameterError("seed", f"must be an integer in [0, 2**32) (got {self.seed!r})")
         if self.until is not None:

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 
 import numpy as np
 
+from .._checks import check_choice
 from .._errors import ParameterError
 
 ORDERS = ("1f1b", "zb-h1")
@@ -82,22 +83,6 @@ def check_time(name: str, value) -> float:
     return x
 
 
-def _check_real(name: str, value) -> float:
-    """A finite real number as a float (bools refused; ints beyond float64 are not finite)."""
-    ok = isinstance(value, numbers.Real) and not isinstance(value, bool)
-    try:
-        x = float(value) if ok else math.nan
-    except OverflowError:
-        x = math.inf
-    if not math.isfinite(x):
-        raise PipelineError(name, f"must be a finite number (got {show(value)})")
-    return x
-
-
-def _check_choice(name: str, value, choices) -> str:
-    if value not in choices:
-        raise PipelineError(name, f"must be one of {', '.join(choices)} (got {value!r})")
-    return value
 
 
 def stage_times(name: str, value, p: int) -> tuple[float, ...]:
@@ -181,9 +166,9 @@ class PipelineConfig:
         if min(total) <= 0:
             s = total.index(min(total))
             raise PipelineError("fwd", f"stage {s} has no work (fwd + bwd_input + bwd_weight = 0)")
-        put("order", _check_choice("order", self.order, ORDERS))
-        put("backward", _check_choice("backward", self.backward, BACKWARDS))
-        put("optimizer", _check_choice("optimizer", self.optimizer, OPTIMIZERS))
+        put("order", check_choice("order", self.order, ORDERS, PipelineError))
+        put("backward", check_choice("backward", self.backward, BACKWARDS, PipelineError))
+        put("optimizer", check_choice("optimizer", self.optimizer, OPTIMIZERS, PipelineError))
         if self.order == "zb-h1" and self.backward != "decoupled":
             raise PipelineError("backward", "zb-h1 defers weight gradients, so it needs backward='decoupled'")
         put("p2p_delay", check_time("p2p_delay", self.p2p_delay))

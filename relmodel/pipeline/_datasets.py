@@ -10,7 +10,8 @@ import numpy as np
 import xarray as xr
 
 from .. import _labels as labels
-from ._config import PipelineConfig, PipelineError, _check_choice, check_count, show, spread_failures
+from .._checks import check_choice
+from ._config import PipelineConfig, PipelineError, check_count, show, spread_failures
 from ._recycle import load_bound
 from ._runs import RunModel, ideal_steps, monte_carlo_paths, recycle_periods, replay_paths, run_progress
 from ._schedule import Schedule
@@ -428,7 +429,7 @@ def failure_set(placement: str, n: int, replicas: int, stages: int, stage: int =
     PipelineError
         If the placement is unknown or a count or `stage` is out of range.
     """
-    placement = _check_choice("placement", placement, PLACEMENTS)
+    placement = check_choice("placement", placement, PLACEMENTS, PipelineError)
     n = check_count("n_failures", n, low=0)
     replicas, stages = check_count("replicas", replicas), check_count("stages", stages)
     if isinstance(stage, bool) or not isinstance(stage, numbers.Integral) or not 0 <= stage < stages:

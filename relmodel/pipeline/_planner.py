@@ -64,7 +64,8 @@ import warnings
 
 import numpy as np
 
-from ._config import PipelineConfig, PipelineError, _check_choice
+from .._checks import check_choice
+from ._config import PipelineConfig, PipelineError
 from ._graph import (B, F, W, build_graph, cross_stage_edges, default_executor, executor_workers, stage_order,
                      task_index)
 from ._schedule import DeadlockError, kernel_inputs, worker_orders
@@ -171,7 +172,7 @@ def check_method(method: str) -> str:
     PipelineError
         If it is unknown.
     """
-    return _check_choice("method", method, PLAN_METHODS)
+    return check_choice("method", method, PLAN_METHODS, PipelineError)
 
 
 # -- the period of fixed orders ---------------------------------------------

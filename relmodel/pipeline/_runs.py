@@ -36,7 +36,8 @@ import math
 import numpy as np
 
 from .._units import to_hours
-from ._config import PipelineConfig, PipelineError, _check_real, failure_mask, show
+from .._checks import check_real
+from ._config import PipelineConfig, PipelineError, failure_mask, show
 from ._schedule import kernels
 from ._strategies import RECOVERY_STRATEGIES, StrategyOptions, evaluate, ideal, memory_fits, recycle_adapted
 from ._traces import Trace
@@ -129,7 +130,7 @@ class RunModel:
                                 ("lemon_fraction", 0.0, 1.0), ("lemon_rate_factor", 1.0, math.inf)):
             value = getattr(self, name)
             try:
-                number = _check_real(name, value)
+                number = check_real(name, value, error=PipelineError)
             except PipelineError:
                 number = math.nan
             if not low <= number <= high:

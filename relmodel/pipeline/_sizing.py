@@ -90,7 +90,8 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from ._config import PipelineConfig, PipelineError, StageMemory, _check_choice, check_count, _check_real, check_time
+from .._checks import check_choice, check_real
+from ._config import PipelineConfig, PipelineError, StageMemory, check_count, check_time
 
 MLPS = ("gelu", "swiglu")
 """MLP kinds: GELU (two projections, width 4 h by default) or SwiGLU (gate, up
@@ -120,14 +121,14 @@ def _size(name: str, value) -> int:
 
 
 def _positive(name: str, value) -> float:
-    x = _check_real(name, value)
+    x = check_real(name, value, error=PipelineError)
     if x <= 0:
         raise PipelineError(name, f"must be > 0 (got {value!r})")
     return x
 
 
 def _utilisation(name: str, value) -> float:
-    x = _check_real(name, value)
+    x = check_real(name, value, error=PipelineError)
     if not 0 < x <= 1:
         raise PipelineError(name, f"must be in (0, 1] (got {value!r})")
     return x
@@ -201,7 +202,7 @@ class ModelSpec:
         put("kv_heads", self.heads if self.kv_heads is None else _size("kv_heads", self.kv_heads))
         if self.kv_heads > self.heads or self.heads % self.kv_heads:
             raise PipelineError("kv_heads", f"must divide heads = {self.heads} (got {self.kv_heads!r})")
-        put("mlp", _check_choice("mlp", self.mlp, MLPS))
+        put("mlp", check_choice("mlp", self.mlp, MLPS, PipelineError))
         if self.ffn_hidden is None:  # derived from hidden (<= 2**53), so exact in float64 as it is
             put("ffn_hidden", 4 * self.hidden if self.mlp == "gelu" else -(-(8 * self.hidden // 3) // 256) * 256)
         else:
@@ -209,7 +210,7 @@ class ModelSpec:
         if not isinstance(self.tied_embeddings, bool):
             raise PipelineError("tied_embeddings", f"must be True or False (got {self.tied_embeddings!r})")
         if self.params is not None:
-            params = _check_real("params", self.params)
+            params = check_real("params", self.params, error=PipelineError)
             outer = self.embedding_params + self.output_params
             if not params > outer:
                 what = "embedding's vocab x hidden" if self.tied_embeddings else "embedding and output layer's"
@@ -530,7 +531,7 @@ def stage_profile(model: str | ModelSpec, gpu: str | GPUSpec, *, stages: int, te
         if mfu is not None:
             raise PipelineError("mfu", "step_time sets the times; give step_time or mfu, not both")
     rate_share = device.mfu if mfu is None else _utilisation("mfu", mfu)
-    recompute = _check_choice("recompute", recompute, RECOMPUTE)
+    recompute = check_choice("recompute", recompute, RECOMPUTE, PipelineError)
     bytes_per_param = check_time("bytes_per_param", bytes_per_param)
     layers = split_layers(spec.layers, p)
 

@@ -41,7 +41,8 @@ import math
 
 import numpy as np
 
-from ._config import PipelineConfig, PipelineError, StageMemory, check_count, _check_real, failure_mask, show
+from .._checks import check_real
+from ._config import PipelineConfig, PipelineError, StageMemory, check_count, failure_mask, show
 from ._graph import R_KIND, build_graph, stage_order, task_index
 from ._planner import check_method
 from ._recycle import frozen, load_bound, plan_schedule, recycle_kind, recycle_plan
@@ -95,7 +96,7 @@ class StrategyOptions:
 def _check_at_least(name: str, value, low: float, expected: str) -> None:
     """A finite real number >= low (bools and ints beyond float64 refused), else a named error."""
     try:
-        ok = _check_real(name, value) >= low
+        ok = check_real(name, value, error=PipelineError) >= low
     except PipelineError:
         ok = False
     if not ok:
