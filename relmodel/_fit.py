@@ -867,10 +867,7 @@ def _end_states(ds, n_gpus, runtime_d, large) -> xr.Dataset:
 
 def _size_bins(n_gpus, n_nodes, runtime_d, infra, rate, min_gpus, confidence, gpus_per_node) -> xr.Dataset:
     """Jobs binned by GPU count at powers of two (and at min_gpus): observed against fitted MTTF."""
-    from scipy import (  # here, not at import: `import relmodel` stays light
-                       special,
-                       stats,
-    )
+    from scipy import special, stats  # here, not at import: `import relmodel` stays light
     known = n_gpus >= 1
     top = max(int(n_gpus.max(initial=1)), min_gpus)
     edges = np.unique(np.concatenate([2 ** np.arange(int(math.log2(top)) + 2), [min_gpus]]))
@@ -881,12 +878,11 @@ def _size_bins(n_gpus, n_nodes, runtime_d, infra, rate, min_gpus, confidence, gp
     node_days = np.bincount(index, weights=(n_nodes * runtime_d)[known], minlength=n_bins)[:n_bins]
     gpu_days = np.bincount(index, weights=(n_gpus * runtime_d)[known], minlength=n_bins)[:n_bins]
     failures = np.bincount(index, weights=infra[known], minlength=n_bins)[:n_bins].astype(np.int64)
-    alpha = 1 - confidence
     with np.errstate(divide="ignore", invalid="ignore"):
         job_hours = job_days * 24
         mttf = np.where(failures > 0, job_hours / failures, np.inf)
-        rate_low = np.where(failures > 0, stats.chi2.ppf(alpha / 2, 2 * failures) / 2, 0.0) / job_hours
-        rate_high = stats.chi2.ppf(1 - alpha / 2, 2 * failures + 2) / 2 / job_hours
+        bounds = np.array([poisson_rate_interval(int(k), 1.0, confidence) for k in failures]).reshape(-1, 2)
+        rate_low, rate_high = bounds[:, 0] / job_hours, bounds[:, 1] / job_hours
         mean_nodes = np.where(job_days > 0, node_days / job_days, np.nan)
         mean_gpus = np.where(job_days > 0, gpu_days / job_days, np.nan)  # runtime-weighted, where MTTF is measured
         fitted = 24.0 / (mean_nodes * rate)

@@ -27,6 +27,7 @@ from . import _fast_csv
 from ._errors import ParameterError
 from ._checks import check_memory
 from ._taxonomy import Taxonomy
+from ._text import MISSING_TOKENS
 from ._taxonomy import load as load_taxonomy
 
 FORMATS = ("auto", "sacct", "csv")
@@ -45,7 +46,6 @@ _NOT_AN_END_STATE = {
     # Held for requeue by a site rule on the exit code: no end state to classify.
     "SPECIAL_EXIT": "special exit, held for requeue",
 }
-_MISSING = ("", "unknown", "none", "n/a", "na", "(null)", "null")
 # JobID: job, array task (or pending range), het component, step, het step component (1234.0+1).
 _JOB_ID = re.compile(r"^(\d+)(?:_(\d+|\[[^\]]*\]))?(?:\+(\d+))?(?:\.([A-Za-z0-9_\-]+)(?:\+\d+)?)?$")
 # Slurm durations: [D-]HH:MM:SS, D-HH:MM, D-HH, MM:SS, and MM:SS.mmm (sub-second CPU times).
@@ -267,7 +267,7 @@ def parse_time(text: str, line: int, field: str) -> float | None:
         On a time that cannot be read ("bad time format").
     """
     value = text.strip()
-    if value.lower() in _MISSING:
+    if value.lower() in MISSING_TOKENS:
         return None
     try:
         return float(value) if re.fullmatch(r"\d{1,12}(\.\d+)?", value) else _iso_seconds(value)
@@ -334,7 +334,7 @@ def parse_duration_seconds(text: str, line: int, field: str = "Elapsed") -> floa
         On a duration that cannot be read.
     """
     value = text.strip()
-    if value.lower() in _MISSING or value.upper() == "INVALID":  # sacct prints INVALID for a negative time
+    if value.lower() in MISSING_TOKENS or value.upper() == "INVALID":  # sacct prints INVALID for a negative time
         return None
     match = _DURATION.match(value)
     if match is None:
@@ -374,7 +374,7 @@ def parse_count(text: str, line: int, field: str) -> int | None:
         On anything but a non-negative integer ("bad number").
     """
     value = text.strip()
-    if value.lower() in _MISSING:
+    if value.lower() in MISSING_TOKENS:
         return None
     if not re.fullmatch(r"\d{1,12}", value):
         raise LogError(line, "bad number", f"{field} {value!r}")
@@ -402,7 +402,7 @@ def expand_nodelist(text: str, line: int = 0) -> tuple[str, ...]:
         On a malformed list or one too long to expand.
     """
     value = text.strip()
-    if value.lower() in _MISSING or value.lower() == "none assigned":
+    if value.lower() in MISSING_TOKENS or value.lower() == "none assigned":
         return ()
     if value.count("[") > 16:  # also bounds the recursion of _expand_one
         raise LogError(line, "bad node list", f"too many bracket groups in {value[:60]!r}")
@@ -878,7 +878,7 @@ def _gpus_from_tres(tres: str, line: int, field: str = "TRES") -> int | None:
 
     ``gres/gpu=N`` is the total; only without it do the typed counts ``gres/gpu:TYPE=N`` add up.
     """
-    if tres.strip().lower() in _MISSING:
+    if tres.strip().lower() in MISSING_TOKENS:
         return None
     untyped = _GPU_TRES_UNTYPED.findall(tres)
     if untyped:
@@ -893,7 +893,7 @@ def _gpus_from_gres(gres: str, line: int, field: str = "GRES") -> int | None:
     An untyped ``gpu:N`` is the total; only without one do typed counts add up. A TRES-style
     value (``gres/gpu=8``, as later versions print) is read as TRES.
     """
-    if gres.strip().lower() in _MISSING:
+    if gres.strip().lower() in MISSING_TOKENS:
         return None
     if "gres/" in gres:
         return _gpus_from_tres(gres, line, field)
@@ -1762,7 +1762,7 @@ class _NodeKeys:
         parts = []  # (text, prefix, ranges; None for a name written out)
         for k, text in enumerate(texts):
             value = text.strip()
-            if value.lower() in _MISSING or value.lower() == "none assigned":
+            if value.lower() in MISSING_TOKENS or value.lower() == "none assigned":
                 out[k] = _NO_NODES
                 continue
             if value.count("[") <= 16 and _PLAIN_NODE_LIST.fullmatch(value):

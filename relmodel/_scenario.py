@@ -185,6 +185,10 @@ def level_multiple(name: str, interval: float, base: float) -> int:
     return multiple
 
 
+# GPUs of a node where nothing says otherwise (a DGX-class node); a run's record reads the same.
+DEFAULT_GPUS_PER_NODE = 8
+
+
 @dataclasses.dataclass(frozen=True)
 class Scenario:
     """A training run's reliability parameters (durations in hours or with units).
@@ -263,7 +267,7 @@ class Scenario:
     checkpoint_cost: float = 0.0
     restart_cost: float = None  # 0, or the taxonomy's mean
     queue_wait: float = None  # 0, or the taxonomy's mean
-    gpus_per_node: int = 8
+    gpus_per_node: int = DEFAULT_GPUS_PER_NODE
     weibull_shape: float = 1.0
     lemon_fraction: float = 0.0
     lemon_rate_factor: float = 1.0

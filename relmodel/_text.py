@@ -2,6 +2,10 @@
 
 import codecs
 
+# What a log's or a record's field says where it has no value (compared in lower case,
+# stripped): Slurm's "Unknown" and "(null)", a dataframe's "nan", a spreadsheet's "n/a".
+MISSING_TOKENS = ("", "unknown", "none", "null", "(null)", "nan", "n/a", "na")
+
 
 class NotUTF8Error(ValueError):
     """Bytes that are not UTF-8 text: `line` (from 1) and `reason` say where and what."""

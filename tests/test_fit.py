@@ -52,6 +52,18 @@ def test_rate_and_interval_are_the_garwood_formula(cluster_log):
     assert exposure == pytest.approx(node_days, rel=1e-12)
 
 
+def test_the_size_bins_mttf_intervals_are_the_garwood_formula(cluster_log):
+    ds = rm.fit(cluster_log.to_csv(), confidence=0.9).dataset
+    failures, mttf = ds.bin_failures.values, ds.mttf_h.values
+    assert (failures > 0).sum() >= 3
+    for k, observed, low, high in zip(failures, mttf, ds.mttf_low_h.values, ds.mttf_high_h.values):
+        if k > 0:  # the chi-square form, the bin's job-hours being its MTTF times its failures
+            assert low == pytest.approx(observed * k / (stats.chi2.ppf(0.95, 2 * k + 2) / 2), rel=1e-9)
+            assert high == pytest.approx(observed * k / (stats.chi2.ppf(0.05, 2 * k) / 2), rel=1e-9)
+        else:
+            assert high == np.inf
+
+
 def test_interval_with_no_failures_starts_at_zero():
     low, high = poisson_rate_interval(0, 100.0, 0.9)
     assert low == 0 and high == pytest.approx(stats.chi2.ppf(0.95, 2) / 2 / 100.0)

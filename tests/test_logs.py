@@ -455,7 +455,7 @@ _OTHER_STATES = ["RUNNING", "PENDING", "SUSPENDED", "REQUEUE_HOLD", "RESIZING", 
 _NODE_LISTS = ["node[001-004]", "node[001-004,007]", "n1,n2", "r[1-2]n[1-2]", "gpu17", " gpu18 ", "None assigned",
                "", "(null)", "a[8-10],b"]
 _CAUSES = ["", "health_check: xid 79", "nccl_timeout", " exit code 1 ", "job #5, requeued"]
-_MISSING_TIMES = ["Unknown", "None", "", "(null)", "n/a"]
+_MISSING_TIMES = ["Unknown", "None", "", "(null)", "n/a", "NaN", "null", "NA"]  # every one of MISSING_TOKENS
 
 
 def _stamp(seconds: int, form: int) -> str:

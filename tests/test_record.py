@@ -16,6 +16,7 @@ from relmodel._cli import main
 from relmodel.record import measure_run, predict_run, read_run, replay_run, simulate_run
 from relmodel.record._events import RunRecordError, format_instant, parse_instant
 from relmodel.record._measure import MEASURED_COMPONENTS, timeline
+from relmodel._text import MISSING_TOKENS
 from relmodel.record._timeline import CheckpointSchedule, walk
 
 DURATIONS = st.sampled_from([0.0, 1 / 3600, 0.01, 0.05, 0.2, 0.5, 1.0, 3.0])
@@ -315,6 +316,17 @@ def test_a_malformed_record_names_file_line_and_field(text, message):
     assert "\n" not in str(info.value)
 
 
+@pytest.mark.parametrize("token", sorted({*MISSING_TOKENS, *(t.upper() for t in MISSING_TOKENS), " N/A "}))
+def test_every_missing_token_reads_as_no_value(token):
+    # The run's record and the job logs read one list (MISSING_TOKENS): an attempt's step
+    # written as missing is no step, where any other text is refused naming the field.
+    text = "time,event,step\n2024-01-01T00:00:00Z,attempt_start,{}\n2024-01-01T02:00:00Z,run_end,\n"
+    record = read_run(_write(text.format(token), "events.csv"))
+    assert int(measure_run(record).attempts) == 1
+    with pytest.raises(RunRecordError, match="line 2: step: 'seven' is not"):
+        read_run(_write(text.format("seven"), "events.csv"))
+
+
 SACCT = """\
 JobID|JobName|State|Start|End|Elapsed|NNodes|AllocTRES|NodeList|Comment
 500|pretrain|NODE_FAIL|2024-03-01T00:00:00|2024-03-01T10:00:00|10:00:00|16|cpu=96,gres/gpu=128,node=16|node[001-016]|
@@ -417,3 +429,20 @@ def test_plan_walk_ends_at_work_when_work_is_a_multiple_of_the_interval():
     # Job model: n_full = floor(work / interval) checkpoints, also when work is a multiple; then an empty remainder.
     w = walk(CheckpointSchedule.regular(work=10, interval=5, write=1), iter(()))
     assert (w.wall, w.productive, w.checkpoint) == (12, 10, 2)
+
+
+@pytest.mark.parametrize("gpus_per_node", [8, 4, 1])
+def test_the_node_day_rate_and_its_interval_are_the_garwood_formula(gpus_per_node):
+    sc = rm.Scenario(n_gpus=4096, gpus_per_node=gpus_per_node, failure_rate=0.05, work="2d",
+                     checkpoint_interval="1h", checkpoint_cost="5min", restart_cost="10min")
+    record, _ = simulate_run(sc, 3)
+    measured = measure_run(record, n_gpus=4096, gpus_per_node=gpus_per_node)
+    k = int(measured.interruptions)
+    node_days = float(measured.runtime) / 24 * -(-4096 // gpus_per_node)
+    assert k > 0 and float(measured.node_day_rate) == pytest.approx(k / node_days, rel=1e-12)
+    # The chi-square form of the exact interval, independent of the package's inverse gamma.
+    assert float(measured.node_day_rate_low) == pytest.approx(stats.chi2.ppf(0.025, 2 * k) / 2 / node_days, rel=1e-9)
+    assert float(measured.node_day_rate_high) == pytest.approx(stats.chi2.ppf(0.975, 2 * k + 2) / 2 / node_days,
+                                                               rel=1e-9)
+    implied = rm.record.implied_scenario(measured)
+    assert implied.gpus_per_node == gpus_per_node and implied.failure_rate == float(measured.node_day_rate)

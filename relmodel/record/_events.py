@@ -28,6 +28,7 @@ from .._errors import ParameterError
 from .._checks import check_integer
 from .._job_logs import LogError, read_log
 from .._taxonomy import read_small_text
+from .._text import MISSING_TOKENS
 
 # What each event says (docs: user guide, "A run's record").
 EVENT_KINDS = (
@@ -52,7 +53,6 @@ NS_PER_H = 3600 * NS_PER_S
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _ISO = re.compile(r"(\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2})?)(?:[.,](\d{1,9}))?(Z|z|[+-]\d{2}:?\d{2})?")
 _EPOCH_NUMBER = re.compile(r"[+-]?\d{1,12}(?:\.\d{1,9})?")
-_MISSING = ("", "none", "null", "nan", "n/a", "na")
 # An sacct end state that is a planned interruption rather than a failure.
 _PLANNED_STATES = ("PREEMPTED", "REQUEUED", "TIMEOUT", "CANCELLED")
 
@@ -314,7 +314,7 @@ def _zone(tz):
 
 def _number(value, path, line, field, *, integer=False, most=MAX_SECONDS):
     """A finite number in [0, most], or None where missing."""
-    if value is None or (isinstance(value, str) and value.strip().lower() in _MISSING):
+    if value is None or (isinstance(value, str) and value.strip().lower() in MISSING_TOKENS):
         return None
     try:
         if isinstance(value, bool):

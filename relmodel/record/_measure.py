@@ -15,12 +15,14 @@ import dataclasses
 import numpy as np
 import xarray as xr
 
+from .._checks import MAX_COUNT, check_integer
+from .._fit import poisson_rate_interval
+from .._scenario import DEFAULT_GPUS_PER_NODE
 from .._version import __version__
 from .._taxonomy import load as load_taxonomy
 from ._events import NS_PER_H, NS_PER_S, RunRecord, RunRecordError
 
 MEASURED_COMPONENTS = ("productive", "checkpoint", "persist_wait", "lost", "restart", "startup", "queue")
-GPUS_PER_NODE = 8
 
 
 @dataclasses.dataclass
@@ -267,32 +269,9 @@ def _ns(seconds: float) -> int:
     return 0 if np.isnan(seconds) else int(round(seconds * NS_PER_S))
 
 
-def poisson_interval(count: int, exposure: float, level: float = 0.95) -> tuple[float, float]:
-    """The exact (Garwood) interval of a Poisson rate: `count` events over `exposure`.
 
-    Parameters
-    ----------
-    count : int
-        Events seen.
-    exposure : float
-        Exposure (> 0), in the rate's units.
-    level : float, default 0.95
-        Coverage.
-
-    Returns
-    -------
-    (float, float)
-        Lower and upper bounds of the rate.
-    """
-    from scipy.stats import chi2
-
-    alpha = 1.0 - level
-    low = chi2.ppf(alpha / 2, 2 * count) / 2 if count > 0 else 0.0
-    high = chi2.ppf(1 - alpha / 2, 2 * count + 2) / 2
-    return low / exposure, high / exposure
-
-
-def measure_run(record: RunRecord, *, n_gpus: int | None = None, taxonomy="meta-2024") -> xr.Dataset:
+def measure_run(record: RunRecord, *, n_gpus: int | None = None, gpus_per_node: int = DEFAULT_GPUS_PER_NODE,
+                taxonomy="meta-2024") -> xr.Dataset:
     """Measure a run's ETTR and badput from its record.
 
     Parameters
@@ -302,6 +281,9 @@ def measure_run(record: RunRecord, *, n_gpus: int | None = None, taxonomy="meta-
     n_gpus : int, optional
         GPUs of the run (default: the record's); needed for the failure rate
         per node-day.
+    gpus_per_node : int, default 8
+        GPUs of a node, as `Scenario.gpus_per_node`: the run's nodes are
+        ``ceil(n_gpus / gpus_per_node)``.
     taxonomy : Taxonomy or str, default "meta-2024"
         Says which interruptions are infrastructure failures (by their reason).
 
@@ -327,11 +309,12 @@ def measure_run(record: RunRecord, *, n_gpus: int | None = None, taxonomy="meta-
         ``interruption_queue``, ``interruption_restart`` (h; NaN where not
         known); ``interruptions_by_reason``. Provenance in attrs.
     """
-    return measure_timeline(record, timeline(record), n_gpus=n_gpus, taxonomy=taxonomy)
+    return measure_timeline(record, timeline(record), n_gpus=n_gpus, gpus_per_node=gpus_per_node,
+                            taxonomy=taxonomy)
 
 
 def measure_timeline(record: RunRecord, tl: Timeline, *, n_gpus: int | None = None,
-                     taxonomy="meta-2024") -> xr.Dataset:
+                     gpus_per_node: int = DEFAULT_GPUS_PER_NODE, taxonomy="meta-2024") -> xr.Dataset:
     """`measure_run` of a record whose `timeline` is walked already (by a caller that also needs it).
 
     Parameters
@@ -341,6 +324,8 @@ def measure_timeline(record: RunRecord, tl: Timeline, *, n_gpus: int | None = No
     tl : Timeline
         ``timeline(record)``.
     n_gpus : int, optional
+        As for `measure_run`.
+    gpus_per_node : int, default 8
         As for `measure_run`.
     taxonomy : Taxonomy or str, default "meta-2024"
         As for `measure_run`.
@@ -352,6 +337,7 @@ def measure_timeline(record: RunRecord, tl: Timeline, *, n_gpus: int | None = No
     """
     tax = load_taxonomy(taxonomy)
     gpus = n_gpus if n_gpus is not None else record.n_gpus
+    gpus_per_node = check_integer("gpus_per_node", gpus_per_node, 1, MAX_COUNT)
     hours = {k: (np.nan if v is None else v / NS_PER_H) for k, v in tl.totals.items()}
     wall = (tl.end - tl.start) / NS_PER_H
     runtime = wall - hours["queue"]
@@ -381,8 +367,8 @@ def measure_timeline(record: RunRecord, tl: Timeline, *, n_gpus: int | None = No
         "interruption_rate": n / runtime if runtime > 0 else np.nan,
     }
     if gpus:
-        node_days = runtime / 24.0 * -(-gpus // GPUS_PER_NODE)
-        low, high = poisson_interval(n, node_days) if node_days > 0 else (np.nan, np.nan)
+        node_days = runtime / 24.0 * -(-gpus // gpus_per_node)
+        low, high = poisson_rate_interval(n, node_days) if node_days > 0 else (np.nan, np.nan)
         values.update(node_day_rate=n / node_days if node_days > 0 else np.nan, node_day_rate_low=low,
                       node_day_rate_high=high)
     labels, counts = np.unique(reasons, return_counts=True) if n else (np.array([], str), np.array([], int))
@@ -405,7 +391,8 @@ def measure_timeline(record: RunRecord, tl: Timeline, *, n_gpus: int | None = No
          "interruptions_by_reason": ("reason", counts[order].astype(np.int64))},
         coords={"component": list(MEASURED_COMPONENTS), "interruption": np.arange(n), "reason": labels[order]},
         attrs={"relmodel_version": __version__, "sources": " + ".join(record.summary.sources),
-               "n_gpus": -1 if not gpus else int(gpus), "ended": int(tl.ended), "notes": "; ".join(tl.notes),
+               "n_gpus": -1 if not gpus else int(gpus), "gpus_per_node": gpus_per_node,
+               "ended": int(tl.ended), "notes": "; ".join(tl.notes),
                "definition": "ettr = productive / wall; wall from the first attempt's start to the run's end, "
                              "queue waits after interruptions included", "taxonomy": tax.name},
     )

@@ -19,7 +19,7 @@ from .._version import __version__
 from .._closed_form import ettr as closed_form_ettr
 from .._errors import ParameterError
 from .._checks import check_integer
-from .._scenario import Scenario, as_checkpoint_levels, as_scenario, split_work
+from .._scenario import DEFAULT_GPUS_PER_NODE, Scenario, as_checkpoint_levels, as_scenario, split_work
 from .._simulate import simulate
 from .._units import to_hours
 from ._events import NS_PER_H, NS_PER_S, RecordSummary, RunRecord, parse_instant
@@ -182,10 +182,11 @@ def implied_scenario(measured: xr.Dataset, *, n_gpus=None, failure_rate=None) ->
         The scenario.
     """
     gpus = n_gpus if n_gpus is not None else int(measured.attrs["n_gpus"])
+    gpus_per_node = int(measured.attrs.get("gpus_per_node", DEFAULT_GPUS_PER_NODE))
     if gpus is None or gpus < 1:
         raise ParameterError("n_gpus", "the record does not say how many GPUs the run had: give n_gpus")
     rate = failure_rate if failure_rate is not None else float(measured.node_day_rate) if "node_day_rate" in measured \
-        else float(measured.interruptions) / (float(measured.runtime) / 24.0 * -(-gpus // 8))
+        else float(measured.interruptions) / (float(measured.runtime) / 24.0 * -(-gpus // gpus_per_node))
     productive = float(measured.time.sel(component="productive"))
     if not np.isfinite(productive):
         raise ParameterError("events", "the record has no trainer events: its productive time is unknown")
@@ -194,7 +195,7 @@ def implied_scenario(measured: xr.Dataset, *, n_gpus=None, failure_rate=None) ->
         value = float(measured[name])
         return value if np.isfinite(value) else default
 
-    return Scenario(n_gpus=gpus, failure_rate=rate, work=productive,
+    return Scenario(n_gpus=gpus, gpus_per_node=gpus_per_node, failure_rate=rate, work=productive,
                     checkpoint_interval=mean("checkpoint_interval", productive),
                     checkpoint_cost=mean("checkpoint_cost"), restart_cost=mean("restart_cost"),
                     queue_wait=mean("queue_wait"))
