@@ -188,8 +188,8 @@ def no_simulation(monkeypatch):
     """The refusal comes before any simulation."""
     def refuse(*args, **kwargs):
         raise AssertionError("simulated a run that cannot finish")
-    for module in ("relmodel._simulate", "relmodel._plan"):
-        monkeypatch.setattr(sys.modules[module], module.rsplit(".", 1)[1], refuse)
+    for module, name in (("relmodel._simulate", "simulate"), ("relmodel._plan", "plan")):
+        monkeypatch.setattr(sys.modules[module], name, refuse)
 
 
 @pytest.mark.parametrize("args", [
