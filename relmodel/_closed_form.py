@@ -17,7 +17,8 @@ from ._errors import ParameterError
 from ._checks import check_number
 from ._failures import has_lemons, job_rate_log_masses
 from ._levels_closed_form import levels_expected_wall, levels_first_order, waiting_writes
-from ._scenario import Scenario, as_scenario, split_work
+from ._level_pattern import split_work
+from ._scenario import Scenario, as_scenario
 
 ETTR_METHODS = ("linear", "renewal")
 INTERVAL_METHODS = ("young", "daly", "exact")

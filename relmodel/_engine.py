@@ -13,15 +13,16 @@ import numpy as np
 from ._kernels import backend as get_backend
 from ._kernels.layout import (
     BLOCK_SIZE, C_FAILURES, C_LOST, C_QUEUE, C_RESTART, J_WALL, L_RESTORES, L_WAIT, L_WRITES, N_BINS, N_CAT_STATS,
-    N_JOB_FIELDS, N_LEVEL_PARAMS, N_LEVEL_STATS, N_PARAMS, N_STATS, P_CKPT, P_FF_CKPT, P_FF_WAIT, P_INTERVAL, P_N_FULL, P_QUEUE,
+    N_JOB_FIELDS, N_LEVEL_STATS, N_PARAMS, N_STATS, P_CKPT, P_FF_CKPT, P_FF_WAIT, P_INTERVAL, P_N_FULL, P_QUEUE,
     P_QUEUE_EXP, P_REMAINDER, P_RESTART, P_SCALE_FACTOR, P_SHAPE, P_WORK, S_CAPPED, S_CHECKPOINT,
     S_EFF, S_EFF_SQ, S_FAILURES, S_FAILURES_SQ, S_LOST, S_N, S_PRODUCTIVE, S_PRODUCTIVE_SQ,
     S_PRODUCTIVE_WALL, S_QUEUE, S_RESTART, S_WAIT, S_WALL, S_WALL_SQ, V_COST, V_PERSIST, V_RESTART, V_SURVIVES,
 )
-from ._errors import ParameterError, ScenarioError
+from ._errors import ParameterError
 from ._checks import check_flag, check_integer, check_memory
 from ._failures import category_cdf, job_rate_table
-from ._scenario import Scenario, split_work
+from ._level_pattern import _NO_LEVELS, failure_free_job, position_levels
+from ._scenario import Scenario
 
 # A first exponential draw this far above the job's cumulative hazard cannot be
 # a failure once rounding is accounted for (see the kernels' fast path).
@@ -50,11 +51,6 @@ RNG_SCHEME = (
 )
 COMPONENTS = ("productive", "checkpoint", "lost", "restart", "queue", "persist_wait")
 _NO_CATEGORIES = (np.zeros(0), np.zeros(0), np.zeros(0))
-_NO_LEVELS = (np.zeros(0, np.int64), np.zeros((0, N_LEVEL_PARAMS)))
-# Positions of the fastest level that `failure_free_levels` steps through one by one
-# (only when a persisting write can make the next one wait): about a second.
-MAX_WAITING_POSITIONS = 2_000_000
-MAX_LEVEL_CYCLE = 1 << 20  # lcm of the level multiples: the pattern of levels repeats after it
 MAX_JUMP_CYCLE = 1 << 10  # longer cycles step (the kernels scan a cycle's table per failure)
 _NO_CYCLE = (np.zeros(0), np.zeros(0, np.int64))
 
@@ -120,23 +116,21 @@ def pack_points(points) -> Packed:
         shape = p.weibull_shape
         scale_factor = 1.0 / math.gamma(1.0 + 1.0 / shape)
         queue_exp = p.queue_wait_distribution == "exponential" and p.queue_wait > 0
-        mult, table = level_table(p)
-        base = p.fast_checkpoints[0].interval if p.fast_checkpoints else p.checkpoint_interval
-        n_full, remainder = split_work(p.work, base)
+        free = failure_free_job(p)
+        mult, table, base, n_full, remainder = free.mult, free.table, free.base, free.n_full, free.remainder
+        ff_ckpt, ff_level, ff_wait = free.checkpoint, free.level_stats, free.wait
         if mult.size:
-            ff_ckpt, ff_level, ff_wait = failure_free_levels(n_full, base, mult, table)
             written = ff_level[:, L_WRITES] > 0
             ckpt = float(table[written, V_COST].max(initial=0.0))  # the longest write a job must get through
         else:
-            ff_ckpt, ff_level, ff_wait, ckpt = n_full * p.checkpoint_cost, None, 0.0, p.checkpoint_cost
+            ckpt = p.checkpoint_cost
         row = np.zeros(N_PARAMS)
         row[[P_INTERVAL, P_CKPT, P_RESTART, P_QUEUE, P_WORK, P_N_FULL, P_REMAINDER, P_SHAPE,
              P_SCALE_FACTOR, P_QUEUE_EXP, P_FF_CKPT, P_FF_WAIT]] = (
             base, ckpt, p.restart_cost, p.queue_wait, p.work,
             n_full, remainder, shape, scale_factor, float(queue_exp), ff_ckpt, ff_wait)
         rows.append(row)
-        # The same operations, in the same order, as the kernels' wall of a job without failures.
-        ff_walls.append(p.work + ff_ckpt + 0.0 + 0.0 + 0.0 + ff_wait)
+        ff_walls.append(free.wall)
         ff_levels.append(ff_level)
         levels.append((mult, table))
         cycles.append(level_cycle(base, mult, table) if mult.size else _NO_CYCLE)
@@ -182,24 +176,6 @@ def pack_points(points) -> Packed:
     )
 
 
-def level_table(p: Scenario) -> tuple[np.ndarray, np.ndarray]:
-    """The kernels' level table of a scalar scenario: (multiples of the fastest
-    interval, (levels, N_LEVEL_PARAMS) parameters), fastest first, the scenario's
-    own checkpoint last; empty when it has one level that does not persist."""
-    levels = p.level_table()
-    if levels is None:
-        return _NO_LEVELS
-    mult = levels["mult"]
-    if math.lcm(*mult.tolist()) > MAX_LEVEL_CYCLE:
-        raise ScenarioError("fast_checkpoints", f"the level intervals repeat their pattern only every "
-                            f"{math.lcm(*mult.tolist())} fastest intervals (at most {MAX_LEVEL_CYCLE}); choose "
-                            "intervals that divide one another")
-    table = np.zeros((mult.size, N_LEVEL_PARAMS))
-    for column, name in ((V_COST, "cost"), (V_RESTART, "restart"), (V_PERSIST, "persist"), (V_SURVIVES, "survives")):
-        table[:, column] = levels[name]
-    return mult, table
-
-
 def level_cycle(base: float, mult: np.ndarray, table: np.ndarray):
     """The cycle tables the kernels jump with from one failure to the next, or
     empty ones (then they step position by position) where a write can wait
@@ -230,55 +206,6 @@ def level_cycle(base: float, mult: np.ndarray, table: np.ndarray):
         last[lv] = np.maximum.accumulate(np.where(mine, offsets, 0))
         count[lv] = np.cumsum(mine)
     return value, np.concatenate([last.ravel(), count.ravel()])
-
-
-def position_levels(mult: np.ndarray, positions: np.ndarray) -> np.ndarray:
-    """The level written at each position: the most durable one due there."""
-    level = np.zeros(positions.shape, dtype=np.int64)
-    for lv in range(1, mult.size):
-        level[positions % mult[lv] == 0] = lv
-    return level
-
-
-def failure_free_levels(n_full: int, base: float, mult: np.ndarray, table: np.ndarray):
-    """The failure-free job of a level row: (its checkpoint time, per-level stats
-    (levels, N_LEVEL_STATS) with writes and waits, its total wait).
-
-    Waits, when a persisting write can make the next one of its level wait,
-    are stepped through with the kernels' own clock operations, so a job
-    without failures gives the same bits here as there.
-    """
-    n_levels = mult.size
-    stats = np.zeros((n_levels, N_LEVEL_STATS))
-    cycle = math.lcm(*mult.tolist())
-    full, part = divmod(n_full, cycle)
-    per_cycle = np.bincount(position_levels(mult, np.arange(1, cycle + 1)), minlength=n_levels)
-    writes = full * per_cycle + np.bincount(position_levels(mult, np.arange(1, part + 1)), minlength=n_levels)
-    stats[:, L_WRITES] = writes
-    ckpt = 0.0
-    with np.errstate(over="ignore"):  # writes past float64 in all: inf, and `beyond_float_range` flags the row
-        for lv in range(n_levels):  # the checkpoint time the kernels give every finished job
-            ckpt += float(writes[lv]) * table[lv, V_COST]
-    can_wait = table[:, V_PERSIST] > mult * base  # the kernels' test: else writes of a level are an interval apart
-    if not can_wait.any():
-        return ckpt, stats, 0.0
-    if n_full > MAX_WAITING_POSITIONS:
-        raise ScenarioError("checkpoint_persist", f"persisting longer than a level's interval makes writes wait; "
-                            f"that is modelled for up to {MAX_WAITING_POSITIONS} positions of the fastest level "
-                            f"(this job has {n_full})")
-    now = wait_total = 0.0
-    durable_at = np.full(n_levels, -1.0)
-    with np.errstate(over="ignore"):  # a clock past float64 reads inf, as the kernels' would: flagged as above
-        for lv in position_levels(mult, np.arange(1, n_full + 1)).tolist():
-            now = now + base
-            if durable_at[lv] > now and can_wait[lv]:
-                wait = durable_at[lv] - now
-                wait_total += wait
-                stats[lv, L_WAIT] += wait
-                now = durable_at[lv]
-            now = now + table[lv, V_COST]
-            durable_at[lv] = now + table[lv, V_PERSIST]
-    return ckpt, stats, wait_total
 
 
 @dataclass

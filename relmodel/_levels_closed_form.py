@@ -19,7 +19,7 @@ Two engines solve the same equations: `_Cycles` (the default, a cycle of
 level-L positions at a time in `_kernels.levels_exact`, linear in the
 positions) and `_Exact` (a position at a time, the reference the tests hold
 the default to). Nothing here depends on a Scenario: the caller
-splits the work (`relmodel._scenario.split_work` on the base interval) and
+splits the work (`relmodel._level_pattern.split_work` on the base interval) and
 passes the levels as plain sequences.
 """
 

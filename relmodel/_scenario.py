@@ -18,6 +18,7 @@ from ._errors import ParameterError, ScenarioError
 from ._checks import (MAX_COUNT, MAX_FAILURE_RATE, MAX_LEMON_RATE_FACTOR, QUEUE_WAIT_DISTRIBUTIONS, SHAPE_RANGE,  # noqa: F401
                       check_number, is_sequence, scalar_value, sequence_values)
 from ._failures import Exponential, FailureCategory, LemonMixture, TaxonomyMixture, Weibull, as_categories
+from ._level_pattern import failure_free_job, split_work
 from ._units import format_hours, short_repr
 
 # Field -> (units attr, kind). Kinds: "duration", "count", "rate", "shape", "fraction",
@@ -662,9 +663,10 @@ class Scenario:
 
     @property
     def failure_free_wall(self) -> float:
-        """Wall time without failures: work plus every checkpoint write, in hours."""
-        n_full, _ = self.intervals
-        return self.work + n_full * self.checkpoint_cost
+        """Wall time without failures, in hours: the work, every write of every
+        level, and the waits for a level's previous write to persist (the
+        kernels' own sum; docs: the job model)."""
+        return failure_free_job(self._scalar()).wall
 
     def __str__(self) -> str:
         parts = []
@@ -689,46 +691,6 @@ def _same(a, b) -> bool:
         return bool(a == b)
     except (TypeError, ValueError):  # an array against a scalar: not one value
         return False
-
-
-def split_work(work, interval):
-    """Split work into floor(work / interval) full intervals and the remainder.
-
-    An exact multiple stays one (relative tolerance 1e-9), so "7d" of work at
-    "5min" intervals is 2016 full intervals and no remainder, not 2015 and a
-    sliver that floating point left over. Arrays broadcast.
-
-    Parameters
-    ----------
-    work : float or numpy.ndarray
-        Work in hours.
-    interval : float or numpy.ndarray
-        Checkpoint interval in hours.
-
-    Returns
-    -------
-    n_full : int or numpy.ndarray
-        Full intervals (each followed by a checkpoint).
-    rest : float or numpy.ndarray
-        The final partial interval in hours.
-    """
-    work, interval = np.broadcast_arrays(np.asarray(work, dtype=float), np.asarray(interval, dtype=float))
-    n_full = np.floor(work / interval)
-    remainder = work - n_full * interval
-    tol = 1e-9 * interval
-    # A remainder below -tol: the division rounded up; take one interval back.
-    back = (remainder < 0) & (n_full > 0) & (-remainder >= tol)
-    n_full = np.where(back, n_full - 1, n_full)
-    remainder = np.where(back, work - n_full * interval, remainder)
-    # Within tol of 0 or of a whole interval: an exact multiple.
-    up = ~back & (interval - remainder < tol)
-    n_full = np.where(up, n_full + 1, n_full)
-    # (Only after a full interval: with none, the remainder is the whole work, however
-    # small beside an interval far beyond it.)
-    remainder = np.where(up | (~back & (remainder < tol) & (n_full > 0)), 0.0, remainder)
-    if n_full.ndim == 0:
-        return int(n_full), float(remainder)
-    return n_full, remainder
 
 
 def as_scenario(value) -> Scenario:

@@ -2,15 +2,19 @@
 bits, job by job and in the block sums, whatever the threads or the chunking;
 rows without levels take the path without levels."""
 
+import dataclasses
+
 import numba
 import numpy as np
 import pytest
+from hypothesis import assume, given, settings
 
 import relmodel as rm
 from relmodel._kernels.layout import (
     J_CAPPED,
     J_FAILURES,
     J_WAIT,
+    J_WALL,
     L_RESTORES,
     L_WAIT,
     L_WRITES,
@@ -28,7 +32,8 @@ from relmodel._kernels.layout import (
     S_WAIT,
     S_WALL,
 )
-from relmodel._engine import pack, run
+from relmodel._engine import beyond_float_range, pack, run
+from relmodel.testing.strategies import level_scenarios
 
 Level = rm.CheckpointLevel
 
@@ -223,3 +228,39 @@ def test_a_row_without_levels_in_a_grid_with_levels_is_the_row_alone():
         assert np.array_equal(grid.stats[2 * row], alone.stats[0]) and np.array_equal(grid.hist[2 * row],
                                                                                      alone.hist[0])
         assert not grid.level_stats[2 * row].any()
+
+
+@settings(max_examples=40)
+@given(sc=level_scenarios())
+def test_the_scenarios_failure_free_wall_is_the_kernels_to_the_bit(sc):
+    # One definition (docs: the job model): work, every level's writes, and the waits for a
+    # level's previous write to persist; a job that never fails ends at exactly that wall.
+    sc = dataclasses.replace(sc, failure_rate=0.0)
+    pack_of = pack(sc)
+    assume(not beyond_float_range(pack_of)[0])
+    for backend in ("numba", "cython"):
+        jobs = run(pack_of, 3, 1, backend, keep_jobs=True).jobs[0]
+        assert np.all(jobs[:, J_FAILURES] == 0)
+        assert np.all(jobs[:, J_WALL] == sc.failure_free_wall)
+
+
+def test_the_failure_free_wall_counts_fast_writes_and_persist_waits():
+    fast = Level(interval="10min", cost="30s", restart="1min", persist="25min", survives=0.5)
+    sc = rm.Scenario(n_gpus=8, failure_rate=0.0, work="2h", checkpoint_interval="1h", checkpoint_cost="2min",
+                     fast_checkpoints=(fast,))
+    # Positions 1..12 of 10 min: durable at 6 and 12, fast elsewhere. A fast write persists
+    # 25 min after it ends, and the next fast write waits for it (a durable write between
+    # does not clear it): the wait of each level is its own.
+    clock, waits, durable_at = 0.0, 0.0, -1.0
+    for k in range(1, 13):
+        clock += 10 / 60
+        if k % 6:
+            if durable_at > clock:
+                waits += durable_at - clock
+                clock = durable_at
+            clock += 0.5 / 60
+            durable_at = clock + 25 / 60
+        else:
+            clock += 2 / 60
+    assert sc.failure_free_wall == pytest.approx(clock, rel=1e-12)
+    assert waits > 0 and sc.failure_free_wall > 2 + 10 * 0.5 / 60 + 2 * 2 / 60

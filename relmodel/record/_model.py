@@ -19,7 +19,8 @@ from .._version import __version__
 from .._closed_form import ettr as closed_form_ettr
 from .._errors import ParameterError
 from .._checks import check_integer
-from .._scenario import DEFAULT_GPUS_PER_NODE, Scenario, as_checkpoint_levels, as_scenario, split_work
+from .._level_pattern import split_work
+from .._scenario import DEFAULT_GPUS_PER_NODE, Scenario, as_checkpoint_levels, as_scenario
 from .._simulate import simulate
 from .._units import to_hours
 from ._events import NS_PER_H, NS_PER_S, RecordSummary, RunRecord, parse_instant

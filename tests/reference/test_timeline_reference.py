@@ -229,8 +229,8 @@ def test_levels_that_never_survive_give_the_high_precision_renewal_reference(sc,
     plain model at the durable interval (the levels' exact form against the 40-digit reference)."""
     fast = rm.CheckpointLevel(sc.checkpoint_interval / multiple, cost=0.0, restart=fast_restart, survives=0.0)
     leveled = sc.sweep(fast_checkpoints=(fast,))
-    n_fast, rest_fast = rm._scenario.split_work(sc.work, fast.interval)
-    n_plain, rest_plain = rm._scenario.split_work(sc.work, sc.checkpoint_interval)
+    n_fast, rest_fast = rm._level_pattern.split_work(sc.work, fast.interval)
+    n_plain, rest_plain = rm._level_pattern.split_work(sc.work, sc.checkpoint_interval)
     # (The exact-multiple rounding rule works on each interval: keep draws where both read the work alike.)
     assume(n_fast // multiple == n_plain and n_fast < 2**36)
     assume(rest_plain == pytest.approx((n_fast % multiple) * fast.interval + rest_fast, rel=1e-12, abs=1e-300))
