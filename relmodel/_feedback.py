@@ -8,8 +8,12 @@ stdout stays the result (a table, or JSON for a pipe).
 
 from __future__ import annotations
 
+import hashlib
+import os
+import platform
 import sys
 from contextlib import contextmanager
+from pathlib import Path
 
 COMPILE_NOTE = "compiling relmodel's {what} (first run only, ~{seconds} s; later runs load them from the cache)"
 _state = {"quiet": False}
@@ -154,28 +158,66 @@ def _njit_functions(path: str) -> dict[str, int]:
     return out
 
 
-def _stand_in(path: str, name: str, lineno: int, module: str):
-    """A function object that Numba's cache locator takes for `module.name`
-    (same file, name and first line) without importing the module."""
-    import types
+def _marker_folder(module_path: str) -> Path:
+    """Where the ready markers of a kernel module go: beside Numba's own cache
+    (``NUMBA_CACHE_DIR`` where set, else the module's ``__pycache__``)."""
+    import numba
 
-    def stand_in():
-        pass
+    root = numba.config.CACHE_DIR or os.path.join(os.path.dirname(module_path), "__pycache__")
+    return Path(root) / "relmodel-ready"
 
-    code = stand_in.__code__.replace(co_filename=path, co_firstlineno=lineno, co_name=name)
-    if hasattr(code, "co_qualname"):
-        code = code.replace(co_qualname=name)
-    func = types.FunctionType(code, {"__name__": module}, name)
-    func.__qualname__, func.__module__ = name, module
-    return func
+
+def _marker(module: str, module_path: str, name: str) -> Path:
+    """The marker that says `module.name` was compiled with ``cache=True`` by this
+    Numba, Python and CPU for this very source: a name keyed by all of them."""
+    import numba
+
+    key = hashlib.sha256()
+    for part in (numba.__version__, sys.version, platform.machine(), numba.config.CPU_NAME or "",
+                 module, name):
+        key.update(part.encode() + b"\0")
+    key.update(Path(module_path).read_bytes())
+    return _marker_folder(module_path) / f"{module}.{name}.{key.hexdigest()[:24]}"
+
+
+def _compiled(function) -> bool:
+    """Whether a Numba dispatcher has compiled (or loaded) a specialisation in this process."""
+    return bool(getattr(function, "signatures", None))
+
+
+def mark_compiled_kernels() -> None:
+    """Write the ready marker of every compiled relmodel kernel of this process.
+
+    Numba writes a kernel's cache when it compiles it (``cache=True``); the
+    marker records that, so that `kernels_cached` can tell without Numba's
+    internals. Registered at exit once Numba is imported; a marker that
+    cannot be written is left out (the next run then compiles, or loads, on
+    its own: slower to start, never other numbers).
+    """
+    if "numba" not in sys.modules:
+        return
+    for module_name, module in list(sys.modules.items()):
+        if not module_name.startswith("relmodel.") or module is None or not getattr(module, "__file__", None):
+            continue
+        for name, value in list(vars(module).items()):
+            # Numba dispatchers defined here (every relmodel kernel compiles with cache=True: _kernels/_jit.py)
+            if getattr(value, "__module__", None) != module_name or not hasattr(value, "py_func") \
+                    or not _compiled(value):
+                continue
+            try:
+                marker = _marker(module_name, module.__file__, name)
+                marker.parent.mkdir(parents=True, exist_ok=True)
+                marker.touch()
+            except OSError:
+                continue
 
 
 def kernels_cached(module: str, entry_points=None) -> bool:
     """Whether the Numba kernels of `module` would load rather than compile: each of
     `entry_points` (default: any njit function of the module) is compiled in this
-    process or has a fresh index in Numba's cache (written by this Numba for this
-    source). Looked up without importing the module: a kernel with an explicit
-    signature compiles at import.
+    process, or a run of this Numba on this source and machine compiled it with
+    ``cache=True`` (its ready marker, `mark_compiled_kernels`). Looked up without
+    importing the module: a kernel with an explicit signature compiles at import.
 
     Parameters
     ----------
@@ -194,18 +236,12 @@ def kernels_cached(module: str, entry_points=None) -> bool:
     loaded = sys.modules.get(module)
     try:
         path = importlib.util.find_spec(module).origin
-        functions = _njit_functions(path)
-        names = list(functions) if entry_points is None else list(entry_points)
-        if loaded is not None and all(getattr(getattr(loaded, n, None), "overloads", None) for n in names):
+        names = list(_njit_functions(path)) if entry_points is None else list(entry_points)
+        if loaded is not None and all(_compiled(getattr(loaded, n, None)) for n in names):
             return True
-        from numba.core.caching import FunctionCache
-
-        def fresh(name):  # Numba's own check: an empty index when missing, stale or of another Numba
-            cache = FunctionCache(_stand_in(path, name, functions[name], module))
-            return bool(cache._cache_file._load_index())
-
-        return any(map(fresh, names)) if entry_points is None else all(map(fresh, names))
-    except Exception:  # noqa: BLE001  Numba's internals moved, or the cache is unreadable: assume a compilation
+        ready = [_marker(module, path, name).exists() for name in names]
+        return any(ready) if entry_points is None else all(ready)
+    except (OSError, ImportError, AttributeError, SyntaxError):  # no source or no Numba: assume a compilation
         return False
 
 

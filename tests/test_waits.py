@@ -136,7 +136,7 @@ def test_a_numba_compilation_is_announced_once_after_the_first_line(tmp_path):
     first = seen.index("16384 GPUs (2048 nodes)")
     assert seen.count("compiling relmodel's simulation kernels (first run only") == 1
     assert first < seen.index("compiling relmodel's")
-    # The cache is warm now: Numba's index says so, and no note the second time.
+    # The cache is warm now: the run left its ready markers, and no note the second time.
     cached = subprocess.run([sys.executable, "-c", _CACHED], capture_output=True, text=True, env=env, check=True,
                             cwd=tmp_path)
     assert cached.stdout.split()[0] == "True"
