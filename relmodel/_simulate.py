@@ -35,7 +35,7 @@ LEVEL_FIELDS = ("writes", "restores", "persist_wait")  # the L_* columns, in ord
 CATALOGUE = {**labels.SIMULATED, **labels.SIMULATED_BY_CATEGORY, **labels.SIMULATED_BY_LEVEL, **labels.PER_JOB}
 
 
-def simulate(scenario, n_jobs: int = 100_000, seed: int = 0, backend: str = "numba", *,
+def simulate(scenario, n_jobs: int = 100_000, seed: int = 0, backend: str = "auto", *,
              keep_jobs: bool = False, max_failures: int = DEFAULT_MAX_FAILURES, n_threads: int | None = None,
              progress: bool = False, quantiles=DEFAULT_QUANTILES, scenario_keys=None) -> xr.Dataset:
     """Sample `n_jobs` job timelines per scenario point and summarise them.
@@ -77,7 +77,7 @@ def simulate(scenario, n_jobs: int = 100_000, seed: int = 0, backend: str = "num
     seed : int, default 0
         0 <= seed < 2**32. Same seed, same bits, whatever the backend, thread
         count or chunking.
-    backend : {"numba", "cython", "auto"}, default "numba"
+    backend : {"auto", "numba", "cython"}, default "auto"
         "numba" (parallel), "cython" (serial, no JIT) or "auto" (the quicker
         to answer: Cython for short runs, and on a cold Numba cache Cython
         while Numba compiles in the background, then Numba;
@@ -249,7 +249,7 @@ def capped_message(n_capped, failures_mean, n_jobs: int, max_failures: int) -> s
             "a run costs up to n_jobs x max_failures failure events, so a lower max_failures answers sooner")
 
 
-def compare(grid, n_jobs: int = 100_000, seed: int = 0, backend: str = "numba", **simulate_kwargs) -> xr.Dataset:
+def compare(grid, n_jobs: int = 100_000, seed: int = 0, backend: str = "auto", **simulate_kwargs) -> xr.Dataset:
     """Compare the closed forms against the simulation, point by point over a scenario grid.
 
     `grid` may also be a Dataset from `simulate` or a study (`open_study`): its
@@ -264,8 +264,8 @@ def compare(grid, n_jobs: int = 100_000, seed: int = 0, backend: str = "numba", 
         Jobs per scenario point (unused with a Dataset).
     seed : int, default 0
         Seed of the simulation (unused with a Dataset).
-    backend : {"numba", "cython", "auto"}, default "numba"
-        Simulation backend (unused with a Dataset).
+    backend : {"auto", "numba", "cython"}, default "auto"
+        Simulation backend, as for `simulate` (unused with a Dataset).
     **simulate_kwargs
         Passed to `simulate` (unused with a Dataset).
 

@@ -129,7 +129,7 @@ def _simulated_points(sc: Scenario, points, n_jobs: int, seed: int, backend: str
 
 
 def ettr_vs_interval(scenario, ax=None, *, n_points: int = 60, n_sim: int = 8, n_jobs: int = 20_000, seed: int = 0,
-                     target_ettr: float | None = None, current_interval: float | None = None, backend: str = "numba"):
+                     target_ettr: float | None = None, current_interval: float | None = None, backend: str = "auto"):
     """Draw ETTR against checkpoint interval for the scenario's work.
 
     Both closed forms as curves, simulated points with 95% error bars, Young's,
@@ -158,8 +158,8 @@ def ettr_vs_interval(scenario, ax=None, *, n_points: int = 60, n_sim: int = 8, n
         Draw this ETTR as a horizontal line.
     current_interval : float, optional
         Draw the interval used today (hours) as a vertical line.
-    backend : str, default "numba"
-        Kernel of the simulated points: "numba", "cython" or "auto" (the same bits).
+    backend : str, default "auto"
+        Kernel of the simulated points: "auto", "numba" or "cython" (the same bits).
 
     Returns
     -------

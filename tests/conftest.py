@@ -60,4 +60,4 @@ def warm_kernels():
     """Compile (or load) the Numba kernels once per session, not inside a test's timing."""
     import relmodel as rm
 
-    rm.simulate(rm.Scenario(n_gpus=8, failure_rate=1.0, checkpoint_interval=1, work=2), n_jobs=8)
+    rm.simulate(rm.Scenario(n_gpus=8, failure_rate=1.0, checkpoint_interval=1, work=2), n_jobs=8, backend="numba")
