@@ -11,6 +11,7 @@ waits: the components of `simulate`, plus startup, which the model has not.
 from __future__ import annotations
 
 import dataclasses
+from typing import NamedTuple
 
 import numpy as np
 import xarray as xr
@@ -25,6 +26,92 @@ from ._events import NS_PER_H, NS_PER_S, RunRecord, RunRecordError
 MEASURED_COMPONENTS = ("productive", "checkpoint", "persist_wait", "lost", "restart", "startup", "queue")
 
 
+@dataclasses.dataclass(slots=True)
+class Attempt:
+    """One attempt of a run (instants in ns since the epoch).
+
+    Parameters
+    ----------
+    start : int
+        Its attempt_start.
+    first_step : int, default -1
+        Its first step (-1: none, or not known).
+    end : int, default -1
+        Where it ended.
+    ended_by : str, default ""
+        "run_end", "failure", "interruption" or "record end".
+    """
+
+    start: int
+    first_step: int = -1
+    end: int = -1
+    ended_by: str = ""
+
+
+@dataclasses.dataclass(slots=True)
+class Interruption:
+    """One failure or planned interruption of a run (ns).
+
+    Parameters
+    ----------
+    time : int
+        When it struck (ns since the epoch).
+    kind : str
+        "failure" or "interruption".
+    reason : str
+        The reason the record gives ("" where none).
+    lost_before : int
+        The run's lost work up to it (the walk's running total).
+    lost : int, default 0
+        The work it lost: what the restore after it threw away.
+    queue_after : int, default -1
+        The queue wait after it (-1: the record ends first).
+    restart_after : int, default -1
+        The restart after it, up to its first step or the next failure (-1: none).
+    restart_completed : bool, default False
+        Whether that restart reached its first step.
+    runtime_at : int, default 0
+        The run's runtime (wall less queue) at it.
+    compute_before : int, default -1
+        Compute at the attempt's last event before it (-1: it struck in a restart).
+    compute_at : int, default -1
+        Compute at it (a write cut short counted as compute).
+    wait_cut : int, default 0
+        The wait for persistence it cut short.
+    """
+
+    time: int
+    kind: str
+    reason: str
+    lost_before: int
+    lost: int = 0
+    queue_after: int = -1
+    restart_after: int = -1
+    restart_completed: bool = False
+    runtime_at: int = 0
+    compute_before: int = -1
+    compute_at: int = -1
+    wait_cut: int = 0
+
+
+class _Saved(NamedTuple):
+    """A checkpoint on the run's path, as the walk keeps it (ns)."""
+
+    value: int  # compute and writes up to its end
+    compute: int  # compute alone
+    step: int
+    path_end: int  # how many of the path's spans end by it
+
+
+class Write(NamedTuple):
+    """One checkpoint write of a run (ns)."""
+
+    position: int  # compute done when it started
+    duration: int
+    wait: int  # for the previous write to persist, before it
+    end: int  # ns since the epoch
+
+
 @dataclasses.dataclass
 class Timeline:
     """A record's timeline, measured (ns): totals, and per attempt and interruption.
@@ -37,15 +124,12 @@ class Timeline:
         Whether the record has the run's end.
     totals : dict
         Component -> ns (None where the record cannot say).
-    attempts : list
-        Per attempt: [start, first step (-1: none), end, how it ended].
-    interruptions : list
-        Per interruption: [time, kind, reason, lost, queue after, restart
-        after (-1: none), runtime at it, whether that restart completed,
-        compute at the attempt's event before it (-1: in a restart), compute
-        at it (a write cut short counted as compute), the wait it cut short].
-    writes : list
-        Per write: (compute position at its start, duration, wait before it, end time).
+    attempts : list of Attempt
+        The run's attempts, in order.
+    interruptions : list of Interruption
+        Its failures and planned interruptions, in order.
+    writes : list of Write
+        Its completed checkpoint writes, in order.
     restore_depths : list
         Per interruption: checkpoints its restore fell back past the latest.
     notes : list
@@ -60,9 +144,9 @@ class Timeline:
     end: int
     ended: bool
     totals: dict  # component -> ns (None where the record cannot say)
-    attempts: list  # (start, first_step or -1, end, end kind)
-    interruptions: list
-    writes: list  # (compute position at the write's start, duration, wait)
+    attempts: list[Attempt]
+    interruptions: list[Interruption]
+    writes: list[Write]
     restore_depths: list  # per interruption: checkpoints fallen back past the latest (0: the latest)
     notes: list
     spans: dict
@@ -107,7 +191,7 @@ def timeline(record: RunRecord) -> Timeline:
     phase = "init"  # init | run | down | ended
     clock = start
     value = compute = 0
-    stack = [(0, 0, 0, 0)]  # checkpoints on the path: (value, compute, step, path spans up to its end)
+    stack = [_Saved(0, 0, 0, 0)]  # the checkpoints on the run's path, oldest first
     restorable = {0: 0}  # step -> stack depth
     spans = {kind: [] for kind in (*MEASURED_COMPONENTS, "attempt")}
     path = []  # the current path's compute and writes: (start, end, kind); a restore makes those above it lost
@@ -115,7 +199,7 @@ def timeline(record: RunRecord) -> Timeline:
     def span(kind, a, b):
         spans[kind].append((a - start, b - start))
     totals = dict.fromkeys(MEASURED_COMPONENTS, 0)
-    attempts = [[start, -1, -1, ""]]
+    attempts = [Attempt(start)]
     interruptions, writes, depths = [], [], []
     down_at = -1
     first_attempt = True
@@ -124,21 +208,21 @@ def timeline(record: RunRecord) -> Timeline:
         nonlocal value, compute
         if depth_from_top:  # the checkpoints above the one restored are gone (only theirs: linear in writes)
             keep = len(stack) - depth_from_top
-            for _, _, step, _ in stack[keep:]:
-                if restorable.get(step, -1) >= keep:
-                    del restorable[step]
+            for saved in stack[keep:]:
+                if restorable.get(saved.step, -1) >= keep:
+                    del restorable[saved.step]
             del stack[keep:]
-        totals["lost"] += value - stack[-1][0]
-        value, compute = stack[-1][0], stack[-1][1]
-        for a, b, _ in path[stack[-1][3]:]:
+        totals["lost"] += value - stack[-1].value
+        value, compute = stack[-1].value, stack[-1].compute
+        for a, b, _ in path[stack[-1].path_end:]:
             span("lost", a, b)
-        del path[stack[-1][3]:]
+        del path[stack[-1].path_end:]
 
     def begin_run(i):
         nonlocal phase
         if phase == "init":  # an attempt without first_step: its initialisation is not known
             notes.append(f"line {int(lines[i])}: an attempt with no first_step (initialisation counted as compute)")
-            attempts[-1][1] = clock
+            attempts[-1].first_step = clock
             phase = "run"
         elif phase != "run":
             fail(i, "event", f"a {kinds[i]} event outside an attempt (after a failure or the run's end)")
@@ -154,8 +238,8 @@ def timeline(record: RunRecord) -> Timeline:
                 fail(i, "event", "an attempt_start while an attempt runs (its failure or interruption is missing)")
             totals["queue"] += t - down_at
             span("queue", down_at, t)
-            interruptions[-1][4] = t - down_at
-            attempts.append([t, -1, -1, ""])
+            interruptions[-1].queue_after = t - down_at
+            attempts.append(Attempt(t))
             clock, phase = t, "init"
             restore(0)
             depths.append(0)
@@ -177,8 +261,8 @@ def timeline(record: RunRecord) -> Timeline:
             totals["startup" if first_attempt else "restart"] += spent
             span("startup" if first_attempt else "restart", clock, t)
             if not first_attempt:
-                interruptions[-1][5:8:2] = [spent, True]
-            attempts[-1][1] = t
+                interruptions[-1].restart_after, interruptions[-1].restart_completed = spent, True
+            attempts[-1].first_step = t
             clock, phase = t, "run"
         elif kind in ("checkpoint_written", "step", "run_end"):
             begin_run(i)
@@ -190,13 +274,13 @@ def timeline(record: RunRecord) -> Timeline:
                                           f"previous event of the attempt")
                 value += begin - clock
                 compute += begin - clock
-                writes.append((compute, d, w, t))
+                writes.append(Write(compute, d, w, t))
                 totals["persist_wait"] += w
                 value += d
                 path.append((clock, begin, "productive"))
                 span("persist_wait", begin, begin + w)
                 path.append((begin + w, t, "checkpoint"))
-                stack.append((value, compute, int(steps[i]), len(path)))
+                stack.append(_Saved(value, compute, int(steps[i]), len(path)))
                 restorable[int(steps[i])] = len(stack) - 1
             else:
                 value += t - clock
@@ -204,31 +288,30 @@ def timeline(record: RunRecord) -> Timeline:
                 path.append((clock, t, "productive"))
             clock = t
             if kind == "run_end":
-                attempts[-1][2:] = [t, "run_end"]
+                attempts[-1].end, attempts[-1].ended_by = t, "run_end"
                 phase = "ended"
         else:  # failure, interruption
             if phase == "down" or phase == "ended":
                 fail(i, "event", f"a {kind} outside an attempt")
-            at = (-1, -1, 0)  # where it struck: compute at the attempt's last event, at the failure; wait cut
+            struck = Interruption(t, kind, str(reasons[i]), lost_before=totals["lost"])
             if phase == "init":
                 spent = t - clock
                 totals["startup" if first_attempt else "restart"] += spent
                 span("startup" if first_attempt else "restart", clock, t)
                 if not first_attempt:
-                    interruptions[-1][5:8:2] = [spent, False]
+                    interruptions[-1].restart_after, interruptions[-1].restart_completed = spent, False
             else:  # compute (a write cut short looks the same), then the wait it cut short (wait_s) where logged
                 w = _ns(waits[i])
                 if t - w < clock:
                     fail(i, "wait_s", "the wait would start before the previous event of the attempt")
-                at = (compute, compute + t - w - clock, w)
+                struck.compute_before, struck.compute_at, struck.wait_cut = compute, compute + t - w - clock, w
                 value += t - w - clock
                 compute += t - w - clock
                 totals["persist_wait"] += w
                 path.append((clock, t - w, "productive"))
                 span("persist_wait", t - w, t)
-            attempts[-1][2:] = [t, kind]
-            lost_before = totals["lost"]
-            interruptions.append([t, kind, str(reasons[i]), lost_before, -1, -1, 0, False, *at])
+            attempts[-1].end, attempts[-1].ended_by = t, kind
+            interruptions.append(struck)
             clock, phase, down_at = t, "down", t
             first_attempt = False
     end = int(times[-1])
@@ -238,17 +321,17 @@ def timeline(record: RunRecord) -> Timeline:
         if phase == "down":
             restore(0)
         else:
-            attempts[-1][2:] = [end, "record end"]
+            attempts[-1].end, attempts[-1].ended_by = end, "record end"
     # Lost work per interruption: what the restore after it cost (the last one, if the record ends down).
-    lost_marks = [x[3] for x in interruptions] + [totals["lost"]]
+    lost_marks = [x.lost_before for x in interruptions] + [totals["lost"]]
     queue_so_far = 0
     for k, x in enumerate(interruptions):
-        x[3] = lost_marks[k + 1] - lost_marks[k]
-        x[6] = x[0] - start - queue_so_far  # runtime at the interruption
-        queue_so_far += max(x[4], 0)
+        x.lost = lost_marks[k + 1] - lost_marks[k]
+        x.runtime_at = x.time - start - queue_so_far
+        queue_so_far += max(x.queue_after, 0)
     for a, b, kind in path:  # what the path kept: productive compute and checkpoint writes
         span(kind, a, b)
-    checkpoint = sum(stack[k][0] - stack[k - 1][0] - (stack[k][1] - stack[k - 1][1]) for k in range(1, len(stack)))
+    checkpoint = sum((b.value - a.value) - (b.compute - a.compute) for a, b in zip(stack, stack[1:]))
     totals["checkpoint"] = checkpoint
     totals["productive"] = value - checkpoint
     wall = end - start
@@ -342,17 +425,18 @@ def measure_timeline(record: RunRecord, tl: Timeline, *, n_gpus: int | None = No
     wall = (tl.end - tl.start) / NS_PER_H
     runtime = wall - hours["queue"]
     inter = tl.interruptions
-    kinds = np.array([x[1] for x in inter], dtype=object).astype(str)
-    reasons = np.array([x[2] or "unknown" for x in inter], dtype=object).astype(str)
-    infrastructure = [tax.is_infrastructure(*_state_and_cause(x[2])) for x in inter]
+    kinds = np.array([x.kind for x in inter], dtype=object).astype(str)
+    reasons = np.array([x.reason or "unknown" for x in inter], dtype=object).astype(str)
+    infrastructure = [tax.is_infrastructure(*_state_and_cause(x.reason)) for x in inter]
     n = len(inter)
-    completed_restarts = [x[5] for x in inter if x[7]]
-    queue_waits = [x[4] for x in inter if x[4] >= 0]
-    ordered = [w[0] for w in tl.writes]
+    completed_restarts = [x.restart_after for x in inter if x.restart_completed]
+    queue_waits = [x.queue_after for x in inter if x.queue_after >= 0]
+    ordered = [w.position for w in tl.writes]
     # Compute between checkpoints: the gaps between successive positions written (each once).
     positions = np.unique(np.array([0] + ordered, dtype=np.int64))
     interval = float(np.mean(np.diff(positions))) / NS_PER_H if positions.size > 1 else np.nan
-    first_init = tl.attempts[0][1] - tl.attempts[0][0] if tl.attempts[0][1] >= 0 else None
+    first = tl.attempts[0]
+    first_init = first.first_step - first.start if first.first_step >= 0 else None
     values = {
         "wall": wall, "runtime": runtime,
         "ettr": hours["productive"] / wall if wall > 0 else np.nan,
@@ -360,7 +444,7 @@ def measure_timeline(record: RunRecord, tl: Timeline, *, n_gpus: int | None = No
         "interruptions": n, "failures": int((kinds == "failure").sum()), "planned": int((kinds == "interruption").sum()),
         "infrastructure": int(sum(infrastructure)), "attempts": len(tl.attempts), "writes": len(tl.writes),
         "checkpoint_interval": interval,
-        "checkpoint_cost": float(np.mean([w[1] for w in tl.writes])) / NS_PER_H if tl.writes else np.nan,
+        "checkpoint_cost": float(np.mean([w.duration for w in tl.writes])) / NS_PER_H if tl.writes else np.nan,
         "restart_cost": float(np.mean(completed_restarts)) / NS_PER_H if completed_restarts else np.nan,
         "queue_wait": float(np.mean(queue_waits)) / NS_PER_H if queue_waits else np.nan,
         "startup_time": first_init / NS_PER_H if first_init is not None and record.has_trainer_events else np.nan,
@@ -379,15 +463,17 @@ def measure_timeline(record: RunRecord, tl: Timeline, *, n_gpus: int | None = No
                                            dtype=np.int64)),
          "wall_ns": tl.end - tl.start,
          **{k: ((), v) for k, v in values.items()},
-         "interruption_time": ("interruption", np.array([x[0] for x in inter], dtype=np.int64).astype("datetime64[ns]")),
-         "interruption_runtime": ("interruption", np.array([x[6] / NS_PER_H for x in inter], dtype=float)),
+         "interruption_time": ("interruption", np.array([x.time for x in inter], dtype=np.int64).astype("datetime64[ns]")),
+         "interruption_runtime": ("interruption", np.array([x.runtime_at / NS_PER_H for x in inter], dtype=float)),
          "interruption_kind": ("interruption", kinds),
          "interruption_reason": ("interruption", reasons),
-         "interruption_lost": ("interruption", np.array([x[3] / NS_PER_H for x in inter], dtype=float)
+         "interruption_lost": ("interruption", np.array([x.lost / NS_PER_H for x in inter], dtype=float)
                                if record.has_trainer_events else np.full(n, np.nan)),
-         "interruption_queue": ("interruption", np.array([x[4] / NS_PER_H if x[4] >= 0 else np.nan for x in inter])),
-         "interruption_restart": ("interruption", np.array([x[5] / NS_PER_H if x[5] >= 0 else np.nan for x in inter])),
-         "interruption_restart_completed": ("interruption", np.array([bool(x[7]) for x in inter], dtype=bool)),
+         "interruption_queue": ("interruption", np.array([x.queue_after / NS_PER_H if x.queue_after >= 0 else np.nan
+                                                          for x in inter])),
+         "interruption_restart": ("interruption", np.array([x.restart_after / NS_PER_H if x.restart_after >= 0
+                                                            else np.nan for x in inter])),
+         "interruption_restart_completed": ("interruption", np.array([x.restart_completed for x in inter], dtype=bool)),
          "interruptions_by_reason": ("reason", counts[order].astype(np.int64))},
         coords={"component": list(MEASURED_COMPONENTS), "interruption": np.arange(n), "reason": labels[order]},
         attrs={"relmodel_version": __version__, "sources": " + ".join(record.summary.sources),

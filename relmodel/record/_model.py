@@ -303,31 +303,31 @@ def own_plan(record: RunRecord, tl=None) -> tuple[CheckpointSchedule, list]:
     if not record.has_trainer_events:
         raise ParameterError("events", "replay needs the trainer's events (checkpoints and first steps)")
     writes = tl.writes
-    positions = tuple(sorted({w[0] for w in writes}))
+    positions = tuple(sorted({w.position for w in writes}))
     # Writes by attempt, in time order: each completed one, and each a failure cut short (the failure came
     # past the attempt's next position: during the wait for persistence or the write; the write is then
     # given a time just past what it ran, so that the same failure cuts it).
-    attempts = [(w[3], w[1], w[2]) for w in writes]
+    attempts = [(w.end, w.duration, w.wait) for w in writes]
     for x in tl.interruptions:
-        before, at, cut_wait = x[8], x[9], x[10]
-        if before < 0:
+        if x.compute_before < 0:
             continue
-        k = bisect.bisect_right(positions, before)
-        if k < len(positions) and at >= positions[k]:
-            attempts.append((x[0], at - positions[k] + 1, cut_wait))
+        k = bisect.bisect_right(positions, x.compute_before)
+        if k < len(positions) and x.compute_at >= positions[k]:
+            attempts.append((x.time, x.compute_at - positions[k] + 1, x.wait_cut))
     attempts.sort(key=lambda a: a[0])
-    completed = [x[5] for x in tl.interruptions if x[7]]
+    completed = [x.restart_after for x in tl.interruptions if x.restart_completed]
     mean_restart = int(round(np.mean(completed))) if completed else 0
     # A restart a failure cut short lasted at least what it ran: longer than that, or the replay misses the failure.
-    restarts = tuple(x[5] if x[7] else max(mean_restart, x[5] + 1) for x in tl.interruptions) or (0,)
-    queues = tuple(max(x[4], 0) for x in tl.interruptions) or (0,)
+    restarts = tuple(x.restart_after if x.restart_completed else max(mean_restart, x.restart_after + 1)
+                     for x in tl.interruptions) or (0,)
+    queues = tuple(max(x.queue_after, 0) for x in tl.interruptions) or (0,)
     first = tl.attempts[0]  # a startup that a failure cut short lasted longer than it ran
-    startup = first[1] - first[0] if first[1] >= 0 else (first[2] - first[0] + 1 if first[3] in (
-        "failure", "interruption") else 0)
+    startup = first.first_step - first.start if first.first_step >= 0 else (
+        first.end - first.start + 1 if first.ended_by in ("failure", "interruption") else 0)
     plan = CheckpointSchedule(work=tl.totals["productive"], positions=positions,
                               write=tuple(a[1] for a in attempts) or (0,), wait=tuple(a[2] for a in attempts) or (0,),
                               startup=startup, restart=restarts, queue=queues, fallback=tuple(tl.restore_depths))
-    return plan, [x[6] for x in tl.interruptions]
+    return plan, [x.runtime_at for x in tl.interruptions]
 
 
 def replay_run(record: RunRecord, *, checkpoint_interval=None, checkpoint_cost=None, checkpoint_persist=None,
