@@ -18,6 +18,7 @@ import math
 import re
 from collections import Counter
 from datetime import datetime, timedelta, timezone
+from typing import NamedTuple
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
@@ -365,7 +366,20 @@ def _rows(text: str, path: str):
         yield line, dict(zip(header, fields))
 
 
-def _trainer_events(path: Path, zone, summary: RecordSummary) -> list:
+class _Row(NamedTuple):
+    """One event as read, before the events become a Dataset (a field a column)."""
+
+    time_ns: int
+    kind: str
+    step: int  # -1: none
+    duration_s: float  # NaN: none
+    wait_s: float  # NaN: none
+    reason: str
+    source: str  # "events" or "sacct"
+    line: int
+
+
+def _trainer_events(path: Path, zone, summary: RecordSummary) -> list[_Row]:
     name = str(path)
     try:
         text = read_small_text(path, MAX_RECORD_FILE_BYTES)
@@ -390,8 +404,8 @@ def _trainer_events(path: Path, zone, summary: RecordSummary) -> list:
             raise RunRecordError(name, line, "step", "a checkpoint_restored event needs the step restored")
         reason = row.get("reason")
         reason = "" if reason is None else str(reason).strip()
-        events.append((at, kind, -1 if step is None else step, np.nan if duration is None else duration,
-                       np.nan if wait is None else wait, reason, "events", line))
+        events.append(_Row(at, kind, -1 if step is None else step, np.nan if duration is None else duration,
+                           np.nan if wait is None else wait, reason, "events", line))
     summary.sources.append(name)
     return events
 
@@ -429,7 +443,7 @@ def _sacct_events(path: Path, run, zone, summary: RecordSummary):
         state, cause = str(ds.state.values[i]), str(ds.cause.values[i])
         start_ns, end_ns = (_in_zone(int(x.astype("datetime64[ns]").astype(np.int64)), zone, name, line, field)
                             for x, field in ((start, "Start"), (end, "End")))
-        events.append((start_ns, "attempt_start", -1, np.nan, np.nan, "", "sacct", line))
+        events.append(_Row(start_ns, "attempt_start", -1, np.nan, np.nan, "", "sacct", line))
         last = position == len(order) - 1
         if state == "COMPLETED":
             if not last:
@@ -437,7 +451,7 @@ def _sacct_events(path: Path, run, zone, summary: RecordSummary):
             kind = "run_end"
         else:
             kind = "interruption" if state in _PLANNED_STATES else "failure"
-        events.append((end_ns, kind, -1, np.nan, np.nan, state + (f": {cause}" if cause else "")
+        events.append(_Row(end_ns, kind, -1, np.nan, np.nan, state + (f": {cause}" if cause else "")
                        if kind != "run_end" else "", "sacct", line))
     summary.rows_used += len(order)
     return events, (gpus[-1] if gpus else None), len(gpus) > 1
@@ -493,31 +507,31 @@ def read_run(events=None, *, sacct=None, run=None, n_gpus: int | None = None, tz
         rows = _trainer_events(Path(events), zone, summary)
     gpus, several = None, False
     if sacct is not None:
-        boundary = [r for r in rows if r[1] in BOUNDARY_KINDS]
+        boundary = [r for r in rows if r.kind in BOUNDARY_KINDS]
         if boundary:
             summary.skipped["trainer boundary events (sacct gives the attempts)"] += len(boundary)
-            rows = [r for r in rows if r[1] not in BOUNDARY_KINDS]
+            rows = [r for r in rows if r.kind not in BOUNDARY_KINDS]
         sacct_rows, gpus, several = _sacct_events(Path(sacct), run, zone, summary)
         rows += sacct_rows
         if several:
             summary.notes["attempts of different sizes: the largest taken"] += 1
-    summary.rows_used += sum(1 for r in rows if r[6] == "events")
+    summary.rows_used += sum(1 for r in rows if r.source == "events")
     if n_gpus is not None:
         gpus = check_integer("n_gpus", n_gpus, 1, 10**9)
-    rows.sort(key=lambda r: r[0])
+    rows.sort(key=lambda r: r.time_ns)
     if not rows:
         raise RunRecordError(" + ".join(summary.sources), 0, "", "no events")
-    columns = list(zip(*rows))
-    time_ns = np.array(columns[0], dtype=np.int64)
+    columns = _Row(*zip(*rows))
+    time_ns = np.array(columns.time_ns, dtype=np.int64)
     ds = xr.Dataset(
         {"time": ("event", time_ns.astype("datetime64[ns]")), "time_ns": ("event", time_ns),
-         "kind": ("event", np.array(columns[1], dtype=object).astype(str)),
-         "step": ("event", np.array(columns[2], dtype=np.int64)),
-         "duration_s": ("event", np.array(columns[3], dtype=float)),
-         "wait_s": ("event", np.array(columns[4], dtype=float)),
-         "reason": ("event", np.array(columns[5], dtype=object).astype(str)),
-         "source": ("event", np.array(columns[6], dtype=object).astype(str)),
-         "line": ("event", np.array(columns[7], dtype=np.int64))},
+         "kind": ("event", np.array(columns.kind, dtype=object).astype(str)),
+         "step": ("event", np.array(columns.step, dtype=np.int64)),
+         "duration_s": ("event", np.array(columns.duration_s, dtype=float)),
+         "wait_s": ("event", np.array(columns.wait_s, dtype=float)),
+         "reason": ("event", np.array(columns.reason, dtype=object).astype(str)),
+         "source": ("event", np.array(columns.source, dtype=object).astype(str)),
+         "line": ("event", np.array(columns.line, dtype=np.int64))},
         coords={"event": np.arange(len(rows))},
         attrs={"sources": " + ".join(summary.sources), "time_zone": "UTC",
                **({"events_file": str(events)} if events is not None else {}),
