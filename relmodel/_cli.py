@@ -520,11 +520,10 @@ def simulate_streamed(sc: Scenario, run: dict, widths: dict, bar):
     coords = {d: summary_values(getattr(sc, d)) for d in sc.dims}
     capped, failures = [], []
     for key, (index, point) in enumerate(zip(np.ndindex(*sc.shape), sc.points())):
-        packed = engine.pack(point)
-        totals = engine.run(packed, run["n_jobs"], run["seed"], run["backend"], scenario_keys=[key],
-                            max_failures=run["max_failures"], n_threads=run["n_threads"],
-                            progress=run["progress"] or None)
-        est = {name: value[0] for name, value in engine.summarize(totals, packed, DEFAULT_QUANTILES).items()}
+        _, estimates = engine.estimate([point], run["n_jobs"], run["seed"], run["backend"], scenario_keys=[key],
+                                       quantiles=DEFAULT_QUANTILES, max_failures=run["max_failures"],
+                                       n_threads=run["n_threads"], progress=run["progress"] or None)
+        est = {name: value[0] for name, value in estimates.items()}
         est["ettr_renewal"] = ettr_arrays(point, "renewal")[0]
         row = summary_row({d: coords[d][i] for d, i in zip(sc.dims, index)}, est, DEFAULT_QUANTILES)
         echo(table_line([table_cell(k, v) for k, v in row.items()], [widths[k] for k in row]))

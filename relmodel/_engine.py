@@ -750,6 +750,39 @@ def wall_quantiles(totals: Totals, packed: Packed, quantiles) -> np.ndarray:
     return out
 
 
+def estimate(points, n_jobs: int, seed: int, backend: str, *, scenario_keys=None, quantiles=(0.05, 0.5, 0.95),
+             max_failures: int = DEFAULT_MAX_FAILURES, keep_jobs: bool = False, n_threads=None,
+             progress=None) -> tuple[Totals, dict[str, np.ndarray]]:
+    """The one path from scalar scenarios to estimates: packed, simulated (`run`) and
+    summarised (`summarize`). `simulate`, the command line's streamed table and a
+    study's chunks all go through it.
+
+    Parameters
+    ----------
+    points : iterable of Scenario
+        Scalar scenarios, one row each.
+    n_jobs, seed, backend
+        As for `run`.
+    scenario_keys : sequence of int, optional
+        Each point's index in its grid (its random stream's key); default 0, 1, ...
+    quantiles : tuple of float, default (0.05, 0.5, 0.95)
+        The wall-time quantiles to estimate.
+    max_failures, keep_jobs, n_threads, progress
+        As for `run`.
+
+    Returns
+    -------
+    totals : Totals
+        The folded kernel output.
+    estimates : dict of str to numpy.ndarray
+        `summarize`'s estimates, one row a point.
+    """
+    packed = pack_points(points)
+    totals = run(packed, n_jobs, seed, backend, scenario_keys=scenario_keys, max_failures=max_failures,
+                 keep_jobs=keep_jobs, n_threads=n_threads, progress=progress)
+    return totals, summarize(totals, packed, quantiles)
+
+
 def summarize(totals: Totals, packed: Packed, quantiles=(0.05, 0.5, 0.95)) -> dict[str, np.ndarray]:
     """Estimates per row: ETTR both ways with standard errors, wall quantiles, breakdown."""
     s = totals.stats

@@ -12,7 +12,7 @@ from ._kernels import BACKENDS
 from ._kernels.layout import BLOCK_SIZE, N_BINS
 from ._closed_form import LINEAR_TOLERANCE, grid_closed_forms
 from ._engine import (COMPONENTS, DEFAULT_MAX_FAILURES, RNG_SCHEME, check_run_args, check_run_memory, check_threads,
-                      pack, run, summarize)
+                      estimate)
 from ._checks import check_choice, check_flag, check_levels
 from ._scenario import Scenario, as_scenario
 
@@ -142,7 +142,6 @@ def simulate(scenario, n_jobs: int = 100_000, seed: int = 0, backend: str = "aut
     quantiles = check_levels("quantiles", quantiles)
     check_run_memory(sc.size, n_jobs, len(sc.taxonomy or ()), keep_jobs,
                      len(sc.fast_checkpoints) + 1 if sc.fast_checkpoints else int(sc.has_levels))
-    packed = pack(sc)
     bar = None
     if progress:
         from tqdm.auto import tqdm
@@ -152,12 +151,12 @@ def simulate(scenario, n_jobs: int = 100_000, seed: int = 0, backend: str = "aut
         bar = tqdm(total=sc.size * n_jobs, unit="job", unit_scale=True, desc="simulate", **bar_width())
         callback = bar.update
     try:
-        totals = run(packed, n_jobs, seed, backend, scenario_keys=scenario_keys, max_failures=max_failures,
-                     keep_jobs=keep_jobs, n_threads=n_threads, progress=callback)
+        totals, est = estimate(sc.points(), n_jobs, seed, backend, scenario_keys=scenario_keys, quantiles=quantiles,
+                               max_failures=max_failures, keep_jobs=keep_jobs, n_threads=n_threads,
+                               progress=callback)
     finally:
         if bar is not None:
             bar.close()
-    est = summarize(totals, packed, quantiles)
 
     values = {name: est[name] for name in labels.SIMULATED}
     if sc.taxonomy is not None:

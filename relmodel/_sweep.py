@@ -27,7 +27,7 @@ import xarray as xr
 from . import _labels as labels
 from . import _store as stores
 from ._extras import require
-from ._engine import COMPONENTS, RNG_SCHEME, RNG_STREAM, pack_points, run, summarize
+from ._engine import COMPONENTS, RNG_SCHEME, RNG_STREAM, estimate
 from ._checks import check_integer
 from ._scenario import Scenario
 from ._simulate import simulate
@@ -71,10 +71,8 @@ def compute_chunk(study: Study, region, n_threads: int | None = None, progress=N
     ranges = [range(a, b) for a, b in region]
     index = list(itertools.product(*ranges))
     keys = [int(np.ravel_multi_index(i, sc.shape)) if i else 0 for i in index]
-    packed = pack_points(sc.point(i) for i in index)
-    totals = run(packed, study.n_jobs, study.seed, study.backend, scenario_keys=keys,
-                 max_failures=study.max_failures, n_threads=n_threads, progress=progress)
-    est = summarize(totals, packed, QUANTILES)
+    _, est = estimate([sc.point(i) for i in index], study.n_jobs, study.seed, study.backend, scenario_keys=keys,
+                      quantiles=QUANTILES, max_failures=study.max_failures, n_threads=n_threads, progress=progress)
     region_shape = tuple(len(r) for r in ranges)
     return {name: est[name].reshape(region_shape + est[name].shape[1:]).astype(np.float64)
             for name in study.outputs}
