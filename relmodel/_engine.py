@@ -705,7 +705,10 @@ def histogram_quantiles(hist: np.ndarray, levels) -> np.ndarray:
     out = np.empty((hist.shape[0], len(levels)))
     for j, level in enumerate(levels):
         target = level * total
-        b = np.minimum((cum < target).sum(axis=1), N_BINS)  # first bin reaching the target
+        # The first bin reaching the target; for level 0, the first bin with a count (the least
+        # y seen lies in it), not bin 0 whatever it holds: y = 0 would be an infinite wall.
+        reached = np.where(target > 0, cum < target, cum <= 0)
+        b = np.minimum(reached.sum(axis=1), N_BINS)
         rows = np.arange(hist.shape[0])
         before = np.where(b > 0, cum[rows, np.maximum(b - 1, 0)], 0.0)
         inside = counts[rows, b]
@@ -724,7 +727,8 @@ def wall_quantiles(totals: Totals, packed: Packed, quantiles) -> np.ndarray:
     wall) are far too coarse for walls many times the failure-free one: a row
     with a capped job gets the exact quantiles of its jobs' (truncated) walls
     where the jobs are kept (`numpy.quantile`, linear interpolation), else NaN
-    (`n_capped` > 0 flags it).
+    (`n_capped` > 0 flags it). So does a quantile in the histogram's first
+    bin, walls past N_BINS failure-free walls, which has no upper edge.
 
     Parameters
     ----------
@@ -742,11 +746,16 @@ def wall_quantiles(totals: Totals, packed: Packed, quantiles) -> np.ndarray:
     """
     n = totals.stats[:, S_N]
     y = np.where(n[:, None] > 0, histogram_quantiles(totals.hist, [1.0 - q for q in quantiles]), np.nan)
-    out = packed.failure_free_wall[:, None] / y
-    capped = totals.stats[:, S_CAPPED] > 0
-    out[capped] = np.nan
-    if totals.jobs is not None and capped.any():
-        out[capped] = np.quantile(totals.jobs[capped, :, J_WALL], quantiles, axis=1).T
+    with np.errstate(divide="ignore"):
+        out = packed.failure_free_wall[:, None] / y
+    # Beyond the histogram: a capped row, or a quantile in its first bin (walls past N_BINS
+    # failure-free walls, with no upper edge to interpolate from).
+    beyond = (totals.stats[:, S_CAPPED] > 0)[:, None] | (y < 1.0 / N_BINS)
+    out[beyond] = np.nan
+    rows = beyond.any(axis=1)
+    if totals.jobs is not None and rows.any():
+        exact = np.quantile(totals.jobs[rows, :, J_WALL], quantiles, axis=1).T
+        out[rows] = np.where(beyond[rows], exact, out[rows])
     return out
 
 

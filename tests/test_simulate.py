@@ -130,6 +130,28 @@ def test_reported_wall_quantiles_are_the_kept_walls_quantiles_or_nan_where_cappe
         assert np.array_equal(kept.wall_quantile.values, summed.wall_quantile.values)
 
 
+@settings(max_examples=40)
+@given(sc=scenarios(extreme=True), n_jobs=st.integers(1, 64),
+       levels=st.lists(st.sampled_from([0.0, 1.0]) | st.floats(0.0, 1.0), min_size=1, max_size=4, unique=True))
+def test_histogram_wall_quantiles_are_within_a_bin_of_the_jobs_own_extremes_included(sc, n_jobs, levels):
+    """Where no job is capped the wall quantiles come from the histogram of y = failure-free
+    wall / wall: each y quantile lies in the bin of the jobs' exact one (the least observed
+    y that reaches the level), the maximum and minimum walls included, never an infinite wall
+    from an empty first bin."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", rm.CappedJobsWarning)
+        ds = rm.simulate(sc, n_jobs=n_jobs, seed=2, backend="cython", quantiles=levels, keep_jobs=True)
+    if int(ds.n_capped) > 0 or not np.isfinite(sc.failure_free_wall) or sc.failure_free_wall <= 0:
+        return
+    from relmodel._kernels.layout import N_BINS
+
+    y_jobs = sc.failure_free_wall / ds.job_wall.values
+    y_reported = sc.failure_free_wall / ds.wall_quantile.values
+    for level, y in zip(levels, y_reported):
+        exact = np.quantile(y_jobs, 1.0 - level, method="inverted_cdf")
+        assert np.isfinite(y) and abs(y - exact) <= 1.0 / N_BINS + 1e-12
+
+
 def test_a_point_with_its_key_in_the_grid_has_the_grids_bits():
     grid = rm.Scenario(n_gpus=[512, 4096], checkpoint_interval=[0.5, 2.0], failure_rate=6.5e-3, work="3d")
     whole = rm.simulate(grid, n_jobs=2500, seed=7)
