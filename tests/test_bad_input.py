@@ -189,10 +189,11 @@ def files(tmp_path):
 
 @pytest.fixture
 def no_work_before_the_check(monkeypatch):
-    """Packing a scenario is the first work simulate does: a check must come before it."""
-    def pack(*args, **kwargs):
+    """Estimating (packing the points, then the kernels) is the first work simulate does: a check
+    must come before it."""
+    def estimate(*args, **kwargs):
         raise AssertionError("work started before the arguments were checked")
-    monkeypatch.setattr(sys.modules["relmodel._simulate"], "pack", pack)  # the module, not rm.simulate
+    monkeypatch.setattr(sys.modules["relmodel._simulate"], "estimate", estimate)  # the module, not rm.simulate
 
 
 @pytest.mark.parametrize("function, kwargs, error, name", CASES)
