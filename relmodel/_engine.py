@@ -12,11 +12,11 @@ import numpy as np
 
 from ._kernels import backend as get_backend
 from ._kernels.layout import (
-    BLOCK_SIZE, C_FAILURES, C_LOST, C_QUEUE, C_RESTART, J_WALL, L_RESTORES, L_WAIT, L_WRITES, N_BINS, N_CAT_STATS,
-    N_JOB_FIELDS, N_LEVEL_STATS, N_PARAMS, N_STATS, P_CKPT, P_FF_CKPT, P_FF_WAIT, P_INTERVAL, P_N_FULL, P_QUEUE,
-    P_QUEUE_EXP, P_REMAINDER, P_RESTART, P_SCALE_FACTOR, P_SHAPE, P_WORK, S_CAPPED, S_CHECKPOINT,
-    S_EFF, S_EFF_SQ, S_FAILURES, S_FAILURES_SQ, S_LOST, S_N, S_PRODUCTIVE, S_PRODUCTIVE_SQ,
-    S_PRODUCTIVE_WALL, S_QUEUE, S_RESTART, S_WAIT, S_WALL, S_WALL_SQ, V_COST, V_PERSIST, V_RESTART, V_SURVIVES,
+    BLOCK_SIZE, COMPONENT_STATS, C_FAILURES, C_LOST, C_QUEUE, C_RESTART, J_WALL, L_RESTORES, L_WAIT, L_WRITES, N_BINS,
+    N_CAT_STATS, N_JOB_FIELDS, N_LEVEL_STATS, N_PARAMS, N_STATS, P_CKPT, P_FF_CKPT, P_FF_WAIT, P_INTERVAL, P_N_FULL,
+    P_QUEUE, P_QUEUE_EXP, P_REMAINDER, P_RESTART, P_SCALE_FACTOR, P_SHAPE, P_WORK, S_CAPPED, S_EFF, S_EFF_SQ,
+    S_FAILURES, S_FAILURES_SQ, S_N, S_PRODUCTIVE, S_PRODUCTIVE_SQ, S_PRODUCTIVE_WALL, S_WALL, S_WALL_SQ, V_COST,
+    V_PERSIST, V_RESTART, V_SURVIVES,
 )
 from ._errors import ParameterError
 from ._checks import check_flag, check_integer, check_memory
@@ -49,7 +49,7 @@ RNG_SCHEME = (
     "uniforms (m + 1) / 2**53 from a word's high 53 bits m; exponentials by a 256-layer ziggurat "
     "(Marsaglia and Tsang 2000) on one word, the next ones on its rare rejections"
 )
-COMPONENTS = ("productive", "checkpoint", "lost", "restart", "queue", "persist_wait")
+COMPONENTS = ("productive", *COMPONENT_STATS)
 _NO_CATEGORIES = (np.zeros(0), np.zeros(0), np.zeros(0))
 MAX_JUMP_CYCLE = 1 << 10  # longer cycles step (the kernels scan a cycle's table per failure)
 _NO_CYCLE = (np.zeros(0), np.zeros(0, np.int64))
@@ -815,7 +815,7 @@ def summarize(totals: Totals, packed: Packed, quantiles=(0.05, 0.5, 0.95)) -> di
         by_category = {f"{name}_by_category": totals.cat_stats[:, :, col] / n[:, None]
                        for name, col in (("failures", C_FAILURES), ("lost", C_LOST), ("restart", C_RESTART),
                                          ("queue", C_QUEUE))}
-        breakdown = [s[:, k] / n for k in (S_CHECKPOINT, S_LOST, S_RESTART, S_QUEUE, S_WAIT)]
+        breakdown = [s[:, k] / n for k in COMPONENT_STATS.values()]
         by_level = {f"{name}_by_level": totals.level_stats[:, :, col] / n[:, None]
                     for name, col in (("writes", L_WRITES), ("restores", L_RESTORES), ("persist_wait", L_WAIT))}
     by_category["unproductive_by_category"] = (

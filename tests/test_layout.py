@@ -71,3 +71,19 @@ def test_numba_kernels_import_the_layout_rather_than_copy_it(kernel):
                 if isinstance(target, ast.Name)}
     copied = sorted(assigned & set(python_layout()))
     assert not copied, f"{kernel} defines layout constants itself: {copied}"
+
+
+def test_the_twin_restates_no_layout_constant_and_components_follow_the_stats():
+    # setup.py writes the twin's constants from layout.LAYOUT (_layout.pxi): the .pyx itself
+    # assigns none of them, so there is one declaration to edit.
+    pyx = Path(__file__).resolve().parents[1] / "relmodel" / "_kernels" / "_timeline_cy.pyx"
+    text = pyx.read_text()
+    assert 'include "_layout.pxi"' in text
+    restated = [name for name in layout.LAYOUT if re.search(rf"^\s*{name}\s*=", text, flags=re.M)]
+    assert not restated
+    from relmodel._engine import COMPONENTS
+
+    assert COMPONENTS == ("productive", *layout.COMPONENT_STATS)
+    sums = {value for name, value in layout.LAYOUT.items() if name.startswith("S_")}
+    columns = list(layout.COMPONENT_STATS.values())
+    assert set(columns) <= sums and len(set(columns)) == len(columns)  # block sums, each once

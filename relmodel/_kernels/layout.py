@@ -1,7 +1,8 @@
-"""Array layout shared by the Python layer and both kernel backends.
+"""Array layout shared by the Python layer and both kernel backends, declared once.
 
-The Cython twin repeats these numbers as compile-time constants; a test checks
-that `_timeline_cy.LAYOUT` equals `LAYOUT` here, so they cannot drift apart.
+setup.py writes the Cython twin's compile-time constants (`_layout.pxi`) from
+`LAYOUT` here; a test checks that the built twin's `LAYOUT` equals it, so a
+stale build cannot drift apart either.
 """
 
 # Columns of the per-scenario float parameter table.
@@ -62,6 +63,11 @@ S_FAILURES_SQ = 13
 S_CAPPED = 14
 S_WAIT = 15
 N_STATS = 16
+
+# The time components past productive time, and the block sum each is the mean of:
+# estimates list them in this order after productive time (`engine.COMPONENTS`).
+COMPONENT_STATS = {"checkpoint": S_CHECKPOINT, "lost": S_LOST, "restart": S_RESTART, "queue": S_QUEUE,
+                   "persist_wait": S_WAIT}
 
 # Columns of the per-category sums (only with a failure taxonomy): per block of
 # jobs, or per job with keep_jobs. A failure is counted in the category it
