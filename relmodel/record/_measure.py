@@ -170,181 +170,214 @@ def timeline(record: RunRecord) -> Timeline:
     RunRecordError
         On events that contradict each other (naming the file's line).
     """
-    ev = record.events
-    times, kinds = ev.time_ns.values, ev.kind.values
-    steps, durations, waits = ev.step.values, ev.duration_s.values, ev.wait_s.values
-    reasons, lines, sources = ev.reason.values, ev.line.values, ev.source.values
-    trainer = record.has_trainer_events
-    where = record.summary.sources
+    walk = _Walk(record)
+    for i in range(walk.first, len(walk.kinds)):
+        walk.event(i)
+    return walk.finish()
 
-    def fail(i, field, why):
-        raise RunRecordError(ev.attrs.get(f"{sources[i]}_file", where[0]), int(lines[i]), field, why)
 
-    notes = []
-    starts = np.flatnonzero(kinds == "attempt_start")
-    if starts.size == 0:
-        notes.append("no attempt_start: the run starts at its first event")
-    first = 0 if starts.size == 0 else int(starts[0])
-    if first > 0:
-        fail(0, "time", "an event before the run's first attempt_start")
-    start = int(times[0])
-    phase = "init"  # init | run | down | ended
-    clock = start
-    value = compute = 0
-    stack = [_Saved(0, 0, 0, 0)]  # the checkpoints on the run's path, oldest first
-    restorable = {0: 0}  # step -> stack depth
-    spans = {kind: [] for kind in (*MEASURED_COMPONENTS, "attempt")}
-    path = []  # the current path's compute and writes: (start, end, kind); a restore makes those above it lost
+class _Walk:
+    """A walk through a record's events, in time order: the run's clock, the
+    work on its path (compute and writes, with the checkpoints it could restore),
+    and every stretch of wall time accounted to one component."""
 
-    def span(kind, a, b):
-        spans[kind].append((a - start, b - start))
-    totals = dict.fromkeys(MEASURED_COMPONENTS, 0)
-    attempts = [Attempt(start)]
-    interruptions, writes, depths = [], [], []
-    down_at = -1
-    first_attempt = True
+    def __init__(self, record: RunRecord):
+        ev = record.events
+        self.record, self.ev = record, ev
+        self.times, self.kinds = ev.time_ns.values, ev.kind.values
+        self.steps, self.durations, self.waits = ev.step.values, ev.duration_s.values, ev.wait_s.values
+        self.reasons, self.lines, self.sources = ev.reason.values, ev.line.values, ev.source.values
+        self.notes = []
+        starts = np.flatnonzero(self.kinds == "attempt_start")
+        if starts.size == 0:
+            self.notes.append("no attempt_start: the run starts at its first event")
+        self.first = 0 if starts.size == 0 else int(starts[0])
+        if self.first > 0:
+            self.fail(0, "time", "an event before the run's first attempt_start")
+        self.start = int(self.times[0])
+        self.phase = "init"  # init | run | down | ended
+        self.clock = self.start
+        self.value = self.compute = 0
+        self.stack = [_Saved(0, 0, 0, 0)]  # the checkpoints on the run's path, oldest first
+        self.restorable = {0: 0}  # step -> stack depth
+        self.spans = {kind: [] for kind in (*MEASURED_COMPONENTS, "attempt")}
+        self.path = []  # the path's compute and writes (start, end, kind); a restore makes those above it lost
+        self.totals = dict.fromkeys(MEASURED_COMPONENTS, 0)
+        self.attempts = [Attempt(self.start)]
+        self.interruptions, self.writes, self.depths = [], [], []
+        self.down_at = -1
+        self.first_attempt = True
 
-    def restore(depth_from_top):
-        nonlocal value, compute
+    def fail(self, i, field, why):
+        where = self.record.summary.sources
+        raise RunRecordError(self.ev.attrs.get(f"{self.sources[i]}_file", where[0]), int(self.lines[i]), field, why)
+
+    def span(self, kind, a, b):
+        self.spans[kind].append((a - self.start, b - self.start))
+
+    def restore(self, depth_from_top):
+        """Back to a checkpoint on the path (`depth_from_top` below the latest): the work since is lost."""
+        stack = self.stack
         if depth_from_top:  # the checkpoints above the one restored are gone (only theirs: linear in writes)
             keep = len(stack) - depth_from_top
             for saved in stack[keep:]:
-                if restorable.get(saved.step, -1) >= keep:
-                    del restorable[saved.step]
+                if self.restorable.get(saved.step, -1) >= keep:
+                    del self.restorable[saved.step]
             del stack[keep:]
-        totals["lost"] += value - stack[-1].value
-        value, compute = stack[-1].value, stack[-1].compute
-        for a, b, _ in path[stack[-1].path_end:]:
-            span("lost", a, b)
-        del path[stack[-1].path_end:]
+        self.totals["lost"] += self.value - stack[-1].value
+        self.value, self.compute = stack[-1].value, stack[-1].compute
+        for a, b, _ in self.path[stack[-1].path_end:]:
+            self.span("lost", a, b)
+        del self.path[stack[-1].path_end:]
 
-    def begin_run(i):
-        nonlocal phase
-        if phase == "init":  # an attempt without first_step: its initialisation is not known
-            notes.append(f"line {int(lines[i])}: an attempt with no first_step (initialisation counted as compute)")
-            attempts[-1].first_step = clock
-            phase = "run"
-        elif phase != "run":
-            fail(i, "event", f"a {kinds[i]} event outside an attempt (after a failure or the run's end)")
-
-    for i in range(first, len(kinds)):
-        t, kind = int(times[i]), str(kinds[i])
-        if phase == "ended":
-            fail(i, "event", "an event after run_end")
+    def event(self, i):
+        t, kind = int(self.times[i]), str(self.kinds[i])
+        if self.phase == "ended":
+            self.fail(i, "event", "an event after run_end")
         if kind == "attempt_start":
-            if i == first:
-                continue
-            if phase in ("init", "run"):
-                fail(i, "event", "an attempt_start while an attempt runs (its failure or interruption is missing)")
-            totals["queue"] += t - down_at
-            span("queue", down_at, t)
-            interruptions[-1].queue_after = t - down_at
-            attempts.append(Attempt(t))
-            clock, phase = t, "init"
-            restore(0)
-            depths.append(0)
+            if i != self.first:
+                self.attempt_start(i, t)
         elif kind == "checkpoint_restored":
-            if phase != "init":
-                fail(i, "event", "checkpoint_restored outside an attempt's initialisation")
-            step = int(steps[i])
-            if step not in restorable:
-                fail(i, "step", f"no restorable checkpoint of step {step} on the run's path")
-            depth = len(stack) - 1 - restorable[step]
-            if depth:
-                restore(depth)
-                if depths:
-                    depths[-1] += depth
+            self.checkpoint_restored(i)
         elif kind == "first_step":
-            if phase != "init":
-                fail(i, "event", "first_step outside an attempt's initialisation")
-            spent = t - clock
-            totals["startup" if first_attempt else "restart"] += spent
-            span("startup" if first_attempt else "restart", clock, t)
-            if not first_attempt:
-                interruptions[-1].restart_after, interruptions[-1].restart_completed = spent, True
-            attempts[-1].first_step = t
-            clock, phase = t, "run"
+            self.first_step(i, t)
         elif kind in ("checkpoint_written", "step", "run_end"):
-            begin_run(i)
-            if kind == "checkpoint_written":
-                d, w = _ns(durations[i]), _ns(waits[i])
-                begin = t - d - w
-                if begin < clock:
-                    fail(i, "duration_s", f"the write ({durations[i]:g} s, and wait_s) would start before the "
-                                          f"previous event of the attempt")
-                value += begin - clock
-                compute += begin - clock
-                writes.append(Write(compute, d, w, t))
-                totals["persist_wait"] += w
-                value += d
-                path.append((clock, begin, "productive"))
-                span("persist_wait", begin, begin + w)
-                path.append((begin + w, t, "checkpoint"))
-                stack.append(_Saved(value, compute, int(steps[i]), len(path)))
-                restorable[int(steps[i])] = len(stack) - 1
-            else:
-                value += t - clock
-                compute += t - clock
-                path.append((clock, t, "productive"))
-            clock = t
-            if kind == "run_end":
-                attempts[-1].end, attempts[-1].ended_by = t, "run_end"
-                phase = "ended"
+            self.progress(i, t, kind)
         else:  # failure, interruption
-            if phase == "down" or phase == "ended":
-                fail(i, "event", f"a {kind} outside an attempt")
-            struck = Interruption(t, kind, str(reasons[i]), lost_before=totals["lost"])
-            if phase == "init":
-                spent = t - clock
-                totals["startup" if first_attempt else "restart"] += spent
-                span("startup" if first_attempt else "restart", clock, t)
-                if not first_attempt:
-                    interruptions[-1].restart_after, interruptions[-1].restart_completed = spent, False
-            else:  # compute (a write cut short looks the same), then the wait it cut short (wait_s) where logged
-                w = _ns(waits[i])
-                if t - w < clock:
-                    fail(i, "wait_s", "the wait would start before the previous event of the attempt")
-                struck.compute_before, struck.compute_at, struck.wait_cut = compute, compute + t - w - clock, w
-                value += t - w - clock
-                compute += t - w - clock
-                totals["persist_wait"] += w
-                path.append((clock, t - w, "productive"))
-                span("persist_wait", t - w, t)
-            attempts[-1].end, attempts[-1].ended_by = t, kind
-            interruptions.append(struck)
-            clock, phase, down_at = t, "down", t
-            first_attempt = False
-    end = int(times[-1])
-    ended = phase == "ended"
-    if not ended:
-        notes.append("the run does not end in the record: measured up to its last event")
-        if phase == "down":
-            restore(0)
+            self.interruption(i, t, kind)
+
+    def attempt_start(self, i, t):
+        if self.phase in ("init", "run"):
+            self.fail(i, "event", "an attempt_start while an attempt runs (its failure or interruption is missing)")
+        self.totals["queue"] += t - self.down_at
+        self.span("queue", self.down_at, t)
+        self.interruptions[-1].queue_after = t - self.down_at
+        self.attempts.append(Attempt(t))
+        self.clock, self.phase = t, "init"
+        self.restore(0)
+        self.depths.append(0)
+
+    def checkpoint_restored(self, i):
+        if self.phase != "init":
+            self.fail(i, "event", "checkpoint_restored outside an attempt's initialisation")
+        step = int(self.steps[i])
+        if step not in self.restorable:
+            self.fail(i, "step", f"no restorable checkpoint of step {step} on the run's path")
+        depth = len(self.stack) - 1 - self.restorable[step]
+        if depth:
+            self.restore(depth)
+            if self.depths:
+                self.depths[-1] += depth
+
+    def starting_up(self, t, completed: bool):
+        """The time from the attempt's start to `t`: its startup, or the restart after an interruption."""
+        spent = t - self.clock
+        kind = "startup" if self.first_attempt else "restart"
+        self.totals[kind] += spent
+        self.span(kind, self.clock, t)
+        if not self.first_attempt:
+            self.interruptions[-1].restart_after, self.interruptions[-1].restart_completed = spent, completed
+
+    def first_step(self, i, t):
+        if self.phase != "init":
+            self.fail(i, "event", "first_step outside an attempt's initialisation")
+        self.starting_up(t, True)
+        self.attempts[-1].first_step = t
+        self.clock, self.phase = t, "run"
+
+    def progress(self, i, t, kind):
+        """A checkpoint written, a step, or the run's end: compute (and a write) up to `t`."""
+        if self.phase == "init":  # an attempt without first_step: its initialisation is not known
+            self.notes.append(f"line {int(self.lines[i])}: an attempt with no first_step (initialisation counted as "
+                              "compute)")
+            self.attempts[-1].first_step = self.clock
+            self.phase = "run"
+        elif self.phase != "run":
+            self.fail(i, "event", f"a {kind} event outside an attempt (after a failure or the run's end)")
+        clock = self.clock
+        if kind == "checkpoint_written":
+            d, w = _ns(self.durations[i]), _ns(self.waits[i])
+            begin = t - d - w
+            if begin < clock:
+                self.fail(i, "duration_s", f"the write ({self.durations[i]:g} s, and wait_s) would start before the "
+                                           f"previous event of the attempt")
+            self.value += begin - clock
+            self.compute += begin - clock
+            self.writes.append(Write(self.compute, d, w, t))
+            self.totals["persist_wait"] += w
+            self.value += d
+            self.path.append((clock, begin, "productive"))
+            self.span("persist_wait", begin, begin + w)
+            self.path.append((begin + w, t, "checkpoint"))
+            self.stack.append(_Saved(self.value, self.compute, int(self.steps[i]), len(self.path)))
+            self.restorable[int(self.steps[i])] = len(self.stack) - 1
         else:
-            attempts[-1].end, attempts[-1].ended_by = end, "record end"
-    # Lost work per interruption: what the restore after it cost (the last one, if the record ends down).
-    lost_marks = [x.lost_before for x in interruptions] + [totals["lost"]]
-    queue_so_far = 0
-    for k, x in enumerate(interruptions):
-        x.lost = lost_marks[k + 1] - lost_marks[k]
-        x.runtime_at = x.time - start - queue_so_far
-        queue_so_far += max(x.queue_after, 0)
-    for a, b, kind in path:  # what the path kept: productive compute and checkpoint writes
-        span(kind, a, b)
-    checkpoint = sum((b.value - a.value) - (b.compute - a.compute) for a, b in zip(stack, stack[1:]))
-    totals["checkpoint"] = checkpoint
-    totals["productive"] = value - checkpoint
-    wall = end - start
-    if sum(totals.values()) != wall:  # pragma: no cover - every interval is accounted once by construction
-        raise AssertionError(f"components {sum(totals.values())} ns != wall {wall} ns")
-    if not trainer:  # attempts alone: only the run's boundaries are known
-        for name in ("productive", "checkpoint", "persist_wait", "lost", "restart", "startup"):
-            totals[name] = None
-            spans["attempt"] += spans.pop(name)
-            spans[name] = []
-        notes.append("no trainer events: productive time, writes, lost work and restarts are unknown")
-    spans = {kind: [(a, b) for a, b in items if b > a] for kind, items in spans.items()}
-    return Timeline(start, end, ended, totals, attempts, interruptions, writes, depths, notes, spans)
+            self.value += t - clock
+            self.compute += t - clock
+            self.path.append((clock, t, "productive"))
+        self.clock = t
+        if kind == "run_end":
+            self.attempts[-1].end, self.attempts[-1].ended_by = t, "run_end"
+            self.phase = "ended"
+
+    def interruption(self, i, t, kind):
+        """A failure or planned interruption: the attempt ends; where it struck is kept for the replay."""
+        if self.phase in ("down", "ended"):
+            self.fail(i, "event", f"a {kind} outside an attempt")
+        struck = Interruption(t, kind, str(self.reasons[i]), lost_before=self.totals["lost"])
+        if self.phase == "init":
+            self.starting_up(t, False)
+        else:  # compute (a write cut short looks the same), then the wait it cut short (wait_s) where logged
+            w = _ns(self.waits[i])
+            if t - w < self.clock:
+                self.fail(i, "wait_s", "the wait would start before the previous event of the attempt")
+            struck.compute_before, struck.compute_at, struck.wait_cut = (
+                self.compute, self.compute + t - w - self.clock, w)
+            self.value += t - w - self.clock
+            self.compute += t - w - self.clock
+            self.totals["persist_wait"] += w
+            self.path.append((self.clock, t - w, "productive"))
+            self.span("persist_wait", t - w, t)
+        self.attempts[-1].end, self.attempts[-1].ended_by = t, kind
+        self.interruptions.append(struck)
+        self.clock, self.phase, self.down_at = t, "down", t
+        self.first_attempt = False
+
+    def finish(self) -> Timeline:
+        """The run's end: lost work per interruption, what the path kept, and the totals checked."""
+        totals, spans, interruptions, stack = self.totals, self.spans, self.interruptions, self.stack
+        start, end = self.start, int(self.times[-1])
+        ended = self.phase == "ended"
+        if not ended:
+            self.notes.append("the run does not end in the record: measured up to its last event")
+            if self.phase == "down":
+                self.restore(0)
+            else:
+                self.attempts[-1].end, self.attempts[-1].ended_by = end, "record end"
+        # Lost work per interruption: what the restore after it cost (the last one, if the record ends down).
+        lost_marks = [x.lost_before for x in interruptions] + [totals["lost"]]
+        queue_so_far = 0
+        for k, x in enumerate(interruptions):
+            x.lost = lost_marks[k + 1] - lost_marks[k]
+            x.runtime_at = x.time - start - queue_so_far
+            queue_so_far += max(x.queue_after, 0)
+        for a, b, kind in self.path:  # what the path kept: productive compute and checkpoint writes
+            self.span(kind, a, b)
+        checkpoint = sum((b.value - a.value) - (b.compute - a.compute) for a, b in zip(stack, stack[1:]))
+        totals["checkpoint"] = checkpoint
+        totals["productive"] = self.value - checkpoint
+        wall = end - start
+        if sum(totals.values()) != wall:  # pragma: no cover - every interval is accounted once by construction
+            raise AssertionError(f"components {sum(totals.values())} ns != wall {wall} ns")
+        if not self.record.has_trainer_events:  # attempts alone: only the run's boundaries are known
+            for name in ("productive", "checkpoint", "persist_wait", "lost", "restart", "startup"):
+                totals[name] = None
+                spans["attempt"] += spans.pop(name)
+                spans[name] = []
+            self.notes.append("no trainer events: productive time, writes, lost work and restarts are unknown")
+        spans = {kind: [(a, b) for a, b in items if b > a] for kind, items in spans.items()}
+        return Timeline(start, end, ended, totals, self.attempts, interruptions, self.writes, self.depths,
+                        self.notes, spans)
 
 
 def _ns(seconds: float) -> int:
