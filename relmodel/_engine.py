@@ -21,7 +21,7 @@ from ._kernels.layout import (
 from ._errors import ParameterError
 from ._checks import check_flag, check_integer, check_memory
 from ._failures import category_cdf, job_rate_table
-from ._level_pattern import _NO_LEVELS, failure_free_job, position_levels
+from ._level_pattern import NO_LEVELS, failure_free_job, position_levels
 from ._scenario import Scenario
 
 # A first exponential draw this far above the job's cumulative hazard cannot be
@@ -40,6 +40,8 @@ def work_groups(n_items: int, n_threads: int) -> int:
     item of each other), at least 4 a thread, at most about GROUP_ITEMS items each."""
     threads = max(1, n_threads)
     return threads * max(4, -(-n_items // (threads * GROUP_ITEMS)))
+
+
 # The random stream, named in every Dataset and store; a change of stream is a new name
 # (and a new relmodel version): the same seed gives other numbers.
 RNG_STREAM = "relmodel-words-2"
@@ -165,8 +167,8 @@ def pack_points(points) -> Packed:
         cat_restart=np.concatenate([c[1] for c in cats]) if cats else np.zeros(0),
         cat_queue=np.concatenate([c[2] for c in cats]) if cats else np.zeros(0),
         cat_offset=np.concatenate([[0], np.cumsum([len(c[0]) for c in cats])]).astype(np.int64),
-        lv_mult=np.concatenate([m for m, _ in levels]).astype(np.int64) if levels else _NO_LEVELS[0],
-        lv_table=np.ascontiguousarray(np.concatenate([t for _, t in levels])) if levels else _NO_LEVELS[1],
+        lv_mult=np.concatenate([m for m, _ in levels]).astype(np.int64) if levels else NO_LEVELS[0],
+        lv_table=np.ascontiguousarray(np.concatenate([t for _, t in levels])) if levels else NO_LEVELS[1],
         lv_offset=np.concatenate([[0], np.cumsum([m.size for m, _ in levels])]).astype(np.int64),
         failure_free_levels=ff_level_stats,
         cyc_value=np.concatenate([c[0] for c in cycles]) if cycles else _NO_CYCLE[0],

@@ -16,7 +16,7 @@ import numpy as np
 from ._errors import ScenarioError
 from ._kernels.layout import L_WAIT, L_WRITES, N_LEVEL_PARAMS, N_LEVEL_STATS, V_COST, V_PERSIST, V_RESTART, V_SURVIVES
 
-_NO_LEVELS = (np.zeros(0, np.int64), np.zeros((0, N_LEVEL_PARAMS)))
+NO_LEVELS = (np.zeros(0, np.int64), np.zeros((0, N_LEVEL_PARAMS)))  # a row with one level that does not persist
 # Positions of the fastest level that `failure_free_levels` steps through one by one
 # (only when a persisting write can make the next one wait): about a second.
 MAX_WAITING_POSITIONS = 2_000_000
@@ -69,7 +69,7 @@ def level_table(p) -> tuple[np.ndarray, np.ndarray]:
     own checkpoint last; empty when it has one level that does not persist."""
     levels = p.level_table()
     if levels is None:
-        return _NO_LEVELS
+        return NO_LEVELS
     mult = levels["mult"]
     if math.lcm(*mult.tolist()) > MAX_LEVEL_CYCLE:
         raise ScenarioError("fast_checkpoints", f"the level intervals repeat their pattern only every "
