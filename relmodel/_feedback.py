@@ -167,17 +167,23 @@ def _marker_folder(module_path: str) -> Path:
     return Path(root) / "relmodel-ready"
 
 
-def _marker(module: str, module_path: str, name: str) -> Path:
-    """The marker that says `module.name` was compiled with ``cache=True`` by this
-    Numba, Python and CPU for this very source: a name keyed by all of them."""
+def _markers(module: str, module_path: str, names) -> list[Path]:
+    """The markers that say each `module.name` was compiled with ``cache=True`` by this
+    Numba, Python and CPU for this very source: names keyed by all of them (the
+    source read once for all the names)."""
     import numba
 
-    key = hashlib.sha256()
-    for part in (numba.__version__, sys.version, platform.machine(), numba.config.CPU_NAME or "",
-                 module, name):
-        key.update(part.encode() + b"\0")
-    key.update(Path(module_path).read_bytes())
-    return _marker_folder(module_path) / f"{module}.{name}.{key.hexdigest()[:24]}"
+    common = hashlib.sha256()
+    for part in (numba.__version__, sys.version, platform.machine(), numba.config.CPU_NAME or "", module):
+        common.update(part.encode() + b"\0")
+    common.update(Path(module_path).read_bytes())
+    folder = _marker_folder(module_path)
+    out = []
+    for name in names:
+        key = common.copy()
+        key.update(b"\0" + name.encode())
+        out.append(folder / f"{module}.{name}.{key.hexdigest()[:24]}")
+    return out
 
 
 def _compiled(function) -> bool:
@@ -199,17 +205,18 @@ def mark_compiled_kernels() -> None:
     for module_name, module in list(sys.modules.items()):
         if not module_name.startswith("relmodel.") or module is None or not getattr(module, "__file__", None):
             continue
-        for name, value in list(vars(module).items()):
-            # Numba dispatchers defined here (every relmodel kernel compiles with cache=True: _kernels/_jit.py)
-            if getattr(value, "__module__", None) != module_name or not hasattr(value, "py_func") \
-                    or not _compiled(value):
-                continue
-            try:
-                marker = _marker(module_name, module.__file__, name)
+        # Numba dispatchers defined here (every relmodel kernel compiles with cache=True: _kernels/_jit.py)
+        compiled = [name for name, value in list(vars(module).items())
+                    if getattr(value, "__module__", None) == module_name and hasattr(value, "py_func")
+                    and _compiled(value)]
+        if not compiled:
+            continue
+        try:
+            for marker in _markers(module_name, module.__file__, compiled):
                 marker.parent.mkdir(parents=True, exist_ok=True)
                 marker.touch()
-            except OSError:
-                continue
+        except OSError:
+            continue
 
 
 def kernels_cached(module: str, entry_points=None) -> bool:
@@ -239,7 +246,7 @@ def kernels_cached(module: str, entry_points=None) -> bool:
         names = list(_njit_functions(path)) if entry_points is None else list(entry_points)
         if loaded is not None and all(_compiled(getattr(loaded, n, None)) for n in names):
             return True
-        ready = [_marker(module, path, name).exists() for name in names]
+        ready = [marker.exists() for marker in _markers(module, path, names)]
         return any(ready) if entry_points is None else all(ready)
     except (OSError, ImportError, AttributeError, SyntaxError):  # no source or no Numba: assume a compilation
         return False
