@@ -12,6 +12,7 @@ from ._failures import FAILURE_MODELS, Exponential, FailureCategory, LemonMixtur
 from ._fit import FitResult, fit
 from ._job_logs import JobLog, read_log
 from ._plan import Plan, plan
+from ._plan_parts import CategoryTime, IntervalETTR, Sensitivity, TargetReach, TimePerJob
 from ._scenario import CheckpointLevel, Scenario
 from ._simulate import CappedJobsWarning, OutOfRangeWarning, compare, simulate
 from ._study_reader import open_study, verify_study
@@ -43,12 +44,14 @@ __all__ = [
     "CHECKPOINT_STRATEGIES",
     "FAILURE_MODELS",
     "CappedJobsWarning",
+    "CategoryTime",
     "CheckpointLevel",
     "CheckpointPlan",
     "ClosedFormWarning",
     "Exponential",
     "FailureCategory",
     "FitResult",
+    "IntervalETTR",
     "JobLog",
     "LemonMixture",
     "OutOfRangeWarning",
@@ -58,8 +61,11 @@ __all__ = [
     "RunRecordError",
     "Scenario",
     "ScenarioError",
+    "Sensitivity",
+    "TargetReach",
     "Taxonomy",
     "TaxonomyMixture",
+    "TimePerJob",
     "Weibull",
     "compare",
     "elastic",

@@ -21,6 +21,7 @@ from ._engine import beyond_float_range, check_run_args, expected_failures, pack
 from ._errors import ParameterError, ScenarioError
 from ._checks import MAX_COUNT
 from ._failures import job_rate_table
+from ._plan_parts import CategoryTime, CheckSimulation, IntervalETTR, Sensitivity, TargetReach, TimePerJob
 from ._scenario import Scenario, as_scenario
 from ._simulate import simulate
 from ._units import format_hours
@@ -78,26 +79,24 @@ class Plan:
         Checkpoint interval in hours by label (young, daly, exact, and current
         if given).
     ettr_by_interval : dict
-        By interval label: ``linear``, ``renewal``, ``simulated``,
-        ``simulated_se`` and ``simulated_ci95`` ETTR, with ``linear_valid``,
-        ``expected_failures`` (per job) and ``simulated_jobs``.
-    time_per_job_h : dict or None
+        By interval label, an `IntervalETTR`: the linear, renewal and
+        simulated ETTR there.
+    time_per_job_h : TimePerJob or None
         Simulated mean hours per job at the recommended interval, by component
-        (and ``wall``); None where that interval was not simulated.
+        and wall; None where that interval was not simulated.
     sensitivity : dict
-        By parameter: its ``value``, the ``elasticity`` of ETTR to it (NaN
-        where the ETTR is 0: it has no logarithm; one-sided at the top of the
-        parameter's valid range) and ``ettr_if_halved``.
-    target : dict or None
-        With a target ETTR: ``ettr``, ``needed`` (per parameter; None: out of
-        reach), ``best_possible`` and ``max_gpus`` (GPUs); else None.
+        By parameter, a `Sensitivity`: its value, the elasticity of ETTR to it
+        and the ETTR with it halved.
+    target : TargetReach or None
+        With a target ETTR, what each parameter would need to reach it and the
+        largest job that does; else None.
     n_jobs : int
         Jobs of the check simulation per interval.
     recommended : str, default "exact"
         The label of the recommended interval.
     by_category : dict, optional
-        With a taxonomy, by kind of failure: ``share``, ``failures`` (per job),
-        ``lost_h``, ``restart_h`` and ``queue_h`` (hours per job).
+        With a taxonomy, by kind of failure, a `CategoryTime`: its share, its
+        failures per job and the hours per job it costs.
     checkpoints : CheckpointPlan, optional
         With checkpoint levels (``checkpoint_persist`` or ``fast_checkpoints``):
         the blocking, asynchronous and multilevel strategies, each at its best
@@ -117,18 +116,17 @@ class Plan:
 
     scenario: Scenario  # at the recommended interval
     mttf_h: float
-    intervals_h: dict  # label -> interval (young, daly, exact, and current if given)
-    ettr_by_interval: dict  # label -> {linear, renewal, simulated, simulated_se, simulated_ci95}
-    time_per_job_h: dict  # simulated mean per job at the recommended interval, by component
-    sensitivity: dict  # parameter -> {value, elasticity, ettr_if_halved}
-    target: dict | None  # ettr, needed (None: out of reach), best_possible, max_gpus
+    intervals_h: dict[str, float]
+    ettr_by_interval: dict[str, IntervalETTR]
+    time_per_job_h: TimePerJob | None
+    sensitivity: dict[str, Sensitivity]
+    target: TargetReach | None
     n_jobs: int
     recommended: str = "exact"
-    by_category: dict | None = None  # with a taxonomy: kind -> {share, failures, lost_h, restart_h, queue_h}
-    checkpoints: object = None  # with checkpoint levels: the strategies side by side (a CheckpointPlan)
-    strategy: str | None = None  # with checkpoint levels: the strategy planned
-    level_intervals_h: dict | None = None  # asynchronous, multilevel: label -> {fast0, ..., durable}
-    # time_per_job_h is None where the recommended interval was not simulated (its simulated_jobs is 0)
+    by_category: dict[str, CategoryTime] | None = None
+    checkpoints: object = None  # a CheckpointPlan
+    strategy: str | None = None
+    level_intervals_h: dict[str, dict[str, float]] | None = None
 
     @property
     def optimal_interval_h(self) -> float:
@@ -138,7 +136,7 @@ class Plan:
     @property
     def ettr(self) -> float:
         """The renewal ETTR at the recommended interval (a ratio in [0, 1])."""
-        return self.ettr_by_interval[self.recommended]["renewal"]
+        return self.ettr_by_interval[self.recommended].renewal
 
     def to_dict(self) -> dict:
         """Return the plan as JSON-ready data, with a `units` block.
@@ -157,12 +155,12 @@ class Plan:
             "ettr": self.ettr,
             "recommended_method": self.recommended,
             "intervals_h": self.intervals_h,
-            "ettr_by_interval": self.ettr_by_interval,
-            "time_per_job_h": self.time_per_job_h,
-            "sensitivity": self.sensitivity,
-            "target": self.target,
+            "ettr_by_interval": _parts_dict(self.ettr_by_interval),
+            "time_per_job_h": _part_dict(self.time_per_job_h),
+            "sensitivity": _parts_dict(self.sensitivity),
+            "target": _part_dict(self.target),
             "simulation_jobs": self.n_jobs,
-            "by_category": self.by_category,
+            "by_category": _parts_dict(self.by_category),
             **({} if self.checkpoints is None else {"checkpoint_strategies": self.checkpoints.to_dict(),
                                                     "strategy": self.strategy}),
             **({} if self.level_intervals_h is None else {"level_intervals_h": self.level_intervals_h}),
@@ -173,10 +171,10 @@ class Plan:
 
     def __repr__(self) -> str:
         e = self.ettr_by_interval[self.recommended]
-        simulated = "" if not e["simulated_jobs"] else f", simulated {e['simulated']:.4f}"
+        simulated = "" if not e.simulated_jobs else f", simulated {e.simulated:.4f}"
         target = "" if self.target is None else (
-            f", target {self.target['ettr']:g}: " + (f"up to {self.target['max_gpus']} GPUs"
-                                                     if self.target["max_gpus"] else "no job size"))
+            f", target {self.target.ettr:g}: " + (f"up to {self.target.max_gpus} GPUs"
+                                                  if self.target.max_gpus else "no job size"))
         strategy = "" if self.strategy is None else f"{self.strategy}, "
         return (f"Plan({self.scenario.n_gpus} GPUs, {strategy}MTTF {format_hours(self.mttf_h)}, "
                 f"interval {self._interval_text(self.recommended)} ({self.recommended}), "
@@ -189,20 +187,19 @@ class Plan:
         rows = []
         for label, interval in self.intervals_h.items():
             e = self.ettr_by_interval[label]
-            sim = (f"{e['simulated']:.4f} &plusmn; {1.96 * e['simulated_se']:.4f}" if e["simulated_jobs"]
-                   else "not simulated")
+            sim = f"{e.simulated:.4f} &plusmn; {1.96 * e.simulated_se:.4f}" if e.simulated_jobs else "not simulated"
             mark = " *" if label == self.recommended else ""
             rows.append(f"<tr><td>{escape(label)}{mark}</td><td>{escape(self._interval_text(label))}</td>"
-                        f"<td>{e['linear']:.4f}</td><td>{e['renewal']:.4f}</td><td>{sim}</td></tr>")
+                        f"<td>{e.linear:.4f}</td><td>{e.renewal:.4f}</td><td>{sim}</td></tr>")
         sc = self.scenario
         strategy = "" if self.strategy is None else f", {self.strategy} checkpoints"
         caption = escape(f"Plan: {sc.n_gpus} GPUs, work {format_hours(sc.work)}, MTTF {format_hours(self.mttf_h)}"
                          + strategy)
         foot = ""
         if self.target is not None:
-            g = self.target["max_gpus"]
-            foot = escape(f"target ETTR {self.target['ettr']:g}: " + (f"largest job {g} GPUs" if g else
-                                                                      "no job size reaches it"))
+            g = self.target.max_gpus
+            foot = escape(f"target ETTR {self.target.ettr:g}: " + (f"largest job {g} GPUs" if g else
+                                                                   "no job size reaches it"))
             foot = f"<tr><td colspan='5'>{foot}</td></tr>"
         return ("<table><caption>" + caption + "</caption><tr><th>method</th><th>interval</th><th>linear</th>"
                 "<th>renewal</th><th>simulated (95%)</th></tr>" + "".join(rows) + foot + "</table>")
@@ -226,8 +223,16 @@ class Plan:
         str
             Those lines, joined by newlines.
         """
-        sc = self.scenario
-        levelled = self.level_intervals_h is not None
+        return "\n".join([*self._interval_lines(), *self._time_lines(), *self._category_lines(),
+                          *self._sensitivity_lines(), *self._target_lines(), *self._strategy_lines()])
+
+    @property
+    def _levelled(self) -> bool:
+        return self.level_intervals_h is not None
+
+    def _interval_lines(self) -> list[str]:
+        """The planned strategy, then a row per interval with its ETTR by each method, and their caveats."""
+        levelled = self._levelled
         width = max(10, *(len(self._interval_text(label)) for label in self.intervals_h))
         out = [""]
         if self.strategy is not None:
@@ -239,21 +244,20 @@ class Plan:
         out.append(f"{'interval':>{width}}  {'method':<8} {'1st-order' if levelled else 'linear':>9} "
                    f"{'exact' if levelled else 'renewal':>8}   simulated (95% CI, jobs)")
         astray = unseen = False
-        for label in self.intervals_h:
-            e = self.ettr_by_interval[label]
+        for label, e in self.ettr_by_interval.items():
             mark = " *" if label == self.recommended else ""
-            flag = " " if e["linear_valid"] else "!"
-            astray |= not e["linear_valid"]
-            if e["simulated_jobs"]:
-                lo, hi = e["simulated_ci95"]
+            flag = " " if e.linear_valid else "!"
+            astray |= not e.linear_valid
+            if e.simulated_jobs:
+                lo, hi = e.simulated_ci95
                 # No spread while failures are expected: no job failed, not a certainty.
-                blind = e["simulated_se"] == 0 and e["expected_failures"] > 0
+                blind = e.simulated_se == 0 and e.expected_failures > 0
                 unseen |= blind
-                simulated = f"{e['simulated']:.4f} [{lo:.4f}, {hi:.4f}]{'~' if blind else ''}, {e['simulated_jobs']}"
+                simulated = f"{e.simulated:.4f} [{lo:.4f}, {hi:.4f}]{'~' if blind else ''}, {e.simulated_jobs}"
             else:
-                simulated = f"not simulated: ~{e['expected_failures']:.3g} failures a job"
-            out.append(f"{self._interval_text(label):>{width}}  {label + mark:<8} {e['linear']:8.4f}{flag} "
-                       f"{e['renewal']:8.4f}   {simulated}")
+                simulated = f"not simulated: ~{e.expected_failures:.3g} failures a job"
+            out.append(f"{self._interval_text(label):>{width}}  {label + mark:<8} {e.linear:8.4f}{flag} "
+                       f"{e.renewal:8.4f}   {simulated}")
         if astray:
             out.append("  ! the first-order form is outside its range here: use the exact ETTR" if levelled else
                        f"  ! the linear form is off the renewal form by more than {LINEAR_TOLERANCE:.0%} "
@@ -265,55 +269,72 @@ class Plan:
         if any(v == 0 for v in finite):
             out.append("  0s: checkpoints cost nothing here, so the long-run forms checkpoint continuously "
                        "(the exact search stops at one a second)")
-        if any(v > sc.work for v in finite):
+        if any(v > self.scenario.work for v in finite):
             out.append("  an interval past the work writes no checkpoint at all (young and daly are long-run forms: "
                        "they ignore the job's length)")
+        return out
+
+    def _time_lines(self) -> list[str]:
         t = self.time_per_job_h
         if t is None:
-            out += ["", "Time per job at the * interval: not simulated (each job would see "
-                        f"~{self.ettr_by_interval[self.recommended]['expected_failures']:.3g} failures)"]
-        else:
-            out += ["", f"Time per job at the * interval (simulated mean): wall {format_hours(t['wall'])}"]
-            for name, label in (("productive", "productive"), ("checkpoint", "checkpoint writes"),
-                                ("lost", "re-done work"), ("restart", "restarts"), ("queue", "queue waits")):
-                out.append(f"  {label:<18} {format_hours(t[name]):>9}  {t[name] / t['wall']:6.1%}")
-        if self.by_category:
-            out += ["", "Time lost per job by kind of failure (simulated mean at the * interval):",
-                    f"  {'kind':<20} {'share':>6} {'failures':>9} {'re-done':>9} {'restarts':>9} {'queue':>9}"]
-            for name, c in sorted(self.by_category.items(), key=lambda kv: -kv[1]["lost_h"] - kv[1]["restart_h"]
-                                  - kv[1]["queue_h"]):
-                out.append(f"  {name:<20} {c['share']:6.1%} {c['failures']:9.3g} {format_hours(c['lost_h']):>9} "
-                           f"{format_hours(c['restart_h']):>9} {format_hours(c['queue_h']):>9}")
-        out += ["", f"Sensitivity of ETTR ({'exact' if levelled else 'renewal'}; elasticity d ln ETTR / d ln x; "
-                    f"interval{'s' if levelled else ''} re-optimised when halved):",
-                f"  {'parameter':<18} {'value':>10} {'elasticity':>11} {'ETTR if halved':>15}"]
+            return ["", "Time per job at the * interval: not simulated (each job would see "
+                        f"~{self.ettr_by_interval[self.recommended].expected_failures:.3g} failures)"]
+        out = ["", f"Time per job at the * interval (simulated mean): wall {format_hours(t.wall)}"]
+        for name, label in (("productive", "productive"), ("checkpoint", "checkpoint writes"),
+                            ("lost", "re-done work"), ("restart", "restarts"), ("queue", "queue waits")):
+            hours = getattr(t, name)
+            out.append(f"  {label:<18} {format_hours(hours):>9}  {hours / t.wall:6.1%}")
+        return out
+
+    def _category_lines(self) -> list[str]:
+        if not self.by_category:
+            return []
+        out = ["", "Time lost per job by kind of failure (simulated mean at the * interval):",
+               f"  {'kind':<20} {'share':>6} {'failures':>9} {'re-done':>9} {'restarts':>9} {'queue':>9}"]
+        for name, c in sorted(self.by_category.items(), key=lambda kv: -kv[1].total_h):
+            out.append(f"  {name:<20} {c.share:6.1%} {c.failures:9.3g} {format_hours(c.lost_h):>9} "
+                       f"{format_hours(c.restart_h):>9} {format_hours(c.queue_h):>9}")
+        return out
+
+    def _sensitivity_lines(self) -> list[str]:
+        levelled = self._levelled
+        out = ["", f"Sensitivity of ETTR ({'exact' if levelled else 'renewal'}; elasticity d ln ETTR / d ln x; "
+                   f"interval{'s' if levelled else ''} re-optimised when halved):",
+               f"  {'parameter':<18} {'value':>10} {'elasticity':>11} {'ETTR if halved':>15}"]
         for name, s in self.sensitivity.items():
-            out.append(f"  {name:<18} {_value_text(name, s['value']):>10} {s['elasticity']:11.4f} "
-                       f"{s['ettr_if_halved']:15.4f}")
-        if self.target is not None:
-            x = self.target["ettr"]
-            out += ["", f"To reach ETTR {x:g} (each parameter alone, interval{'s' if levelled else ''} "
-                        "re-optimised):"]
-            for name in self.target["needed"]:
-                need, now = self.target["needed"][name], getattr(sc, name)
-                if need is None:
-                    out.append(f"  {name:<18} out of reach through {name.replace('_', ' ')} alone "
-                               f"(ETTR {self.target['best_possible'][name]:.4f} at best)")
-                elif need >= now:
-                    out.append(f"  {name:<18} already reached at {_value_text(name, now)}")
-                else:
-                    out.append(f"  {name:<18} {_value_text(name, need)} or less ({now / need:.3g}x lower)"
-                               if need > 0 else f"  {name:<18} 0")
-            g = self.target["max_gpus"]
-            out.append(f"  largest job reaching it today: {g} GPUs" if g else
-                       "  no job size reaches it with today's parameters")
-        if self.checkpoints is not None:
-            best = self.checkpoints.recommended
-            out += ["", "Checkpoint strategies, each at its best intervals (exact ETTR; blocking: the whole write "
-                        f"blocks; the rest of this plan is the {self.strategy} one):", str(self.checkpoints),
-                    f"  recommended: {best.name}, intervals "
-                    + ", ".join(f"{k} {_interval_text(v)}" for k, v in best.intervals_h.items())]
-        return "\n".join(out)
+            out.append(f"  {name:<18} {_value_text(name, s.value):>10} {s.elasticity:11.4f} "
+                       f"{s.ettr_if_halved:15.4f}")
+        return out
+
+    def _target_lines(self) -> list[str]:
+        target = self.target
+        if target is None:
+            return []
+        out = ["", f"To reach ETTR {target.ettr:g} (each parameter alone, interval{'s' if self._levelled else ''} "
+                   "re-optimised):"]
+        for name, need in target.needed.items():
+            now = getattr(self.scenario, name)
+            if need is None:
+                out.append(f"  {name:<18} out of reach through {name.replace('_', ' ')} alone "
+                           f"(ETTR {target.best_possible[name]:.4f} at best)")
+            elif need >= now:
+                out.append(f"  {name:<18} already reached at {_value_text(name, now)}")
+            else:
+                out.append(f"  {name:<18} {_value_text(name, need)} or less ({now / need:.3g}x lower)"
+                           if need > 0 else f"  {name:<18} 0")
+        g = target.max_gpus
+        out.append(f"  largest job reaching it today: {g} GPUs" if g else
+                   "  no job size reaches it with today's parameters")
+        return out
+
+    def _strategy_lines(self) -> list[str]:
+        if self.checkpoints is None:
+            return []
+        best = self.checkpoints.recommended
+        return ["", "Checkpoint strategies, each at its best intervals (exact ETTR; blocking: the whole write "
+                    f"blocks; the rest of this plan is the {self.strategy} one):", str(self.checkpoints),
+                f"  recommended: {best.name}, intervals "
+                + ", ".join(f"{k} {_interval_text(v)}" for k, v in best.intervals_h.items())]
 
 
 def header(sc: Scenario, mttf_h: float | None = None) -> str:
@@ -377,6 +398,14 @@ PLAN_UNITS = {
     **{f"checkpoint_strategies.*.{k}": "1" for k in ("ettr", "ettr_first_order", "simulated", "simulated_se")},
     "checkpoint_strategies.*.simulated_jobs": "jobs",
 }
+
+
+def _part_dict(part):
+    return None if part is None else part.to_dict()
+
+
+def _parts_dict(parts: dict | None) -> dict | None:
+    return None if parts is None else {key: part.to_dict() for key, part in parts.items()}
 
 
 def _plain(value):
@@ -531,10 +560,9 @@ def plan_checked(sc: Scenario, has_current: bool, target_ettr, n_jobs: int, seed
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ClosedFormWarning)  # flagged in linear_valid
             linear = ettr(at, "linear")
-        ettr_by[label] = {"linear": linear, "linear_valid": linear_valid(at), "renewal": ettr(at, "renewal"),
-                          **checks[interval]["summary"]}
+        ettr_by[label] = checks[interval].interval_ettr(linear, linear_valid(at), ettr(at, "renewal"))
     best = sc.sweep(checkpoint_interval=feasible["exact"])
-    time_per_job, by_category = _where_time_goes(sc, checks[feasible["exact"]]["dataset"])
+    time_per_job, by_category = _where_time_goes(sc, checks[feasible["exact"]].dataset)
 
     return Plan(
         scenario=best, mttf_h=sc.mttf, intervals_h=intervals, ettr_by_interval=ettr_by,
@@ -559,9 +587,8 @@ def _levels_plan(sc: Scenario, chosen, checkpoints, has_current: bool, target_et
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ClosedFormWarning)
             first, reason = levels_point_ettr(point, "linear")
-        ettr_by[label] = {"linear": first, "linear_valid": reason is None,
-                          "renewal": strategy_ettr(point, "renewal"), **check["summary"]}
-        datasets[label] = check["dataset"]
+        ettr_by[label] = check.interval_ettr(first, reason is None, strategy_ettr(point, "renewal"))
+        datasets[label] = check.dataset
         intervals[label] = level_intervals(point)
     best = chosen.scenario
     time_per_job, by_category = _where_time_goes(best, datasets["best"])
@@ -584,20 +611,17 @@ def _levels_plan(sc: Scenario, chosen, checkpoints, has_current: bool, target_et
     )
 
 
-def _where_time_goes(sc: Scenario, ds) -> tuple[dict | None, dict | None]:
-    """(time per job by component and wall, time lost by kind of failure with a taxonomy) from the
-    check simulation `ds` of sc; None where it was not simulated."""
+def _where_time_goes(sc: Scenario, ds) -> tuple[TimePerJob | None, dict | None]:
+    """(time per job by component, time lost by kind of failure with a taxonomy) from the check
+    simulation `ds` of sc; None where it was not simulated."""
     if ds is None:
         return None, None
-    time_per_job = {str(c): float(ds.time_mean.sel(component=c)) for c in ds.component.values}
-    time_per_job["wall"] = float(ds.wall_mean)
     by_category = None
     if sc.taxonomy:
-        by_category = {c.name: {"share": c.share, **{
-            key: float(ds[f"{field}_by_category"].sel(category=c.name))
-            for key, field in (("failures", "failures"), ("lost_h", "lost"), ("restart_h", "restart"),
-                               ("queue_h", "queue"))}} for c in sc.taxonomy}
-    return time_per_job, by_category
+        by_category = {c.name: CategoryTime(c.share, *(
+            float(ds[f"{field}_by_category"].sel(category=c.name)) for field in ("failures", "lost", "restart",
+                                                                                  "queue"))) for c in sc.taxonomy}
+    return TimePerJob.from_dataset(ds), by_category
 
 
 def check_plan(sc: Scenario, target_ettr=None, n_jobs=20_000, seed=0, max_failures=None,
@@ -743,26 +767,21 @@ def _check_points(points: dict, n_jobs: int, seed: int, backend: str, max_failur
     return {label: new[label] if label in new else known[point] for label, point in points.items()}
 
 
-def _with_check(strategy, check: dict):
+def _with_check(strategy, check: CheckSimulation):
     """A StrategyPlan with the check simulation's estimate."""
-    summary = check["summary"]
-    return dataclasses.replace(strategy, simulated=summary["simulated"], simulated_se=summary["simulated_se"],
-                               simulated_jobs=summary["simulated_jobs"])
+    return dataclasses.replace(strategy, simulated=check.simulated, simulated_se=check.simulated_se,
+                               simulated_jobs=check.simulated_jobs)
 
 
-def _check_simulation(sc: Scenario, budget: tuple, seed: int, backend: str, max_failures, progress=None) -> dict:
-    """Simulate one interval with its `budgeted_jobs`: its summary and Dataset (None if not run)."""
+def _check_simulation(sc: Scenario, budget: tuple, seed: int, backend: str, max_failures,
+                      progress=None) -> CheckSimulation:
+    """Simulate one interval with its `budgeted_jobs` (nothing where the budget allows too few jobs)."""
     jobs, mean, highest = budget
-    summary = {"expected_failures": mean, "simulated_jobs": 0, "simulated": math.nan, "simulated_se": math.nan,
-               "simulated_ci95": [math.nan, math.nan]}
     if not jobs or beyond_float_range(pack(sc)).all():
-        return {"summary": summary, "dataset": None}
+        return CheckSimulation(mean)
     cap = max_failures if max_failures is not None else failure_cap(highest)
     ds = simulate(sc, n_jobs=jobs, seed=seed, backend=backend, max_failures=cap, progress=progress or False)
-    est, se = float(ds.ettr), float(ds.ettr_se)
-    summary.update(simulated_jobs=jobs, simulated=est, simulated_se=se, simulated_ci95=[est - 1.96 * se,
-                                                                                        est + 1.96 * se])
-    return {"summary": summary, "dataset": ds}
+    return CheckSimulation(mean, jobs, float(ds.ettr), float(ds.ettr_se), ds)
 
 
 def _sensitivity(sc: Scenario, names=SENSITIVITY, step=None) -> dict:
@@ -772,7 +791,7 @@ def _sensitivity(sc: Scenario, names=SENSITIVITY, step=None) -> dict:
         value = getattr(sc, name)
         if name == "n_gpus":
             # ETTR depends on size through n_nodes * failure_rate only.
-            elasticity = out["failure_rate"]["elasticity"]
+            elasticity = out["failure_rate"].elasticity
             halved = best_ettr(sc.sweep(n_gpus=max(1, value // 2)))
         elif value == 0:
             elasticity, halved = 0.0, best_ettr(sc)
@@ -786,7 +805,7 @@ def _sensitivity(sc: Scenario, names=SENSITIVITY, step=None) -> dict:
                 up, span = strategy_ettr(sc, "renewal"), h
             elasticity = (math.log(up) - math.log(down)) / span if up > 0 and down > 0 else math.nan
             halved = best_ettr(sc.sweep(**{name: value / 2}))
-        out[name] = {"value": value, "elasticity": elasticity, "ettr_if_halved": halved}
+        out[name] = Sensitivity(value, elasticity, halved)
         if step is not None:
             step(1)
     return out
@@ -801,7 +820,7 @@ def _ettr_if_valid(sc: Scenario, name: str, value) -> float | None:
     return strategy_ettr(point, "renewal")
 
 
-def _targets(sc: Scenario, x: float, names=IMPROVABLE, step=None, rtol: float = 1e-10) -> dict:
+def _targets(sc: Scenario, x: float, names=IMPROVABLE, step=None, rtol: float = 1e-10) -> TargetReach:
     """What each parameter alone would need for a best ETTR of x, and the largest job reaching it."""
     from scipy.optimize import brentq  # here: at module level it would slow `import relmodel`
 
@@ -823,7 +842,7 @@ def _targets(sc: Scenario, x: float, names=IMPROVABLE, step=None, rtol: float = 
     max_gpus = _max_gpus(sc, x)
     if step is not None:
         step(1)
-    return {"ettr": x, "needed": needed, "best_possible": best_possible, "max_gpus": max_gpus}
+    return TargetReach(x, needed, best_possible, max_gpus)
 
 
 def _max_gpus(sc: Scenario, x: float) -> int | None:

@@ -98,10 +98,10 @@ def _plan_inputs(scenario, target_ettr, current_interval):
     if isinstance(scenario, Plan):
         plan = scenario
         if target_ettr is None and plan.target is not None:
-            target_ettr = plan.target["ettr"]
+            target_ettr = plan.target.ettr
         if current_interval is None:
             current_interval = plan.intervals_h.get("current")
-        max_gpus = plan.target["max_gpus"] if plan.target is not None else None
+        max_gpus = plan.target.max_gpus if plan.target is not None else None
         return plan.scenario, target_ettr, current_interval, max_gpus
     return as_scenario(scenario), target_ettr, current_interval, None
 
@@ -419,7 +419,7 @@ def durable_interval_panel(plan: Plan, ax=None, *, target_ettr: float | None = N
     ax.plot([best], [plan.ettr], "*", color="C3", markersize=14,
             label=f"best: {plan._interval_text('best')} ({plan.ettr:.4f})")
     if "current" in plan.level_intervals_h:
-        current = plan.ettr_by_interval["current"]["renewal"]
+        current = plan.ettr_by_interval["current"].renewal
         ax.plot([plan.intervals_h["current"]], [current], "s", color="C2",
                 label=f"current: {plan._interval_text('current')} ({current:.4f})")
     if target_ettr is not None:

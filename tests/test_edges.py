@@ -53,18 +53,18 @@ def test_a_plan_for_subnormal_work_writes_no_checkpoint_and_answers_the_renewal_
     assert plan.ettr == rm.ettr(rm.Scenario(**{**RUN, "work": "1e-320s"}))  # simulate's renewal column
     assert sc.intervals == (0, sc.work)
     row = plan.ettr_by_interval["exact"]
-    assert row["simulated"] == 1.0 and plan.time_per_job_h["checkpoint"] == 0.0
+    assert row.simulated == 1.0 and plan.time_per_job_h.checkpoint == 0.0
 
 
 def test_a_checkpoint_cost_near_the_float_limit_counts_the_failures_of_a_job_that_never_checkpoints():
     with strict():
         plan = rm.plan(**{**RUN, "checkpoint_cost": "1e308h"}, n_jobs=500)
         never = rm.plan(**{**RUN, "checkpoint_cost": "1w"}, n_jobs=500)
-    failures = never.ettr_by_interval["exact"]["expected_failures"]
+    failures = never.ettr_by_interval["exact"].expected_failures
     assert failures == pytest.approx(339.277, rel=1e-5)
     for label in ("young", "exact"):  # past the work: no checkpoint written, whatever it costs
-        assert plan.ettr_by_interval[label]["expected_failures"] == failures
-        assert plan.ettr_by_interval[label]["renewal"] == never.ettr_by_interval["exact"]["renewal"]
+        assert plan.ettr_by_interval[label].expected_failures == failures
+        assert plan.ettr_by_interval[label].renewal == never.ettr_by_interval["exact"].renewal
     # Young's interval, sqrt(2 w M), fits a float though 2 w does not.
     assert plan.intervals_h["young"] == pytest.approx(math.sqrt(2.0) * 1e154 * math.sqrt(plan.mttf_h), rel=1e-12)
 
@@ -101,7 +101,7 @@ def test_sensitivities_at_the_top_of_a_parameters_range_are_one_sided(fields):
         warnings.simplefilter("ignore", CappedJobsWarning)
         plan = rm.plan(**{**RUN, **fields}, n_jobs=20, max_failures=50)
     for name, s in plan.sensitivity.items():
-        assert s["elasticity"] <= 0 or math.isnan(s["elasticity"]) and plan.ettr == 0, name
+        assert s.elasticity <= 0 or math.isnan(s.elasticity) and plan.ettr == 0, name
 
 
 # ---- closed forms past float64's range ----------------------------------------------------
@@ -200,8 +200,8 @@ def test_a_plan_runs_no_check_simulation_past_the_float_range():
     with strict():
         plan = rm.plan(sc, n_jobs=20, max_failures=50)
     row = plan.ettr_by_interval["current"]
-    assert row["simulated_jobs"] == 0 and math.isnan(row["simulated"])
-    assert row["renewal"] == pytest.approx(1e-308, rel=1e-12)
+    assert row.simulated_jobs == 0 and math.isnan(row.simulated)
+    assert row.renewal == pytest.approx(1e-308, rel=1e-12)
 
 
 def test_a_check_simulation_that_every_job_would_cap_reports_no_job_simulated():

@@ -71,7 +71,7 @@ def test_plan_figure_marks_target_current_interval_and_job(plans, plan_figures):
     assert np.allclose(job.get_xdata(), 16384)
     assert job.get_ydata()[0] == pytest.approx(plans["54d"].ettr, rel=1e-6)
     (largest,) = labelled(right, "largest job")
-    assert np.allclose(largest.get_xdata(), plans["54d"].target["max_gpus"])
+    assert np.allclose(largest.get_xdata(), plans["54d"].target.max_gpus)
 
 
 def test_plan_figure_keeps_the_old_call_and_takes_keywords():

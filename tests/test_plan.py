@@ -1,5 +1,6 @@
 """compare(), the planner, its figures and `relmodel plan`."""
 
+import dataclasses
 import json
 
 import numpy as np
@@ -10,6 +11,7 @@ from hypothesis import strategies as st
 
 import relmodel as rm
 from relmodel._cli import main
+from relmodel._engine import COMPONENTS
 from relmodel._plan import best_ettr
 
 RUN = dict(n_gpus=16384, failure_rate=6.5e-3, checkpoint_cost="5min", restart_cost="10min", work="14d")
@@ -38,39 +40,65 @@ def test_plan_recommends_the_exact_optimum(the_plan):
     p = the_plan
     assert p.mttf_h == pytest.approx(24 / (2048 * 6.5e-3))
     assert set(p.intervals_h) == {"young", "daly", "exact", "current"}
-    assert p.ettr == max(e["renewal"] for e in p.ettr_by_interval.values())
+    assert p.ettr == max(e.renewal for e in p.ettr_by_interval.values())
     for e in p.ettr_by_interval.values():
-        lo, hi = e["simulated_ci95"]
-        assert lo < e["simulated"] < hi and abs(e["simulated"] - e["renewal"]) < 4 * e["simulated_se"]
+        lo, hi = e.simulated_ci95
+        assert lo < e.simulated < hi and abs(e.simulated - e.renewal) < 4 * e.simulated_se
     t = p.time_per_job_h
-    assert sum(t[c] for c in ("productive", "checkpoint", "lost", "restart", "queue")) == pytest.approx(t["wall"])
+    parts = ("productive", "checkpoint", "lost", "restart", "queue")
+    assert sum(getattr(t, c) for c in parts) == pytest.approx(t.wall)
+
+
+def test_plan_parts_are_typed_records_that_write_the_plans_json(the_plan):
+    p = the_plan
+    out = json.loads(json.dumps(p.to_dict()))
+    parts = {"time_per_job_h": p.time_per_job_h, "target": p.target,
+             **{f"ettr_by_interval.{k}": v for k, v in p.ettr_by_interval.items()},
+             **{f"sensitivity.{k}": v for k, v in p.sensitivity.items()}}
+    for path, part in parts.items():
+        section, _, key = path.partition(".")
+        written = out[section][key] if key else out[section]
+        assert list(written) == [f.name for f in dataclasses.fields(part)], path
+        assert written == json.loads(json.dumps(part.to_dict())), path
+    # Every component of the simulated wall, in the estimates' order, then the wall.
+    assert [f.name for f in dataclasses.fields(rm.TimePerJob)] == [*COMPONENTS, "wall"]
+
+
+def test_a_plan_part_read_by_key_warns_and_gives_the_field(the_plan):
+    row = the_plan.ettr_by_interval["exact"]
+    with pytest.warns(DeprecationWarning, match=r"IntervalETTR\['renewal'\] is deprecated.*read \.renewal"):
+        assert row["renewal"] == row.renewal
+    with pytest.warns(DeprecationWarning, match="max_gpus"):
+        assert the_plan.target["max_gpus"] == the_plan.target.max_gpus
+    with pytest.raises(KeyError, match="no_such_field"):
+        row["no_such_field"]
 
 
 def test_plan_targets_are_the_values_that_reach_the_target(the_plan):
     target = the_plan.target
     sc = the_plan.scenario
-    for name, needed in target["needed"].items():
+    for name, needed in target.needed.items():
         if needed is None:
-            assert target["best_possible"][name] < 0.8
+            assert target.best_possible[name] < 0.8
         else:
             assert best_ettr(sc.sweep(**{name: needed})) == pytest.approx(0.8, abs=1e-6)
-    assert target["needed"]["restart_cost"] is None  # 10 min restarts are not what holds this run back
-    g = target["max_gpus"]
+    assert target.needed["restart_cost"] is None  # 10 min restarts are not what holds this run back
+    g = target.max_gpus
     assert best_ettr(sc.sweep(n_gpus=g)) >= 0.8 > best_ettr(sc.sweep(n_gpus=g + sc.gpus_per_node))
 
 
 def test_plan_sensitivities(the_plan):
     s = the_plan.sensitivity
-    assert all(s[k]["elasticity"] < 0 for k in ("failure_rate", "restart_cost", "checkpoint_cost"))
-    assert s["queue_wait"]["elasticity"] == 0
-    assert all(s[k]["ettr_if_halved"] > the_plan.ettr for k in ("failure_rate", "restart_cost", "checkpoint_cost"))
+    assert all(s[k].elasticity < 0 for k in ("failure_rate", "restart_cost", "checkpoint_cost"))
+    assert s["queue_wait"].elasticity == 0
+    assert all(s[k].ettr_if_halved > the_plan.ettr for k in ("failure_rate", "restart_cost", "checkpoint_cost"))
 
 
 @settings(max_examples=10)
 @given(gpus=st.integers(8, 65536), x=st.floats(0.3, 0.97))
 def test_max_gpus_bracket_the_target(gpus, x):
     sc = rm.Scenario(**{**RUN, "n_gpus": gpus}, checkpoint_interval=1)
-    g = rm.plan(sc, target_ettr=x, n_jobs=200).target["max_gpus"]
+    g = rm.plan(sc, target_ettr=x, n_jobs=200).target.max_gpus
     if g is None:
         assert best_ettr(sc.sweep(n_gpus=8)) < x
     else:
@@ -135,14 +163,14 @@ def test_plan_at_extreme_scale_caps_no_legitimate_failure():
         p = rm.plan(n_gpus=131_072, failure_rate=6.5e-3, checkpoint_cost="5min", restart_cost="10min",
                     work="30d", checkpoint_interval="1h", n_jobs=2000)
     t = p.time_per_job_h
-    assert t["productive"] == pytest.approx(720.0, rel=1e-12)
-    assert sum(t[c] for c in ("productive", "checkpoint", "lost", "restart", "queue")) == pytest.approx(t["wall"],
-                                                                                                       rel=1e-12)
+    assert t.productive == pytest.approx(720.0, rel=1e-12)
+    parts = ("productive", "checkpoint", "lost", "restart", "queue")
+    assert sum(getattr(t, c) for c in parts) == pytest.approx(t.wall, rel=1e-12)
     for label, e in p.ettr_by_interval.items():
-        assert e["simulated_jobs"] > 0, label
-        assert abs(e["simulated"] - e["renewal"]) < 4 * e["simulated_se"], label
-        assert e["expected_failures"] > 10_000 and not e["linear_valid"]
-    assert p.ettr_by_interval["current"]["simulated_jobs"] < 2000  # within the event budget
+        assert e.simulated_jobs > 0, label
+        assert abs(e.simulated - e.renewal) < 4 * e.simulated_se, label
+        assert e.expected_failures > 10_000 and not e.linear_valid
+    assert p.ettr_by_interval["current"].simulated_jobs < 2000  # within the event budget
     assert "do not use it" in str(p)
 
 
@@ -150,7 +178,7 @@ def test_a_hopeless_plan_is_not_simulated_and_says_why():
     p = rm.plan(n_gpus=500_000, failure_rate=6.5e-3, checkpoint_cost="5min", restart_cost="10min", work="30d")
     assert p.time_per_job_h is None
     e = p.ettr_by_interval["exact"]
-    assert e["simulated_jobs"] == 0 and np.isnan(e["simulated"]) and e["expected_failures"] > 1e6
+    assert e.simulated_jobs == 0 and np.isnan(e.simulated) and e.expected_failures > 1e6
     assert 0 < p.ettr < 0.01
     assert "not simulated" in str(p)
     json.dumps(p.to_dict())  # NaN and None are still JSON-ready through the CLI's cleaner
@@ -216,4 +244,4 @@ def test_a_plan_with_strategies_simulates_each_point_once(monkeypatch, fast, str
     p = rm.plan(sc, n_jobs=2000, strategy=strategy)
     assert len(calls) == len(set(calls))
     chosen = next(s for s in p.checkpoints.strategies if s.name == p.strategy)
-    assert chosen.simulated == p.ettr_by_interval["exact" if p.strategy == "blocking" else "best"]["simulated"]
+    assert chosen.simulated == p.ettr_by_interval["exact" if p.strategy == "blocking" else "best"].simulated
