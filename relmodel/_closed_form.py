@@ -794,9 +794,7 @@ def _exact_finite_work(sc: Scenario) -> float:
     # The counts searched keep intervals of at least MIN_INTERVAL just past a
     # breakpoint; one more checkpoint is possible at MIN_INTERVAL itself.
     candidates = np.array([float(_split_after(sc.work, best)), MIN_INTERVAL])
-    log_walls = log_renewal_expected_wall(rate[:, None], candidates[None, :], sc.work, sc.checkpoint_cost,
-                                          *_restart_args(sc))
-    return float(candidates[np.argmin(_logsumexp(log_mass[:, None] + log_walls, axis=0))])
+    return float(candidates[_least_wall(candidates, log_mass, rate, sc)])
 
 
 def _search_counts(log_mass, rate, sc: Scenario) -> float:
@@ -830,10 +828,14 @@ def _split_after(work, k):
 
 
 def _best_count(k, log_mass, rate, sc: Scenario) -> int:
-    """Index in `k` of the checkpoint count with the least expected wall time,
-    every rate of the mixture (rows) at every candidate (columns) at once, in
-    logs (a hopeless job's E[wall] overflows float64 at every count)."""
-    intervals = _split_after(sc.work, k)
+    """Index in `k` of the checkpoint count with the least expected wall time."""
+    return _least_wall(_split_after(sc.work, k), log_mass, rate, sc)
+
+
+def _least_wall(intervals, log_mass, rate, sc: Scenario) -> int:
+    """Index in `intervals` of the one with the least expected wall time over the lemon mixture,
+    every rate of the mixture (rows) at every interval (columns) at once, in logs (a hopeless
+    job's E[wall] overflows float64 at every interval)."""
     log_walls = log_renewal_expected_wall(rate[:, None], intervals[None, :], sc.work, sc.checkpoint_cost,
                                           *_restart_args(sc))
     return int(np.argmin(_logsumexp(log_mass[:, None] + log_walls, axis=0)))

@@ -261,14 +261,18 @@ class _RenewalModel:
     def _rate_table(self, n_nodes):
         return job_rate_table(_check_nodes(n_nodes), self.rate)
 
+    def _rate_masses(self, n_nodes):
+        """(probability, rate per hour) of each entry of the job's rate table."""
+        cdf, lam = self._rate_table(n_nodes)
+        return np.diff(cdf, prepend=0.0), lam
+
     def _scale_factor(self) -> float:
         return 1.0 / math.gamma(1.0 + 1.0 / self._shape)
 
     def survival(self, t, n_nodes):
         """P(no failure in the first `t` hours of runtime) for a job on `n_nodes` nodes."""
         t = _as_array(t)
-        cdf, lam = self._rate_table(n_nodes)
-        prob = np.diff(cdf, prepend=0.0)
+        prob, lam = self._rate_masses(n_nodes)
         with np.errstate(divide="ignore", invalid="ignore"):
             eta = self._scale_factor() / lam  # Weibull scale per rate entry (inf at rate 0)
             z = np.where(lam > 0, (t[..., None] / eta) ** self._shape, 0.0)
@@ -278,8 +282,7 @@ class _RenewalModel:
         """Failure rate per hour at runtime `t` given no failure before (for the
         mixture: of the population of jobs still running at `t`)."""
         t = _as_array(t)
-        cdf, lam = self._rate_table(n_nodes)
-        prob = np.diff(cdf, prepend=0.0)
+        prob, lam = self._rate_masses(n_nodes)
         k = self._shape
         with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             eta = self._scale_factor() / lam
@@ -293,8 +296,7 @@ class _RenewalModel:
 
     def mean(self, n_nodes) -> float:
         """Mean time to the first failure, in hours (inf without failures)."""
-        cdf, lam = self._rate_table(n_nodes)
-        prob = np.diff(cdf, prepend=0.0)
+        prob, lam = self._rate_masses(n_nodes)
         with np.errstate(divide="ignore"):
             return float(np.sum(prob * np.where(lam > 0, 1.0 / lam, math.inf)))
 

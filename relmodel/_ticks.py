@@ -27,8 +27,6 @@ def number_text(value) -> str:
         return f"{value:g}"
     if value.is_integer() and abs(value) < 1e12:  # GPU counts: every digit
         return f"{value:.0f}"
-    if abs(value) >= 1e6 or abs(value) < 1e-3:
-        return f"{value:.3g}"
     return f"{value:.3g}"
 
 
