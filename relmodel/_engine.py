@@ -12,7 +12,7 @@ import numpy as np
 
 from ._kernels import backend as get_backend
 from ._kernels.layout import (
-    BLOCK_SIZE, COMPONENT_STATS, C_FAILURES, C_LOST, C_QUEUE, C_RESTART, J_WALL, L_RESTORES, L_WAIT, L_WRITES, N_BINS,
+    BLOCK_SIZE, CATEGORY_COLUMNS, COMPONENT_STATS, J_WALL, LEVEL_COLUMNS, L_WRITES, N_BINS,
     N_CAT_STATS, N_JOB_FIELDS, N_LEVEL_STATS, N_PARAMS, N_STATS, P_CKPT, P_FF_CKPT, P_FF_WAIT, P_INTERVAL, P_N_FULL,
     P_QUEUE, P_QUEUE_EXP, P_REMAINDER, P_RESTART, P_SCALE_FACTOR, P_SHAPE, P_WORK, S_CAPPED, S_EFF, S_EFF_SQ,
     S_FAILURES, S_FAILURES_SQ, S_N, S_PRODUCTIVE, S_PRODUCTIVE_SQ, S_PRODUCTIVE_WALL, S_WALL, S_WALL_SQ, V_COST,
@@ -814,12 +814,11 @@ def summarize(totals: Totals, packed: Packed, quantiles=(0.05, 0.5, 0.95)) -> di
         ratio_var = np.maximum(var_prod - 2 * ratio * cov + ratio**2 * var_wall, 0.0)
         ratio_se = np.sqrt(ratio_var / n) / wall
     with np.errstate(invalid="ignore", divide="ignore"):
-        by_category = {f"{name}_by_category": totals.cat_stats[:, :, col] / n[:, None]
-                       for name, col in (("failures", C_FAILURES), ("lost", C_LOST), ("restart", C_RESTART),
-                                         ("queue", C_QUEUE))}
+        by_category = {f"{c.name}_by_category": totals.cat_stats[:, :, col] / n[:, None]
+                       for col, c in enumerate(CATEGORY_COLUMNS)}
         breakdown = [s[:, k] / n for k in COMPONENT_STATS.values()]
-        by_level = {f"{name}_by_level": totals.level_stats[:, :, col] / n[:, None]
-                    for name, col in (("writes", L_WRITES), ("restores", L_RESTORES), ("persist_wait", L_WAIT))}
+        by_level = {f"{c.name}_by_level": totals.level_stats[:, :, col] / n[:, None]
+                    for col, c in enumerate(LEVEL_COLUMNS)}
     by_category["unproductive_by_category"] = (
         by_category["lost_by_category"] + by_category["restart_by_category"] + by_category["queue_by_category"])
     return {

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import warnings
 
+from ._deprecation import REMOVED_IN
 from ._engine import COMPONENTS
 
 
@@ -20,7 +21,7 @@ class _Part:
     def __getitem__(self, key: str):
         if key not in self.__dataclass_fields__:
             raise KeyError(key)
-        warnings.warn(f"{type(self).__name__}[{key!r}] is deprecated and will be removed in relmodel 0.4; "
+        warnings.warn(f"{type(self).__name__}[{key!r}] is deprecated and goes in relmodel {REMOVED_IN}: "
                       f"read .{key} instead", DeprecationWarning, stacklevel=2)
         return getattr(self, key)
 

@@ -9,14 +9,13 @@ import xarray as xr
 
 from . import _labels as labels
 from ._kernels import BACKENDS
-from ._kernels.layout import BLOCK_SIZE, N_BINS
+from ._kernels.layout import BLOCK_SIZE, CATEGORY_COLUMNS, JOB_COLUMNS, LEVEL_COLUMNS, N_BINS
 from ._closed_form import LINEAR_TOLERANCE, grid_closed_forms
 from ._engine import (COMPONENTS, DEFAULT_MAX_FAILURES, RNG_SCHEME, check_run_args, check_run_memory, check_threads,
                       estimate)
 from ._checks import check_choice, check_flag, check_levels
 from ._scenario import Scenario, as_scenario
 
-JOB_FIELDS = ("wall", "productive", "checkpoint", "lost", "restart", "queue", "failures", "capped", "persist_wait")
 
 
 DEFAULT_QUANTILES = (0.05, 0.5, 0.95)  # of the wall time, unless `simulate` is given others
@@ -30,8 +29,6 @@ class OutOfRangeWarning(RuntimeWarning):
     """Some grid points were not simulated: a job's timeline there passes float64's range."""
 
 
-CATEGORY_FIELDS = ("failures", "lost", "restart", "queue")  # the C_* columns, in order
-LEVEL_FIELDS = ("writes", "restores", "persist_wait")  # the L_* columns, in order
 CATALOGUE = {**labels.SIMULATED, **labels.SIMULATED_BY_CATEGORY, **labels.SIMULATED_BY_LEVEL, **labels.PER_JOB}
 
 
@@ -164,15 +161,14 @@ def simulate(scenario, n_jobs: int = 100_000, seed: int = 0, backend: str = "aut
     if sc.fast_checkpoints:
         values.update({name: est[name] for name in labels.SIMULATED_BY_LEVEL})
     if keep_jobs:
-        for i, field in enumerate(JOB_FIELDS):
-            job_values = totals.jobs[:, :, i]
-            values[f"job_{field}"] = job_values.astype(np.int64) if field in ("failures", "capped") else job_values
+        for i, column in enumerate(JOB_COLUMNS):
+            values[f"job_{column.name}"] = totals.jobs[:, :, i].astype(column.dtype, copy=False)
         if sc.taxonomy is not None:
-            for i, field in enumerate(CATEGORY_FIELDS):
-                values[f"job_{field}_by_category"] = totals.cat_jobs[:, :, :, i]
+            for i, column in enumerate(CATEGORY_COLUMNS):
+                values[f"job_{column.name}_by_category"] = totals.cat_jobs[:, :, :, i]
         if sc.fast_checkpoints:
-            for i, field in enumerate(LEVEL_FIELDS):
-                values[f"job_{field}_by_level"] = totals.level_jobs[:, :, :, i]
+            for i, column in enumerate(LEVEL_COLUMNS):
+                values[f"job_{column.name}_by_level"] = totals.level_jobs[:, :, :, i]
     ds = labels.grid_dataset(sc, CATALOGUE, values, quantiles=quantiles, components=COMPONENTS,
                              attrs=labels.provenance("relmodel Monte Carlo job timelines", seed=seed, rng=RNG_SCHEME,
                                                      backend=totals.backend, n_jobs=n_jobs,

@@ -329,9 +329,9 @@ def test_rm_plan_plans_the_recommended_strategy(planned):
     assert p.ettr == pytest.approx(exact(p.scenario), rel=1e-12)
     assert p.level_intervals_h["best"] == p.checkpoints.recommended.intervals_h
     # The current intervals are the ones given, scored by the exact form.
-    assert p.ettr_by_interval["current"]["renewal"] == pytest.approx(exact(level_run()), rel=1e-12)
-    assert p.ettr_by_interval["best"]["simulated_jobs"] == 1000
-    assert abs(p.ettr_by_interval["best"]["simulated"] - p.ettr) < 4 * p.ettr_by_interval["best"]["simulated_se"]
+    assert p.ettr_by_interval["current"].renewal == pytest.approx(exact(level_run()), rel=1e-12)
+    assert p.ettr_by_interval["best"].simulated_jobs == 1000
+    assert abs(p.ettr_by_interval["best"].simulated - p.ettr) < 4 * p.ettr_by_interval["best"].simulated_se
     d = p.to_dict()
     assert d["strategy"] == "multilevel" and d["checkpoint_strategies"]["recommended"] == "multilevel"
     assert d["units"]["level_intervals_h.*.*"] == "h" and d["units"]["sensitivity.checkpoint_persist.value"] == "h"
@@ -344,34 +344,34 @@ def test_rm_plan_plans_the_recommended_strategy(planned):
 def test_levelled_plan_keeps_the_write_and_its_persist_apart(planned):
     """The sensitivities are of the write (30 s) and the persist (5 min), never of their sum (5.5 min)."""
     s = planned.sensitivity
-    assert s["checkpoint_cost"]["value"] == pytest.approx(0.5 / 60)
-    assert s["checkpoint_persist"]["value"] == pytest.approx(5 / 60)
+    assert s["checkpoint_cost"].value == pytest.approx(0.5 / 60)
+    assert s["checkpoint_persist"].value == pytest.approx(5 / 60)
     sc = planned.scenario
     for name in ("failure_rate", "checkpoint_cost", "checkpoint_persist", "restart_cost"):
         value, h = getattr(sc, name), 1e-3
         up, down = exact(sc.sweep(**{name: value * math.exp(h)})), exact(sc.sweep(**{name: value * math.exp(-h)}))
-        assert s[name]["elasticity"] == pytest.approx((math.log(up) - math.log(down)) / (2 * h), rel=1e-3, abs=1e-6)
+        assert s[name].elasticity == pytest.approx((math.log(up) - math.log(down)) / (2 * h), rel=1e-3, abs=1e-6)
         halved = sc.sweep(**{name: value / 2})
-        assert s[name]["ettr_if_halved"] == pytest.approx(best_exact(halved), rel=1e-12)
-        assert s[name]["ettr_if_halved"] >= exact(halved) - 1e-12  # re-optimised: no worse than the same intervals
+        assert s[name].ettr_if_halved == pytest.approx(best_exact(halved), rel=1e-12)
+        assert s[name].ettr_if_halved >= exact(halved) - 1e-12  # re-optimised: no worse than the same intervals
 
 
 def test_levelled_plan_targets_reach_the_target(planned):
     target = planned.target
-    assert set(target["needed"]) == {"failure_rate", "restart_cost", "checkpoint_cost", "checkpoint_persist"}
+    assert set(target.needed) == {"failure_rate", "restart_cost", "checkpoint_cost", "checkpoint_persist"}
     sc = planned.scenario
     assert best_exact(sc) < TARGET
     reached = 0
-    for name, need in target["needed"].items():
+    for name, need in target.needed.items():
         if need is None:
             assert best_exact(sc.sweep(**{name: getattr(sc, name) * 1e-6})) < TARGET
-            assert target["best_possible"][name] < TARGET
+            assert target.best_possible[name] < TARGET
         else:
             assert need < getattr(sc, name)
             assert best_exact(sc.sweep(**{name: need})) == pytest.approx(TARGET, abs=1e-5)
             reached += 1
     assert reached >= 1
-    g = target["max_gpus"]
+    g = target.max_gpus
     assert g is not None and best_exact(sc.sweep(n_gpus=g)) >= TARGET
     assert best_exact(sc.sweep(n_gpus=g + sc.gpus_per_node)) < TARGET
 

@@ -360,7 +360,7 @@ def test_sweeping_restart_or_queue_scales_every_category():
         no_queue.sweep(queue_wait="1h")
     # plan's sensitivities go through sweep, so a taxonomy scenario can be planned.
     p = rm.plan(sc, n_jobs=500)
-    assert p.sensitivity["restart_cost"]["elasticity"] < 0
+    assert p.sensitivity["restart_cost"].elasticity < 0
 
 
 def test_sample_follows_the_scenario_index_of_a_grid():

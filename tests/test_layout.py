@@ -5,6 +5,7 @@ import ast
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from relmodel._kernels import _timeline_cy as cy
@@ -87,3 +88,38 @@ def test_the_twin_restates_no_layout_constant_and_components_follow_the_stats():
     sums = {value for name, value in layout.LAYOUT.items() if name.startswith("S_")}
     columns = list(layout.COMPONENT_STATS.values())
     assert set(columns) <= sums and len(set(columns)) == len(columns)  # block sums, each once
+
+
+COLUMN_TABLES = {"V_": layout.LEVEL_PARAMS, "J_": layout.JOB_COLUMNS, "C_": layout.CATEGORY_COLUMNS,
+                 "L_": layout.LEVEL_COLUMNS}
+
+
+@pytest.mark.parametrize("prefix", COLUMN_TABLES)
+def test_column_records_declare_each_constant_at_its_index(prefix):
+    table = COLUMN_TABLES[prefix]
+    assert [layout.LAYOUT[column.constant] for column in table] == list(range(len(table)))
+    assert layout.LAYOUT[TABLES[prefix]] == len(table)
+    assert {c.constant for c in table} == {name for name in layout.LAYOUT if name.startswith(prefix)}
+    assert len({c.name for c in table}) == len(table)
+
+
+def test_labelled_variables_take_the_column_records_units_and_dtypes():
+    import relmodel as rm
+    from relmodel import _labels as labels
+
+    variables = {**{f"job_{c.name}": c for c in layout.JOB_COLUMNS},
+                 **{f"{c.name}_by_category": c for c in layout.CATEGORY_COLUMNS},
+                 **{f"job_{c.name}_by_category": c for c in layout.CATEGORY_COLUMNS},
+                 **{f"{c.name}_by_level": c for c in layout.LEVEL_COLUMNS},
+                 **{f"job_{c.name}_by_level": c for c in layout.LEVEL_COLUMNS}}
+    catalogue = {**labels.SIMULATED_BY_CATEGORY, **labels.SIMULATED_BY_LEVEL, **labels.PER_JOB}
+    assert {name: catalogue[name].units for name in variables} == {name: c.unit for name, c in variables.items()}
+    fast = rm.CheckpointLevel(interval="10min", cost="5s", restart="3min", persist="1min", survives=0.85)
+    sc = rm.Scenario(n_gpus=1024, failure_rate=0.05, checkpoint_interval="1h", checkpoint_cost="5min", work="1d",
+                     taxonomy=rm.load_taxonomy("meta-2024"), fast_checkpoints=(fast,))
+    ds = rm.simulate(sc, n_jobs=50, keep_jobs=True, backend="numba")
+    # A job's own columns in their dtype; its sums by category and level stay float64.
+    dtypes = {name: "float64" for name in variables if name.startswith("job_")}
+    dtypes.update({f"job_{c.name}": c.dtype for c in layout.JOB_COLUMNS})
+    assert {name: ds[name].dtype for name in dtypes} == {name: np.dtype(d) for name, d in dtypes.items()}
+    assert {name: ds[name].attrs["units"] for name in dtypes} == {name: variables[name].unit for name in dtypes}

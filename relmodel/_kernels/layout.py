@@ -3,7 +3,25 @@
 setup.py writes the Cython twin's compile-time constants (`_layout.pxi`) from
 `LAYOUT` here; a test checks that the built twin's `LAYOUT` equals it, so a
 stale build cannot drift apart either.
+
+The tables whose columns become Dataset variables (a level's parameters, a
+job's outputs, the per-category and per-level sums) are declared as `Column`
+records: the constant, the name the estimates and Datasets give it, its unit
+and the dtype a Dataset stores it as. The constants are unpacked from them in
+order, and a test holds each constant to its record.
 """
+
+from typing import NamedTuple
+
+
+class Column(NamedTuple):
+    """One column of a kernel array (the kernels hold every column as float64)."""
+
+    constant: str  # its index's name below
+    name: str  # in estimates and Datasets (``job_<name>``, ``<name>_by_category``, ``<name>_by_level``)
+    unit: str  # "h", or "1" for counts and ratios
+    dtype: str = "float64"  # as a Dataset stores it
+
 
 # Columns of the per-scenario float parameter table.
 P_INTERVAL = 0  # productive time between checkpoints (h)
@@ -24,23 +42,29 @@ N_PARAMS = 12
 # level table: one line per level, fastest first, the scenario's own checkpoint
 # last; P_INTERVAL is then the fastest interval, P_N_FULL and P_REMAINDER count
 # positions of it, and P_CKPT the largest write cost (for bounds only).
-V_COST = 0  # blocking write (h)
-V_RESTART = 1  # restart after restoring this level (h); the scenario's own level uses P_RESTART
-V_PERSIST = 2  # time until a write is durable (h)
-V_SURVIVES = 3  # fraction of failures after which this level can be restored
-N_LEVEL_PARAMS = 4
+LEVEL_PARAMS = (
+    Column("V_COST", "cost", "h"),  # blocking write
+    Column("V_RESTART", "restart", "h"),  # after restoring this level; the scenario's own level uses P_RESTART
+    Column("V_PERSIST", "persist", "h"),  # until a write is durable
+    Column("V_SURVIVES", "survives", "1"),  # fraction of failures after which this level can be restored
+)
+V_COST, V_RESTART, V_PERSIST, V_SURVIVES = range(len(LEVEL_PARAMS))
+N_LEVEL_PARAMS = len(LEVEL_PARAMS)
 
 # Columns of the per-job output (keep_jobs) and the per-block sums.
-J_WALL = 0
-J_PRODUCTIVE = 1
-J_CHECKPOINT = 2
-J_LOST = 3
-J_RESTART = 4
-J_QUEUE = 5
-J_FAILURES = 6
-J_CAPPED = 7
-J_WAIT = 8  # waiting for a previous write of the same level to persist
-N_JOB_FIELDS = 9
+JOB_COLUMNS = (
+    Column("J_WALL", "wall", "h"),
+    Column("J_PRODUCTIVE", "productive", "h"),
+    Column("J_CHECKPOINT", "checkpoint", "h"),
+    Column("J_LOST", "lost", "h"),
+    Column("J_RESTART", "restart", "h"),
+    Column("J_QUEUE", "queue", "h"),
+    Column("J_FAILURES", "failures", "1", "int64"),
+    Column("J_CAPPED", "capped", "1", "int64"),  # 1 where the job was stopped at the failure cap
+    Column("J_WAIT", "persist_wait", "h"),  # waiting for a previous write of the same level to persist
+)
+J_WALL, J_PRODUCTIVE, J_CHECKPOINT, J_LOST, J_RESTART, J_QUEUE, J_FAILURES, J_CAPPED, J_WAIT = range(len(JOB_COLUMNS))
+N_JOB_FIELDS = len(JOB_COLUMNS)
 
 # Wall, productive and eff (productive / wall) are summed as deviations from
 # the failure-free job (wall - D, productive - work, eff - work / D, with
@@ -72,18 +96,24 @@ COMPONENT_STATS = {"checkpoint": S_CHECKPOINT, "lost": S_LOST, "restart": S_REST
 # Columns of the per-category sums (only with a failure taxonomy): per block of
 # jobs, or per job with keep_jobs. A failure is counted in the category it
 # draws; its lost work, and the queue wait and restart that follow it, go there too.
-C_FAILURES = 0
-C_LOST = 1
-C_RESTART = 2
-C_QUEUE = 3
-N_CAT_STATS = 4
+CATEGORY_COLUMNS = (
+    Column("C_FAILURES", "failures", "1"),
+    Column("C_LOST", "lost", "h"),
+    Column("C_RESTART", "restart", "h"),
+    Column("C_QUEUE", "queue", "h"),
+)
+C_FAILURES, C_LOST, C_RESTART, C_QUEUE = range(len(CATEGORY_COLUMNS))
+N_CAT_STATS = len(CATEGORY_COLUMNS)
 
 # Columns of the per-level sums (only with checkpoint levels): per block of
 # jobs, or per job with keep_jobs.
-L_WRITES = 0  # completed writes
-L_RESTORES = 1  # restores from this level (the job's start counts as the last level)
-L_WAIT = 2  # time waiting for this level's previous write to persist
-N_LEVEL_STATS = 3
+LEVEL_COLUMNS = (
+    Column("L_WRITES", "writes", "1"),  # completed writes
+    Column("L_RESTORES", "restores", "1"),  # restores from this level (the job's start counts as the last level)
+    Column("L_WAIT", "persist_wait", "h"),  # waiting for this level's previous write to persist
+)
+L_WRITES, L_RESTORES, L_WAIT = range(len(LEVEL_COLUMNS))
+N_LEVEL_STATS = len(LEVEL_COLUMNS)
 
 # Histogram of y = (failure-free wall) / wall in (0, 1]: N_BINS equal bins plus
 # one atom bin (index N_BINS) for jobs that saw no loss at all (y == 1 exactly).
