@@ -142,7 +142,7 @@ class SyntheticLog:
         Parameters
         ----------
         path : str or pathlib.Path, optional
-            Also write it to this file.
+            As in `to_csv`.
 
         Returns
         -------

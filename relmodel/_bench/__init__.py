@@ -209,12 +209,8 @@ def measure_peer_chunked(peer, sc, n_jobs):
 
     Parameters
     ----------
-    peer : callable
-        ``peer(sc, n_jobs, seed) -> (productive, wall, failures)``.
-    sc : Scenario
-        A scalar scenario.
-    n_jobs : int
-        Jobs simulated.
+    peer, sc, n_jobs
+        As in `measure_peer`.
 
     Returns
     -------
