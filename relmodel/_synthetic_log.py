@@ -293,8 +293,7 @@ def synthetic_log(n_jobs: int, *, failure_rate: float, seed: int = 0, n_nodes: i
         # Whole seconds, as schedulers log them: both written formats then carry the same times.
         start_s = np.round(clock[active] * 3600)
         end_s = start_s + np.maximum(np.round(length * 3600), 1)
-        for key, value in zip(_ATTEMPT_COLUMNS, (active, start_s, end_s, state, cause, first, stride)):
-            out[key].append(value)
+        _append_attempts(out, (active, start_s, end_s, state, cause, first, stride))
         remaining[active] -= length
         again = np.isin(which, (_TIMEOUT, _INFRA, _PREEMPTED)) & (remaining[active] > 1 / 3600)
         clock[active] = end_s / 3600 + rng.exponential(wait_h, m) + 1 / 3600
@@ -387,9 +386,14 @@ def _add_never_started(out: dict, rng, arrival, never_started_prob) -> np.ndarra
     columns = (np.flatnonzero(never), np.full(n, -1.0), np.round((arrival[never] + rng.exponential(0.5, n)) * 3600),
                np.full(n, "CANCELLED", dtype=object), np.full(n, "", dtype=object), np.zeros(n, dtype=np.int64),
                np.ones(n, dtype=np.int64))
+    _append_attempts(out, columns)
+    return np.flatnonzero(~never)
+
+
+def _append_attempts(out: dict, columns: tuple) -> None:
+    """Append one array per column of `_ATTEMPT_COLUMNS` (in that order) to `out`."""
     for key, value in zip(_ATTEMPT_COLUMNS, columns):
         out[key].append(value)
-    return np.flatnonzero(~never)
 
 
 def _draw_attempt_ends(rng, remaining, rate, *, limit_h, weibull_shape, preemption_rate, user_failure_prob,
