@@ -142,7 +142,7 @@ class SyntheticLog:
         Parameters
         ----------
         path : str or pathlib.Path, optional
-            Also write it to this file.
+            As in `to_csv`.
 
         Returns
         -------
@@ -265,99 +265,41 @@ def synthetic_log(n_jobs: int, *, failure_rate: float, seed: int = 0, n_nodes: i
     SyntheticLog or str
         The log, or its text when `format` is given.
     """
-    if not (isinstance(n_jobs, (int, np.integer)) and n_jobs >= 1):
-        raise ParameterError("n_jobs", f"must be a positive integer (got {n_jobs!r})")
-    if not (math.isfinite(failure_rate) and failure_rate >= 0):
-        raise ParameterError("failure_rate", f"must be finite and >= 0 (got {failure_rate!r})")
-    if not 0 <= lemon_nodes <= n_nodes:
-        raise ParameterError("lemon_nodes", f"must be in [0, n_nodes] (got {lemon_nodes!r})")
+    _check_log_arguments(n_jobs, failure_rate, lemon_nodes, n_nodes)
     rng = np.random.Generator(np.random.Philox(seed))
     tax = load_taxonomy(taxonomy)
     limit_h, wait_h = to_hours(time_limit, "time_limit"), to_hours(requeue_wait, "requeue_wait")
-
-    max_gpus = min(max_gpus or n_nodes * gpus_per_node, n_nodes * gpus_per_node)
-    sizes = 2 ** np.arange(int(math.log2(max_gpus)) + 1)
-    weights = 2.0 ** (-size_decay * np.arange(sizes.size))
-    gpus = rng.choice(sizes, size=n_jobs, p=weights / weights.sum())
-    nodes = -(-gpus // gpus_per_node)
-    planned = to_hours(median_length, "median_length") * np.exp(length_sigma * rng.standard_normal(n_jobs))
-    arrival = np.cumsum(rng.exponential(to_hours(mean_arrival_gap, "mean_arrival_gap"), n_jobs))
-    array_task = (gpus <= gpus_per_node) & (rng.random(n_jobs) < array_prob)
-    task_index = rng.integers(0, 32, n_jobs)
-    job_ids = np.array([f"{1000 + j}_{task_index[j]}" if array_task[j] else str(1000 + j) for j in range(n_jobs)],
-                       dtype=object)
+    gpus, nodes, planned, arrival, job_ids = _draw_runs(
+        rng, n_jobs, n_nodes=n_nodes, gpus_per_node=gpus_per_node, size_decay=size_decay, max_gpus=max_gpus,
+        median_length=median_length, length_sigma=length_sigma, mean_arrival_gap=mean_arrival_gap,
+        array_prob=array_prob)
     lemons = np.sort(rng.choice(n_nodes, size=lemon_nodes, replace=False)) if lemon_nodes else np.array([], int)
-    # Allocations are arithmetic progressions (first + stride * k) mod n_nodes with a stride
-    # coprime to n_nodes: scattered like a fragmented cluster's, and a lemon's membership is
-    # one modular inverse away, with no loop over a job's nodes.
-    strides = np.array([s for s in range(1, n_nodes + 1) if math.gcd(s, n_nodes) == 1][:64], dtype=np.int64)
-    inverses = np.array([pow(int(s), -1, n_nodes) if n_nodes > 1 else 0 for s in strides], dtype=np.int64)
-    categories = [c.name for c in tax.categories]
-    shares = np.array([c.share for c in tax.categories])
+    placement = _Placement.for_cluster(n_nodes)
+    causes = _FailureCauses(tax, node_fail_share)
 
-    out = {k: [] for k in ("run", "start", "end", "state", "cause", "first_node", "stride")}
+    out = {k: [] for k in _ATTEMPT_COLUMNS}
     remaining, clock = planned.copy(), arrival.copy()
-    never = rng.random(n_jobs) < never_started_prob
-    out["run"].append(np.flatnonzero(never))
-    out["start"].append(np.full(never.sum(), -1.0))
-    out["end"].append(np.round((arrival[never] + rng.exponential(0.5, never.sum())) * 3600))
-    out["state"].append(np.full(never.sum(), "CANCELLED", dtype=object))
-    out["cause"].append(np.full(never.sum(), "", dtype=object))
-    out["first_node"].append(np.zeros(never.sum(), dtype=np.int64))
-    out["stride"].append(np.ones(never.sum(), dtype=np.int64))
-    active = np.flatnonzero(~never)
-    for attempt in range(max_attempts):
+    active = _add_never_started(out, rng, arrival, never_started_prob)
+    for _ in range(max_attempts):
         if active.size == 0:
             break
         m = active.size
-        first = rng.integers(0, n_nodes, m)
-        pick = rng.integers(0, strides.size, m)
-        rate = nodes[active] * (failure_rate / 24.0)
-        for lemon in lemons:
-            position = ((lemon - first) * inverses[pick]) % n_nodes
-            rate = rate + np.where(position < nodes[active], (lemon_rate_factor - 1) * failure_rate / 24.0, 0.0)
-        t_infra = _time_to_failure(rng, rate, weibull_shape)
-        t_user = np.where(rng.random(m) < user_failure_prob, rng.random(m) * remaining[active], np.inf)
-        t_oom = np.where(rng.random(m) < oom_prob, rng.random(m) * np.minimum(remaining[active], 1.0), np.inf)
-        t_cancel = np.where(rng.random(m) < cancel_prob, rng.random(m) * remaining[active], np.inf)
-        t_preempt = rng.exponential(1.0 / preemption_rate, m) if preemption_rate > 0 else np.full(m, np.inf)
-        candidates = np.stack([remaining[active], np.full(m, limit_h), t_infra, t_preempt, t_user, t_oom, t_cancel])
-        which = np.argmin(candidates, axis=0)
-        length = np.maximum(candidates[which, np.arange(m)], 1 / 3600)
-        state = np.array(["COMPLETED", "TIMEOUT", "INFRA", "PREEMPTED", "FAILED", "OUT_OF_MEMORY", "CANCELLED"],
-                         dtype=object)[which]
-        cause = np.full(m, "", dtype=object)
-        infra = which == 2
-        as_failed = infra & (rng.random(m) >= node_fail_share)
-        state[infra] = "NODE_FAIL"
-        state[as_failed] = "FAILED"
-        cause[as_failed] = np.array([f"health_check: {c}" for c in categories], dtype=object)[
-            rng.choice(len(categories), size=as_failed.sum(), p=shares / shares.sum())]
-        cause[which == 4] = "exit code 1"
-        state[(which == 3) & (rng.random(m) < 0.3)] = "REQUEUED"
+        first, stride, rate = placement.draw(rng, nodes[active], failure_rate, lemons, lemon_rate_factor)
+        which, length = _draw_attempt_ends(
+            rng, remaining[active], rate, limit_h=limit_h, weibull_shape=weibull_shape,
+            preemption_rate=preemption_rate, user_failure_prob=user_failure_prob, oom_prob=oom_prob,
+            cancel_prob=cancel_prob)
+        state, cause = causes.draw(rng, which)
         # Whole seconds, as schedulers log them: both written formats then carry the same times.
         start_s = np.round(clock[active] * 3600)
         end_s = start_s + np.maximum(np.round(length * 3600), 1)
-        for key, value in (("run", active), ("start", start_s), ("end", end_s), ("state", state),
-                           ("cause", cause), ("first_node", first), ("stride", strides[pick])):
-            out[key].append(value)
+        _append_attempts(out, (active, start_s, end_s, state, cause, first, stride))
         remaining[active] -= length
-        again = np.isin(which, (1, 2, 3)) & (remaining[active] > 1 / 3600)
+        again = np.isin(which, (_TIMEOUT, _INFRA, _PREEMPTED)) & (remaining[active] > 1 / 3600)
         clock[active] = end_s / 3600 + rng.exponential(wait_h, m) + 1 / 3600
         active = active[again]
 
-    cat = {k: np.concatenate(v) for k, v in out.items()}
-    order = np.lexsort((cat["start"], cat["run"]))
-    run = cat["run"][order]
-    start = cat["start"][order]
-    rows = {
-        "job_id": job_ids[run].astype(str), "n_gpus": gpus[run].astype(np.int64),
-        "n_nodes": nodes[run].astype(np.int64),
-        "start": np.where(start < 0, -1, start + _EPOCH_2024).astype(np.int64),
-        "end": cat["end"][order].astype(np.int64) + _EPOCH_2024,
-        "state": cat["state"][order].astype(str), "cause": cat["cause"][order].astype(str),
-        "first_node": cat["first_node"][order].astype(np.int64), "stride": cat["stride"][order].astype(np.int64),
-    }
+    rows = _sorted_rows(out, job_ids, gpus, nodes)
     infra_rows = (rows["state"] == "NODE_FAIL") | (rows["state"] == "FAILED") & np.char.startswith(
         rows["cause"].astype(str), "health_check")
     truth = {"failure_rate": failure_rate, "weibull_shape": weibull_shape, "seed": seed, "n_jobs": n_jobs,
@@ -372,6 +314,140 @@ def synthetic_log(n_jobs: int, *, failure_rate: float, seed: int = 0, n_nodes: i
     text = log.text(format)
     _maybe_write(text, path)
     return text
+
+
+def _check_log_arguments(n_jobs, failure_rate, lemon_nodes, n_nodes) -> None:
+    """Refuse arguments no log can be drawn from."""
+    if not (isinstance(n_jobs, (int, np.integer)) and n_jobs >= 1):
+        raise ParameterError("n_jobs", f"must be a positive integer (got {n_jobs!r})")
+    if not (math.isfinite(failure_rate) and failure_rate >= 0):
+        raise ParameterError("failure_rate", f"must be finite and >= 0 (got {failure_rate!r})")
+    if not 0 <= lemon_nodes <= n_nodes:
+        raise ParameterError("lemon_nodes", f"must be in [0, n_nodes] (got {lemon_nodes!r})")
+
+
+def _draw_runs(rng, n_jobs, *, n_nodes, gpus_per_node, size_decay, max_gpus, median_length, length_sigma,
+               mean_arrival_gap, array_prob):
+    """Draw what each run asks for: GPUs, nodes, planned hours, arrival hour and job id."""
+    max_gpus = min(max_gpus or n_nodes * gpus_per_node, n_nodes * gpus_per_node)
+    sizes = 2 ** np.arange(int(math.log2(max_gpus)) + 1)
+    weights = 2.0 ** (-size_decay * np.arange(sizes.size))
+    gpus = rng.choice(sizes, size=n_jobs, p=weights / weights.sum())
+    nodes = -(-gpus // gpus_per_node)
+    planned = to_hours(median_length, "median_length") * np.exp(length_sigma * rng.standard_normal(n_jobs))
+    arrival = np.cumsum(rng.exponential(to_hours(mean_arrival_gap, "mean_arrival_gap"), n_jobs))
+    array_task = (gpus <= gpus_per_node) & (rng.random(n_jobs) < array_prob)
+    task_index = rng.integers(0, 32, n_jobs)
+    job_ids = np.array([f"{1000 + j}_{task_index[j]}" if array_task[j] else str(1000 + j) for j in range(n_jobs)],
+                       dtype=object)
+    return gpus, nodes, planned, arrival, job_ids
+
+
+@dataclasses.dataclass(frozen=True)
+class _Placement:
+    """Where attempts run, and how fast lemon nodes make them fail.
+
+    Allocations are arithmetic progressions (first + stride * k) mod n_nodes with a stride
+    coprime to n_nodes: scattered like a fragmented cluster's, and a lemon's membership is
+    one modular inverse away, with no loop over a job's nodes.
+    """
+
+    n_nodes: int
+    strides: np.ndarray
+    inverses: np.ndarray
+
+    @classmethod
+    def for_cluster(cls, n_nodes: int) -> _Placement:
+        strides = np.array([s for s in range(1, n_nodes + 1) if math.gcd(s, n_nodes) == 1][:64], dtype=np.int64)
+        inverses = np.array([pow(int(s), -1, n_nodes) if n_nodes > 1 else 0 for s in strides], dtype=np.int64)
+        return cls(n_nodes, strides, inverses)
+
+    def draw(self, rng, nodes, failure_rate, lemons, lemon_rate_factor):
+        """Place attempts of `nodes` nodes; return first node, stride and infrastructure failures per hour."""
+        first = rng.integers(0, self.n_nodes, nodes.size)
+        pick = rng.integers(0, self.strides.size, nodes.size)
+        rate = nodes * (failure_rate / 24.0)
+        for lemon in lemons:
+            position = ((lemon - first) * self.inverses[pick]) % self.n_nodes
+            rate = rate + np.where(position < nodes, (lemon_rate_factor - 1) * failure_rate / 24.0, 0.0)
+        return first, self.strides[pick], rate
+
+
+_ATTEMPT_COLUMNS = ("run", "start", "end", "state", "cause", "first_node", "stride")
+# What may end an attempt, in the order `_draw_attempt_ends` stacks their times.
+_ENDS = np.array(["COMPLETED", "TIMEOUT", "INFRA", "PREEMPTED", "FAILED", "OUT_OF_MEMORY", "CANCELLED"], dtype=object)
+_TIMEOUT, _INFRA, _PREEMPTED, _USER_FAILURE = 1, 2, 3, 4
+
+
+def _add_never_started(out: dict, rng, arrival, never_started_prob) -> np.ndarray:
+    """Add the runs cancelled while pending to `out`; return the indices of the others."""
+    never = rng.random(arrival.size) < never_started_prob
+    n = never.sum()
+    columns = (np.flatnonzero(never), np.full(n, -1.0), np.round((arrival[never] + rng.exponential(0.5, n)) * 3600),
+               np.full(n, "CANCELLED", dtype=object), np.full(n, "", dtype=object), np.zeros(n, dtype=np.int64),
+               np.ones(n, dtype=np.int64))
+    _append_attempts(out, columns)
+    return np.flatnonzero(~never)
+
+
+def _append_attempts(out: dict, columns: tuple) -> None:
+    """Append one array per column of `_ATTEMPT_COLUMNS` (in that order) to `out`."""
+    for key, value in zip(_ATTEMPT_COLUMNS, columns):
+        out[key].append(value)
+
+
+def _draw_attempt_ends(rng, remaining, rate, *, limit_h, weibull_shape, preemption_rate, user_failure_prob,
+                       oom_prob, cancel_prob):
+    """Draw the time of each way an attempt may end; return which comes first (an index of
+    `_ENDS`) and the attempt's length in hours."""
+    m = remaining.size
+    t_infra = _time_to_failure(rng, rate, weibull_shape)
+    t_user = np.where(rng.random(m) < user_failure_prob, rng.random(m) * remaining, np.inf)
+    t_oom = np.where(rng.random(m) < oom_prob, rng.random(m) * np.minimum(remaining, 1.0), np.inf)
+    t_cancel = np.where(rng.random(m) < cancel_prob, rng.random(m) * remaining, np.inf)
+    t_preempt = rng.exponential(1.0 / preemption_rate, m) if preemption_rate > 0 else np.full(m, np.inf)
+    candidates = np.stack([remaining, np.full(m, limit_h), t_infra, t_preempt, t_user, t_oom, t_cancel])
+    which = np.argmin(candidates, axis=0)
+    return which, np.maximum(candidates[which, np.arange(m)], 1 / 3600)
+
+
+class _FailureCauses:
+    """The logged state and cause of each attempt's end, from a taxonomy's categories."""
+
+    def __init__(self, tax, node_fail_share: float):
+        self.node_fail_share = node_fail_share
+        self.causes = np.array([f"health_check: {c.name}" for c in tax.categories], dtype=object)
+        shares = np.array([c.share for c in tax.categories])
+        self.shares = shares / shares.sum()
+
+    def draw(self, rng, which: np.ndarray):
+        """Return the states and causes of attempts ended by `which` (indices of `_ENDS`)."""
+        m = which.size
+        state, cause = _ENDS[which], np.full(m, "", dtype=object)
+        infra = which == _INFRA
+        as_failed = infra & (rng.random(m) >= self.node_fail_share)
+        state[infra] = "NODE_FAIL"
+        state[as_failed] = "FAILED"
+        cause[as_failed] = self.causes[rng.choice(self.causes.size, size=as_failed.sum(), p=self.shares)]
+        cause[which == _USER_FAILURE] = "exit code 1"
+        state[(which == _PREEMPTED) & (rng.random(m) < 0.3)] = "REQUEUED"
+        return state, cause
+
+
+def _sorted_rows(out: dict, job_ids, gpus, nodes) -> dict:
+    """The attempts of `out` as `SyntheticLog.rows`: by run, then start, in seconds since the epoch."""
+    cat = {k: np.concatenate(v) for k, v in out.items()}
+    order = np.lexsort((cat["start"], cat["run"]))
+    run = cat["run"][order]
+    start = cat["start"][order]
+    return {
+        "job_id": job_ids[run].astype(str), "n_gpus": gpus[run].astype(np.int64),
+        "n_nodes": nodes[run].astype(np.int64),
+        "start": np.where(start < 0, -1, start + _EPOCH_2024).astype(np.int64),
+        "end": cat["end"][order].astype(np.int64) + _EPOCH_2024,
+        "state": cat["state"][order].astype(str), "cause": cat["cause"][order].astype(str),
+        "first_node": cat["first_node"][order].astype(np.int64), "stride": cat["stride"][order].astype(np.int64),
+    }
 
 
 def _time_to_failure(rng, rate_per_hour: np.ndarray, shape: float) -> np.ndarray:

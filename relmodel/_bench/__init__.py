@@ -209,12 +209,8 @@ def measure_peer_chunked(peer, sc, n_jobs):
 
     Parameters
     ----------
-    peer : callable
-        ``peer(sc, n_jobs, seed) -> (productive, wall, failures)``.
-    sc : Scenario
-        A scalar scenario.
-    n_jobs : int
-        Jobs simulated.
+    peer, sc, n_jobs
+        As in `measure_peer`.
 
     Returns
     -------
@@ -536,7 +532,6 @@ def run_benchmark(quick: bool = False, json_path=None, figures=None) -> dict:
     import numba
 
     from .._store import judge_output
-    from .peers import numpy_timelines, simpy_timelines
 
     if json_path:  # refused before the minutes of measuring, not after
         judge_output(json_path, "json", parameter="json_path")
@@ -544,6 +539,58 @@ def run_benchmark(quick: bool = False, json_path=None, figures=None) -> dict:
     print(f"{info['cpu']} | {info['platform']} | python {info['python']} | numba {info['numba']} | "
           f"cpus {info['cpu_count']} | Numba threads {info['numba_threads']} | load {info['load_avg_start']:.2f}")
     all_threads = numba.config.NUMBA_NUM_THREADS
+    results, limits, renewal = measure_scenarios(quick)
+    check_agreement(results, renewal)
+    print_results(results, renewal)
+    ratios = print_ratios(results, all_threads)
+    print("\nthe NumPy peer's chunking (jobs per call, fastest kept): "
+          + ", ".join(f"{n} {runs['numpy']['chunk']:,}" for n, runs in results.items()))
+    print_limits(results, limits)
+    levels = measure_levels(quick)
+    level_ratios = print_levels(levels)
+
+    print("\ntime to a first result in a fresh process (import relmodel, simulate 1000 jobs)")
+    first = {b: first_result_seconds(b) for b in ("numba", "cython")}
+    for b, t in first.items():
+        print(f"  {b:7} cold cache (compiles) {t['cold_s']:6.2f} s   warm cache {t['warm_s']:5.2f} s")
+
+    goal_rows = print_goals(results, ratios, limits, level_ratios, first, all_threads)
+    report = dict(machine=info, quick=quick, scenarios={k: v[0] for k, v in SCENARIOS.items()}, renewal=renewal,
+                  results=results, ratios=ratios, limit=limits, first_result=first, goals=goal_rows,
+                  levels=dict(results=levels, ratios=level_ratios))
+    if figures:
+        report["scaling"] = scaling_figures(figures, quick)
+        print(f"\nwrote {report['scaling']['figure']}")
+    report["machine"]["load_avg_end"] = os.getloadavg()[0]
+    print(f"load average at the end {report['machine']['load_avg_end']:.2f} (above the thread count means "
+          "other work shared the cores and the figures are low)")
+    if json_path:
+        from .._store import write_json_file
+
+        write_json_file(json.dumps(report, indent=2), json_path, parameter="json_path")
+        print(f"wrote {json_path}")
+    return report
+
+
+def measure_scenarios(quick: bool) -> tuple[dict, dict, dict]:
+    """Measure every implementation and the generator's floor on each scenario of SCENARIOS.
+
+    Parameters
+    ----------
+    quick : bool
+        A tenth of the jobs (but never fewer relmodel jobs than MIN_JOBS).
+
+    Returns
+    -------
+    results : dict
+        By scenario and implementation, the `measure_relmodel` or `measure_peer` figures.
+    limits : dict
+        By scenario and thread count (``"1"``, ``"all"``), the `measure_limit` figures.
+    renewal : dict
+        The renewal form's ETTR by scenario.
+    """
+    from .peers import numpy_timelines, simpy_timelines
+
     scale = 10 if quick else 1
     results, limits, renewal = {}, {}, {}
     for name, (fields, n_rel, n_numpy, n_simpy) in SCENARIOS.items():
@@ -563,8 +610,11 @@ def run_benchmark(quick: bool = False, json_path=None, figures=None) -> dict:
         per_job = max(1, round(kernel_draws(ref) / ref["n_jobs"]))
         limits[name] = {"1": measure_limit(ref["n_jobs"], per_job, 1),
                         "all": measure_limit(ref["n_jobs"], per_job, None)}
-    check_agreement(results, renewal)
+    return results, limits, renewal
 
+
+def print_results(results: dict, renewal: dict) -> None:
+    """Print each implementation's ETTR, jobs/s, events/s and peak memory; add the rates to `results`."""
     print("\nevery implementation agrees with the renewal form's ETTR within 4 of its standard errors; "
           "cython bit for bit with numba\n")
     print(f"{'scenario':8} {'implementation':15} {'n_jobs':>11} {'ETTR':>9} {'renewal':>9} {'jobs/s':>10} "
@@ -576,7 +626,9 @@ def run_benchmark(quick: bool = False, json_path=None, figures=None) -> dict:
             print(f"{name:8} {impl:15} {r['n_jobs']:>11,} {r['ettr']:9.5f} {renewal[name]:9.5f} "
                   f"{r['jobs_per_s']:>10.3g} {r['events_per_s']:>10.3g} {r['peak_mb']:>8.1f}")
 
-    # Ratios per scenario and thread count: Numba over each peer, and over itself on 1 thread.
+
+def print_ratios(results: dict, all_threads: int) -> dict:
+    """Print and return, per scenario, Numba's jobs/s over each peer's, and over itself on 1 thread."""
     ratios = {}
     print(f"\n{'numba jobs/s ratio':26} " + " ".join(f"{n:>8}" for n in results))
     rows = [("numba 1 thread / numpy", "numba-1-thread", "numpy"),
@@ -588,10 +640,11 @@ def run_benchmark(quick: bool = False, json_path=None, figures=None) -> dict:
         values = {n: runs[mine]["jobs_per_s"] / runs[other]["jobs_per_s"] for n, runs in results.items()}
         ratios[label] = values
         print(f"{label:26} " + " ".join(f"{v:>8.3g}" for v in values.values()))
+    return ratios
 
-    print("\nthe NumPy peer's chunking (jobs per call, fastest kept): "
-          + ", ".join(f"{n} {runs['numpy']['chunk']:,}" for n, runs in results.items()))
 
+def print_limits(results: dict, limits: dict) -> None:
+    """Print the Numba kernel against the generator's floor; add its fraction and ceiling to `limits`."""
     print(f"\n{'limit: the generator floor':26} {'draws/job':>9} {'threads':>7} {'draws/s':>10} {'kernel draws/s':>14} "
           f"{'fraction':>8} {'ceiling vs numpy':>16}")
     for name, by_threads in limits.items():
@@ -604,7 +657,9 @@ def run_benchmark(quick: bool = False, json_path=None, figures=None) -> dict:
             print(f"{name:26} {lim['draws_per_job']:>9} {threads:>7} {lim['draws_per_s']:>10.3g} "
                   f"{lim['kernel_draws_per_s']:>14.3g} {lim['fraction']:>8.3f} {lim['ceiling_vs_numpy']:>15.2f}x")
 
-    levels = measure_levels(quick)
+
+def print_levels(levels: dict) -> dict:
+    """Print the checkpoint-level runs; return each one-level run's speed over the two-level run's."""
     print(f"\n{'checkpoint levels (large, 1 thread)':36} {'ETTR':>9} {'exact':>9} {'jobs/s':>10} {'events/s':>10}")
     for label, r in levels.items():
         print(f"{label:36} {r['ettr']:9.5f} {r['exact']:9.5f} {r['jobs_per_s']:>10.3g} {r['events_per_s']:>10.3g}")
@@ -613,12 +668,11 @@ def run_benchmark(quick: bool = False, json_path=None, figures=None) -> dict:
                     if label != "two levels"}
     for label, value in level_ratios.items():
         print(f"  {label:34} {value:.3g}x the speed")
+    return level_ratios
 
-    print("\ntime to a first result in a fresh process (import relmodel, simulate 1000 jobs)")
-    first = {b: first_result_seconds(b) for b in ("numba", "cython")}
-    for b, t in first.items():
-        print(f"  {b:7} cold cache (compiles) {t['cold_s']:6.2f} s   warm cache {t['warm_s']:5.2f} s")
 
+def print_goals(results, ratios, limits, level_ratios, first, all_threads) -> list[dict]:
+    """Print PASS or MISS for each goal (information, not an exit code); return them as report rows."""
     # (goal, measured, target, passed)
     goals = [(f"numba 1 thread >= 3x the NumPy peer ({n})", ratios["numba 1 thread / numpy"][n], 3.0) for n in results]
     if all_threads >= 2:
@@ -640,22 +694,7 @@ def run_benchmark(quick: bool = False, json_path=None, figures=None) -> dict:
     for label, value, target, ok in goals:
         goal_rows.append(dict(goal=label, value=value, target=target, passed=ok))
         print(f"  {'PASS' if ok else 'MISS'}  {label:52} measured {value:.3g}")
-
-    report = dict(machine=info, quick=quick, scenarios={k: v[0] for k, v in SCENARIOS.items()}, renewal=renewal,
-                  results=results, ratios=ratios, limit=limits, first_result=first, goals=goal_rows,
-                  levels=dict(results=levels, ratios=level_ratios))
-    if figures:
-        report["scaling"] = scaling_figures(figures, quick)
-        print(f"\nwrote {report['scaling']['figure']}")
-    report["machine"]["load_avg_end"] = os.getloadavg()[0]
-    print(f"load average at the end {report['machine']['load_avg_end']:.2f} (above the thread count means "
-          "other work shared the cores and the figures are low)")
-    if json_path:
-        from .._store import write_json_file
-
-        write_json_file(json.dumps(report, indent=2), json_path, parameter="json_path")
-        print(f"wrote {json_path}")
-    return report
+    return goal_rows
 
 
 def benchmark_main(argv=None):

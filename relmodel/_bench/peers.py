@@ -99,21 +99,13 @@ def simpy_timelines(sc: Scenario, n_jobs: int, seed: int = 0):
 
     Parameters
     ----------
-    sc : Scenario
-        A scalar scenario.
-    n_jobs : int
-        Jobs simulated.
-    seed : int, default 0
-        Random seed.
+    sc, n_jobs, seed
+        As in `numpy_timelines`.
 
     Returns
     -------
-    productive : numpy.ndarray
-        Productive time per job (h).
-    wall : numpy.ndarray
-        Wall time per job (h).
-    failures : numpy.ndarray
-        Failures per job.
+    productive, wall, failures : numpy.ndarray
+        As in `numpy_timelines`.
     """
     import simpy
 

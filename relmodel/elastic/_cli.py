@@ -41,16 +41,21 @@ def _factors(text: str) -> tuple[float, float]:
 @click.option("--gpus-per-node", type=int, default=8, show_default=True, help="GPUs per node (nodes fail whole).")
 @click.option("--arrival-rate", type=float, default=6.0, show_default=True,
               help="Jobs per hour of the synthetic workload (Poisson arrivals).")
-@click.option("--duration", type=Duration(), default=None, help="Arrival window [default: 24h; with --trace the whole trace].")
+@click.option("--duration", type=Duration(), default=None,
+              help="Arrival window [default: 24h; with --trace the whole trace].")
 @click.option("--seed", type=click.IntRange(0, 2**32 - 1), default=0, show_default=True,
               help="Seeds the workload and the node failures.")
 @click.option("--policy", type=click.Choice(["all", *CLUSTER_POLICIES]), default="all", show_default=True)
 @click.option("--failure-rate", type=float, default=0.0, show_default=True, help="Node failures per node-day.")
-@click.option("--repair-time", type=Duration(), default="2h", show_default=True, help="A failed node is back after this long.")
-@click.option("--checkpoint-interval", type=Duration(), default="1h", show_default=True, help="Compute between checkpoints.")
-@click.option("--checkpoint-cost", type=Duration(), default="1min", show_default=True, help="Blocking time of a checkpoint write.")
+@click.option("--repair-time", type=Duration(), default="2h", show_default=True,
+              help="A failed node is back after this long.")
+@click.option("--checkpoint-interval", type=Duration(), default="1h", show_default=True,
+              help="Compute between checkpoints.")
+@click.option("--checkpoint-cost", type=Duration(), default="1min", show_default=True,
+              help="Blocking time of a checkpoint write.")
 @click.option("--restart-cost", type=Duration(), default="10min", show_default=True, help="Restart from a checkpoint.")
-@click.option("--pause", type=Duration(), default="30s", show_default=True, help="Stop of a job whose GPUs or batch change.")
+@click.option("--pause", type=Duration(), default="30s", show_default=True,
+              help="Stop of a job whose GPUs or batch change.")
 @click.option("--unplaceable", type=click.Choice(["drop", "queue"]), default="drop", show_default=True,
               help="What becomes of a job that cannot be placed when it arrives.")
 @click.option("--max-wait", type=Duration(), default=None,

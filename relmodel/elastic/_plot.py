@@ -70,10 +70,7 @@ def cluster_figure(ds, path=None):
     matplotlib.figure.Figure
         The figure, saved to `path` when one is given.
     """
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(12, 4.9), layout="constrained")
-    left, right = fig.subplots(1, 2)
+    fig, left, right = _two_panels()
     n_gpus = ds.attrs.get("n_gpus", 1)
     for i, policy in enumerate(ds.policy.values.tolist()):
         style = _style(policy)
@@ -94,10 +91,7 @@ def cluster_figure(ds, path=None):
         plain_log_axis(right.xaxis)
     left.legend(fontsize=8)
     right.legend(fontsize=8, loc="upper left")
-    fig.supxlabel(cluster_caption(ds.attrs), fontsize=8, color="0.2", wrap=True)
-    if path is not None:
-        save_figure(fig, path)
-    return fig
+    return _captioned(fig, ds.attrs, path)
 
 
 def load_sweep_figure(sweep, path=None):
@@ -116,10 +110,7 @@ def load_sweep_figure(sweep, path=None):
     matplotlib.figure.Figure
         The figure, saved to `path` when one is given.
     """
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(12, 4.9), layout="constrained")
-    left, right = fig.subplots(1, 2)
+    fig, left, right = _two_panels()
     rates = sweep.arrival_rate.values
     for i, policy in enumerate(sweep.policy.values.tolist()):
         p = sweep.sel(policy=policy)
@@ -135,7 +126,21 @@ def load_sweep_figure(sweep, path=None):
         ax.xaxis.set_minor_formatter("")
         ax.legend(fontsize=8)
     plain_log_axis(right.yaxis)
-    fig.supxlabel(cluster_caption(sweep.attrs), fontsize=8, color="0.2", wrap=True)
+    return _captioned(fig, sweep.attrs, path)
+
+
+def _two_panels():
+    """A figure of two panels side by side, as the cluster figures draw them: (figure, left, right)."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(12, 4.9), layout="constrained")
+    left, right = fig.subplots(1, 2)
+    return fig, left, right
+
+
+def _captioned(fig, attrs: dict, path):
+    """Caption `fig` with the fixed parameters of `attrs` (`cluster_caption`), save it to `path` if given."""
+    fig.supxlabel(cluster_caption(attrs), fontsize=8, color="0.2", wrap=True)
     if path is not None:
         save_figure(fig, path)
     return fig

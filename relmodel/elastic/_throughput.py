@@ -87,6 +87,38 @@ class _StepTimeModel:
         """
         return np.asarray(batch, dtype=float) / self.step_time(gpus, batch)
 
+    def step_time(self, gpus, batch):
+        """Return seconds per step on `gpus` GPUs at global batch `batch` (arrays broadcast).
+
+        Parameters
+        ----------
+        gpus, batch : int or numpy.ndarray
+            GPU counts and global batch sizes.
+
+        Returns
+        -------
+        float or numpy.ndarray
+            Seconds per step.
+        """
+        return self._step_seconds(np.asarray(gpus, dtype=float), np.asarray(batch, dtype=float))
+
+    def comm_time(self, gpus):
+        """Return the communication seconds per step on `gpus` GPUs (arrays broadcast).
+
+        The terms of the step time that grow with the GPU count (each family's own).
+
+        Parameters
+        ----------
+        gpus : int or numpy.ndarray
+            GPU counts.
+
+        Returns
+        -------
+        float or numpy.ndarray
+            Communication seconds per step.
+        """
+        return self._comm_seconds(np.asarray(gpus, dtype=float))
+
 
 @dataclasses.dataclass(frozen=True)
 class ParametricThroughput(_StepTimeModel):
@@ -135,42 +167,13 @@ class ParametricThroughput(_StepTimeModel):
             raise ParameterError("t_fixed", "t_fixed + t_sample must be > 0 (a step takes time)")
         self._check_catalogue_fields()
 
-    def comm_time(self, gpus):
-        """Return the communication seconds per step on `gpus` GPUs (arrays broadcast).
-
-        The t_log, t_ring and t_hop terms of the step time.
-
-        Parameters
-        ----------
-        gpus : int or numpy.ndarray
-            GPU counts.
-
-        Returns
-        -------
-        float or numpy.ndarray
-            Seconds per step.
-        """
-        g = np.asarray(gpus, dtype=float)
+    def _comm_seconds(self, g):
+        """The t_log, t_ring and t_hop terms of the step time, at float GPU counts `g`."""
         return self.t_log * np.log2(g) + self.t_ring * 2.0 * (g - 1.0) / g + self.t_hop * (g - 1.0)
 
-    def step_time(self, gpus, batch):
-        """Return seconds per step on `gpus` GPUs at global batch `batch` (arrays broadcast).
-
-        Parameters
-        ----------
-        gpus : int or numpy.ndarray
-            GPU counts.
-        batch : int or numpy.ndarray
-            Global batch sizes.
-
-        Returns
-        -------
-        float or numpy.ndarray
-            Seconds per step.
-        """
-        g = np.asarray(gpus, dtype=float)
-        b = np.asarray(batch, dtype=float)
-        return self.t_fixed + self.t_sample * (b / g) + self.comm_time(g)
+    def _step_seconds(self, g, b):
+        """Seconds per step at float GPU counts `g` and global batches `b`."""
+        return self.t_fixed + self.t_sample * (b / g) + self._comm_seconds(g)
 
 
 def _check_seconds(name: str, value, *, positive: bool = False) -> float:
@@ -248,41 +251,13 @@ class RooflineThroughput(_StepTimeModel):
         object.__setattr__(self, "t_comm", _check_seconds("t_comm", self.t_comm))
         self._check_catalogue_fields()
 
-    def comm_time(self, gpus):
-        """Return the communication seconds per step on `gpus` GPUs (arrays broadcast).
+    def _comm_seconds(self, g):
+        """The t_comm (g - 1) term of the step time, at float GPU counts `g`."""
+        return self.t_comm * (g - 1.0)
 
-        The t_comm (g - 1) term of the step time.
-
-        Parameters
-        ----------
-        gpus : int or numpy.ndarray
-            GPU counts.
-
-        Returns
-        -------
-        float or numpy.ndarray
-            Seconds per step.
-        """
-        return self.t_comm * (np.asarray(gpus, dtype=float) - 1.0)
-
-    def step_time(self, gpus, batch):
-        """Return seconds per step on `gpus` GPUs at global batch `batch` (arrays broadcast).
-
-        Parameters
-        ----------
-        gpus : int or numpy.ndarray
-            GPU counts.
-        batch : int or numpy.ndarray
-            Global batch sizes.
-
-        Returns
-        -------
-        float or numpy.ndarray
-            Seconds per step.
-        """
-        g = np.asarray(gpus, dtype=float)
-        b = np.asarray(batch, dtype=float)
-        return self.t_fixed + self.t_sample * np.maximum(b / g, self.saturation_batch) + self.comm_time(g)
+    def _step_seconds(self, g, b):
+        """Seconds per step at float GPU counts `g` and global batches `b`."""
+        return self.t_fixed + self.t_sample * np.maximum(b / g, self.saturation_batch) + self._comm_seconds(g)
 
 
 @dataclasses.dataclass(frozen=True, eq=False)  # eq would compare arrays
@@ -496,7 +471,8 @@ def as_model(model):
         except KeyError:
             raise ParameterError("model", f"unknown model {model!r}; known: {', '.join(FITTED_MODELS)}") from None
     if not hasattr(model, "throughput") or not hasattr(model, "max_local_batch"):
-        raise ParameterError("model", f"expected a throughput model or a name in FITTED_MODELS, got {type(model).__name__}")
+        raise ParameterError("model", "expected a throughput model or a name in FITTED_MODELS, "
+                                      f"got {type(model).__name__}")
     return model
 
 

@@ -148,7 +148,8 @@ def read_elasticflow(path, *, models: Mapping | None = None, batch_range_factor=
     columns = _elasticflow_columns(path, models, progress)
     if columns is not None:
         return _elasticflow_workload(path, columns, factors, limit, time_origin, curve_name)
-    rows, skipped = _rows(path, ELASTICFLOW_COLUMNS, errors, lambda line, get: _elasticflow_row(path, line, get, models))
+    rows, skipped = _rows(path, ELASTICFLOW_COLUMNS, errors,
+                          lambda line, get: _elasticflow_row(path, line, get, models))
     origin = _origin(time_origin, min((r[1] for r in rows), default=0.0))
     jobs = []
     for job_id, submit_s, iterations, model, batch, gpus in sorted(rows, key=lambda r: r[1]):

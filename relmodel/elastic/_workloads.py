@@ -175,47 +175,13 @@ def synthetic_workload(arrival_rate, duration, seed: int = 0, *, model_mix: Mapp
     Workload
         The jobs.
     """
-    from ._allocation_kernel import stream_uniforms
-
-    rate = _positive("arrival_rate", arrival_rate)
-    window = _positive("duration", duration, duration=True)
-    if rate * window > MAX_SYNTHETIC_JOBS:
-        raise ParameterError("arrival_rate", f"{rate:g} jobs/h over {window:g} h is about {rate * window:.3g} "
-                                             f"jobs (limit {MAX_SYNTHETIC_JOBS:,}, some 15 s of cluster "
-                                             "simulation); lower the arrival rate (--arrival-rate) or the window "
-                                             "(--duration)")
+    rate, window = _arrival_window(arrival_rate, duration)
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or not 0 <= seed < 2**32:
         raise ParameterError("seed", f"must be an integer in [0, 2**32) (got {seed!r})")
     models, curve_name = _models_for(models, curve)
-    if max_gpus is not None and (isinstance(max_gpus, bool) or not isinstance(max_gpus, (int, np.integer))
-                                 or max_gpus < 1):
-        raise ParameterError("max_gpus", f"must be a positive integer or None (got {max_gpus!r})")
-    if isinstance(min_local_batch, bool) or not isinstance(min_local_batch, (int, np.integer)) \
-            or min_local_batch < 1:
-        raise ParameterError("min_local_batch", f"must be a positive integer (got {min_local_batch!r})")
-    scale = noise_scale_factor
-    if scale is not None:
-        if isinstance(scale, bool) or not isinstance(scale, (int, float, np.integer, np.floating)) \
-                or not (math.isfinite(scale) and scale > 0):
-            raise ParameterError("noise_scale_factor", f"must be a finite number > 0, or None (got {scale!r})")
-        scale = float(scale)
-    mix = {name: 1.0 for name in models} if model_mix is None else dict(model_mix)
-    unknown = set(mix) - set(models)
-    if unknown:
-        raise ParameterError("model_mix", f"unknown model(s) {sorted(unknown)}; known: {', '.join(models)}")
-    names = list(mix)
-    weights = np.array([mix[n] for n in names], dtype=float)
-    if not np.all(np.isfinite(weights)) or np.any(weights < 0) or weights.sum() <= 0:
-        raise ParameterError("model_mix", f"weights must be >= 0 with a positive sum (got {mix})")
-    too_small = [n for n, w in zip(names, weights) if w > 0 and models[n].max_local_batch < min_local_batch]
-    if too_small:
-        raise ParameterError("min_local_batch", f"{min_local_batch} is above the memory bound (max_local_batch) "
-                                                f"of {', '.join(too_small)}")
-    choices = np.array(gpu_choices, dtype=np.int64)
-    g_weights = np.array(gpu_weights, dtype=float)
-    if choices.ndim != 1 or choices.size == 0 or choices.shape != g_weights.shape or np.any(choices < 1) \
-            or np.any(g_weights < 0) or g_weights.sum() <= 0:
-        raise ParameterError("gpu_choices", "need positive GPU counts and as many non-negative weights (positive sum)")
+    scale = _check_job_bounds(max_gpus, min_local_batch, noise_scale_factor)
+    mix, names, weights = _model_mix(model_mix, models, min_local_batch)
+    choices, g_weights = _gpu_mix(gpu_choices, gpu_weights)
     short, long = (_positive("job_duration", d, duration=True) for d in job_duration)
     if short > long:
         raise ParameterError("job_duration", f"low {short} h > high {long} h")
@@ -223,34 +189,11 @@ def synthetic_workload(arrival_rate, duration, seed: int = 0, *, model_mix: Mapp
     if batch_scaling not in ("global", "per-gpu"):
         raise ParameterError("batch_scaling", f"must be 'global' or 'per-gpu' (got {batch_scaling!r})")
 
-    arrivals = poisson_arrivals(rate, window, int(seed))
-    jobs = []
-    model_cdf = np.cumsum(weights) / weights.sum()
-    for i, t in enumerate(arrivals):
-        u = stream_uniforms(int(seed), STREAM_JOBS, i, 0, 4)
-        model = models[names[min(int(np.searchsorted(model_cdf, u[0])), len(names) - 1)]]
-        sizes = model.batch_sizes or (model.max_local_batch,)
-        size = int(sizes[min(int(u[1] * len(sizes)), len(sizes) - 1)])
-        per_gpu = batch_scaling == "per-gpu"
-        fits = per_gpu | ((size % choices == 0) & (size // choices <= model.max_local_batch))
-        # Only when asked for: the default bounds leave the draws as they were.
-        if max_gpus is not None:
-            fits = fits & (choices <= max_gpus)
-        if min_local_batch > 1:
-            fits = fits & ((size if per_gpu else size // choices) >= min_local_batch)
-        w = np.where(fits, g_weights, 0.0)
-        if w.sum() == 0:  # no listed size fits: the fewest GPUs that hold the batch
-            gpus = -(-size // model.max_local_batch)
-        else:
-            cdf = np.cumsum(w) / w.sum()
-            gpus = int(choices[min(int(np.searchsorted(cdf, u[2])), choices.size - 1)])
-        batch = gpus * size if per_gpu else size
-        run_h = short * (long / short) ** u[3]
-        work = run_h * 3600.0 * float(model.throughput(gpus, batch))
-        lo, hi = batch_range(batch, factors)
-        jobs.append(Job(model, work, batch, gpus, min_batch=lo, max_batch=hi, min_local_batch=int(min_local_batch),
-                        max_gpus=None if max_gpus is None else int(max_gpus), submit_time=float(t),
-                        job_id=f"job{i:05d}", noise_scale=None if scale is None else scale * batch))
+    draw = _JobDraw(seed=int(seed), models=models, names=names, model_cdf=np.cumsum(weights) / weights.sum(),
+                    choices=choices, gpu_weights=g_weights, run_hours=(short, long), factors=factors,
+                    per_gpu=batch_scaling == "per-gpu", max_gpus=max_gpus, min_local_batch=min_local_batch,
+                    noise_scale_factor=scale)
+    jobs = [draw.job(i, t) for i, t in enumerate(poisson_arrivals(rate, window, int(seed)))]
     attrs = {
         "workload": "synthetic: Poisson arrivals, model mix, log-uniform run times",
         "arrival_rate_per_h": rate, "arrival_window_h": window, "seed": int(seed), "n_jobs": len(jobs),
@@ -263,3 +206,111 @@ def synthetic_workload(arrival_rate, duration, seed: int = 0, *, model_mix: Mapp
         "rng": "Philox4x32-10; key (seed, stream); arrivals row 0 of stream 1, job i row i of stream 2",
     }
     return Workload(tuple(jobs), attrs)
+
+
+def _arrival_window(arrival_rate, duration) -> tuple[float, float]:
+    """The arrival rate (per hour) and window (hours), refused where they expect too many jobs."""
+    rate = _positive("arrival_rate", arrival_rate)
+    window = _positive("duration", duration, duration=True)
+    if rate * window > MAX_SYNTHETIC_JOBS:
+        raise ParameterError("arrival_rate", f"{rate:g} jobs/h over {window:g} h is about {rate * window:.3g} "
+                                             f"jobs (limit {MAX_SYNTHETIC_JOBS:,}, some 15 s of cluster "
+                                             "simulation); lower the arrival rate (--arrival-rate) or the window "
+                                             "(--duration)")
+    return rate, window
+
+
+def _check_job_bounds(max_gpus, min_local_batch, noise_scale_factor) -> float | None:
+    """Check the bounds every job gets; return the noise scale factor as a float (or None)."""
+    if max_gpus is not None and (isinstance(max_gpus, bool) or not isinstance(max_gpus, (int, np.integer))
+                                 or max_gpus < 1):
+        raise ParameterError("max_gpus", f"must be a positive integer or None (got {max_gpus!r})")
+    if isinstance(min_local_batch, bool) or not isinstance(min_local_batch, (int, np.integer)) \
+            or min_local_batch < 1:
+        raise ParameterError("min_local_batch", f"must be a positive integer (got {min_local_batch!r})")
+    scale = noise_scale_factor
+    if scale is not None:
+        if isinstance(scale, bool) or not isinstance(scale, (int, float, np.integer, np.floating)) \
+                or not (math.isfinite(scale) and scale > 0):
+            raise ParameterError("noise_scale_factor", f"must be a finite number > 0, or None (got {scale!r})")
+        scale = float(scale)
+    return scale
+
+
+def _model_mix(model_mix, models: dict, min_local_batch: int) -> tuple[dict, list, np.ndarray]:
+    """The model weights (every model alike when None): the mix, its model names and their weights."""
+    mix = {name: 1.0 for name in models} if model_mix is None else dict(model_mix)
+    unknown = set(mix) - set(models)
+    if unknown:
+        raise ParameterError("model_mix", f"unknown model(s) {sorted(unknown)}; known: {', '.join(models)}")
+    names = list(mix)
+    weights = np.array([mix[n] for n in names], dtype=float)
+    if not np.all(np.isfinite(weights)) or np.any(weights < 0) or weights.sum() <= 0:
+        raise ParameterError("model_mix", f"weights must be >= 0 with a positive sum (got {mix})")
+    too_small = [n for n, w in zip(names, weights) if w > 0 and models[n].max_local_batch < min_local_batch]
+    if too_small:
+        raise ParameterError("min_local_batch", f"{min_local_batch} is above the memory bound (max_local_batch) "
+                                                f"of {', '.join(too_small)}")
+    return mix, names, weights
+
+
+def _gpu_mix(gpu_choices, gpu_weights) -> tuple[np.ndarray, np.ndarray]:
+    """The GPU counts jobs ask for and their weights, as arrays."""
+    choices = np.array(gpu_choices, dtype=np.int64)
+    g_weights = np.array(gpu_weights, dtype=float)
+    if choices.ndim != 1 or choices.size == 0 or choices.shape != g_weights.shape or np.any(choices < 1) \
+            or np.any(g_weights < 0) or g_weights.sum() <= 0:
+        raise ParameterError("gpu_choices", "need positive GPU counts and as many non-negative weights (positive sum)")
+    return choices, g_weights
+
+
+@dataclasses.dataclass(frozen=True)
+class _JobDraw:
+    """How job i of a synthetic workload is made from its row of uniforms (model, size, GPUs, run time)."""
+
+    seed: int
+    models: dict
+    names: list
+    model_cdf: np.ndarray
+    choices: np.ndarray
+    gpu_weights: np.ndarray
+    run_hours: tuple[float, float]
+    factors: tuple[float, float]
+    per_gpu: bool
+    max_gpus: int | None
+    min_local_batch: int
+    noise_scale_factor: float | None
+
+    def job(self, i: int, submit_time) -> Job:
+        """Return job `i`, submitted at `submit_time` hours."""
+        from ._allocation_kernel import stream_uniforms
+
+        u = stream_uniforms(self.seed, STREAM_JOBS, i, 0, 4)
+        model = self.models[self.names[min(int(np.searchsorted(self.model_cdf, u[0])), len(self.names) - 1)]]
+        sizes = model.batch_sizes or (model.max_local_batch,)
+        size = int(sizes[min(int(u[1] * len(sizes)), len(sizes) - 1)])
+        gpus = self._gpus(model, size, u[2])
+        batch = gpus * size if self.per_gpu else size
+        short, long = self.run_hours
+        run_h = short * (long / short) ** u[3]
+        work = run_h * 3600.0 * float(model.throughput(gpus, batch))
+        lo, hi = batch_range(batch, self.factors)
+        scale, max_gpus = self.noise_scale_factor, self.max_gpus
+        return Job(model, work, batch, gpus, min_batch=lo, max_batch=hi, min_local_batch=int(self.min_local_batch),
+                   max_gpus=None if max_gpus is None else int(max_gpus), submit_time=float(submit_time),
+                   job_id=f"job{i:05d}", noise_scale=None if scale is None else scale * batch)
+
+    def _gpus(self, model, size: int, u: float) -> int:
+        """The GPU count drawn by uniform `u` among the choices that hold a batch of `size`."""
+        choices = self.choices
+        fits = self.per_gpu | ((size % choices == 0) & (size // choices <= model.max_local_batch))
+        # Only when asked for: the default bounds leave the draws as they were.
+        if self.max_gpus is not None:
+            fits = fits & (choices <= self.max_gpus)
+        if self.min_local_batch > 1:
+            fits = fits & ((size if self.per_gpu else size // choices) >= self.min_local_batch)
+        w = np.where(fits, self.gpu_weights, 0.0)
+        if w.sum() == 0:  # no listed size fits: the fewest GPUs that hold the batch
+            return -(-size // model.max_local_batch)
+        cdf = np.cumsum(w) / w.sum()
+        return int(choices[min(int(np.searchsorted(cdf, u)), choices.size - 1)])
