@@ -104,3 +104,17 @@ def test_interleaved_rounds_keep_each_ones_best_and_say_how_many():
     runs["numba"] = {"n_jobs": 2000, "seconds": 1e9}
     interleaved_rounds(runs, sc, peer, rounds=1)
     assert runs["numba"]["seconds"] < 1e9 and runs["numba"]["interleaved_rounds"] == 1  # all threads, too
+
+
+@pytest.mark.parametrize("backend", ["numba", "cython"])
+def test_the_first_result_script_runs_and_prints_its_seconds(backend):
+    """The script `bench` times in fresh processes (here on the warm cache, as a user's second run)."""
+    import subprocess
+    import sys
+
+    from relmodel._bench import FIRST_RESULT, SCENARIOS
+
+    code = FIRST_RESULT.format(fields=SCENARIOS["small"][0], backend=backend)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert float(done.stdout.split()[-1]) > 0

@@ -313,7 +313,7 @@ def measure_limit(n_jobs, draws_per_job, threads):
 FIRST_RESULT = """import time
 start = time.perf_counter()
 import relmodel
-relmodel._simulate(relmodel.Scenario(**{fields!r}), n_jobs=1000, seed=0, backend={backend!r})
+relmodel.simulate(relmodel.Scenario(**{fields!r}), n_jobs=1000, seed=0, backend={backend!r})
 print(time.perf_counter() - start)
 """
 
