@@ -582,6 +582,44 @@ def run(packed: Packed, n_jobs: int, seed: int, backend: str = "numba", *, scena
     """
     n_jobs, seed, max_failures = check_run_args(n_jobs, seed, max_failures)
     keep_jobs = check_flag("keep_jobs", keep_jobs)
+    backend, kernel, compiling = _start_backend(backend, packed, n_jobs, max_failures, keep_jobs)
+    n_rows = packed.params.shape[0]
+    check_run_memory(n_rows, n_jobs, packed.n_categories, keep_jobs, packed.n_levels)
+    args = packed.kernel_args() + (np.uint64(seed), _stream_keys(scenario_keys, n_rows))
+    n_blocks = -(-n_jobs // BLOCK_SIZE)
+    sums = _Sums(n_rows, packed.n_categories, packed.n_levels, chunk_items)
+    hopeless = np.zeros(n_rows, dtype=bool) if keep_jobs else certainly_capped(packed, max_failures)
+    sums.stats[hopeless, S_CAPPED] = n_jobs
+    skipped = hopeless | beyond_float_range(packed)
+    todo = np.flatnonzero(~skipped)
+    if progress is not None and skipped.any():
+        progress(int(skipped.sum()) * n_jobs)
+    if progress is not None and chunk_items == CHUNK_ITEMS:
+        chunk_items = _moving_chunk_items(backend, n_threads, todo.size * n_blocks)
+    ran = []  # the backends that ran chunks, in order
+    with numba_threads(n_threads if backend == "numba" or compiling else None):
+        for start in range(0, todo.size * n_blocks, chunk_items):
+            if compiling is not None and compiling.ready():  # the same bits from here on, in parallel
+                backend, kernel, compiling = "numba", get_backend("numba"), None
+            if not ran or ran[-1] != backend:
+                ran.append(backend)
+            item = np.arange(start, min(start + chunk_items, todo.size * n_blocks), dtype=np.int64)
+            row_index, block = np.divmod(item, n_blocks)
+            sums.run_chunk(kernel, args, todo, row_index, block, n_jobs, max_failures, kernel_threads(backend))
+            if progress is not None:
+                progress(int(np.minimum(n_jobs - block * BLOCK_SIZE, BLOCK_SIZE).sum()))
+        jobs = cat_jobs = level_jobs = None
+        if keep_jobs:
+            jobs = np.empty((n_rows, n_jobs, N_JOB_FIELDS))
+            cat_jobs = np.empty((n_rows, n_jobs, packed.n_categories, N_CAT_STATS))
+            level_jobs = np.empty((n_rows, n_jobs, packed.n_levels, N_LEVEL_STATS))
+            kernel.run_jobs(*args, np.int64(0), np.int64(max_failures), jobs, cat_jobs, level_jobs)
+    return Totals(stats=sums.stats, hist=sums.hist, jobs=jobs, cat_stats=sums.cat_stats, cat_jobs=cat_jobs,
+                  level_stats=sums.level_stats, level_jobs=level_jobs, backend=" then ".join(ran) or backend)
+
+
+def _start_backend(backend: str, packed: Packed, n_jobs: int, max_failures: int, keep_jobs: bool):
+    """(backend, its kernel module, the Numba kernels compiling in the background or None)."""
     requested = backend
     backend = resolve_backend(backend, packed, n_jobs, max_failures, keep_jobs)
     compiling = None
@@ -593,71 +631,53 @@ def run(packed: Packed, n_jobs: int, seed: int, backend: str = "numba", *, scena
 
         announce_compile(_NUMBA_MODULE, _NUMBA_ENTRY_POINTS if keep_jobs else _NUMBA_ENTRY_POINTS[:1],
                          "simulation kernels")
-    kernel = get_backend(backend)  # after the note: the Numba kernel compiles (or loads) at import
-    n_rows = packed.params.shape[0]
-    check_run_memory(n_rows, n_jobs, packed.n_categories, keep_jobs, packed.n_levels)
+    return backend, get_backend(backend), compiling  # after the note: the Numba kernel compiles at import
+
+
+def _stream_keys(scenario_keys, n_rows: int) -> np.ndarray:
+    """The rows' random-stream keys as uint64 (default 0..n_rows-1), checked."""
     keys = np.arange(n_rows, dtype=np.uint64) if scenario_keys is None else np.asarray(scenario_keys)
     if keys.shape != (n_rows,) or keys.dtype.kind not in "iu" or keys.min() < 0 or keys.max() >= 2**32:
         raise ParameterError("scenario_keys", f"need {n_rows} integers in [0, 2**32) (got {scenario_keys!r})")
-    keys = keys.astype(np.uint64)
-    n_blocks = -(-n_jobs // BLOCK_SIZE)
-    stats = np.zeros((n_rows, N_STATS))
-    hist = np.zeros((n_rows, N_BINS + 1), dtype=np.int64)
-    n_cat = packed.n_categories
-    cat_stats = np.zeros((n_rows, n_cat, N_CAT_STATS))
-    args = packed.kernel_args() + (np.uint64(seed), keys)
-    chunk_stats = np.empty((chunk_items, N_STATS))
-    chunk_cat = np.empty((chunk_items, n_cat, N_CAT_STATS))
-    n_lv = packed.n_levels
-    level_stats = np.zeros((n_rows, n_lv, N_LEVEL_STATS))
-    chunk_level = np.empty((chunk_items, n_lv, N_LEVEL_STATS))
-    hopeless = np.zeros(n_rows, dtype=bool) if keep_jobs else certainly_capped(packed, max_failures)
-    stats[hopeless, S_CAPPED] = n_jobs
-    skipped = hopeless | beyond_float_range(packed)
-    todo = np.flatnonzero(~skipped)
-    if progress is not None and skipped.any():
-        progress(int(skipped.sum()) * n_jobs)
-    if progress is not None and chunk_items == CHUNK_ITEMS:
-        # A bar that moves: ~100 chunks, each still a work item per thread.
-        threads = 1
-        if backend == "numba":
-            import numba
+    return keys.astype(np.uint64)
 
-            threads = numba.get_num_threads() if n_threads is None else n_threads
-        chunk_items = int(min(CHUNK_ITEMS, max(threads, -(-todo.size * n_blocks // 100))))
-    ran = []  # the backends that ran chunks, in order
-    with numba_threads(n_threads if backend == "numba" or compiling else None):
-        for start in range(0, todo.size * n_blocks, chunk_items):
-            if compiling is not None and compiling.ready():  # the same bits from here on, in parallel
-                backend, kernel, compiling = "numba", get_backend("numba"), None
-            if not ran or ran[-1] != backend:
-                ran.append(backend)
-            item = np.arange(start, min(start + chunk_items, todo.size * n_blocks), dtype=np.int64)
-            row_index, block = np.divmod(item, n_blocks)
-            row = todo[row_index]
-            m = item.size
-            threads = kernel_threads(backend)
-            item_hist, hist_rows, chunk_hist = chunk_histograms(row_index, todo, threads)
-            kernel.run_blocks(*args, row, block, n_jobs, max_failures, chunk_stats[:m], item_hist, chunk_hist,
-                              chunk_cat[:m], chunk_level[:m], work_groups(m, threads))
-            # Sums in item order, so each row's blocks are added in block order whatever
-            # the chunking; counts are integers, so any order will do.
-            np.add.at(stats, row, chunk_stats[:m])
-            if n_cat:
-                np.add.at(cat_stats, row, chunk_cat[:m])
-            if n_lv:
-                np.add.at(level_stats, row, chunk_level[:m])
-            np.add.at(hist, hist_rows, chunk_hist.sum(axis=0))
-            if progress is not None:
-                progress(int(np.minimum(n_jobs - block * BLOCK_SIZE, BLOCK_SIZE).sum()))
-        jobs = cat_jobs = level_jobs = None
-        if keep_jobs:
-            jobs = np.empty((n_rows, n_jobs, N_JOB_FIELDS))
-            cat_jobs = np.empty((n_rows, n_jobs, n_cat, N_CAT_STATS))
-            level_jobs = np.empty((n_rows, n_jobs, n_lv, N_LEVEL_STATS))
-            kernel.run_jobs(*args, np.int64(0), np.int64(max_failures), jobs, cat_jobs, level_jobs)
-    return Totals(stats=stats, hist=hist, jobs=jobs, cat_stats=cat_stats, cat_jobs=cat_jobs,
-                  level_stats=level_stats, level_jobs=level_jobs, backend=" then ".join(ran) or backend)
+
+def _moving_chunk_items(backend: str, n_threads, n_items: int) -> int:
+    """Chunks for a bar that moves: ~100 of them, each still a work item per thread."""
+    threads = 1
+    if backend == "numba":
+        import numba
+
+        threads = numba.get_num_threads() if n_threads is None else n_threads
+    return int(min(CHUNK_ITEMS, max(threads, -(-n_items // 100))))
+
+
+class _Sums:
+    """A run's sums by row, and the buffers a kernel call fills before they are folded in."""
+
+    def __init__(self, n_rows: int, n_cat: int, n_lv: int, chunk_items: int):
+        self.stats = np.zeros((n_rows, N_STATS))
+        self.hist = np.zeros((n_rows, N_BINS + 1), dtype=np.int64)
+        self.cat_stats = np.zeros((n_rows, n_cat, N_CAT_STATS))
+        self.level_stats = np.zeros((n_rows, n_lv, N_LEVEL_STATS))
+        self.chunk_stats = np.empty((chunk_items, N_STATS))
+        self.chunk_cat = np.empty((chunk_items, n_cat, N_CAT_STATS))
+        self.chunk_level = np.empty((chunk_items, n_lv, N_LEVEL_STATS))
+
+    def run_chunk(self, kernel, args, todo, row_index, block, n_jobs: int, max_failures: int, threads: int):
+        """Run one chunk of work items (blocks `block` of rows `todo[row_index]`) and fold its sums in."""
+        row, m = todo[row_index], row_index.size
+        item_hist, hist_rows, chunk_hist = chunk_histograms(row_index, todo, threads)
+        kernel.run_blocks(*args, row, block, n_jobs, max_failures, self.chunk_stats[:m], item_hist, chunk_hist,
+                          self.chunk_cat[:m], self.chunk_level[:m], work_groups(m, threads))
+        # Sums in item order, so each row's blocks are added in block order whatever
+        # the chunking; counts are integers, so any order will do.
+        np.add.at(self.stats, row, self.chunk_stats[:m])
+        if self.cat_stats.shape[1]:
+            np.add.at(self.cat_stats, row, self.chunk_cat[:m])
+        if self.level_stats.shape[1]:
+            np.add.at(self.level_stats, row, self.chunk_level[:m])
+        np.add.at(self.hist, hist_rows, chunk_hist.sum(axis=0))
 
 
 def chunk_histograms(row_index: np.ndarray, todo: np.ndarray, threads: int):
