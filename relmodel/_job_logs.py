@@ -283,19 +283,12 @@ def _iso_seconds(value: str) -> float:
 
 
 def parse_elapsed(text: str, line: int, field: str = "Elapsed") -> float | None:
-    """Parse a Slurm duration as hours.
-
-    Accepts what sacct prints: ``D-HH:MM:SS``, ``HH:MM:SS``, ``MM:SS`` and
-    ``MM:SS.mmm``, and Slurm's other input forms ``D-HH`` and ``D-HH:MM``.
+    """Parse a Slurm duration as hours (`parse_duration_seconds` in hours).
 
     Parameters
     ----------
-    text : str
-        The duration as logged.
-    line : int
-        The source line, for errors.
-    field : str, default "Elapsed"
-        The column, for errors.
+    text, line, field
+        As for `parse_duration_seconds`.
 
     Returns
     -------
@@ -312,7 +305,10 @@ def parse_elapsed(text: str, line: int, field: str = "Elapsed") -> float | None:
 
 
 def parse_duration_seconds(text: str, line: int, field: str = "Elapsed") -> float | None:
-    """Parse a Slurm duration in seconds (see `parse_elapsed`).
+    """Parse a Slurm duration in seconds.
+
+    Accepts what sacct prints: ``D-HH:MM:SS``, ``HH:MM:SS``, ``MM:SS`` and
+    ``MM:SS.mmm``, and Slurm's other input forms ``D-HH`` and ``D-HH:MM``.
 
     Parameters
     ----------

@@ -87,8 +87,8 @@ def show_command(events, sacct, run_ids, n_gpus, tz, as_json, plot):
     rows = [{"component": c, "hours": v, "share": v / wall if wall else np.nan} for c, v in totals.items()]
     click.echo(format_table(rows))
     if "node_day_rate" in ds:
-        click.echo(f"interruption rate {float(ds.node_day_rate):.4g} per node-day (95% {float(ds.node_day_rate_low):.4g}"
-                   f" - {float(ds.node_day_rate_high):.4g}, exact Poisson)")
+        click.echo(f"interruption rate {float(ds.node_day_rate):.4g} per node-day "
+                   f"(95% {float(ds.node_day_rate_low):.4g} - {float(ds.node_day_rate_high):.4g}, exact Poisson)")
     if ds.sizes["reason"]:
         click.echo("interruptions by reason: " + ", ".join(
             f"{r} {n}" for r, n in zip(ds.reason.values[:12], ds.interruptions_by_reason.values[:12]))
@@ -100,8 +100,6 @@ def show_command(events, sacct, run_ids, n_gpus, tz, as_json, plot):
 
 
 def _assumed(fields: dict):
-    from .._scenario import Scenario
-
     given = {k: v for k, v in fields.items() if v is not None}
     if not given:
         return None
@@ -204,7 +202,8 @@ def replay(events, sacct, run_ids, n_gpus, tz, as_json, n_runs, seed, **changes)
         raise usage_error(err) from None
     plans = ds.plan.values.tolist()
     if as_json:
-        click.echo(to_json({"changes_h": {k: v for k, v in changes.items() if v is not None and k != "fast_checkpoints"},
+        changes_h = {k: v for k, v in changes.items() if v is not None and k != "fast_checkpoints"}
+        click.echo(to_json({"changes_h": changes_h,
                             "fast_checkpoints_h": [dataclasses.asdict(level) for level in changes["fast_checkpoints"]],
                             "saving_h": float(ds.saving), "reproduced": bool(ds.reproduced),
                             **{p: {"wall_h": float(ds.wall.sel(plan=p)), "ettr": float(ds.ettr.sel(plan=p)),

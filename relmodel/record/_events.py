@@ -158,7 +158,7 @@ class RunRecord:
         Parameters
         ----------
         path : str or pathlib.Path
-            The file to write.
+            The file to write: a header of `COLUMNS`, then a row an event.
 
         Returns
         -------
@@ -169,8 +169,7 @@ class RunRecord:
         with path.open("w", newline="", encoding="utf-8") as f:
             writer = csv.writer(f)
             writer.writerow(COLUMNS)
-            for i in range(len(self)):
-                writer.writerow(_event_row(self.events, i))
+            writer.writerows(self._rows())
         return path
 
     def to_jsonl(self, path) -> Path:
@@ -179,7 +178,7 @@ class RunRecord:
         Parameters
         ----------
         path : str or pathlib.Path
-            The file to write.
+            The file to write: an object an event, of its fields that are not empty.
 
         Returns
         -------
@@ -188,10 +187,15 @@ class RunRecord:
         """
         path = Path(path)
         with path.open("w", encoding="utf-8") as f:
-            for i in range(len(self)):
-                row = dict(zip(COLUMNS, _event_row(self.events, i)))
+            for values in self._rows():
+                row = dict(zip(COLUMNS, values))
                 f.write(json.dumps({k: v for k, v in row.items() if v != ""}) + "\n")
         return path
+
+    def _rows(self):
+        """The events as the fields of their rows, in `COLUMNS` order."""
+        for i in range(len(self)):
+            yield _event_row(self.events, i)
 
 
 def format_instant(ns: int) -> str:
@@ -439,7 +443,8 @@ def _sacct_events(path: Path, run, zone, summary: RecordSummary):
         line = int(ds.line.values[i])
         start, end = ds.start.values[i], ds.end.values[i]
         if np.isnat(start) or np.isnat(end):
-            raise RunRecordError(name, line, "Start" if np.isnat(start) else "End", "an attempt needs its start and end")
+            raise RunRecordError(name, line, "Start" if np.isnat(start) else "End",
+                                 "an attempt needs its start and end")
         state, cause = str(ds.state.values[i]), str(ds.cause.values[i])
         start_ns, end_ns = (_in_zone(int(x.astype("datetime64[ns]").astype(np.int64)), zone, name, line, field)
                             for x, field in ((start, "Start"), (end, "End")))

@@ -396,10 +396,11 @@ def replay_run(record: RunRecord, *, checkpoint_interval=None, checkpoint_cost=N
     shape = scenario_plan(Scenario(n_gpus=1, failure_rate=0.0, work=plan.work / NS_PER_H, fast_checkpoints=fast,
                                    **{k: v for k, v in hours.items() if k not in ("queue_wait",)}))
     base = shape.positions[0] if shape.positions else plan.work
-    other = dataclasses.replace(shape, work=plan.work, positions=tuple(base * k for k in range(1, plan.work // base + 1)),
-                                startup=plan.startup,
-                                restart=(hours_to_ns(hours["restart_cost"]),) if "restart_cost" in hours else plan.restart,
-                                queue=(hours_to_ns(hours["queue_wait"]),) if "queue_wait" in hours else plan.queue)
+    restart = (hours_to_ns(hours["restart_cost"]),) if "restart_cost" in hours else plan.restart
+    queue = (hours_to_ns(hours["queue_wait"]),) if "queue_wait" in hours else plan.queue
+    positions = tuple(base * k for k in range(1, plan.work // base + 1))
+    other = dataclasses.replace(shape, work=plan.work, positions=positions, startup=plan.startup, restart=restart,
+                                queue=queue)
     if fast:
         changes["fast_checkpoints"] = [dataclasses.asdict(level) for level in fast]
     rng = np.random.Generator(np.random.Philox(failure_seed))
@@ -409,7 +410,8 @@ def replay_run(record: RunRecord, *, checkpoint_interval=None, checkpoint_cost=N
     ds = xr.Dataset(
         {"wall": ("plan", [w.wall / NS_PER_H for w in walks.values()]),
          "ettr": ("plan", [w.productive / w.wall if w.wall else np.nan for w in walks.values()]),
-         "time": (("plan", "component"), [[getattr(w, c) / NS_PER_H for c in MEASURED_COMPONENTS] for w in walks.values()]),
+         "time": (("plan", "component"),
+                  [[getattr(w, c) / NS_PER_H for c in MEASURED_COMPONENTS] for w in walks.values()]),
          "failures": ("plan", [w.failures for w in walks.values()]),
          "extrapolated_failures": ("plan", [0, max(replayed.failures - len(failures), 0)]),
          "capped": ("plan", [own.capped, replayed.capped])},

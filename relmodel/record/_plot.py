@@ -68,19 +68,31 @@ def run_figure(record, prediction=None, path=None, *, measured=None):
     """
     from matplotlib.figure import Figure
 
-    from ._measure import MEASURED_COMPONENTS, timeline
-    from ._measure import measure_timeline
+    from ._measure import measure_timeline, timeline
 
     tl = timeline(record)  # its spans are what measure_run adds up
     measured = measure_timeline(record, tl) if measured is None else measured
-    spans = tl.spans
+    fig = Figure(figsize=(12, 8), layout="constrained")
+    full, zoom, lower = fig.subplots(3, 1, height_ratios=[1.1, 1.1, 1.3])
+    _draw_timeline(full, zoom, record, tl.spans)
+    if prediction is not None:
+        _draw_prediction(lower, prediction)
+    else:
+        _draw_components(lower, record, measured)
+    _caption(fig, _sources_and_means(record, measured))
+    if path is not None:
+        save_figure(fig, path)
+    return fig
+
+
+def _draw_timeline(full, zoom, record, spans):
+    """The whole run as one band, with a tick per interruption and its spans' totals in the legend; below it,
+    the busiest day zoomed."""
     ev = record.events
     t0, end = int(ev.time_ns.values[0]), (int(ev.time_ns.values[-1]) - int(ev.time_ns.values[0])) / NS_PER_DAY
     kinds = ev.kind.values
     at = {k: (ev.time_ns.values[kinds == k] - t0) / NS_PER_DAY for k in ("failure", "interruption")}
     ticks = [(at["failure"], "k"), (at["interruption"], "#6a3d9a")]
-    fig = Figure(figsize=(12, 8), layout="constrained")
-    full, zoom, lower = fig.subplots(3, 1, height_ratios=[1.1, 1.1, 1.3])
     _band(full, spans, ticks, False)
     full.set(xlim=(0, max(end, 1e-9)), xlabel="days since the run's start",
              title=f"the run to scale: {end:.1f} days, {len(at['failure'])} unexpected interruptions (black ticks), "
@@ -100,53 +112,60 @@ def run_figure(record, prediction=None, path=None, *, measured=None):
     handles = [full.fill_between([], [], color=COLORS[k], label=f"{LABELS[k]}: {_hours(totals[k])}")
                for k in COLORS if spans[k]]
     full.legend(handles=handles, loc="lower left", bbox_to_anchor=(0, 1.12), ncols=4, fontsize=8, frameon=False)
-    if prediction is not None:
-        q = prediction.run_ettr_quantile.sel(quantile=[0.05, 0.25, 0.5, 0.75, 0.95]).values
-        lower.hlines(0, q[0], q[4], color="0.3", lw=1.2)
-        lower.vlines([q[0], q[4]], -0.12, 0.12, color="0.3", lw=1.2)
-        lower.broken_barh([(q[1], q[3] - q[1])], (-0.25, 0.5), facecolors="#c6dbef", edgecolor="0.3",
-                          label="one run's ETTR, simulated: 25-75% box, 5-95% whiskers")
-        lower.vlines(q[2], -0.25, 0.25, color="0.3", lw=2, label="median of the simulated runs")
-        renewal = float(prediction.predicted_ettr_renewal)
-        lower.vlines(renewal, -1, 0.5, color="C0", ls="--", lw=1.2, label=f"renewal prediction {renewal:.3f}")
-        if "assumed_ettr" in prediction:
-            assumed = float(prediction.assumed_ettr)
-            lower.vlines(assumed, -1, 0.5, color="C2", ls=":", lw=1.5,
-                         label=f"the assumed plan's prediction {assumed:.3f}")
-        observed = float(prediction.observed_ettr_model_terms)
-        lower.plot(observed, 0, "*", ms=15, mfc="C3", mec="k", ls="none",
-                   label=f"observed {observed:.3f} (less startup; with it {float(prediction.observed_ettr):.3f})")
-        values = np.concatenate([q, [renewal, observed, float(prediction.get("assumed_ettr", renewal))]])
-        pad = max(0.02, 0.08 * float(values.max() - values.min()))
-        lower.set(xlim=(values.min() - pad, values.max() + pad), ylim=(-1, 1.2), yticks=[],
-                  xlabel="ETTR (productive / wall-clock, fraction)",
-                  title=f"ETTR: the observed run is at quantile {float(prediction.observed_quantile):.2f} of "
-                        f"{prediction.attrs.get('n_runs', '')} simulated runs "
-                        f"(scenario {prediction.attrs.get('scenario_source', '')})")
-        lower.legend(loc="upper left", fontsize=8, ncols=2, frameon=False)
-    else:
-        parts = {name: float(measured.time.sel(component=name)) for name in MEASURED_COMPONENTS}
-        if not record.has_trainer_events:  # the attempts' time is all the record can say
-            parts = {"attempt": float(measured.runtime), "queue": parts["queue"]}
-        left = 0.0
-        for name, hours in parts.items():
-            if hours > 0:
-                lower.barh(0, hours, left=left, height=0.5, color=COLORS[name],
-                           label=f"{LABELS[name]}: {_hours(hours)}")
-                left += hours
-        ettr = float(measured.ettr)
-        lower.set(ylim=(-0.6, 1.3), yticks=[], xlim=(0, max(float(measured.wall), 1e-9)),
-                  xlabel="hours of wall-clock time", title=f"where the {float(measured.wall):,.1f} h went: ETTR "
-                  + (f"{ettr:.3f}" if np.isfinite(ettr) else "unknown (no trainer events)"))
-        lower.legend(loc="upper left", fontsize=8, ncols=4, frameon=False)
+
+
+def _draw_prediction(ax, prediction):
+    """One run's simulated ETTR as a box and whiskers, beside the predictions and the observed ETTR."""
+    q = prediction.run_ettr_quantile.sel(quantile=[0.05, 0.25, 0.5, 0.75, 0.95]).values
+    ax.hlines(0, q[0], q[4], color="0.3", lw=1.2)
+    ax.vlines([q[0], q[4]], -0.12, 0.12, color="0.3", lw=1.2)
+    ax.broken_barh([(q[1], q[3] - q[1])], (-0.25, 0.5), facecolors="#c6dbef", edgecolor="0.3",
+                   label="one run's ETTR, simulated: 25-75% box, 5-95% whiskers")
+    ax.vlines(q[2], -0.25, 0.25, color="0.3", lw=2, label="median of the simulated runs")
+    renewal = float(prediction.predicted_ettr_renewal)
+    ax.vlines(renewal, -1, 0.5, color="C0", ls="--", lw=1.2, label=f"renewal prediction {renewal:.3f}")
+    if "assumed_ettr" in prediction:
+        assumed = float(prediction.assumed_ettr)
+        ax.vlines(assumed, -1, 0.5, color="C2", ls=":", lw=1.5, label=f"the assumed plan's prediction {assumed:.3f}")
+    observed = float(prediction.observed_ettr_model_terms)
+    ax.plot(observed, 0, "*", ms=15, mfc="C3", mec="k", ls="none",
+            label=f"observed {observed:.3f} (less startup; with it {float(prediction.observed_ettr):.3f})")
+    values = np.concatenate([q, [renewal, observed, float(prediction.get("assumed_ettr", renewal))]])
+    pad = max(0.02, 0.08 * float(values.max() - values.min()))
+    ax.set(xlim=(values.min() - pad, values.max() + pad), ylim=(-1, 1.2), yticks=[],
+           xlabel="ETTR (productive / wall-clock, fraction)",
+           title=f"ETTR: the observed run is at quantile {float(prediction.observed_quantile):.2f} of "
+                 f"{prediction.attrs.get('n_runs', '')} simulated runs "
+                 f"(scenario {prediction.attrs.get('scenario_source', '')})")
+    ax.legend(loc="upper left", fontsize=8, ncols=2, frameon=False)
+
+
+def _draw_components(ax, record, measured):
+    """The measured components in hours as one stacked bar."""
+    from ._measure import MEASURED_COMPONENTS
+
+    parts = {name: float(measured.time.sel(component=name)) for name in MEASURED_COMPONENTS}
+    if not record.has_trainer_events:  # the attempts' time is all the record can say
+        parts = {"attempt": float(measured.runtime), "queue": parts["queue"]}
+    left = 0.0
+    for name, hours in parts.items():
+        if hours > 0:
+            ax.barh(0, hours, left=left, height=0.5, color=COLORS[name], label=f"{LABELS[name]}: {_hours(hours)}")
+            left += hours
+    ettr = float(measured.ettr)
+    ax.set(ylim=(-0.6, 1.3), yticks=[], xlim=(0, max(float(measured.wall), 1e-9)),
+           xlabel="hours of wall-clock time", title=f"where the {float(measured.wall):,.1f} h went: ETTR "
+           + (f"{ettr:.3f}" if np.isfinite(ettr) else "unknown (no trainer events)"))
+    ax.legend(loc="upper left", fontsize=8, ncols=4, frameon=False)
+
+
+def _sources_and_means(record, measured) -> str:
+    """The caption: the record's sources and start, and the measured means."""
     gpus = f"{record.n_gpus:,} GPUs; " if record.n_gpus else ""
     means = [f"{label} {format_hours(float(measured[name]))}" for name, label in MEANS
              if np.isfinite(float(measured[name]))]
     rate = (f"; {float(measured.node_day_rate) * 1000:.2f} interruptions per 1000 node-days"
             if "node_day_rate" in measured else "")
-    _caption(fig, f"sources: {' + '.join(record.summary.sources)} ({len(record):,} events; {gpus}started "
-                  f"{np.datetime_as_string(ev.time.values[0], unit='s')} UTC)\nmeasured means: "
-                  + ", ".join(means) + rate)
-    if path is not None:
-        save_figure(fig, path)
-    return fig
+    return (f"sources: {' + '.join(record.summary.sources)} ({len(record):,} events; {gpus}started "
+            f"{np.datetime_as_string(record.events.time.values[0], unit='s')} UTC)\nmeasured means: "
+            + ", ".join(means) + rate)

@@ -75,7 +75,9 @@ class CheckpointSchedule:
 
     @staticmethod
     def regular(work: int, interval: int, write: int, **kwargs) -> "CheckpointSchedule":
-        """Return the plan of a checkpoint every `interval` of compute (floor(work / interval) of them, as in the job model).
+        """Return the plan of a checkpoint every `interval` of compute.
+
+        There are floor(work / interval) of them, as in the job model.
 
         Parameters
         ----------
@@ -94,8 +96,8 @@ class CheckpointSchedule:
             The plan.
         """
         n_full = work // interval
-        return CheckpointSchedule(work=work, positions=tuple(interval * k for k in range(1, n_full + 1)), write=(write,),
-                                  **kwargs)
+        positions = tuple(interval * k for k in range(1, n_full + 1))
+        return CheckpointSchedule(work=work, positions=positions, write=(write,), **kwargs)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -177,98 +179,137 @@ def walk(plan: CheckpointSchedule, failures, reasons=None, survival=None) -> Wal
     Walk
         The events and components.
     """
-    positions, work, levels = plan.positions, plan.work, plan.levels
-    top = len(levels) - 1 if levels else 0
-    longest_persist = max(x.persist for x in levels) if levels else plan.persist
-    if top and survival is None:
-        raise ValueError("a plan with fast levels needs the survival draws")
-    events = []
-    t = r = 0  # wall clock and runtime
-    value = compute = 0  # the current path: compute and writes since the start; compute alone
-    # Checkpoints on the path, restorable or pending, by position: (value, compute, durable at, position, level, step).
-    stack = [(0, 0, 0, 0, top, 0)]
-    n_done = 0  # positions done on the path (the next is positions[n_done])
-    attempted = 0  # writes begun (a failure may cut them short)
-    lost = restart = startup = queue = wait_total = 0
-    n_fail = 0
-    cut_wait = 0  # a wait for persistence that the failure cut short (logged with it)
-    fail = next(failures, None)
-    events.append((0, "attempt_start", -1, 0, 0, -1))
-    attempt_init = plan.startup
-    first_attempt = True
-    capped = False
-    while True:
-        if len(events) > MAX_EVENTS:
-            capped = True
-            break
-        # Initialisation of this attempt, unless a failure cuts it short.
-        cut = fail is not None and fail < r + attempt_init
-        spent = fail - r if cut else attempt_init
-        r += spent
-        t += spent
-        if first_attempt:
-            startup += spent
+    run = _Walker(plan, failures, reasons, survival)
+    while len(run.events) <= MAX_EVENTS:
+        if run.initialise() and run.progress():
+            return run.result(capped=False)
+        run.failure()
+    return run.result(capped=True)
+
+
+class _Walker:
+    """A run walked under a plan, attempt by attempt: its clocks, the work on its path (with the
+    checkpoints it could restore), the events logged and the components so far (ns)."""
+
+    def __init__(self, plan: CheckpointSchedule, failures, reasons, survival):
+        levels = plan.levels
+        self.plan, self.levels = plan, levels
+        self.top = len(levels) - 1 if levels else 0  # the durable level
+        self.longest_persist = max(x.persist for x in levels) if levels else plan.persist
+        if self.top and survival is None:
+            raise ValueError("a plan with fast levels needs the survival draws")
+        self.failures, self.reasons, self.survival = failures, reasons, survival
+        self.events = []
+        self.t = self.r = 0  # wall clock and runtime
+        self.value = self.compute = 0  # the current path: compute and writes since the start; compute alone
+        # Checkpoints on the path, restorable or pending, by position:
+        # (value, compute, durable at, position, level, step).
+        self.stack = [(0, 0, 0, 0, self.top, 0)]
+        self.n_done = 0  # positions done on the path (the next is positions[n_done])
+        self.attempted = 0  # writes begun (a failure may cut them short)
+        self.lost = self.restart = self.startup = self.queue = self.wait_total = 0
+        self.n_fail = 0
+        self.cut_wait = 0  # a wait for persistence that the failure cut short (logged with it)
+        self.fail = next(failures, None)  # the next failure's runtime instant (None: no more)
+        self.events.append((0, "attempt_start", -1, 0, 0, -1))
+        self.attempt_init = plan.startup
+        self.first_attempt = True
+
+    def result(self, capped: bool) -> Walk:
+        return Walk(self.events, self.t, self.compute, self.value - self.compute, self.lost, self.restart,
+                    self.startup, self.queue, self.wait_total, self.n_fail, capped)
+
+    def initialise(self) -> bool:
+        """The attempt's startup, or its restart after a failure: whether it reaches its first step."""
+        fail = math.inf if self.fail is None else self.fail
+        spent = fail - self.r if fail < self.r + self.attempt_init else self.attempt_init
+        self.r += spent
+        self.t += spent
+        if self.first_attempt:
+            self.startup += spent
         else:
-            restart += spent
-        if not cut:
-            events.append((t, "first_step", compute // STEP_NS, 0, 0, -1))
-            # Compute, wait, write until the end or a failure.
-            while True:
-                target = positions[n_done] if n_done < len(positions) else work
-                span = target - compute
-                if fail is not None and fail < r + span:
-                    value += fail - r
-                    compute += fail - r
-                    t += fail - r
-                    r = fail
-                    break
-                r += span
-                t += span
-                value += span
-                compute = target
-                if n_done >= len(positions):
-                    events.append((t, "run_end", compute // STEP_NS, 0, 0, -1))
-                    return Walk(events, t, compute, value - compute, lost, restart, startup, queue, wait_total,
-                                n_fail, False)
-                # Wait for the previous write of this level to become restorable, then write.
-                level = _level_of(n_done + 1, levels)
-                persist = levels[level].persist if levels else plan.persist
-                if persist or levels:
-                    w = max(next((e[2] for e in reversed(stack) if e[4] == level), 0) - r, 0)
-                else:
-                    w = _nth(plan.wait, attempted)
-                d = levels[level].cost if levels else _nth(plan.write, attempted)
-                attempted += 1
-                if fail is not None and fail < r + w:
-                    cut_wait = fail - r
-                    wait_total += cut_wait
-                    t += cut_wait
-                    r = fail
-                    break
-                r += w
-                t += w
-                wait_total += w
-                if fail is not None and fail < r + d:
-                    cut_wait = w  # the wait before a write cut short: logged with the failure too
-                    value += fail - r
-                    t += fail - r
-                    r = fail
-                    break
-                r += d
-                t += d
-                value += d
-                n_done += 1
-                stack.append((value, compute, r + persist, n_done, level, compute // STEP_NS))
-                events.append((t, "checkpoint_written", compute // STEP_NS, d, w, -1))
-        # A failure at runtime r: pending writes are lost, the levels below the survival draw too;
-        # the latest checkpoint left is restored.
-        reason = next(reasons, -1) if reasons is not None else -1
-        events.append((t, "failure", -1, 0, cut_wait, reason))
-        cut_wait = 0
-        n_fail += 1
+            self.restart += spent
+        if spent < self.attempt_init:
+            return False
+        self.events.append((self.t, "first_step", self.compute // STEP_NS, 0, 0, -1))
+        return True
+
+    def progress(self) -> bool:
+        """Compute, wait and write until the run's end (True) or a failure (False).
+
+        Each stretch spends its span, or the runtime left before the failure where that is less: the
+        stretch is then cut short. It loops once per checkpoint, so it keeps the walk's state in locals
+        and stores them back when it stops.
+        """
+        plan, levels, stack, events, positions = self.plan, self.levels, self.stack, self.events, self.plan.positions
+        fail = math.inf if self.fail is None else self.fail
+        t, r, value, compute, n_done = self.t, self.r, self.value, self.compute, self.n_done
+        attempted, wait_total = self.attempted, self.wait_total
+        ended = False
+        while True:
+            target = positions[n_done] if n_done < len(positions) else plan.work
+            span = target - compute
+            spent = fail - r if fail < r + span else span
+            r, t, value, compute = r + spent, t + spent, value + spent, compute + spent
+            if spent < span:
+                break
+            if n_done >= len(positions):
+                events.append((t, "run_end", compute // STEP_NS, 0, 0, -1))
+                ended = True
+                break
+            # Wait for the previous write of this level to become restorable, then write.
+            level = _level_of(n_done + 1, levels)
+            persist = levels[level].persist if levels else plan.persist
+            if persist or levels:
+                wait = max(next((e[2] for e in reversed(stack) if e[4] == level), 0) - r, 0)
+            else:
+                wait = _nth(plan.wait, attempted)
+            cost = levels[level].cost if levels else _nth(plan.write, attempted)
+            attempted += 1
+            spent = fail - r if fail < r + wait else wait
+            r, t, wait_total = r + spent, t + spent, wait_total + spent
+            if spent < wait:
+                self.cut_wait = spent
+                break
+            spent = fail - r if fail < r + cost else cost
+            r, t, value = r + spent, t + spent, value + spent
+            if spent < cost:
+                self.cut_wait = wait  # the wait before a write cut short: logged with the failure too
+                break
+            n_done += 1
+            stack.append((value, compute, r + persist, n_done, level, compute // STEP_NS))
+            events.append((t, "checkpoint_written", compute // STEP_NS, cost, wait, -1))
+        self.t, self.r, self.value, self.compute, self.n_done = t, r, value, compute, n_done
+        self.attempted, self.wait_total = attempted, wait_total
+        return ended
+
+    def failure(self):
+        """A failure at runtime r: the latest checkpoint left is restored after the queue, and the next attempt
+        starts."""
+        reason = next(self.reasons, -1) if self.reasons is not None else -1
+        self.events.append((self.t, "failure", -1, 0, self.cut_wait, reason))
+        self.cut_wait = 0
+        self.n_fail += 1
+        restored = self._restore()
+        queue = _nth(self.plan.queue, self.n_fail - 1)
+        self.t += queue
+        self.queue += queue
+        self.events.append((self.t, "attempt_start", -1, 0, 0, -1))
+        self.events.append((self.t, "checkpoint_restored", restored[5], 0, 0, -1))
+        level = restored[4]
+        self.attempt_init = self.levels[level].restart if level < self.top else _nth(self.plan.restart, self.n_fail - 1)
+        self.first_attempt = False
+        self.fail = next(self.failures, None)
+        if self.fail is not None and self.fail < self.r:
+            raise ValueError("failure instants must increase")
+
+    def _restore(self) -> tuple:
+        """Back to the latest checkpoint the failure leaves (pending writes are lost, the levels below the
+        survival draw too), less the plan's fallback: the work since is lost."""
+        stack, r, levels = self.stack, self.r, self.levels
         lowest = 0
-        if top:
-            u = next(survival)
+        if self.top:
+            u = next(self.survival)
             while u > levels[lowest].survives:
                 lowest += 1
         k = len(stack) - 1
@@ -277,27 +318,18 @@ def walk(plan: CheckpointSchedule, failures, reasons=None, survival=None) -> Wal
         # Below it, writes still pending are lost too (only those within the longest persist of now);
         # older ones, and lost levels' ones, are never restored again (a newer, as durable one is above).
         j = k - 1
-        while j > 0 and stack[j][2] > r - longest_persist:
+        while j > 0 and stack[j][2] > r - self.longest_persist:
             if stack[j][2] > r:
                 del stack[j]
                 k -= 1
             j -= 1
-        k = max(k - (plan.fallback[n_fail - 1] if n_fail <= len(plan.fallback) else 0), 0)
+        fallback = self.plan.fallback
+        k = max(k - (fallback[self.n_fail - 1] if self.n_fail <= len(fallback) else 0), 0)
         del stack[k + 1:]
         restored = stack[-1]
-        lost += value - restored[0]
-        value, compute, n_done = restored[0], restored[1], restored[3]
-        q = _nth(plan.queue, n_fail - 1)
-        t += q
-        queue += q
-        events.append((t, "attempt_start", -1, 0, 0, -1))
-        events.append((t, "checkpoint_restored", restored[5], 0, 0, -1))
-        attempt_init = levels[restored[4]].restart if restored[4] < top else _nth(plan.restart, n_fail - 1)
-        first_attempt = False
-        fail = next(failures, None)
-        if fail is not None and fail < r:
-            raise ValueError("failure instants must increase")
-    return Walk(events, t, compute, value - compute, lost, restart, startup, queue, wait_total, n_fail, capped)
+        self.lost += self.value - restored[0]
+        self.value, self.compute, self.n_done = restored[0], restored[1], restored[3]
+        return restored
 
 
 def _level_of(position: int, levels) -> int:
