@@ -655,7 +655,7 @@ def check_plan(sc: Scenario, target_ettr=None, n_jobs=20_000, seed=0, max_failur
         out of range (the message names it).
     """
     if sc.is_grid:
-        raise ValueError(f"plan takes one scenario, not a grid over {sc.dims}")
+        raise ParameterError("scenario", f"plan takes one scenario, not a grid over {sc.dims}")
     if not renewal_applies(sc):
         raise ParameterError("weibull_shape", "the planner uses the renewal model, which needs exponential "
                                               "failures (weibull_shape = 1); use relmodel.compare for Weibull failures")

@@ -337,7 +337,8 @@ class Scenario:
             if name == "taxonomy" and given is not None:
                 given = as_categories(given, "taxonomy")
             if not _same(given, defaults[name]) and not _same(given, value):
-                raise ScenarioError(name, f"{short_repr(given)} conflicts with failure_model={model!r}; give one or the other")
+                raise ScenarioError(name, f"{short_repr(given)} conflicts with failure_model={model!r}; "
+                                          "give one or the other")
             object.__setattr__(self, name, value)
         object.__setattr__(self, "failure_model", None)
 
@@ -571,7 +572,7 @@ class Scenario:
             if name == "checkpoint_persist" and name not in ds.coords:
                 continue  # a Dataset from before checkpoint levels: none
             if name not in ds.coords:
-                raise ValueError(f"{name}: the Dataset has no coordinate {name!r}; is it from relmodel?")
+                raise ParameterError(name, f"the Dataset has no coordinate {name!r}; is it from relmodel?")
             value = ds[name].values
             fields[name] = value.tolist() if value.ndim else value.item()
         if "category" in ds.coords:

@@ -6,6 +6,8 @@ import math
 import numbers
 import re
 
+from ._errors import ParameterError
+
 _HOURS_PER_UNIT = {
     **dict.fromkeys(("s", "sec", "secs", "second", "seconds"), 1.0 / 3600.0),
     **dict.fromkeys(("min", "mins", "minute", "minutes"), 1.0 / 60.0),
@@ -40,8 +42,9 @@ def to_hours(value, name: str = "duration") -> float:
 
     Raises
     ------
-    ValueError
-        If `value` is neither a number nor a duration string.
+    ParameterError
+        If `value` is neither a number nor a duration string (a `ValueError`
+        naming `name`).
     """
     return _to_hours(value, name, UNITS_HELP)
 
@@ -69,16 +72,17 @@ def to_hours_with_unit(text, name: str = "duration") -> float:
 
     Raises
     ------
-    ValueError
-        If a non-zero number has no unit, or the text is not a duration.
+    ParameterError
+        If a non-zero number has no unit, or the text is not a duration (a
+        `ValueError` naming `name`).
     """
     if isinstance(text, str):
         number, unit = _split(text, name, UNIT_REQUIRED_HELP)
         if unit == "" and float(number) != 0:
-            raise ValueError(f"{name}: {number} has no unit; write {number}s, {number}min or {number}h")
+            raise ParameterError(name, f"{number} has no unit; write {number}s, {number}min or {number}h")
     elif isinstance(text, numbers.Real) and not isinstance(text, bool) and _finite_non_zero(text):
         number = short_repr(text)
-        raise ValueError(f'{name}: {number} has no unit; write "{number}s", "{number}min" or "{number}h"')
+        raise ParameterError(name, f'{number} has no unit; write "{number}s", "{number}min" or "{number}h"')
     return _to_hours(text, name, UNIT_REQUIRED_HELP)
 
 
@@ -91,12 +95,12 @@ def _finite_non_zero(value: numbers.Real) -> bool:
 
 def _to_hours(value, name: str, help_text: str) -> float:
     if isinstance(value, bool):
-        raise ValueError(f"{name}: expected a duration, got {value!r}; {help_text}")
+        raise ParameterError(name, f"expected a duration, got {value!r}; {help_text}")
     if isinstance(value, numbers.Real):
         try:
             return float(value) + 0.0
         except OverflowError:  # an int beyond the float range
-            raise ValueError(f"{name}: {short_repr(value)} hours is beyond any duration") from None
+            raise ParameterError(name, f"{short_repr(value)} hours is beyond any duration") from None
     if isinstance(value, str):
         number, unit = _split(value, name, help_text)
         if unit == "":
@@ -104,16 +108,16 @@ def _to_hours(value, name: str, help_text: str) -> float:
         factor = _HOURS_PER_UNIT.get(unit.lower())
         if factor is None:
             hint = " ('m' is ambiguous: use 'min')" if unit.lower() == "m" else ""
-            raise ValueError(f"{name}: unknown unit {short_repr(unit)} in {short_repr(value)}{hint}; {help_text}")
+            raise ParameterError(name, f"unknown unit {short_repr(unit)} in {short_repr(value)}{hint}; {help_text}")
         return float(number) * factor + 0.0
-    raise ValueError(f"{name}: expected a duration, got {short_repr(value)} ({type(value).__name__}); {help_text}")
+    raise ParameterError(name, f"expected a duration, got {short_repr(value)} ({type(value).__name__}); {help_text}")
 
 
 def _split(text: str, name: str, help_text: str) -> tuple[str, str]:
     """(number, unit) of a duration string; unit "" when there is none."""
     match = _DURATION.match(text)
     if match is None:
-        raise ValueError(f"{name}: cannot read {short_repr(text)} as a duration; {help_text}")
+        raise ParameterError(name, f"cannot read {short_repr(text)} as a duration; {help_text}")
     return match.groups()
 
 

@@ -538,7 +538,7 @@ def study_figure(ds, x=None, y=None, path=None):
     y = y or (sweep_dims[1] if len(sweep_dims) > 1 else None)
     for name, dim in (("x", x), ("y", y)):
         if dim is not None and dim not in sweep_dims:
-            raise ValueError(f"{name}: {dim!r} is not a sweep axis of this study ({', '.join(sweep_dims)})")
+            raise ParameterError(name, f"{dim!r} is not a sweep axis of this study ({', '.join(sweep_dims)})")
     if y is None:
         raise ParameterError("y", f"a study figure needs two sweep axes; this study sweeps {', '.join(sweep_dims)}")
     if x == y:  # numpy said "axes don't match array"

@@ -43,6 +43,12 @@ CASES = {
     "elastic trace": (el.JobTraceError,
                       lambda tmp: _bad_trace(tmp, el.read_job_trace, "submit_time,model,work,batch\n0,bert,oops,32\n"),
                       "work"),
+    "duration": (ParameterError, lambda tmp: lambda: rm.to_hours("5 parsecs", "checkpoint_cost"), "checkpoint_cost"),
+    "duration unit": (ParameterError, lambda tmp: lambda: rm.to_hours("5m", "restart_cost"), "restart_cost"),
+    "plan of a grid": (ParameterError, lambda tmp: lambda: rm.plan(rm.Scenario(
+        n_gpus=[8, 16], failure_rate=1e-3, checkpoint_interval=1, work=10)), "scenario"),
+    "throughput curve": (ParameterError, lambda tmp: lambda: el.ParametricThroughput(
+        name="m", t_fixed=1.0, t_sample=-1.0), "t_sample"),
 }
 
 

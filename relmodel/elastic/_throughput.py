@@ -54,7 +54,7 @@ _TERMS = ("t_fixed", "t_sample", "t_log", "t_ring", "t_hop")
 
 def _check_positive_int(name: str, value) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{name}: must be a positive integer (got {value!r})")
+        raise ParameterError(name, f"must be a positive integer (got {value!r})")
     return int(value)
 
 
@@ -161,7 +161,7 @@ class ParametricThroughput(_StepTimeModel):
             value = getattr(self, term)
             if isinstance(value, bool) or not isinstance(value, (int, float, np.floating)) \
                     or not math.isfinite(value) or value < 0:
-                raise ValueError(f"{term}: must be a finite number >= 0 s (got {value!r})")
+                raise ParameterError(term, f"must be a finite number >= 0 s (got {value!r})")
             object.__setattr__(self, term, float(value))
         if self.t_fixed + self.t_sample <= 0:
             raise ParameterError("t_fixed", "t_fixed + t_sample must be > 0 (a step takes time)")
@@ -298,7 +298,7 @@ class ProfiledThroughput:
         batch = tuple(_check_positive_int("batch", b) for b in self.batch)
         for name, axis in (("gpus", gpus), ("batch", batch)):
             if not axis or any(a >= b for a, b in zip(axis, axis[1:])):
-                raise ValueError(f"{name}: must be non-empty and strictly increasing (got {axis})")
+                raise ParameterError(name, f"must be non-empty and strictly increasing (got {axis})")
         table = np.array(self.throughput_table, dtype=float)
         if table.shape != (len(gpus), len(batch)):
             raise ParameterError("throughput_table", f"shape {table.shape}, expected {(len(gpus), len(batch))}")

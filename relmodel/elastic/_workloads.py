@@ -74,7 +74,7 @@ def batch_range(batch: int, factors: tuple[float, float]) -> tuple[int, int]:
 def _positive(name: str, value, *, duration=False) -> float:
     x = to_hours(value, name) if duration else value
     if isinstance(x, bool) or not isinstance(x, numbers.Real) or not math.isfinite(x) or x <= 0:
-        raise ValueError(f"{name}: must be a finite number > 0 (got {value!r})")
+        raise ParameterError(name, f"must be a finite number > 0 (got {value!r})")
     return float(x)
 
 

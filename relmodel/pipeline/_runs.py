@@ -58,7 +58,7 @@ def duration_hours(value, name: str) -> float:
         try:
             return float(number) / 3.6e6
         except ValueError:
-            raise ValueError(f"{name}: cannot read {value!r} as a duration") from None
+            raise PipelineError(name, f"cannot read {value!r} as a duration") from None
     try:
         return to_hours(value, name)
     except OverflowError:  # an int beyond float64: refused as not finite
