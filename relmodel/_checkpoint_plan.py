@@ -162,37 +162,16 @@ class CheckpointPlan:
 
 
 def level_intervals(sc: Scenario) -> dict:
-    """Return a scenario's checkpoint interval by level.
-
-    Parameters
-    ----------
-    sc : Scenario
-        A scalar scenario.
-
-    Returns
-    -------
-    dict of str to float
-        Hours by level: ``fast0``, ... and ``durable``; inf for a level never
-        written (its interval is past the work).
-    """
+    """Return the scalar scenario `sc`'s checkpoint interval in hours by level (``fast0``, ... and
+    ``durable``); inf for a level never written (its interval is past the work)."""
     fast = sc.fast_checkpoints or ()
     intervals = {**{f"fast{i}": lv.interval for i, lv in enumerate(fast)}, "durable": sc.checkpoint_interval}
     return {k: math.inf if v > sc.work else v for k, v in intervals.items()}
 
 
 def first_durable_multiple(sc: Scenario) -> int:
-    """Return the least durable interval as a multiple of the fastest one.
-
-    Parameters
-    ----------
-    sc : Scenario
-        A scalar scenario.
-
-    Returns
-    -------
-    int
-        One past the slowest fast level's multiple; 1 without fast levels.
-    """
+    """Return the least durable interval of the scalar scenario `sc` as a multiple of the fastest one:
+    one past the slowest fast level's multiple; 1 without fast levels."""
     own = sc.level_table()["mult"][:-1]
     return int(own[-1]) + 1 if own.size else 1
 
@@ -223,8 +202,8 @@ def allowed_strategies(sc: Scenario, names, parameter: str) -> dict[str, Scenari
     unknown = [name for name in names if name not in allowed]
     if unknown:
         why = {"asynchronous": "it needs checkpoint_persist > 0", "multilevel": "it needs fast_checkpoints"}
-        raise ParameterError(parameter, f"{unknown[0]!r}: " + why.get(unknown[0], f"use some of {CHECKPOINT_STRATEGIES}")
-                             + f" (this run allows {', '.join(allowed)})")
+        reason = why.get(unknown[0], f"use some of {CHECKPOINT_STRATEGIES}")
+        raise ParameterError(parameter, f"{unknown[0]!r}: {reason} (this run allows {', '.join(allowed)})")
     return allowed
 
 

@@ -327,36 +327,14 @@ def check_number(name: str, value, *, kind: str):
 
 
 def scalar_value(value):
-    """Return a numpy scalar (or 0-d array) as the Python value it holds; anything else as it is.
-
-    Parameters
-    ----------
-    value : object
-        A value.
-
-    Returns
-    -------
-    object
-        ``value.item()`` for a numpy scalar or 0-d array, else `value`.
-    """
+    """Return a numpy scalar or 0-d array as the Python value it holds (``.item()``); anything else as it is."""
     if isinstance(value, np.generic) or (isinstance(value, np.ndarray) and value.ndim == 0):
         return value.item()
     return value
 
 
 def is_sequence(value) -> bool:
-    """Tell whether `value` is a sequence of values (a sweep axis): a list, tuple, range or 1-D array; not a string.
-
-    Parameters
-    ----------
-    value : object
-        A value.
-
-    Returns
-    -------
-    bool
-        True for a sequence.
-    """
+    """Tell whether `value` is a sequence of values (a sweep axis): a list, tuple, range or 1-D array; not a string."""
     if isinstance(value, (str, bytes)):
         return False
     if isinstance(value, np.ndarray):

@@ -193,22 +193,7 @@ def log_renewal_expected_wall(lam, interval, work, ckpt, restart, queue, share=N
     e^(lam u0) (1/lam + q)), so a segment of length s costs
     log(e^(lam s) - 1) + log(1/lam + R*), and E[wall] = n_full seg(dt + w) + seg(rest).
 
-    Parameters
-    ----------
-    lam : float or numpy.ndarray
-        Job failure rate per hour.
-    interval : float or numpy.ndarray
-        Checkpoint interval in hours.
-    work : float or numpy.ndarray
-        Productive work in hours.
-    ckpt : float or numpy.ndarray
-        Checkpoint write cost in hours.
-    restart : float or numpy.ndarray
-        Restart cost in hours (per category with `share`).
-    queue : float or numpy.ndarray
-        Mean queue wait in hours (per category with `share`).
-    share : numpy.ndarray, optional
-        Each failure category's share (last axis); None for one kind.
+    The arguments are those of `renewal_expected_wall`.
 
     Returns
     -------
@@ -498,19 +483,8 @@ def linear_deviation(sc: Scenario) -> float:
 
 
 def linear_valid(sc: Scenario) -> bool:
-    """Tell whether the linear form is within LINEAR_TOLERANCE of the exact form.
-
-    Parameters
-    ----------
-    sc : Scenario
-        A scalar scenario.
-
-    Returns
-    -------
-    bool
-        True where the linear form's numerator is positive and it is within
-        LINEAR_TOLERANCE (relative) of the renewal form.
-    """
+    """Tell whether the linear form of the scalar scenario `sc` is usable: its numerator is positive
+    and it is within LINEAR_TOLERANCE (relative) of the renewal form."""
     return abs(linear_deviation(sc)) <= LINEAR_TOLERANCE
 
 

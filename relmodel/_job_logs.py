@@ -348,27 +348,7 @@ def parse_duration_seconds(text: str, line: int, field: str = "Elapsed") -> floa
 
 
 def parse_count(text: str, line: int, field: str) -> int | None:
-    """Parse a non-negative integer.
-
-    Parameters
-    ----------
-    text : str
-        The number as logged.
-    line : int
-        The source line, for errors.
-    field : str
-        The column, for errors.
-
-    Returns
-    -------
-    int or None
-        The count; None when missing.
-
-    Raises
-    ------
-    LogError
-        On anything but a non-negative integer ("bad number").
-    """
+    """Parse a non-negative integer as logged; None when missing (`line` and `field` as for `parse_time`)."""
     value = text.strip()
     if value.lower() in MISSING_TOKENS:
         return None

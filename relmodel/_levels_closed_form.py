@@ -724,7 +724,8 @@ def _expected_wall(lam, n_full, rem, d0, mult, cost, restart, persist, survives,
     lv = _Levels(d0, mult, cost, restart, persist, survives, categories)
     lam, n_full, rem = float(lam), int(n_full), float(rem)
     if not 0 <= lam < math.inf or n_full < 0 or not 0 <= rem < math.inf:
-        raise ValueError(f"need a finite lam >= 0, n_full >= 0 and a finite rem >= 0 (got {lam!r}, {n_full!r}, {rem!r})")
+        raise ValueError(f"need a finite lam >= 0, n_full >= 0 and a finite rem >= 0 "
+                         f"(got {lam!r}, {n_full!r}, {rem!r})")
     reason = _waiting_writes(lv, n_full)
     # One level alone may wait: each write after a restore's first then starts persist - d0 late.
     waits = reason is not None and lv.L == 0 and engine == "cycles"
@@ -865,21 +866,7 @@ def waiting_writes(d0, mult, cost, restart, persist, survives, categories) -> st
     The first-order form has no term for such waits; the exact one solves them
     with one level, and with fast levels where only the durable level waits.
 
-    Parameters
-    ----------
-    d0 : float
-        Base interval in hours.
-    mult : sequence of int
-        Each level's interval over d0.
-    cost, restart, persist, survives : sequence of float
-        Per level 0..L, as for `levels_expected_wall`.
-    categories : sequence of (share, restart, queue)
-        The failure taxonomy, as for `levels_expected_wall`.
-
-    Returns
-    -------
-    str or None
-        The reason, naming the level, or None.
+    The arguments are those of `levels_expected_wall`; the reason names the level.
     """
     return _waiting_writes(_Levels(d0, mult, cost, restart, persist, survives, categories))
 

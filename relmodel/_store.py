@@ -83,20 +83,9 @@ def output_identity(path) -> Path:
 
 
 def write_path(path) -> Path:
-    """Return where a writer writes `path`: through a symbolic link to what it names, as
+    """Return where a writer writes the output `path`: through a symbolic link to what it names, as
     its lock (`lock_path`) is taken there (else the lock would guard the target while the
-    data replaced the link); any other path as given.
-
-    Parameters
-    ----------
-    path : str or pathlib.Path
-        An output path, existing or not.
-
-    Returns
-    -------
-    pathlib.Path
-        The path the data goes to.
-    """
+    data replaced the link); any other path as given."""
     path = Path(path)
     return output_identity(path) if path.is_symlink() else path
 
