@@ -136,8 +136,7 @@ def pipeline(stages, replicas, microbatches, fwd, bwd_input, bwd_weight, model_n
     """Throughput of d replicas of a p-stage pipeline with 1, 2, ... workers down, per fault-tolerance
     strategy (ReCycle, checkpoint-restart, spares, dropping pipelines, Oobleck, Bamboo)."""
     from .. import _feedback as feedback
-    from ._config import PipelineConfig
-    from ._datasets import replay_traces, simulate_runs, throughput_table
+    from ._datasets import replay_traces, simulate_runs
     from ._runs import RunModel
     from ._strategies import StrategyOptions
 
@@ -150,49 +149,24 @@ def pipeline(stages, replicas, microbatches, fwd, bwd_input, bwd_weight, model_n
     try:
         kind = dict(order=order, backward=backward, optimizer=optimizer, p2p_delay=p2p_delay,
                     reroute_delay=reroute_delay, optimizer_time=optimizer_time)
-        if model_name is not None:
-            if any(x is not None for x in (fwd, bwd_input, bwd_weight)):
-                raise click.UsageError("--model: gives the task times; leave out --fwd, --bwd-input and --bwd-weight")
-            from ._sizing import stage_profile
-
-            profile = stage_profile(model_name, gpu, stages=stages, tensor_parallel=tensor_parallel,
-                                    microbatch_size=microbatch_size, mfu=mfu)
-            cfg = profile.config(replicas, microbatches, **kind)
-            if not math.isclose(RunModel(time_unit=time_unit).time_unit, 1 / 3600, rel_tol=1e-12):
-                raise click.UsageError("--time-unit: --model gives the task times in seconds; leave it out")
-        else:
-            cfg = PipelineConfig(stages, replicas, microbatches, fwd=_times(fwd, "--fwd"),
-                                 bwd_input=_times(bwd_input, "--bwd-input"),
-                                 bwd_weight=_times(bwd_weight, "--bwd-weight"), **kind)
+        sizing = None if model_name is None else dict(model=model_name, gpu=gpu, tensor_parallel=tensor_parallel,
+                                                      microbatch_size=microbatch_size, mfu=mfu)
+        cfg = _pipeline_config(stages, replicas, microbatches, (fwd, bwd_input, bwd_weight), kind, sizing, time_unit)
         counts = parse_failures(failures, cfg.n_workers)
         options = StrategyOptions(spares=spares, bamboo_slowdown=bamboo_slowdown,
                                   oobleck_min_stages=oobleck_min_stages, method=method)
-        model = RunModel(duration="14d" if run_duration is None else run_duration, failure_rate=failure_rate, repair_time=repair_time,
-                         swap_time=swap_time, restart_cost=restart_cost, checkpoint_interval=checkpoint_interval,
-                         time_unit=time_unit)
-        # The schedule kernels compile (or load) on their first use, just below.
-        feedback.announce_compile("relmodel.pipeline._schedule_kernel", what="pipeline kernels", seconds=4)
-        feedback.announce_compile("relmodel.pipeline._plan_kernel", ("search_states",), what="ReCycle planner",
-                                  seconds=6)
+        model = RunModel(duration="14d" if run_duration is None else run_duration, failure_rate=failure_rate,
+                         repair_time=repair_time, swap_time=swap_time, restart_cost=restart_cost,
+                         checkpoint_interval=checkpoint_interval, time_unit=time_unit)
         # The table a row (failure count) at a time: a text table prints each row as it comes (on an
         # empty cache the fault-free row is ready before the planner compiles, the rest after it);
         # not with traces, whose files are read after it (an error there stays the output's one line).
         stream = not as_json and not quiet and not traces
-        parts = []
-        for n in counts:
-            parts.append(throughput_table(cfg, [n], names, options, progress=feedback.enabled()))
-            if model_name is not None:  # sized from the model: its task times are seconds
-                parts[-1].attrs["task_time_unit"] = "s"
-            if stream:
-                if len(parts) == 1:
-                    click.echo(_table_head(parts[0]))
-                click.echo(_table_row(parts[-1], int(n)))
-        table = xr.concat(parts, dim="n_failures", data_vars="minimal", coords="minimal", compat="override",
-                          combine_attrs="override")
+        table = _steady_table(cfg, counts, names, options, sized=model_name is not None, stream=stream)
         runs = None
         if run_duration is not None:
-            runs = simulate_runs(cfg, model, strategies=names, options=options, n_runs=1000 if n_runs is None else n_runs, seed=seed,
-                                 progress=feedback.enabled())
+            runs = simulate_runs(cfg, model, strategies=names, options=options,
+                                 n_runs=1000 if n_runs is None else n_runs, seed=seed, progress=feedback.enabled())
         replayed = None
         if traces:
             replayed = replay_traces(cfg, list(traces), model, strategies=names, options=options,
@@ -204,29 +178,84 @@ def pipeline(stages, replicas, microbatches, fwd, bwd_input, bwd_weight, model_n
         write_dataset(table, out, overwrite=overwrite, writer="relmodel pipeline",
                       groups={"runs": runs, "traces": replayed})
     # The results first, then the figure (which takes a while).
-    if as_json:
-        click.echo(to_json(_as_dict(table, runs, replayed)))
-    else:
-        click.echo(format_steady_state(table, model, rows=not stream))
-        for ds, label in ((runs, "Monte Carlo runs"), (replayed, "trace replays")):
-            if ds is not None:
-                click.echo("")
-                click.echo(format_runs(ds, label))
+    _print_results(table, runs, replayed, model, as_json=as_json, rows=not stream)
     if plot is not None:
-        from ._plot import config_title, throughput_figure
-
-        sys.stdout.flush()
-        feedback.note(f"drawing {plot} ...")
-
         named = None  # with --model, the model and GPU above the pipeline's shape
         if model_name is not None:
-            named = f"{model_name} on {gpu} (TP {tensor_parallel})\n{config_title(table.attrs)}"
-        with output_errors("--plot", plot):
-            throughput_figure(table, replayed if replayed is not None else runs, plot, title=named)
+            named = f"{model_name} on {gpu} (TP {tensor_parallel})"
+        _draw(table, replayed if replayed is not None else runs, plot, named)
     if not as_json:
         for path in (out, plot):
             if path is not None:
                 click.echo(f"wrote {path}")
+
+
+def _pipeline_config(stages, replicas, microbatches, task_times, kind, sizing, time_unit):
+    """The pipeline the options describe: its task times given (`task_times`, the options' texts), or a
+    model preset's seconds and memory (`sizing`: `stage_profile`'s arguments but the stages; None: none)."""
+    from ._config import PipelineConfig
+
+    fwd, bwd_input, bwd_weight = task_times
+    if sizing is None:
+        return PipelineConfig(stages, replicas, microbatches, fwd=_times(fwd, "--fwd"),
+                              bwd_input=_times(bwd_input, "--bwd-input"),
+                              bwd_weight=_times(bwd_weight, "--bwd-weight"), **kind)
+    if any(x is not None for x in task_times):
+        raise click.UsageError("--model: gives the task times; leave out --fwd, --bwd-input and --bwd-weight")
+    from ._runs import RunModel
+    from ._sizing import stage_profile
+
+    cfg = stage_profile(**sizing, stages=stages).config(replicas, microbatches, **kind)
+    if not math.isclose(RunModel(time_unit=time_unit).time_unit, 1 / 3600, rel_tol=1e-12):
+        raise click.UsageError("--time-unit: --model gives the task times in seconds; leave it out")
+    return cfg
+
+
+def _steady_table(cfg, counts, names, options, *, sized: bool, stream: bool) -> xr.Dataset:
+    """The steady-state table over the failure `counts`, a row at a time (`stream`: each printed as it comes;
+    `sized`: the task times are a model's seconds)."""
+    from .. import _feedback as feedback
+    from ._datasets import throughput_table
+
+    # The schedule kernels compile (or load) on their first use, just below.
+    feedback.announce_compile("relmodel.pipeline._schedule_kernel", what="pipeline kernels", seconds=4)
+    feedback.announce_compile("relmodel.pipeline._plan_kernel", ("search_states",), what="ReCycle planner",
+                              seconds=6)
+    parts = []
+    for n in counts:
+        parts.append(throughput_table(cfg, [n], names, options, progress=feedback.enabled()))
+        if sized:
+            parts[-1].attrs["task_time_unit"] = "s"
+        if stream:
+            if len(parts) == 1:
+                click.echo(_table_head(parts[0]))
+            click.echo(_table_row(parts[-1], int(n)))
+    return xr.concat(parts, dim="n_failures", data_vars="minimal", coords="minimal", compat="override",
+                     combine_attrs="override")
+
+
+def _print_results(table, runs, replayed, model, *, as_json: bool, rows: bool) -> None:
+    """The results on stdout: a JSON object, or the text table (its `rows` unless streamed) and the runs."""
+    if as_json:
+        click.echo(to_json(_as_dict(table, runs, replayed)))
+        return
+    click.echo(format_steady_state(table, model, rows=rows))
+    for ds, label in ((runs, "Monte Carlo runs"), (replayed, "trace replays")):
+        if ds is not None:
+            click.echo("")
+            click.echo(format_runs(ds, label))
+
+
+def _draw(table, series, plot, named) -> None:
+    """The throughput figure to `plot`: above it `named` (the model and GPU, if any) and the pipeline's shape."""
+    from .. import _feedback as feedback
+    from ._plot import config_title, throughput_figure
+
+    sys.stdout.flush()
+    feedback.note(f"drawing {plot} ...")
+    title = None if named is None else f"{named}\n{config_title(table.attrs)}"
+    with output_errors("--plot", plot):
+        throughput_figure(table, series, plot, title=title)
 
 
 def _as_dict(table, runs, replayed) -> dict:
