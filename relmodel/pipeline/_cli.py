@@ -87,13 +87,15 @@ def parse_failures(text: str, most: int | None = None) -> list[int]:
               help="Task times (s) and memory from a model preset (gpt3-175b, llama2-70b, ...) instead of --fwd etc.")
 @click.option("--gpu", default="a100-80gb", show_default=True, metavar="NAME", help="GPU preset with --model.")
 @click.option("--tensor-parallel", type=int, default=8, show_default=True, help="GPUs per worker with --model.")
-@click.option("--microbatch-size", type=int, default=1, show_default=True, help="Sequences per micro-batch with --model.")
+@click.option("--microbatch-size", type=int, default=1, show_default=True,
+              help="Sequences per micro-batch with --model.")
 @click.option("--mfu", type=float, default=None, help="Model FLOPs utilisation with --model (default: the GPU's).")
 @click.option("--method", type=click.Choice(("auto", "exact", "heuristic")), default="auto", show_default=True,
               help="How ReCycle plans its adapted schedule (auto: the exact search after a heuristic gap up to "
                    "d m p = 256 tasks, seconds a state; heuristic: milliseconds).")
 @click.option("--failures", default="0..4", show_default=True, metavar="A..B|a,b|N", help="Failed workers to tabulate.")
-@click.option("--strategies", metavar="NAMES", default=",".join(("recycle", "restart", "spare", "drop-pipeline", "oobleck", "bamboo")),
+@click.option("--strategies", metavar="NAMES",
+              default=",".join(("recycle", "restart", "spare", "drop-pipeline", "oobleck", "bamboo")),
               show_default=True, help="Comma-separated strategies.")
 @click.option("--order", type=click.Choice(ORDERS), default="1f1b", show_default=True, help="Fault-free schedule.")
 @click.option("--backward", type=click.Choice(BACKWARDS), default="fused", show_default=True,
@@ -103,7 +105,8 @@ def parse_failures(text: str, most: int | None = None) -> list[int]:
 @click.option("--p2p-delay", type=float, default=0.0, show_default=True, help="Transfer between adjacent stages.")
 @click.option("--reroute-delay", type=float, default=None, help="Transfer between replicas (default: --p2p-delay).")
 @click.option("--optimizer-time", type=float, default=0.0, show_default=True, help="All-reduce plus optimizer step.")
-@click.option("--spares", type=int, default=2, show_default=True, help="Hot spare workers (the spare strategy stalls with more workers down; the pool of "
+@click.option("--spares", type=int, default=2, show_default=True,
+              help="Hot spare workers (the spare strategy stalls with more workers down; the pool of "
                    "replacement nodes in runs).")
 @click.option("--bamboo-slowdown", type=float, default=1.5, show_default=True,
               help="Step time factor of a Bamboo takeover.")
@@ -111,13 +114,19 @@ def parse_failures(text: str, most: int | None = None) -> list[int]:
               help="Fewest stages of an Oobleck template (default: --stages).")
 @click.option("--trace", "traces", multiple=True, type=click.Path(dir_okay=False, path_type=Path),
               help="Replay a node trace (ms,add|remove,node CSV or date, time, count); repeatable.")
-@click.option("--run-duration", type=Duration(), metavar="DURATION", default=None, help="Also simulate runs this long with failures and repairs (e.g. 14d).")
+@click.option("--run-duration", type=Duration(), metavar="DURATION", default=None,
+              help="Also simulate runs this long with failures and repairs (e.g. 14d).")
 @click.option("--failure-rate", type=float, default=6.5e-3, show_default=True, help="Failures per node-day (runs).")
-@click.option("--repair-time", type=Duration(), metavar="DURATION", default="4h", show_default=True, help="Until a failed node is back (runs).")
-@click.option("--swap-time", type=Duration(), metavar="DURATION", default="5min", show_default=True, help="A spare node taking a failed worker's place.")
-@click.option("--restart-cost", type=Duration(), metavar="DURATION", default="10min", show_default=True, help="A checkpoint-restart.")
-@click.option("--checkpoint-interval", type=Duration(), metavar="DURATION", default="1h", show_default=True, help="Time between checkpoints.")
-@click.option("--time-unit", type=Duration(), metavar="DURATION", default="1s", show_default=True, help="The unit of the task times, for runs and traces.")
+@click.option("--repair-time", type=Duration(), metavar="DURATION", default="4h", show_default=True,
+              help="Until a failed node is back (runs).")
+@click.option("--swap-time", type=Duration(), metavar="DURATION", default="5min", show_default=True,
+              help="A spare node taking a failed worker's place.")
+@click.option("--restart-cost", type=Duration(), metavar="DURATION", default="10min", show_default=True,
+              help="A checkpoint-restart.")
+@click.option("--checkpoint-interval", type=Duration(), metavar="DURATION", default="1h", show_default=True,
+              help="Time between checkpoints.")
+@click.option("--time-unit", type=Duration(), metavar="DURATION", default="1s", show_default=True,
+              help="The unit of the task times, for runs and traces.")
 @click.option("--runs", "n_runs", type=click.IntRange(1, 2**31 - 1), default=None,
               help="Monte Carlo runs [1000], or placements per trace [8].")
 @click.option("--seed", type=click.IntRange(0, 2**32 - 1), default=0, show_default=True)
@@ -358,7 +367,7 @@ def format_steady_state(table, model=None, rows: bool = True) -> str:
     """
     a = table.attrs
     strategies = [str(s) for s in table.strategy.values]
-    p, d, m = int(a["stages"]), int(a["replicas"]), int(a["microbatches"])
+    p, m = int(a["stages"]), int(a["microbatches"])
     notes = [
         f"aim: ReCycle's target T0 / max(T0, max_s L_s t_s); max L: micro-batches on the busiest survivor, "
         f"L_s = ceil(m d / (d - f_s)) (the extra load fits the bubble while L_s <= m + p - 1 = {m + p - 1}).",
@@ -383,12 +392,13 @@ def format_steady_state(table, model=None, rows: bool = True) -> str:
     if "memory_limited" in table:
         limited = [str(s) for s in strategies if bool(table.memory_limited.sel(strategy=s).any())]
         if limited:
-            notes.append("limited by memory: " + "; ".join(
-                f"{s} ({', '.join(sorted({str(x) for x in table.detail.sel(strategy=s).values if 'memory' in str(x)}))})"
-                for s in limited))
+            reasons = {s: sorted({str(x) for x in table.detail.sel(strategy=s).values if "memory" in str(x)})
+                       for s in limited}
+            notes.append("limited by memory: " + "; ".join(f"{s} ({', '.join(reasons[s])})" for s in limited))
     if "recycle" in strategies and "lower_bound" in table:
         bound = table.lower_bound.sel(strategy="recycle")
-        gaps = [f"{int(n)}: {float(table.period.sel(strategy='recycle', n_failures=n)) / float(bound.sel(n_failures=n)) - 1:.1%}"
+        period = table.period.sel(strategy="recycle")
+        gaps = [f"{int(n)}: {float(period.sel(n_failures=n)) / float(bound.sel(n_failures=n)) - 1:.1%}"
                 for n in table.n_failures.values if np.isfinite(float(bound.sel(n_failures=n)))
                 and int(n) > 0]
         if gaps:
