@@ -87,13 +87,15 @@ def parse_failures(text: str, most: int | None = None) -> list[int]:
               help="Task times (s) and memory from a model preset (gpt3-175b, llama2-70b, ...) instead of --fwd etc.")
 @click.option("--gpu", default="a100-80gb", show_default=True, metavar="NAME", help="GPU preset with --model.")
 @click.option("--tensor-parallel", type=int, default=8, show_default=True, help="GPUs per worker with --model.")
-@click.option("--microbatch-size", type=int, default=1, show_default=True, help="Sequences per micro-batch with --model.")
+@click.option("--microbatch-size", type=int, default=1, show_default=True,
+              help="Sequences per micro-batch with --model.")
 @click.option("--mfu", type=float, default=None, help="Model FLOPs utilisation with --model (default: the GPU's).")
 @click.option("--method", type=click.Choice(("auto", "exact", "heuristic")), default="auto", show_default=True,
               help="How ReCycle plans its adapted schedule (auto: the exact search after a heuristic gap up to "
                    "d m p = 256 tasks, seconds a state; heuristic: milliseconds).")
 @click.option("--failures", default="0..4", show_default=True, metavar="A..B|a,b|N", help="Failed workers to tabulate.")
-@click.option("--strategies", metavar="NAMES", default=",".join(("recycle", "restart", "spare", "drop-pipeline", "oobleck", "bamboo")),
+@click.option("--strategies", metavar="NAMES",
+              default=",".join(("recycle", "restart", "spare", "drop-pipeline", "oobleck", "bamboo")),
               show_default=True, help="Comma-separated strategies.")
 @click.option("--order", type=click.Choice(ORDERS), default="1f1b", show_default=True, help="Fault-free schedule.")
 @click.option("--backward", type=click.Choice(BACKWARDS), default="fused", show_default=True,
@@ -103,7 +105,8 @@ def parse_failures(text: str, most: int | None = None) -> list[int]:
 @click.option("--p2p-delay", type=float, default=0.0, show_default=True, help="Transfer between adjacent stages.")
 @click.option("--reroute-delay", type=float, default=None, help="Transfer between replicas (default: --p2p-delay).")
 @click.option("--optimizer-time", type=float, default=0.0, show_default=True, help="All-reduce plus optimizer step.")
-@click.option("--spares", type=int, default=2, show_default=True, help="Hot spare workers (the spare strategy stalls with more workers down; the pool of "
+@click.option("--spares", type=int, default=2, show_default=True,
+              help="Hot spare workers (the spare strategy stalls with more workers down; the pool of "
                    "replacement nodes in runs).")
 @click.option("--bamboo-slowdown", type=float, default=1.5, show_default=True,
               help="Step time factor of a Bamboo takeover.")
@@ -111,13 +114,19 @@ def parse_failures(text: str, most: int | None = None) -> list[int]:
               help="Fewest stages of an Oobleck template (default: --stages).")
 @click.option("--trace", "traces", multiple=True, type=click.Path(dir_okay=False, path_type=Path),
               help="Replay a node trace (ms,add|remove,node CSV or date, time, count); repeatable.")
-@click.option("--run-duration", type=Duration(), metavar="DURATION", default=None, help="Also simulate runs this long with failures and repairs (e.g. 14d).")
+@click.option("--run-duration", type=Duration(), metavar="DURATION", default=None,
+              help="Also simulate runs this long with failures and repairs (e.g. 14d).")
 @click.option("--failure-rate", type=float, default=6.5e-3, show_default=True, help="Failures per node-day (runs).")
-@click.option("--repair-time", type=Duration(), metavar="DURATION", default="4h", show_default=True, help="Until a failed node is back (runs).")
-@click.option("--swap-time", type=Duration(), metavar="DURATION", default="5min", show_default=True, help="A spare node taking a failed worker's place.")
-@click.option("--restart-cost", type=Duration(), metavar="DURATION", default="10min", show_default=True, help="A checkpoint-restart.")
-@click.option("--checkpoint-interval", type=Duration(), metavar="DURATION", default="1h", show_default=True, help="Time between checkpoints.")
-@click.option("--time-unit", type=Duration(), metavar="DURATION", default="1s", show_default=True, help="The unit of the task times, for runs and traces.")
+@click.option("--repair-time", type=Duration(), metavar="DURATION", default="4h", show_default=True,
+              help="Until a failed node is back (runs).")
+@click.option("--swap-time", type=Duration(), metavar="DURATION", default="5min", show_default=True,
+              help="A spare node taking a failed worker's place.")
+@click.option("--restart-cost", type=Duration(), metavar="DURATION", default="10min", show_default=True,
+              help="A checkpoint-restart.")
+@click.option("--checkpoint-interval", type=Duration(), metavar="DURATION", default="1h", show_default=True,
+              help="Time between checkpoints.")
+@click.option("--time-unit", type=Duration(), metavar="DURATION", default="1s", show_default=True,
+              help="The unit of the task times, for runs and traces.")
 @click.option("--runs", "n_runs", type=click.IntRange(1, 2**31 - 1), default=None,
               help="Monte Carlo runs [1000], or placements per trace [8].")
 @click.option("--seed", type=click.IntRange(0, 2**32 - 1), default=0, show_default=True)
@@ -136,8 +145,7 @@ def pipeline(stages, replicas, microbatches, fwd, bwd_input, bwd_weight, model_n
     """Throughput of d replicas of a p-stage pipeline with 1, 2, ... workers down, per fault-tolerance
     strategy (ReCycle, checkpoint-restart, spares, dropping pipelines, Oobleck, Bamboo)."""
     from .. import _feedback as feedback
-    from ._config import PipelineConfig
-    from ._datasets import replay_traces, simulate_runs, throughput_table
+    from ._datasets import replay_traces, simulate_runs
     from ._runs import RunModel
     from ._strategies import StrategyOptions
 
@@ -150,49 +158,24 @@ def pipeline(stages, replicas, microbatches, fwd, bwd_input, bwd_weight, model_n
     try:
         kind = dict(order=order, backward=backward, optimizer=optimizer, p2p_delay=p2p_delay,
                     reroute_delay=reroute_delay, optimizer_time=optimizer_time)
-        if model_name is not None:
-            if any(x is not None for x in (fwd, bwd_input, bwd_weight)):
-                raise click.UsageError("--model: gives the task times; leave out --fwd, --bwd-input and --bwd-weight")
-            from ._sizing import stage_profile
-
-            profile = stage_profile(model_name, gpu, stages=stages, tensor_parallel=tensor_parallel,
-                                    microbatch_size=microbatch_size, mfu=mfu)
-            cfg = profile.config(replicas, microbatches, **kind)
-            if not math.isclose(RunModel(time_unit=time_unit).time_unit, 1 / 3600, rel_tol=1e-12):
-                raise click.UsageError("--time-unit: --model gives the task times in seconds; leave it out")
-        else:
-            cfg = PipelineConfig(stages, replicas, microbatches, fwd=_times(fwd, "--fwd"),
-                                 bwd_input=_times(bwd_input, "--bwd-input"),
-                                 bwd_weight=_times(bwd_weight, "--bwd-weight"), **kind)
+        sizing = None if model_name is None else dict(model=model_name, gpu=gpu, tensor_parallel=tensor_parallel,
+                                                      microbatch_size=microbatch_size, mfu=mfu)
+        cfg = _pipeline_config(stages, replicas, microbatches, (fwd, bwd_input, bwd_weight), kind, sizing, time_unit)
         counts = parse_failures(failures, cfg.n_workers)
         options = StrategyOptions(spares=spares, bamboo_slowdown=bamboo_slowdown,
                                   oobleck_min_stages=oobleck_min_stages, method=method)
-        model = RunModel(duration="14d" if run_duration is None else run_duration, failure_rate=failure_rate, repair_time=repair_time,
-                         swap_time=swap_time, restart_cost=restart_cost, checkpoint_interval=checkpoint_interval,
-                         time_unit=time_unit)
-        # The schedule kernels compile (or load) on their first use, just below.
-        feedback.announce_compile("relmodel.pipeline._schedule_kernel", what="pipeline kernels", seconds=4)
-        feedback.announce_compile("relmodel.pipeline._plan_kernel", ("search_states",), what="ReCycle planner",
-                                  seconds=6)
+        model = RunModel(duration="14d" if run_duration is None else run_duration, failure_rate=failure_rate,
+                         repair_time=repair_time, swap_time=swap_time, restart_cost=restart_cost,
+                         checkpoint_interval=checkpoint_interval, time_unit=time_unit)
         # The table a row (failure count) at a time: a text table prints each row as it comes (on an
         # empty cache the fault-free row is ready before the planner compiles, the rest after it);
         # not with traces, whose files are read after it (an error there stays the output's one line).
         stream = not as_json and not quiet and not traces
-        parts = []
-        for n in counts:
-            parts.append(throughput_table(cfg, [n], names, options, progress=feedback.enabled()))
-            if model_name is not None:  # sized from the model: its task times are seconds
-                parts[-1].attrs["task_time_unit"] = "s"
-            if stream:
-                if len(parts) == 1:
-                    click.echo(_table_head(parts[0]))
-                click.echo(_table_row(parts[-1], int(n)))
-        table = xr.concat(parts, dim="n_failures", data_vars="minimal", coords="minimal", compat="override",
-                          combine_attrs="override")
+        table = _steady_table(cfg, counts, names, options, sized=model_name is not None, stream=stream)
         runs = None
         if run_duration is not None:
-            runs = simulate_runs(cfg, model, strategies=names, options=options, n_runs=1000 if n_runs is None else n_runs, seed=seed,
-                                 progress=feedback.enabled())
+            runs = simulate_runs(cfg, model, strategies=names, options=options,
+                                 n_runs=1000 if n_runs is None else n_runs, seed=seed, progress=feedback.enabled())
         replayed = None
         if traces:
             replayed = replay_traces(cfg, list(traces), model, strategies=names, options=options,
@@ -204,29 +187,84 @@ def pipeline(stages, replicas, microbatches, fwd, bwd_input, bwd_weight, model_n
         write_dataset(table, out, overwrite=overwrite, writer="relmodel pipeline",
                       groups={"runs": runs, "traces": replayed})
     # The results first, then the figure (which takes a while).
-    if as_json:
-        click.echo(to_json(_as_dict(table, runs, replayed)))
-    else:
-        click.echo(format_steady_state(table, model, rows=not stream))
-        for ds, label in ((runs, "Monte Carlo runs"), (replayed, "trace replays")):
-            if ds is not None:
-                click.echo("")
-                click.echo(format_runs(ds, label))
+    _print_results(table, runs, replayed, model, as_json=as_json, rows=not stream)
     if plot is not None:
-        from ._plot import config_title, throughput_figure
-
-        sys.stdout.flush()
-        feedback.note(f"drawing {plot} ...")
-
         named = None  # with --model, the model and GPU above the pipeline's shape
         if model_name is not None:
-            named = f"{model_name} on {gpu} (TP {tensor_parallel})\n{config_title(table.attrs)}"
-        with output_errors("--plot", plot):
-            throughput_figure(table, replayed if replayed is not None else runs, plot, title=named)
+            named = f"{model_name} on {gpu} (TP {tensor_parallel})"
+        _draw(table, replayed if replayed is not None else runs, plot, named)
     if not as_json:
         for path in (out, plot):
             if path is not None:
                 click.echo(f"wrote {path}")
+
+
+def _pipeline_config(stages, replicas, microbatches, task_times, kind, sizing, time_unit):
+    """The pipeline the options describe: its task times given (`task_times`, the options' texts), or a
+    model preset's seconds and memory (`sizing`: `stage_profile`'s arguments but the stages; None: none)."""
+    from ._config import PipelineConfig
+
+    fwd, bwd_input, bwd_weight = task_times
+    if sizing is None:
+        return PipelineConfig(stages, replicas, microbatches, fwd=_times(fwd, "--fwd"),
+                              bwd_input=_times(bwd_input, "--bwd-input"),
+                              bwd_weight=_times(bwd_weight, "--bwd-weight"), **kind)
+    if any(x is not None for x in task_times):
+        raise click.UsageError("--model: gives the task times; leave out --fwd, --bwd-input and --bwd-weight")
+    from ._runs import RunModel
+    from ._sizing import stage_profile
+
+    cfg = stage_profile(**sizing, stages=stages).config(replicas, microbatches, **kind)
+    if not math.isclose(RunModel(time_unit=time_unit).time_unit, 1 / 3600, rel_tol=1e-12):
+        raise click.UsageError("--time-unit: --model gives the task times in seconds; leave it out")
+    return cfg
+
+
+def _steady_table(cfg, counts, names, options, *, sized: bool, stream: bool) -> xr.Dataset:
+    """The steady-state table over the failure `counts`, a row at a time (`stream`: each printed as it comes;
+    `sized`: the task times are a model's seconds)."""
+    from .. import _feedback as feedback
+    from ._datasets import throughput_table
+
+    # The schedule kernels compile (or load) on their first use, just below.
+    feedback.announce_compile("relmodel.pipeline._schedule_kernel", what="pipeline kernels", seconds=4)
+    feedback.announce_compile("relmodel.pipeline._plan_kernel", ("search_states",), what="ReCycle planner",
+                              seconds=6)
+    parts = []
+    for n in counts:
+        parts.append(throughput_table(cfg, [n], names, options, progress=feedback.enabled()))
+        if sized:
+            parts[-1].attrs["task_time_unit"] = "s"
+        if stream:
+            if len(parts) == 1:
+                click.echo(_table_head(parts[0]))
+            click.echo(_table_row(parts[-1], int(n)))
+    return xr.concat(parts, dim="n_failures", data_vars="minimal", coords="minimal", compat="override",
+                     combine_attrs="override")
+
+
+def _print_results(table, runs, replayed, model, *, as_json: bool, rows: bool) -> None:
+    """The results on stdout: a JSON object, or the text table (its `rows` unless streamed) and the runs."""
+    if as_json:
+        click.echo(to_json(_as_dict(table, runs, replayed)))
+        return
+    click.echo(format_steady_state(table, model, rows=rows))
+    for ds, label in ((runs, "Monte Carlo runs"), (replayed, "trace replays")):
+        if ds is not None:
+            click.echo("")
+            click.echo(format_runs(ds, label))
+
+
+def _draw(table, series, plot, named) -> None:
+    """The throughput figure to `plot`: above it `named` (the model and GPU, if any) and the pipeline's shape."""
+    from .. import _feedback as feedback
+    from ._plot import config_title, throughput_figure
+
+    sys.stdout.flush()
+    feedback.note(f"drawing {plot} ...")
+    title = None if named is None else f"{named}\n{config_title(table.attrs)}"
+    with output_errors("--plot", plot):
+        throughput_figure(table, series, plot, title=title)
 
 
 def _as_dict(table, runs, replayed) -> dict:
@@ -329,7 +367,7 @@ def format_steady_state(table, model=None, rows: bool = True) -> str:
     """
     a = table.attrs
     strategies = [str(s) for s in table.strategy.values]
-    p, d, m = int(a["stages"]), int(a["replicas"]), int(a["microbatches"])
+    p, m = int(a["stages"]), int(a["microbatches"])
     notes = [
         f"aim: ReCycle's target T0 / max(T0, max_s L_s t_s); max L: micro-batches on the busiest survivor, "
         f"L_s = ceil(m d / (d - f_s)) (the extra load fits the bubble while L_s <= m + p - 1 = {m + p - 1}).",
@@ -354,12 +392,13 @@ def format_steady_state(table, model=None, rows: bool = True) -> str:
     if "memory_limited" in table:
         limited = [str(s) for s in strategies if bool(table.memory_limited.sel(strategy=s).any())]
         if limited:
-            notes.append("limited by memory: " + "; ".join(
-                f"{s} ({', '.join(sorted({str(x) for x in table.detail.sel(strategy=s).values if 'memory' in str(x)}))})"
-                for s in limited))
+            reasons = {s: sorted({str(x) for x in table.detail.sel(strategy=s).values if "memory" in str(x)})
+                       for s in limited}
+            notes.append("limited by memory: " + "; ".join(f"{s} ({', '.join(reasons[s])})" for s in limited))
     if "recycle" in strategies and "lower_bound" in table:
         bound = table.lower_bound.sel(strategy="recycle")
-        gaps = [f"{int(n)}: {float(table.period.sel(strategy='recycle', n_failures=n)) / float(bound.sel(n_failures=n)) - 1:.1%}"
+        period = table.period.sel(strategy="recycle")
+        gaps = [f"{int(n)}: {float(period.sel(n_failures=n)) / float(bound.sel(n_failures=n)) - 1:.1%}"
                 for n in table.n_failures.values if np.isfinite(float(bound.sel(n_failures=n)))
                 and int(n) > 0]
         if gaps:

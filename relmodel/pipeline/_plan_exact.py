@@ -28,6 +28,7 @@ import math
 import signal
 import threading
 from fractions import Fraction
+from typing import NamedTuple
 
 import numpy as np
 
@@ -103,84 +104,23 @@ def solve(cfg: PipelineConfig, mask: np.ndarray, *, hint=None, time_limit: float
     """
     from ortools.sat.python import cp_model
 
-    from ._graph import build_graph, default_executor
-    from ._schedule import worker_orders
-
-    d, m, p = cfg.replicas, cfg.microbatches, cfg.stages
+    p = cfg.stages
     q, on_grid = quantum(cfg)
-    scale = lambda x: int(round(x / q))  # noqa: E731 (exact on the grid: x / q is a whole number)
-    fused = cfg.backward == "fused"
-    types = (0, 1) if fused else (0, 1, 2)
-    final = types[-1]
-    fwd, bwd, wgt = (np.asarray(x, dtype=float) for x in (cfg.fwd, cfg.bwd_input, cfg.bwd_weight))
-    size = {0: [scale(x) for x in fwd], 1: [scale(x) for x in (bwd + wgt if fused else bwd)],
-            2: [scale(x) for x in wgt]}
-    p2p, reroute, step = scale(cfg.p2p_delay), scale(cfg.reroute_delay), scale(cfg.optimizer_time)
-    alive = [[int(a) for a in np.flatnonzero(~mask[:, s])] for s in range(p)]
-    peers = {(r, j, s): (alive[s] if mask[r, s] else [r]) for r in range(d) for j in range(m) for s in range(p)}
-    horizon = sum(size[t][s] for (r, j, s) in peers for t in types) + 2 * len(peers) * max(p2p, reroute) + p * step
+    grid = _on_grid(cfg, q)
+    peers = _peers(mask, cfg.microbatches)
+    horizon = (sum(grid.size[t][s] for (r, j, s) in peers for t in grid.types)
+               + 2 * len(peers) * max(grid.p2p, grid.reroute) + p * grid.step)
 
     model = cp_model.CpModel()
-    start, end, present = {}, {}, {}
-    on_worker = {}  # (replica, stage) -> intervals
-    held = {}  # (replica, stage) -> (interval, demand) from F start to final end
-    for key, cands in peers.items():
-        r, j, s = key
-        for t in types:
-            start[key, t] = model.NewIntVar(0, horizon, f"s{key}{t}")
-            end[key, t] = start[key, t] + size[t][s]
-        if len(cands) > 1:
-            literals = [model.NewBoolVar(f"on{key}{c}") for c in cands]
-            model.AddExactlyOne(literals)
-        else:
-            literals = [model.NewConstant(1)]
-        for c, lit in zip(cands, literals):
-            present[key, c] = lit
-            for t in types:
-                on_worker.setdefault((c, s), []).append(
-                    model.NewOptionalFixedSizeIntervalVar(start[key, t], size[t][s], lit, f"i{key}{t}{c}"))
-            if cfg.memory is not None:  # only a budget needs the micro-batch's whole stay
-                span = model.NewIntVar(0, horizon, f"h{key}{c}")
-                model.Add(span == end[key, final] - start[key, 0])
-                held.setdefault((c, s), []).append(
-                    model.NewOptionalIntervalVar(start[key, 0], span, end[key, final], lit, f"m{key}{c}"))
-    for key in peers:
-        r, j, s = key
-        for a, b in zip(types[:-1], types[1:]):
-            model.Add(start[key, b] >= end[key, a])
-        links = []
-        if s > 0:
-            links.append(((r, j, s - 1), 0, key, 0))
-        if s < p - 1:
-            links.append(((r, j, s + 1), 1, key, 1))
-        for src, ts, dst, td in links:
-            for c1 in peers[src]:
-                for c2 in peers[dst]:
-                    delay = p2p if c1 == c2 else reroute
-                    model.Add(start[dst, td] >= end[src, ts] + delay).OnlyEnforceIf(
-                        [present[src, c1], present[dst, c2]])
-    for intervals in on_worker.values():
-        model.AddNoOverlap(intervals)
-    if cfg.memory is not None:
-        cap = cfg.memory.capacity()
-        for (c, s), intervals in held.items():
-            if cap[s] < len(intervals):
-                model.AddCumulative(intervals, [1] * len(intervals), int(cap[s]))
-    groups = [[s] for s in range(p)] if cfg.optimizer == "staggered" else [list(range(p))]
-    period = model.NewIntVar(0, horizon, "T")
-    for g, stages in enumerate(groups):
-        first = model.NewIntVar(0, horizon, f"a{g}")
-        last = model.NewIntVar(0, horizon, f"b{g}")
-        model.AddMinEquality(first, [start[key, 0] for key in peers if key[2] in stages])
-        model.AddMaxEquality(last, [end[key, final] for key in peers if key[2] in stages])
-        model.Add(period >= last - first + step)
-        if 0 in stages:
-            model.Add(first == 0)  # the pattern may shift: its first forward at 0
+    start, end, present, on_worker, held = _add_tasks(model, cfg, grid, peers, horizon)
+    _add_dependencies(model, grid, peers, start, end, present, p)
+    _add_workers(model, cfg, on_worker, held)
+    period = _add_period(model, cfg, grid, peers, start, end, horizon)
     if bound is not None and on_grid:
         model.Add(period >= math.ceil(bound / q - 1e-9))
     model.Minimize(period)
     if hint is not None:
-        _hint(model, hint, start, present, peers, types, q, p)
+        _hint(model, hint, start, present, peers, grid.types, q, p)
     solver = cp_model.CpSolver()
     # Deterministic time, not wall-clock time, and one search worker: the same
     # plan on any machine, however busy.
@@ -195,6 +135,122 @@ def solve(cfg: PipelineConfig, mask: np.ndarray, *, hint=None, time_limit: float
     if status != cp_model.OPTIMAL and solver.ResponseProto().deterministic_time < 0.999 * time_limit:
         wall_hit = wall_limit is not None and solver.WallTime() >= 0.999 * wall_limit
         stopped_by = "at the wall-clock limit" if wall_hit else INTERRUPTED
+    executor, orders = _plan(cfg, solver, start, present)
+    return executor, orders, status == cp_model.OPTIMAL, on_grid, stopped_by
+
+
+class _Grid(NamedTuple):
+    """The task times and delays in whole units of the quantum."""
+
+    types: tuple  # a micro-batch's task types at a stage: F, B (W fused in) or F, B, W
+    size: dict  # task type -> each stage's duration
+    p2p: int
+    reroute: int
+    step: int  # the optimizer step
+
+
+def _on_grid(cfg: PipelineConfig, q: float) -> _Grid:
+    scale = lambda x: int(round(x / q))  # noqa: E731 (exact on the grid: x / q is a whole number)
+    fused = cfg.backward == "fused"
+    fwd, bwd, wgt = (np.asarray(x, dtype=float) for x in (cfg.fwd, cfg.bwd_input, cfg.bwd_weight))
+    size = {0: [scale(x) for x in fwd], 1: [scale(x) for x in (bwd + wgt if fused else bwd)],
+            2: [scale(x) for x in wgt]}
+    return _Grid((0, 1) if fused else (0, 1, 2), size, scale(cfg.p2p_delay), scale(cfg.reroute_delay),
+                 scale(cfg.optimizer_time))
+
+
+def _peers(mask: np.ndarray, m: int) -> dict:
+    """The workers (by replica) that may run each (replica, micro-batch, stage): its own, or when it failed
+    every survivor of its stage."""
+    d, p = mask.shape
+    alive = [[int(a) for a in np.flatnonzero(~mask[:, s])] for s in range(p)]
+    return {(r, j, s): (alive[s] if mask[r, s] else [r]) for r in range(d) for j in range(m) for s in range(p)}
+
+
+def _add_tasks(model, cfg, grid, peers, horizon):
+    """Each task's start, end and presence on each candidate worker, and the intervals each worker
+    holds: (start, end, present, on_worker, held)."""
+    final = grid.types[-1]
+    start, end, present = {}, {}, {}
+    on_worker = {}  # (replica, stage) -> intervals
+    held = {}  # (replica, stage) -> (interval, demand) from F start to final end
+    for key, cands in peers.items():
+        r, j, s = key
+        for t in grid.types:
+            start[key, t] = model.NewIntVar(0, horizon, f"s{key}{t}")
+            end[key, t] = start[key, t] + grid.size[t][s]
+        if len(cands) > 1:
+            literals = [model.NewBoolVar(f"on{key}{c}") for c in cands]
+            model.AddExactlyOne(literals)
+        else:
+            literals = [model.NewConstant(1)]
+        for c, lit in zip(cands, literals):
+            present[key, c] = lit
+            for t in grid.types:
+                on_worker.setdefault((c, s), []).append(
+                    model.NewOptionalFixedSizeIntervalVar(start[key, t], grid.size[t][s], lit, f"i{key}{t}{c}"))
+            if cfg.memory is not None:  # only a budget needs the micro-batch's whole stay
+                span = model.NewIntVar(0, horizon, f"h{key}{c}")
+                model.Add(span == end[key, final] - start[key, 0])
+                held.setdefault((c, s), []).append(
+                    model.NewOptionalIntervalVar(start[key, 0], span, end[key, final], lit, f"m{key}{c}"))
+    return start, end, present, on_worker, held
+
+
+def _add_dependencies(model, grid, peers, start, end, present, p):
+    """F -> B -> W of a micro-batch at a stage; F down the stages and B up, with the delay between the
+    workers that run them."""
+    for key in peers:
+        r, j, s = key
+        for a, b in zip(grid.types[:-1], grid.types[1:]):
+            model.Add(start[key, b] >= end[key, a])
+        links = []
+        if s > 0:
+            links.append(((r, j, s - 1), 0, key, 0))
+        if s < p - 1:
+            links.append(((r, j, s + 1), 1, key, 1))
+        for src, ts, dst, td in links:
+            for c1 in peers[src]:
+                for c2 in peers[dst]:
+                    delay = grid.p2p if c1 == c2 else grid.reroute
+                    model.Add(start[dst, td] >= end[src, ts] + delay).OnlyEnforceIf(
+                        [present[src, c1], present[dst, c2]])
+
+
+def _add_workers(model, cfg, on_worker, held):
+    """A task at a time on each worker, and with a memory budget at most its stage's capacity of
+    micro-batches in flight."""
+    for intervals in on_worker.values():
+        model.AddNoOverlap(intervals)
+    if cfg.memory is not None:
+        cap = cfg.memory.capacity()
+        for (c, s), intervals in held.items():
+            if cap[s] < len(intervals):
+                model.AddCumulative(intervals, [1] * len(intervals), int(cap[s]))
+
+
+def _add_period(model, cfg, grid, peers, start, end, horizon):
+    """The period T: at least each optimizer group's span from its first F to its last end, plus the step."""
+    p, final = cfg.stages, grid.types[-1]
+    groups = [[s] for s in range(p)] if cfg.optimizer == "staggered" else [list(range(p))]
+    period = model.NewIntVar(0, horizon, "T")
+    for g, stages in enumerate(groups):
+        first = model.NewIntVar(0, horizon, f"a{g}")
+        last = model.NewIntVar(0, horizon, f"b{g}")
+        model.AddMinEquality(first, [start[key, 0] for key in peers if key[2] in stages])
+        model.AddMaxEquality(last, [end[key, final] for key in peers if key[2] in stages])
+        model.Add(period >= last - first + grid.step)
+        if 0 in stages:
+            model.Add(first == 0)  # the pattern may shift: its first forward at 0
+    return period
+
+
+def _plan(cfg, solver, start, present):
+    """(executor, orders) of the solver's plan: who runs each micro-batch, and each worker's tasks by start."""
+    from ._graph import build_graph, default_executor
+    from ._schedule import worker_orders
+
+    d, m, p = cfg.replicas, cfg.microbatches, cfg.stages
     executor = default_executor(d, m, p)
     for (key, c), lit in present.items():
         if solver.BooleanValue(lit):  # a failed worker's micro-batch moves even to a lone survivor
@@ -206,7 +262,7 @@ def solve(cfg: PipelineConfig, mask: np.ndarray, *, hint=None, time_limit: float
         r, j, s = key
         at[((r * m + j) * p + s) * 3 + t] = solver.Value(var)
     orders = tuple(worker_orders(graph, np.lexsort((graph.kind, at)).argsort()))  # by start, F before B before W
-    return executor, orders, status == cp_model.OPTIMAL, on_grid, stopped_by
+    return executor, orders
 
 
 def _solve_stoppable(solver, model):

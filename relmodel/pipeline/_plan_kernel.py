@@ -19,7 +19,7 @@ import numpy as np
 from numba import njit
 
 from .._kernels._jit import JIT_OPTIONS
-from ._schedule_kernel import _kahn_order, _min_tree, _update, successors, tails_in_order
+from ._schedule_kernel import _kahn_order, _lower, _min_tree, _place, _release, _update, successors, tails_in_order
 
 
 @njit(inline="always", **JIT_OPTIONS)
@@ -78,7 +78,6 @@ def list_schedule_core(duration, worker, pred_ptr, pred_delay, succ_ptr, succ_id
     free = np.zeros(n_workers)
     inflight = np.zeros(n_workers, dtype=np.int64)
     tree_end, tree_worker = _min_tree(n_workers)
-    leaf = tree_end.size // 2  # worker v's earliest end: tree_end[leaf + v]
     stale = np.ones(n_workers, dtype=np.bool_)
     stale_list = np.arange(n_workers)
     n_stale = n_workers
@@ -102,14 +101,9 @@ def list_schedule_core(duration, worker, pred_ptr, pred_delay, succ_ptr, succ_id
         while True:
             if i >= 0:
                 for k in range(succ_ptr[i], succ_ptr[i + 1]):
-                    j = succ_idx[k]
-                    ready[j] = max(ready[j], end[i] + pred_delay[succ_edge[k]])  # (a select: no branch to miss)
-                    waiting[j] -= 1
-                    if waiting[j] > 0:
-                        continue
-                    if worker[j] < 0:
-                        queue[q_tail] = j
-                        q_tail += 1
+                    j, q_tail = _release(i, k, succ_idx, succ_edge, pred_delay, end, ready, waiting, worker, queue,
+                                         q_tail)
+                    if j < 0:
                         continue
                     v = worker[j]
                     e = base[v] + n_ready[v]
@@ -119,17 +113,12 @@ def list_schedule_core(duration, worker, pred_ptr, pred_delay, succ_ptr, succ_id
                     # One more ready task: v's earliest end can only fall, to this task's (its other
                     # tasks, free time and room are unchanged), unless v is rescanned anyway.
                     if not stale[v] and not (entry_opens[e] and inflight[v] >= cap[v]):
-                        t = max(ready[j], free[v]) + duration[j]
-                        if t < tree_end[leaf + v]:
-                            _update(tree_end, tree_worker, v, t)
+                        _lower(tree_end, tree_worker, v, max(ready[j], free[v]) + duration[j])
             if q_head == q_tail:
                 break
             i = queue[q_head]
             q_head += 1
-            start[i] = ready[i]
-            end[i] = ready[i] + duration[i]
-            sequence[i] = placed
-            placed += 1
+            placed = _place(i, ready[i], duration, start, end, sequence, placed)
         while n_stale > 0:
             n_stale -= 1
             v = stale_list[n_stale]
@@ -162,13 +151,9 @@ def list_schedule_core(duration, worker, pred_ptr, pred_delay, succ_ptr, succ_id
             entry_duration[last]
         entry_priority[pick], entry_opens[pick] = entry_priority[last], entry_opens[last]
         n_ready[w] -= 1
-        s = max(ready[i], free[w])
-        start[i] = s
-        end[i] = s + duration[i]
+        placed = _place(i, max(ready[i], free[w]), duration, start, end, sequence, placed)
         free[w] = end[i]
         inflight[w] += holds[i]
-        sequence[i] = placed
-        placed += 1
         if not stale[w]:
             stale[w] = True
             stale_list[n_stale] = w

@@ -64,8 +64,8 @@ def throughput_figure(table, runs=None, path=None, *, title: str | None = None):
     highest = float(np.nanmax(np.where(np.isfinite(table.fraction_of_ideal), table.fraction_of_ideal, np.nan),
                               initial=1.0))
     # A plan may beat the configured fault-free schedule (ReCycle's decoupled backward): keep it in view.
-    ax.set(xlabel="failed workers", ylabel="steady-state throughput / fault-free", ylim=(-0.02, max(1.05, 1.04 * highest)),
-           title=title or config_title(table.attrs))
+    ax.set(xlabel="failed workers", ylabel="steady-state throughput / fault-free",
+           ylim=(-0.02, max(1.05, 1.04 * highest)), title=title or config_title(table.attrs))
     ax.set_xticks(n)
     ax.legend(fontsize=7, loc="best")
     for ax_runs, ds in zip(axes[1:], extra):
@@ -167,8 +167,8 @@ def _caption(attrs, runs) -> str:
     parts = [(f"fixed: p={attrs['stages']}, d={attrs['replicas']}, m={attrs['microbatches']}, "
               f"F={_times_text(attrs['fwd'])}, B={_times_text(attrs['bwd_input'])}, "
               f"W={_times_text(attrs['bwd_weight'])} "
-              f"({'s' if attrs.get('task_time_unit') == 's' else 'task time units'}), {attrs['order']}, {attrs['backward']} "
-              f"backward, {attrs['optimizer']} optimizer")]
+              f"({'s' if attrs.get('task_time_unit') == 's' else 'task time units'}), {attrs['order']}, "
+              f"{attrs['backward']} backward, {attrs['optimizer']} optimizer")]
     if "spares" in attrs:
         parts.append(f"{attrs['spares']} spares")
     if "bamboo_slowdown" in attrs:

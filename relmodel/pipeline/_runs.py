@@ -204,18 +204,19 @@ class Paths:
     @property
     def row_kind(self) -> np.ndarray:
         """-1 for a run's start row, else the kind of the event that led to the row."""
-        out = np.full(self.down.shape[0], -1, dtype=np.int64)
-        valid = np.arange(self.time.shape[1])[None, :] < self.count[:, None]
-        rows = self.row_offset[:, None] + 1 + np.arange(self.time.shape[1])[None, :]
-        out[rows[valid]] = self.kind[valid]
-        return out
+        return self._by_row(self.kind)
 
     @property
     def row_slot(self) -> np.ndarray:
+        """-1 for a run's start row, else the slot of the event that led to the row."""
+        return self._by_row(self.slot)
+
+    def _by_row(self, per_event: np.ndarray) -> np.ndarray:
+        """A field of the events (n_runs, width) on the rows each event led to; -1 on a run's start row."""
         out = np.full(self.down.shape[0], -1, dtype=np.int64)
         valid = np.arange(self.time.shape[1])[None, :] < self.count[:, None]
         rows = self.row_offset[:, None] + 1 + np.arange(self.time.shape[1])[None, :]
-        out[rows[valid]] = self.slot[valid]
+        out[rows[valid]] = per_event[valid]
         return out
 
     def row_durations(self) -> np.ndarray:

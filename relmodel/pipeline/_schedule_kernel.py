@@ -208,7 +208,6 @@ def list_schedule(duration, release, worker, pred_ptr, pred_idx, pred_delay, cha
         for k in range(chain_ptr[c], chain_ptr[c + 1]):
             chain_of[chain_task[k]] = c
     tree_end, tree_worker = _min_tree(n_workers)  # and a list of workers to rescan
-    leaf = tree_end.size // 2  # worker v's best end: tree_end[leaf + v]
     dirty = np.ones(n_workers, dtype=np.bool_)
     dirty_list = np.arange(n_workers)
     n_dirty = n_workers
@@ -226,14 +225,9 @@ def list_schedule(duration, release, worker, pred_ptr, pred_idx, pred_delay, cha
         while True:
             if i >= 0:
                 for k in range(succ_ptr[i], succ_ptr[i + 1]):
-                    j = succ_idx[k]
-                    ready[j] = max(ready[j], end[i] + pred_delay[succ_edge[k]])  # (a select: no branch to miss)
-                    waiting[j] -= 1
-                    if waiting[j] > 0:
-                        continue
-                    if worker[j] < 0:
-                        queue[q_tail] = j
-                        q_tail += 1
+                    j, q_tail = _release(i, k, succ_idx, succ_edge, pred_delay, end, ready, waiting, worker, queue,
+                                         q_tail)
+                    if j < 0:
                         continue
                     # A new candidate only if it heads its chain; then its worker's best end can only fall,
                     # to this task's (unless the worker is rescanned anyway).
@@ -241,17 +235,12 @@ def list_schedule(duration, release, worker, pred_ptr, pred_idx, pred_delay, cha
                     v = worker[j]
                     if dirty[v] or chain_task[head[c]] != j:
                         continue
-                    t = max(ready[j], free[v]) + duration[j]
-                    if t < tree_end[leaf + v]:
-                        _update(tree_end, tree_worker, v, t)
+                    _lower(tree_end, tree_worker, v, max(ready[j], free[v]) + duration[j])
             if q_head == q_tail:
                 break
             i = queue[q_head]
             q_head += 1
-            start[i] = ready[i]
-            end[i] = ready[i] + duration[i]
-            sequence[i] = placed
-            placed += 1
+            placed = _place(i, ready[i], duration, start, end, sequence, placed)
         while n_dirty > 0:
             n_dirty -= 1
             w = dirty_list[n_dirty]
@@ -282,17 +271,39 @@ def list_schedule(duration, release, worker, pred_ptr, pred_idx, pred_delay, cha
             break
         i = chain_task[head[pick]]
         head[pick] += 1
-        s = max(ready[i], free[w])
-        start[i] = s
-        end[i] = s + duration[i]
+        placed = _place(i, max(ready[i], free[w]), duration, start, end, sequence, placed)
         free[w] = end[i]
-        sequence[i] = placed
-        placed += 1
         if not dirty[w]:
             dirty[w] = True
             dirty_list[n_dirty] = w
             n_dirty += 1
     return placed
+
+
+@njit(inline="always", **JIT_OPTIONS)
+def _release(i, k, succ_idx, succ_edge, pred_delay, end, ready, waiting, worker, queue, q_tail):
+    """Task i has ended: its successor j along edge k is ready no sooner than the edge's delay after.
+
+    Returns (j, q_tail): j once its last predecessor has ended and it has a worker (its scheduler
+    makes it a candidate), else -1; a worker-less j joins the queue instead (it runs when ready)."""
+    j = succ_idx[k]
+    ready[j] = max(ready[j], end[i] + pred_delay[succ_edge[k]])  # (a select: no branch to miss)
+    waiting[j] -= 1
+    if waiting[j] > 0:
+        return -1, q_tail
+    if worker[j] < 0:
+        queue[q_tail] = j
+        return -1, q_tail + 1
+    return j, q_tail
+
+
+@njit(inline="always", **JIT_OPTIONS)
+def _place(i, s, duration, start, end, sequence, placed):
+    """Task i starts at s, the next task placed; return the number placed."""
+    start[i] = s
+    end[i] = s + duration[i]
+    sequence[i] = placed
+    return placed + 1
 
 
 @njit(inline="always", **JIT_OPTIONS)
@@ -312,6 +323,13 @@ def _min_tree(n_workers):
     for k in range(leaves - 1, 0, -1):
         workers[k] = workers[2 * k]  # all ends equal: the left one
     return ends, workers
+
+
+@njit(inline="always", **JIT_OPTIONS)
+def _lower(ends, workers, w, end):
+    """Lower worker w's best end to `end` where that is earlier."""
+    if end < ends[ends.size // 2 + w]:
+        _update(ends, workers, w, end)
 
 
 @njit(inline="always", **JIT_OPTIONS)

@@ -70,7 +70,8 @@ class Trace:
         if add.size and add.dtype != bool and not (add.dtype.kind in "iu" and np.isin(add, (0, 1)).all()):
             raise NodeTraceError(str(label), f"add must be booleans (got {add.dtype})")
         if node.size and (node.dtype.kind not in "iu" or node.min() < 0 or node.max() >= len(names)):
-            raise NodeTraceError(str(label), f"node numbers must be integers in 0..{len(names) - 1} (one per node name)")
+            raise NodeTraceError(str(label),
+                                 f"node numbers must be integers in 0..{len(names) - 1} (one per node name)")
         for field, value in (("time", time), ("add", add.astype(bool)), ("node", node.astype(np.int64)),
                              ("node_names", names)):
             if isinstance(value, np.ndarray):
@@ -194,7 +195,8 @@ def count_series(path, name, lines) -> Trace:
         try:
             stamp = datetime.datetime.fromisoformat(f"{cells[0]} {cells[1]}")
         except ValueError:
-            raise NodeTraceError(f"{path}:{number}", f"cannot read {cells[0]!r} {cells[1]!r} as a date and time") from None
+            raise NodeTraceError(f"{path}:{number}",
+                                 f"cannot read {cells[0]!r} {cells[1]!r} as a date and time") from None
         try:
             count = int(cells[2])
         except ValueError:
