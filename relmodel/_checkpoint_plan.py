@@ -208,19 +208,8 @@ def allowed_strategies(sc: Scenario, names, parameter: str) -> dict[str, Scenari
 
 
 def strategy_scenarios(sc: Scenario) -> dict[str, Scenario]:
-    """The strategies a scenario's checkpoints allow (see the module's docstring), by name.
-
-    Parameters
-    ----------
-    sc : Scenario
-        A scalar scenario.
-
-    Returns
-    -------
-    dict of str to Scenario
-        ``blocking`` always; ``asynchronous`` if it persists; ``multilevel`` if
-        it has fast levels.
-    """
+    """Return the strategies the scalar scenario `sc`'s checkpoints allow (see the module's docstring)
+    by name: ``blocking`` always; ``asynchronous`` if it persists; ``multilevel`` if it has fast levels."""
     out = {"blocking": sc.sweep(fast_checkpoints=None, checkpoint_persist=0.0,
                                 checkpoint_cost=sc.checkpoint_cost + sc.checkpoint_persist)}
     if sc.checkpoint_persist > 0:

@@ -296,18 +296,8 @@ _LEVEL_MIXTURE_RATES = 64  # lemon mixtures with levels: at most this many job r
 
 
 def level_points(sc: Scenario) -> np.ndarray:
-    """Return the points whose checkpoints come in levels (fast levels, or a write that persists).
-
-    Parameters
-    ----------
-    sc : Scenario
-        A scenario or grid.
-
-    Returns
-    -------
-    numpy.ndarray
-        Their indices, in scenario index order.
-    """
+    """Return the indices, in scenario index order, of the points of scenario or grid `sc` whose
+    checkpoints come in levels (fast levels, or a write that persists)."""
     if sc.fast_checkpoints:
         return np.arange(sc.size)
     return np.flatnonzero(np.asarray(sc.columns()["checkpoint_persist"]) > 0)
@@ -445,19 +435,8 @@ def grid_closed_forms(sc: Scenario) -> dict[str, np.ndarray]:
 
 
 def grid_linear_deviation(sc: Scenario) -> np.ndarray:
-    """Return `linear_deviation` at every point of a scenario or grid.
-
-    Parameters
-    ----------
-    sc : Scenario
-        A scenario or grid.
-
-    Returns
-    -------
-    numpy.ndarray
-        (linear - exact) / exact per point, in scenario index order; NaN where
-        the linear form is.
-    """
+    """Return `linear_deviation`, (linear - exact) / exact, at every point of scenario or grid `sc`, in
+    scenario index order; NaN where the linear form is."""
     cols = _columns(sc)
     return _linear_deviation(_linear_ettr(cols), _renewal_ettr(sc, cols, exponential=True))
 
@@ -489,21 +468,8 @@ def linear_valid(sc: Scenario) -> bool:
 
 
 def renewal_applies(sc: Scenario) -> bool:
-    """Tell whether the renewal form is exact for the scenario.
-
-    It is for exponential failures, lemon mixtures and failure taxonomies
-    included; not for Weibull failures.
-
-    Parameters
-    ----------
-    sc : Scenario
-        A scalar scenario.
-
-    Returns
-    -------
-    bool
-        True where ``ettr(sc, "renewal")`` is exact.
-    """
+    """Tell whether ``ettr(sc, "renewal")`` is exact for the scalar scenario `sc`: for exponential
+    failures, lemon mixtures and failure taxonomies included; not for Weibull failures."""
     return sc.weibull_shape == 1.0
 
 

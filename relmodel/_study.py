@@ -310,23 +310,8 @@ STUDY_FILE_BYTES = 2**20  # a study file is a few lines of TOML
 
 
 def load_study(path) -> Study:
-    """Read a study file.
-
-    Parameters
-    ----------
-    path : str or pathlib.Path
-        The TOML study file.
-
-    Returns
-    -------
-    Study
-        The study.
-
-    Raises
-    ------
-    StudyError
-        If the file cannot be read or is not a valid study.
-    """
+    """Read the TOML study file `path`: `parse_study` of its text, errors named by its path (a
+    `StudyError` also if the file cannot be read)."""
     path = Path(path)
     try:
         text = read_small_text(path, STUDY_FILE_BYTES)

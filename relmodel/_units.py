@@ -57,24 +57,9 @@ def to_hours_with_unit(text, name: str = "duration") -> float:
     for hours would be a silently wrong run. Zero needs no unit; a number that
     is not finite comes back for the caller's bounds to refuse.
 
-    Parameters
-    ----------
-    text : str or float
-        The duration as typed, e.g. ``"300s"`` or ``"0"``, or a number read
-        from a file (``300`` is refused, ``0`` is read).
-    name : str, default "duration"
-        The option named in error messages.
-
-    Returns
-    -------
-    float
-        The duration in hours.
-
-    Raises
-    ------
-    ParameterError
-        If a non-zero number has no unit, or the text is not a duration (a
-        `ValueError` naming `name`).
+    `text` is the duration as typed (``"300s"``, ``"0"``) or a number read from
+    a file (``300`` is refused, ``0`` is read); the result is in hours, and a
+    `ParameterError` names the option `name`, as `to_hours` does.
     """
     if isinstance(text, str):
         number, unit = _split(text, name, UNIT_REQUIRED_HELP)
