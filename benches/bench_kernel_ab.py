@@ -4,7 +4,8 @@
 
 On a machine whose speed drifts by tens of per cent between runs, two
 `relmodel bench` runs cannot show a 10% change; this times both kernels'
-`run_blocks` on the three reference scenarios (one thread, the rounds
+`run_blocks` on the three reference scenarios and on the paths they leave
+out, checkpoint levels and the general one-job path (one thread, the rounds
 interleaved, best of `--rounds`) and checks first that their sums are the same
 bits. The revision's `rng_numba`, `lanes_numba` and `timeline_numba` are
 copied from git into a temporary folder as modules of their own (the rest of
@@ -30,10 +31,21 @@ import relmodel as rm
 from relmodel import _engine as engine
 from relmodel._engine import work_groups
 from relmodel._kernels import timeline_numba
-from relmodel._kernels.layout import BLOCK_SIZE, N_BINS, N_STATS
-from relmodel._bench import SCENARIOS
+from relmodel._kernels.layout import BLOCK_SIZE, N_BINS, N_CAT_STATS, N_LEVEL_STATS, N_STATS
+from relmodel._bench import FAST_LEVEL, SCENARIOS
 
-JOBS = {"small": 256 * BLOCK_SIZE, "medium": 64 * BLOCK_SIZE, "large": 4 * BLOCK_SIZE}
+_LARGE = SCENARIOS["large"][0]
+# The three reference scenarios, then the paths they leave out: checkpoint levels (stepping a
+# persisting write, two levels, jumping a blocking fast level) and the general one-job path.
+RUNS = {
+    "small": (SCENARIOS["small"][0], 256 * BLOCK_SIZE),
+    "medium": (SCENARIOS["medium"][0], 64 * BLOCK_SIZE),
+    "large": (_LARGE, 4 * BLOCK_SIZE),
+    "persist": (dict(_LARGE, checkpoint_persist="5min"), 16 * BLOCK_SIZE),
+    "2 levels": (dict(_LARGE, checkpoint_persist="5min", fast_checkpoints=(FAST_LEVEL,)), 16 * BLOCK_SIZE),
+    "fast lvl": (dict(_LARGE, fast_checkpoints=(dict(FAST_LEVEL, persist="0s"),)), 16 * BLOCK_SIZE),
+    "weibull": (dict(_LARGE, weibull_shape=0.7, queue_wait_distribution="exponential"), 16 * BLOCK_SIZE),
+}
 _MODULES = ("rng_numba", "lanes_numba", "timeline_numba")
 
 
@@ -47,7 +59,8 @@ def revision_kernel(rev: str, folder: Path):
         for other in _MODULES:
             source = source.replace(f"from .{other} import", f"from rev_{other} import")
             source = source.replace(f"from . import {other}", f"import rev_{other} as {other}")
-        source = source.replace("from . import", "from relmodel._kernels import").replace("from .", "from relmodel._kernels.")
+        source = source.replace("from . import", "from relmodel._kernels import")
+        source = source.replace("from .", "from relmodel._kernels.")
         if name == "timeline_numba":  # compiled lazily here: the signature would make both load at import
             start = source.index('@njit(\n    "void(')
             source = source[:start] + "@njit(parallel=True, **JIT_OPTIONS)\n" + source[source.index("def run_blocks("):]
@@ -62,7 +75,8 @@ def block_sums(kernel, packed, n_jobs):
     stats = np.zeros((items, N_STATS))
     args = (*packed.kernel_args(), np.uint64(0), np.zeros(1, np.uint64), np.zeros(items, np.int64),
             np.arange(items, dtype=np.int64), n_jobs, 10**6, stats, np.zeros(items, np.int64),
-            np.zeros((1, 1, N_BINS + 1), np.int64), np.empty((items, 0, 4)), np.empty((items, 0, 3)))
+            np.zeros((1, 1, N_BINS + 1), np.int64), np.zeros((items, packed.n_categories, N_CAT_STATS)),
+            np.zeros((items, packed.n_levels, N_LEVEL_STATS)))
     parameters = inspect.signature(kernel.run_blocks.py_func).parameters
     if "n_groups" in parameters:  # a revision with even groups
         args += (work_groups(items, 1),)
@@ -81,8 +95,8 @@ def main(argv=None):
     with tempfile.TemporaryDirectory() as folder:
         kernels = {args.rev: revision_kernel(args.rev, Path(folder)), "working tree": timeline_numba}
         print(f"run_blocks, one thread, best of {args.rounds} interleaved rounds (ns a job)")
-        for name, n_jobs in JOBS.items():
-            packed = engine.pack(rm.Scenario(**SCENARIOS[name][0]))
+        for name, (fields, n_jobs) in RUNS.items():
+            packed = engine.pack(rm.Scenario(**fields))
             sums = [block_sums(kernel, packed, n_jobs) for kernel in kernels.values()]
             if not np.array_equal(*sums):
                 sys.exit(f"{name}: the two kernels' sums differ")
@@ -93,7 +107,7 @@ def main(argv=None):
                     block_sums(kernel, packed, n_jobs)
                     best[label] = min(best[label], time.perf_counter() - start)
             old, new = (best[label] / n_jobs * 1e9 for label in kernels)
-            print(f"  {name:7s} {args.rev}: {old:8.1f}   working tree: {new:8.1f}   speed-up {old / new:.2f}")
+            print(f"  {name:8s} {args.rev}: {old:8.1f}   working tree: {new:8.1f}   speed-up {old / new:.2f}")
 
 
 if __name__ == "__main__":
