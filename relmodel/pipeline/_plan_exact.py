@@ -49,16 +49,6 @@ def quantum(cfg: PipelineConfig) -> tuple[float, bool]:
     A plan's period is a cycle mean over at most p optimizer groups, so a
     multiple of 1/k of the common unit of the times for some k <= p: the unit
     is divided by lcm(1..p) (by 1 with a barrier, one group).
-
-    Parameters
-    ----------
-    cfg : PipelineConfig
-        The pipeline.
-
-    Returns
-    -------
-    tuple of (float, bool)
-        The unit, and whether it is exact.
     """
     times = [x for x in (*cfg.fwd, *cfg.bwd_input, *cfg.bwd_weight, cfg.p2p_delay, cfg.reroute_delay,
                          cfg.optimizer_time) if x > 0]

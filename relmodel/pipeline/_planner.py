@@ -234,18 +234,8 @@ def orders_period(graph, orders) -> tuple[float, np.ndarray]:
 
 
 def capacity(cfg: PipelineConfig) -> np.ndarray:
-    """Return the micro-batches in flight each stage's workers can hold.
-
-    Parameters
-    ----------
-    cfg : PipelineConfig
-        The pipeline.
-
-    Returns
-    -------
-    numpy.ndarray
-        int64 per stage; 2**62 without a memory budget.
-    """
+    """Return the micro-batches in flight each stage's workers of pipeline `cfg` can hold (int64 per
+    stage; 2**62 without a memory budget)."""
     if cfg.memory is None:
         return np.full(cfg.stages, 2**62, dtype=np.int64)
     return cfg.memory.capacity()
