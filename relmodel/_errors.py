@@ -33,10 +33,21 @@ class ParameterError(ValueError):
         super().__init__(f"{where}: {parameter}: {reason}" if where else f"{parameter}: {reason}")
         self.parameter, self.reason, self.where = parameter, reason, where
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        # A subclass that keeps this constructor keeps its parameters, documented once: here.
+        if "__init__" not in cls.__dict__ and cls.__doc__ and "\n    Parameters\n" not in cls.__doc__:
+            cls.__doc__ = cls.__doc__.rstrip() + "\n\n" + _constructor_section(ParameterError.__doc__)
+
     def __reduce__(self):
         # Rebuilt from its message and attributes, whatever the subclass's signature:
         # an error raised on a Dask worker reaches the client whole.
         return _rebuild_error, (type(self), self.args, self.__dict__)
+
+
+def _constructor_section(doc: str) -> str:
+    """The Parameters section of a class docstring, as written (indented), to its end."""
+    return doc[doc.index("    Parameters\n"):].rstrip() + "\n    "
 
 
 def _rebuild_error(cls, args, attributes):
@@ -72,13 +83,4 @@ class ScenarioError(ParameterError):
 
     Raised by `Scenario`, by the core's functions (`simulate`, `ettr`, ...)
     and by the validators here.
-
-    Parameters
-    ----------
-    parameter : str
-        The parameter at fault.
-    reason : str
-        What is wrong with it.
-    where : str, optional
-        The record it belongs to, named first in the message.
     """

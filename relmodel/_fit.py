@@ -32,17 +32,7 @@ REPORT_SIZES = (1024, 4096, 16384, 131072)
 
 
 class FitError(ParameterError):
-    """The log cannot support the fit; ``.parameter`` names the parameter to change.
-
-    Parameters
-    ----------
-    parameter : str
-        The parameter to change.
-    reason : str
-        Why the fit cannot be made.
-    where : str, optional
-        The record it belongs to, named first in the message.
-    """
+    """The log cannot support the fit; ``.parameter`` names the parameter to change."""
 
 
 WEIBULL_INTERVALS = ("wald", "profile")

@@ -109,17 +109,8 @@ def lock_path(store: Path) -> Path:
 
 class OutputError(ParameterError):
     """An output path that a command refuses to write: something not its own is there, or
-    its own output without leave to replace it.
-
-    Parameters
-    ----------
-    parameter : str
-        The flag or parameter that named the path (``--out``, ``path``).
-    reason : str
-        What is there and why it is not written.
-    where : str, optional
-        Context put before the parameter in the message.
-    """
+    its own output without leave to replace it; ``.parameter`` is the flag or parameter that
+    named the path (``--out``, ``path``), ``.reason`` what is there and why it is not written."""
 
 
 # Where each image format matplotlib writes has its signature: (offset, bytes), any of them.

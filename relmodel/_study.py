@@ -55,17 +55,7 @@ RUN_BOUNDS = {"n_jobs": (1, MAX_JOBS), "seed": (0, 2**32 - 1), "max_failures": (
 
 
 class StudyError(ParameterError):
-    """A study that cannot be run; ``.parameter`` is the file (and line) or store, the message names the key.
-
-    Parameters
-    ----------
-    parameter : str
-        The study file (with its line) or store, or the run parameter at fault.
-    reason : str
-        What is wrong.
-    where : str, optional
-        The record it belongs to, named first in the message.
-    """
+    """A study that cannot be run; ``.parameter`` is the file (and line) or store, the message names the key."""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -35,17 +35,7 @@ MAX_TAXONOMY_FILE_BYTES = 2**20  # a taxonomy is a few kilobytes; a bigger "taxo
 
 
 class TaxonomyError(ParameterError):
-    """An invalid taxonomy; ``.parameter`` is the file (or "taxonomy"), the message names the key and value.
-
-    Parameters
-    ----------
-    parameter : str
-        The taxonomy file, or "taxonomy" for a name that is none.
-    reason : str
-        What is wrong.
-    where : str, optional
-        The record it belongs to, named first in the message.
-    """
+    """An invalid taxonomy; ``.parameter`` is the file (or "taxonomy"), the message names the key and value."""
 
 
 @dataclasses.dataclass(frozen=True)

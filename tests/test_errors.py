@@ -104,3 +104,26 @@ def test_the_validators_name_the_parameter(call, parameter):
     with pytest.raises(ParameterError) as info:
         call()
     assert info.value.parameter == parameter and str(info.value).startswith(f"{parameter}: ")
+
+
+def _error_classes():
+    import relmodel._store  # noqa: F401  (OutputError's module, not imported by the package at start)
+
+    found, todo = set(), [ParameterError]
+    while todo:
+        for sub in todo.pop().__subclasses__():
+            if sub.__module__.startswith("relmodel") and sub not in found:
+                found.add(sub)
+                todo.append(sub)
+    return sorted(found, key=lambda cls: cls.__name__)
+
+
+@pytest.mark.parametrize("cls", _error_classes(), ids=lambda cls: cls.__name__)
+def test_every_error_class_documents_the_parameters_it_takes(cls):
+    import inspect
+
+    doc = inspect.getdoc(cls)
+    section = doc[doc.index("Parameters\n----------\n"):]
+    taken = [name for name in inspect.signature(cls).parameters]
+    documented = [line.split(" : ")[0] for line in section.splitlines()[2:] if " : " in line and not line[0].isspace()]
+    assert documented == taken, (documented, taken)

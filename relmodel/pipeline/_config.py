@@ -41,17 +41,7 @@ OPTIMIZERS = ("barrier", "staggered")
 
 
 class PipelineError(ParameterError):
-    """An invalid pipeline parameter; ``.parameter`` names it.
-
-    Parameters
-    ----------
-    parameter : str
-        The parameter at fault.
-    reason : str
-        What is wrong with it.
-    where : str, optional
-        The record it belongs to, named first in the message.
-    """
+    """An invalid pipeline parameter; ``.parameter`` names it."""
 
 
 def show(value) -> str:

@@ -16,17 +16,7 @@ from .._errors import ParameterError
 
 
 class NodeTraceError(ParameterError):
-    """A malformed trace; ``.parameter`` is the file (and line) or the trace's field.
-
-    Parameters
-    ----------
-    parameter : str
-        The trace file with its line, or the trace's name.
-    reason : str
-        What is wrong.
-    where : str, optional
-        The record it belongs to, named first in the message.
-    """
+    """A malformed trace; ``.parameter`` is the file (and line) or the trace's field."""
 
 
 @dataclass(frozen=True)
