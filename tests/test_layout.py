@@ -123,3 +123,9 @@ def test_labelled_variables_take_the_column_records_units_and_dtypes():
     dtypes.update({f"job_{c.name}": c.dtype for c in layout.JOB_COLUMNS})
     assert {name: ds[name].dtype for name in dtypes} == {name: np.dtype(d) for name, d in dtypes.items()}
     assert {name: ds[name].attrs["units"] for name in dtypes} == {name: variables[name].unit for name in dtypes}
+
+
+def test_a_jobs_outcome_names_the_job_columns_in_their_order():
+    from relmodel._kernels.timeline_numba import JobOutcome
+
+    assert JobOutcome._fields == tuple(c.name for c in layout.JOB_COLUMNS)

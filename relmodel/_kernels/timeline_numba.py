@@ -31,6 +31,8 @@ No fastmath: the Cython twin must produce the same bits, so no reassociation,
 no contraction into FMA, and the same libm `pow` on both sides.
 """
 
+from collections import namedtuple
+
 import numba
 import numpy as np
 from numba import njit, prange
@@ -103,6 +105,11 @@ from .rng_numba import (
 )
 
 
+# What a job's timeline comes to (hours; failures and capped are counts): read by name
+# in the kernels; the fields are the per-job columns J_*, in their order.
+JobOutcome = namedtuple("JobOutcome", "wall productive checkpoint lost restart queue failures capped persist_wait")
+
+
 @njit(inline="always", **JIT_OPTIONS)
 def time_to_failure(e, mean_ttf, scale, shape, inv_shape):
     """A standard exponential e as a time to failure: exponential (shape 1), or
@@ -151,7 +158,7 @@ def draw_rate_entry(rate_cdf, words, job_lo, job_hi, k0, k1):
 @njit(inline="always", **JIT_OPTIONS)
 def simulate_job(p, rate_cdf, rate_value, rate_hazard, cat_cdf, cat_restart, cat_queue, cat_acc,
                  words, k0, k1, job, max_failures):
-    """One job; returns (wall, productive, checkpoint, lost, restart, queue, failures, capped).
+    """One job, as a `JobOutcome` (no checkpoint levels, so no waits).
 
     With categories (cat_cdf not empty) it also adds the job's failures, lost
     work, restart and queue time per category into cat_acc[category, C_*].
@@ -250,7 +257,7 @@ def simulate_job(p, rate_cdf, rate_value, rate_hazard, cat_cdf, cat_restart, cat
     productive = p[P_WORK] if finished else done * interval
     checkpoint = done * ckpt
     wall = productive + checkpoint + lost + restart_time + queue_time
-    return wall, productive, checkpoint, lost, restart_time, queue_time, failures, capped
+    return JobOutcome(wall, productive, checkpoint, lost, restart_time, queue_time, failures, capped, 0.0)
 
 
 _COMPUTE = 0
@@ -328,8 +335,7 @@ def cycle_last(lv, q, r, index, m):
 @njit(**JIT_OPTIONS)
 def simulate_levels_job(p, rate_cdf, rate_value, cat_cdf, cat_restart, cat_queue, cat_acc, lv_mult, lv_table,
                         cyc_value, cyc_index, lv_acc, state, words, k0, k1, job, max_failures):
-    """One job with checkpoint levels (fast levels, or a write that persists);
-    returns (wall, productive, checkpoint, lost, restart, queue, failures, capped, wait).
+    """One job with checkpoint levels (fast levels, or a write that persists), as a `JobOutcome`.
 
     Where a write may wait for the previous one of its level to persist, it
     steps through positions of the fastest level: compute, wait, write.
@@ -548,7 +554,7 @@ def simulate_levels_job(p, rate_cdf, rate_value, cat_cdf, cat_restart, cat_queue
         productive = float(pos) * d0
         checkpoint = val - productive
     wall = productive + checkpoint + lost + restart_time + queue_time + wait_time
-    return wall, productive, checkpoint, lost, restart_time, queue_time, failures, capped, wait_time
+    return JobOutcome(wall, productive, checkpoint, lost, restart_time, queue_time, failures, capped, wait_time)
 
 
 @njit(**JIT_OPTIONS)
@@ -618,6 +624,27 @@ def row_tables(s, rate_cdf, rate_value, rate_hazard, rate_offset, cat_cdf, cat_r
             lv_mult[lv_offset[s]:lv_offset[s + 1]], lv_table[lv_offset[s]:lv_offset[s + 1]],
             cyc_value[cyc_value_offset[s]:cyc_value_offset[s + 1]],
             cyc_index[cyc_index_offset[s]:cyc_index_offset[s + 1]])
+
+
+@njit(inline="always", **JIT_OPTIONS)
+def lane_outcome(row):
+    """The `JobOutcome` of a job the lanes ran, from its row of J_* columns."""
+    return JobOutcome(row[J_WALL], row[J_PRODUCTIVE], row[J_CHECKPOINT], row[J_LOST], row[J_RESTART], row[J_QUEUE],
+                      np.int64(row[J_FAILURES]), np.int64(row[J_CAPPED]), 0.0)
+
+
+@njit(inline="always", **JIT_OPTIONS)
+def store_outcome(row, job_out):
+    """A job's `JobOutcome` into its row of J_* columns."""
+    row[J_WALL] = job_out.wall
+    row[J_PRODUCTIVE] = job_out.productive
+    row[J_CHECKPOINT] = job_out.checkpoint
+    row[J_LOST] = job_out.lost
+    row[J_RESTART] = job_out.restart
+    row[J_QUEUE] = job_out.queue
+    row[J_FAILURES] = job_out.failures
+    row[J_CAPPED] = job_out.capped
+    row[J_WAIT] = job_out.persist_wait
 
 
 # The jobs that a group's blocks leave unsettled share the lanes up to this
@@ -726,24 +753,22 @@ def run_blocks(
                     for i in range(batch_start[b], batch_start[b + 1]):
                         job = todo[i]
                         if with_levels:
-                            wall, prod, ckpt, lost, restart, queue, failures, capped, wait = simulate_levels_job(
+                            job_out = simulate_levels_job(
                                 p, cdf, value, c_cdf, c_restart, c_queue, acc, mult, levels, c_value, c_index,
                                 lv_acc, state, words, k0, k1, job, max_failures
                             )
-                            wait_sum += wait
                         elif in_lanes:
-                            wall, prod, ckpt = lane_out[i, J_WALL], lane_out[i, J_PRODUCTIVE], lane_out[i, J_CHECKPOINT]
-                            lost, restart, queue = lane_out[i, J_LOST], lane_out[i, J_RESTART], lane_out[i, J_QUEUE]
-                            failures, capped = np.int64(lane_out[i, J_FAILURES]), np.int64(lane_out[i, J_CAPPED])
+                            job_out = lane_outcome(lane_out[i])
                         else:
-                            wall, prod, ckpt, lost, restart, queue, failures, capped = simulate_job(
+                            job_out = simulate_job(
                                 p, cdf, value, hazard, c_cdf, c_restart, c_queue, acc, words, k0, k1, job,
                                 max_failures
                             )
+                        wall, prod = job_out.wall, job_out.productive
                         d_wall = wall - failure_free_wall
                         d_prod = prod - work
                         d_eff = prod / wall - failure_free_eff
-                        fail = float(failures)
+                        fail = float(job_out.failures)
                         n += 1.0
                         wall_sum += d_wall
                         wall_sq += d_wall * d_wall
@@ -752,13 +777,14 @@ def run_blocks(
                         prod_wall += d_prod * d_wall
                         eff_sum += d_eff
                         eff_sq += d_eff * d_eff
-                        ckpt_sum += ckpt
-                        lost_sum += lost
-                        restart_sum += restart
-                        queue_sum += queue
+                        ckpt_sum += job_out.checkpoint
+                        lost_sum += job_out.lost
+                        restart_sum += job_out.restart
+                        queue_sum += job_out.queue
                         fail_sum += fail
                         fail_sq += fail * fail
-                        capped_sum += capped
+                        capped_sum += job_out.capped
+                        wait_sum += job_out.persist_wait
                         y = failure_free_wall / wall
                         if y >= 1.0:
                             hist[N_BINS] += 1
@@ -815,24 +841,14 @@ def run_jobs(
             acc[:, :] = 0.0
             lv_acc = out_level[s, i]
             lv_acc[:, :] = 0.0
-            wait = 0.0
             if mult.size > 0:
-                wall, prod, ckpt, lost, restart, queue, failures, capped, wait = simulate_levels_job(
+                job_out = simulate_levels_job(
                     params[s], cdf, value, c_cdf, c_restart, c_queue, acc, mult, levels, c_value, c_index, lv_acc,
                     state, words, k0, scenario_key[s], first_job + i, max_failures
                 )
             else:
-                wall, prod, ckpt, lost, restart, queue, failures, capped = simulate_job(
+                job_out = simulate_job(
                     params[s], cdf, value, hazard, c_cdf, c_restart, c_queue, acc, words, k0, scenario_key[s],
                     first_job + i, max_failures
                 )
-            row = out[s, i]
-            row[J_WALL] = wall
-            row[J_PRODUCTIVE] = prod
-            row[J_CHECKPOINT] = ckpt
-            row[J_LOST] = lost
-            row[J_RESTART] = restart
-            row[J_QUEUE] = queue
-            row[J_FAILURES] = failures
-            row[J_CAPPED] = capped
-            row[J_WAIT] = wait
+            store_outcome(out[s, i], job_out)
