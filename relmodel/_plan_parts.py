@@ -131,7 +131,18 @@ class TimePerJob(_Part):
 
     @classmethod
     def from_dataset(cls, ds) -> TimePerJob:
-        """Return the means of a `simulate` Dataset of one point."""
+        """Return the means of a simulation of one point.
+
+        Parameters
+        ----------
+        ds : xarray.Dataset
+            What `simulate` returned for one scenario point.
+
+        Returns
+        -------
+        TimePerJob
+            Its ``time_mean`` by component, and ``wall_mean``.
+        """
         return cls(**{c: float(ds.time_mean.sel(component=c)) for c in COMPONENTS}, wall=float(ds.wall_mean))
 
 
