@@ -32,7 +32,7 @@ from relmodel import _engine as engine
 from relmodel._engine import work_groups
 from relmodel._kernels import timeline_numba
 from relmodel._kernels.layout import BLOCK_SIZE, N_BINS, N_CAT_STATS, N_LEVEL_STATS, N_STATS
-from relmodel._bench import FAST_LEVEL, SCENARIOS
+from relmodel._bench import FAST_LEVEL, LEVEL_RUNS, SCENARIOS
 
 _LARGE = SCENARIOS["large"][0]
 # The three reference scenarios, then the paths they leave out: checkpoint levels (stepping a
@@ -41,10 +41,10 @@ RUNS = {
     "small": (SCENARIOS["small"][0], 256 * BLOCK_SIZE),
     "medium": (SCENARIOS["medium"][0], 64 * BLOCK_SIZE),
     "large": (_LARGE, 4 * BLOCK_SIZE),
-    "persist": (dict(_LARGE, checkpoint_persist="5min"), 16 * BLOCK_SIZE),
-    "2 levels": (dict(_LARGE, checkpoint_persist="5min", fast_checkpoints=(FAST_LEVEL,)), 16 * BLOCK_SIZE),
-    "fast lvl": (dict(_LARGE, fast_checkpoints=(dict(FAST_LEVEL, persist="0s"),)), 16 * BLOCK_SIZE),
-    "weibull": (dict(_LARGE, weibull_shape=0.7, queue_wait_distribution="exponential"), 16 * BLOCK_SIZE),
+    # `relmodel bench`'s own level runs (the one without levels is "large").
+    **{label: (dict(_LARGE, **extra), 16 * BLOCK_SIZE) for label, extra in LEVEL_RUNS.items() if extra},
+    "fast level, blocking": (dict(_LARGE, fast_checkpoints=(dict(FAST_LEVEL, persist="0s"),)), 16 * BLOCK_SIZE),
+    "weibull, exp. queue": (dict(_LARGE, weibull_shape=0.7, queue_wait_distribution="exponential"), 16 * BLOCK_SIZE),
 }
 _MODULES = ("rng_numba", "lanes_numba", "timeline_numba")
 
@@ -107,7 +107,7 @@ def main(argv=None):
                     block_sums(kernel, packed, n_jobs)
                     best[label] = min(best[label], time.perf_counter() - start)
             old, new = (best[label] / n_jobs * 1e9 for label in kernels)
-            print(f"  {name:8s} {args.rev}: {old:8.1f}   working tree: {new:8.1f}   speed-up {old / new:.2f}")
+            print(f"  {name:23s} {args.rev}: {old:8.1f}   working tree: {new:8.1f}   speed-up {old / new:.2f}")
 
 
 if __name__ == "__main__":
