@@ -21,7 +21,7 @@ from ._engine import beyond_float_range, check_run_args, expected_failures, pack
 from ._errors import ParameterError, ScenarioError
 from ._checks import MAX_COUNT
 from ._failures import job_rate_table
-from ._plan_parts import CategoryTime, CheckSimulation, IntervalETTR, Sensitivity, TargetReach, TimePerJob
+from ._plan_parts import CategoryTime, CheckSimulation, IntervalETTR, Sensitivity, TargetReach, TimePerJob, plain
 from ._scenario import Scenario, as_scenario
 from ._simulate import simulate
 from ._units import format_hours
@@ -164,7 +164,7 @@ class Plan:
             **({} if self.checkpoints is None else {"checkpoint_strategies": self.checkpoints.to_dict(),
                                                     "strategy": self.strategy}),
             **({} if self.level_intervals_h is None else {"level_intervals_h": self.level_intervals_h}),
-            "scenario": {f.name: _plain(getattr(self.scenario, f.name)) for f in dataclasses.fields(Scenario)
+            "scenario": {f.name: plain(getattr(self.scenario, f.name)) for f in dataclasses.fields(Scenario)
                          if f.name != "failure_model"},
             "units": dict(PLAN_UNITS),
         }
@@ -406,13 +406,6 @@ def _part_dict(part):
 
 def _parts_dict(parts: dict | None) -> dict | None:
     return None if parts is None else {key: part.to_dict() for key, part in parts.items()}
-
-
-def _plain(value):
-    """Scenario values as JSON-ready data (a taxonomy as a list of dicts)."""
-    if isinstance(value, tuple):
-        return [dataclasses.asdict(v) if dataclasses.is_dataclass(v) else v for v in value]
-    return value
 
 
 def _interval_text(hours: float) -> str:

@@ -33,11 +33,14 @@ class _Part:
         dict
             By field name: numbers, None, lists (a pair as a list) and dicts.
         """
-        return {f.name: _plain(getattr(self, f.name)) for f in dataclasses.fields(self)}
+        return {f.name: plain(getattr(self, f.name)) for f in dataclasses.fields(self)}
 
 
-def _plain(value):
-    return list(value) if isinstance(value, tuple) else value
+def plain(value):
+    """A value as JSON-ready data: a tuple as a list, a dataclass in it (a taxonomy's category) as a dict."""
+    if isinstance(value, tuple):
+        return [dataclasses.asdict(v) if dataclasses.is_dataclass(v) else v for v in value]
+    return value
 
 
 @dataclasses.dataclass(frozen=True)
