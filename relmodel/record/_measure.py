@@ -72,10 +72,9 @@ class Interruption:
         Whether that restart reached its first step.
     runtime_at : int, default 0
         The run's runtime (wall less queue) at it.
-    compute_before : int, default -1
-        Compute at the attempt's last event before it (-1: it struck in a restart).
     compute_at : int, default -1
-        Compute at it (a write cut short counted as compute).
+        Compute where it struck, before the wait it cut short (a write cut
+        short counts as compute; -1: it struck in an initialisation).
     wait_cut : int, default 0
         The wait for persistence it cut short.
     """
@@ -89,7 +88,6 @@ class Interruption:
     restart_after: int = -1
     restart_completed: bool = False
     runtime_at: int = 0
-    compute_before: int = -1
     compute_at: int = -1
     wait_cut: int = 0
 
@@ -110,6 +108,7 @@ class Write(NamedTuple):
     duration: int
     wait: int  # for the previous write to persist, before it
     end: int  # ns since the epoch
+    attempt: int  # the attempt that wrote it (0: the first)
 
 
 @dataclasses.dataclass
@@ -132,6 +131,9 @@ class Timeline:
         Its completed checkpoint writes, in order.
     restore_depths : list
         Per interruption: checkpoints its restore fell back past the latest.
+    kept_positions : list of int
+        Compute (ns) at which each write on the run's final path began: the
+        checkpoints its end kept, in order.
     notes : list
         Remarks on how the record was read.
     spans : dict
@@ -148,6 +150,7 @@ class Timeline:
     interruptions: list[Interruption]
     writes: list[Write]
     restore_depths: list  # per interruption: checkpoints fallen back past the latest (0: the latest)
+    kept_positions: list
     notes: list
     spans: dict
 
@@ -303,7 +306,7 @@ class _Walk:
                                            f"previous event of the attempt")
             self.value += begin - clock
             self.compute += begin - clock
-            self.writes.append(Write(self.compute, d, w, t))
+            self.writes.append(Write(self.compute, d, w, t, len(self.attempts) - 1))
             self.totals["persist_wait"] += w
             self.value += d
             self.path.append((clock, begin, "productive"))
@@ -331,8 +334,7 @@ class _Walk:
             w = _ns(self.waits[i])
             if t - w < self.clock:
                 self.fail(i, "wait_s", "the wait would start before the previous event of the attempt")
-            struck.compute_before, struck.compute_at, struck.wait_cut = (
-                self.compute, self.compute + t - w - self.clock, w)
+            struck.compute_at, struck.wait_cut = self.compute + t - w - self.clock, w
             self.value += t - w - self.clock
             self.compute += t - w - self.clock
             self.totals["persist_wait"] += w
@@ -353,6 +355,8 @@ class _Walk:
             if self.phase == "down":
                 self.restore(0)
             else:
+                if self.phase == "init":  # an initialisation the record's end cuts short
+                    self.starting_up(end, False)
                 self.attempts[-1].end, self.attempts[-1].ended_by = end, "record end"
         # Lost work per interruption: what the restore after it cost (the last one, if the record ends down).
         lost_marks = [x.lost_before for x in interruptions] + [totals["lost"]]
@@ -377,7 +381,7 @@ class _Walk:
             self.notes.append("no trainer events: productive time, writes, lost work and restarts are unknown")
         spans = {kind: [(a, b) for a, b in items if b > a] for kind, items in spans.items()}
         return Timeline(start, end, ended, totals, self.attempts, interruptions, self.writes, self.depths,
-                        self.notes, spans)
+                        [saved.compute for saved in stack[1:]], self.notes, spans)
 
 
 def _ns(seconds: float) -> int:
@@ -464,10 +468,10 @@ def measure_timeline(record: RunRecord, tl: Timeline, *, n_gpus: int | None = No
     n = len(inter)
     completed_restarts = [x.restart_after for x in inter if x.restart_completed]
     queue_waits = [x.queue_after for x in inter if x.queue_after >= 0]
-    ordered = [w.position for w in tl.writes]
-    # Compute between checkpoints: the gaps between successive positions written (each once).
-    positions = np.unique(np.array([0] + ordered, dtype=np.int64))
-    interval = float(np.mean(np.diff(positions))) / NS_PER_H if positions.size > 1 else np.nan
+    # Compute between checkpoints on the final path: work redone after a fall-back, perhaps at another
+    # pace, counts once.
+    kept = tl.kept_positions
+    interval = kept[-1] / len(kept) / NS_PER_H if kept else np.nan
     first = tl.attempts[0]
     first_init = first.first_step - first.start if first.first_step >= 0 else None
     values = {

@@ -9,7 +9,6 @@ and where the run falls in it, and the gap to an assumed plan input by input);
 
 from __future__ import annotations
 
-import bisect
 import dataclasses
 
 import numpy as np
@@ -302,31 +301,33 @@ def own_plan(record: RunRecord, tl=None) -> tuple[CheckpointSchedule, list]:
     tl = timeline(record) if tl is None else tl
     if not record.has_trainer_events:
         raise ParameterError("events", "replay needs the trainer's events (checkpoints and first steps)")
-    writes = tl.writes
-    positions = tuple(sorted({w.position for w in writes}))
-    # Writes by attempt, in time order: each completed one, and each a failure cut short (the failure came
-    # past the attempt's next position: during the wait for persistence or the write; the write is then
-    # given a time just past what it ran, so that the same failure cuts it).
-    attempts = [(w.end, w.duration, w.wait) for w in writes]
-    for x in tl.interruptions:
-        if x.compute_before < 0:
-            continue
-        k = bisect.bisect_right(positions, x.compute_before)
-        if k < len(positions) and x.compute_at >= positions[k]:
-            attempts.append((x.time, x.compute_at - positions[k] + 1, x.wait_cut))
-    attempts.sort(key=lambda a: a[0])
+    # Each attempt writes where it did (the pace varies between attempts), and the writes take their own
+    # times by occurrence. A wait for persistence that a failure cut short is a write begun there: the wait
+    # is logged, then a write of 1 ns that the same failure cuts at once.
+    by_attempt = [[] for _ in tl.attempts]
+    begun = []  # (end, duration, wait) of each write begun, in time order
+    for w in tl.writes:
+        by_attempt[w.attempt].append(w.position)
+        begun.append((w.end, w.duration, w.wait))
+    for k, x in enumerate(tl.interruptions):  # interruption k ends attempt k
+        if x.wait_cut:
+            by_attempt[k].append(x.compute_at)
+            begun.append((x.time, 1, x.wait_cut))
+    begun.sort(key=lambda a: a[0])
     completed = [x.restart_after for x in tl.interruptions if x.restart_completed]
     mean_restart = int(round(np.mean(completed))) if completed else 0
     # A restart a failure cut short lasted at least what it ran: longer than that, or the replay misses the failure.
     restarts = tuple(x.restart_after if x.restart_completed else max(mean_restart, x.restart_after + 1)
                      for x in tl.interruptions) or (0,)
     queues = tuple(max(x.queue_after, 0) for x in tl.interruptions) or (0,)
-    first = tl.attempts[0]  # a startup that a failure cut short lasted longer than it ran
-    startup = first.first_step - first.start if first.first_step >= 0 else (
-        first.end - first.start + 1 if first.ended_by in ("failure", "interruption") else 0)
-    plan = CheckpointSchedule(work=tl.totals["productive"], positions=positions,
-                              write=tuple(a[1] for a in attempts) or (0,), wait=tuple(a[2] for a in attempts) or (0,),
-                              startup=startup, restart=restarts, queue=queues, fallback=tuple(tl.restore_depths))
+    first = tl.attempts[0]  # a startup cut short (by a failure or the record's end) lasted longer than it ran
+    startup = first.first_step - first.start if first.first_step >= 0 else first.end - first.start + 1
+    # A record that stops before the run's end is walked to its last instant of runtime.
+    until = None if tl.ended else tl.end - tl.start - sum(queues)
+    plan = CheckpointSchedule(work=tl.totals["productive"], positions=tuple(tl.kept_positions),
+                              write=tuple(a[1] for a in begun) or (0,), wait=tuple(a[2] for a in begun) or (0,),
+                              startup=startup, restart=restarts, queue=queues, fallback=tuple(tl.restore_depths),
+                              by_attempt=tuple(map(tuple, by_attempt)), until=until)
     return plan, [x.runtime_at for x in tl.interruptions]
 
 
@@ -373,6 +374,8 @@ def replay_run(record: RunRecord, *, checkpoint_interval=None, checkpoint_cost=N
     tl = timeline(record)
     measured = measure_timeline(record, tl, n_gpus=n_gpus)
     plan, failures = own_plan(record, tl)
+    if plan.work == 0:
+        raise ParameterError("events", "the record keeps no productive work: there is nothing to replay")
     implied = implied_scenario(measured, n_gpus=n_gpus) if (n_gpus or record.n_gpus) else None
     failure_seed, survival_seed = np.random.SeedSequence(check_integer("seed", seed, 0, 2**63 - 1)).spawn(2)
     runtime_ns = int(measured.wall_ns) - int(measured.time_ns.sel(component="queue"))
@@ -389,7 +392,7 @@ def replay_run(record: RunRecord, *, checkpoint_interval=None, checkpoint_cost=N
     measured_interval = float(measured.checkpoint_interval)
     hours.setdefault("checkpoint_interval", measured_interval if np.isfinite(measured_interval)
                      else float(measured.time.sel(component="productive")))
-    hours.setdefault("checkpoint_cost", float(np.mean(plan.write)) / NS_PER_H)
+    hours.setdefault("checkpoint_cost", float(measured.checkpoint_cost) if tl.writes else 0.0)  # completed writes
     fast = as_checkpoint_levels(fast_checkpoints)
     # The replayed plan, as a scenario's (its levels checked there), with the run's work and its
     # interruptions' own restarts and queues unless changed.

@@ -15,6 +15,7 @@ of `simulate`).
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import math
 
@@ -60,6 +61,16 @@ class CheckpointSchedule:
         `restart`): position j (1-based) writes the level of the largest
         multiple dividing j, at that level's cost and persist (`write`,
         `wait` and `persist` are then unused). None: one level.
+    by_attempt : tuple of tuple of int, optional
+        The positions each attempt writes at, by attempt (the last repeats),
+        in place of `positions`: a run's own record, whose pace varied from
+        attempt to attempt. An attempt reaches `work` and ends the run only
+        if it is the last listed or no failure is left to come; the others
+        end at a failure. None: every attempt writes at `positions`.
+    until : int, optional
+        Runtime at which a record that does not reach the run's end stops:
+        the walk stops there too, not at `work` (a failure at that instant
+        strikes first). None: the walk runs until its compute reaches `work`.
     """
 
     work: int
@@ -72,6 +83,12 @@ class CheckpointSchedule:
     queue: tuple = (0,)
     fallback: tuple = ()
     levels: tuple | None = None
+    by_attempt: tuple | None = None
+    until: int | None = None
+
+    def __post_init__(self):
+        if self.by_attempt is not None and self.levels:
+            raise ValueError("positions by attempt are a run's own plan, which has one level")
 
     @staticmethod
     def regular(work: int, interval: int, write: int, **kwargs) -> "CheckpointSchedule":
@@ -181,9 +198,11 @@ def walk(plan: CheckpointSchedule, failures, reasons=None, survival=None) -> Wal
     """
     run = _Walker(plan, failures, reasons, survival)
     while len(run.events) <= MAX_EVENTS:
-        if run.initialise() and run.progress():
+        if run.initialise() and run.progress() or run.stopped():
             return run.result(capped=False)
         run.failure()
+        if run.r >= run.until:
+            return run.result(capped=False)
     return run.result(capped=True)
 
 
@@ -211,9 +230,10 @@ class _Walker:
         self.n_fail = 0
         self.cut_wait = 0  # a wait for persistence that the failure cut short (logged with it)
         self.fail = next(failures, None)  # the next failure's runtime instant (None: no more)
+        self.until = math.inf if plan.until is None else plan.until
         self.events.append((0, "attempt_start", -1, 0, 0, -1))
         self.attempt_init = plan.startup
-        self.first_attempt = True
+        self.attempt = 0  # attempts begun before this one
 
     def result(self, capped: bool) -> Walk:
         return Walk(self.events, self.t, self.compute, self.value - self.compute, self.lost, self.restart,
@@ -221,11 +241,11 @@ class _Walker:
 
     def initialise(self) -> bool:
         """The attempt's startup, or its restart after a failure: whether it reaches its first step."""
-        fail = math.inf if self.fail is None else self.fail
+        fail = self._cut_at()
         spent = fail - self.r if fail < self.r + self.attempt_init else self.attempt_init
         self.r += spent
         self.t += spent
-        if self.first_attempt:
+        if self.attempt == 0:
             self.startup += spent
         else:
             self.restart += spent
@@ -241,13 +261,14 @@ class _Walker:
         stretch is then cut short. It loops once per checkpoint, so it keeps the walk's state in locals
         and stores them back when it stops.
         """
-        plan, levels, stack, events, positions = self.plan, self.levels, self.stack, self.events, self.plan.positions
-        fail = math.inf if self.fail is None else self.fail
+        plan, levels, stack, events = self.plan, self.levels, self.stack, self.events
+        positions, may_end = self._positions()
+        fail = self._cut_at()
         t, r, value, compute, n_done = self.t, self.r, self.value, self.compute, self.n_done
         attempted, wait_total = self.attempted, self.wait_total
         ended = False
         while True:
-            target = positions[n_done] if n_done < len(positions) else plan.work
+            target = positions[n_done] if n_done < len(positions) else plan.work if may_end else math.inf
             span = target - compute
             spent = fail - r if fail < r + span else span
             r, t, value, compute = r + spent, t + spent, value + spent, compute + spent
@@ -283,6 +304,22 @@ class _Walker:
         self.attempted, self.wait_total = attempted, wait_total
         return ended
 
+    def _cut_at(self):
+        """The runtime at which the next stretch is cut: the next failure's, or the record's end."""
+        return min(math.inf if self.fail is None else self.fail, self.until)
+
+    def stopped(self) -> bool:
+        """Whether the walk stands at the record's end with no failure there to strike first."""
+        return self.r >= self.until and (self.fail is None or self.fail > self.r)
+
+    def _positions(self) -> tuple:
+        """Where this attempt writes, and whether it may end the run."""
+        by_attempt, unbounded = self.plan.by_attempt, self.until == math.inf
+        if by_attempt is None:
+            return self.plan.positions, unbounded
+        last = len(by_attempt) - 1
+        return by_attempt[min(self.attempt, last)], unbounded and (self.attempt >= last or self.fail is None)
+
     def failure(self):
         """A failure at runtime r: the latest checkpoint left is restored after the queue, and the next attempt
         starts."""
@@ -298,7 +335,9 @@ class _Walker:
         self.events.append((self.t, "checkpoint_restored", restored[5], 0, 0, -1))
         level = restored[4]
         self.attempt_init = self.levels[level].restart if level < self.top else _nth(self.plan.restart, self.n_fail - 1)
-        self.first_attempt = False
+        self.attempt += 1
+        if self.plan.by_attempt is not None:  # the new attempt writes at its own positions, from the restored on
+            self.n_done = bisect.bisect_left(self._positions()[0], self.compute)
         self.fail = next(self.failures, None)
         if self.fail is not None and self.fail < self.r:
             raise ValueError("failure instants must increase")
