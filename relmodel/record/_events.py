@@ -132,7 +132,9 @@ class RunRecord:
         Along dim ``event``: ``time`` (datetime64[ns], UTC), ``time_ns``
         (int64 ns since the epoch), ``kind`` (one of `EVENT_KINDS`), ``step``
         (-1 where not given), ``duration_s`` and ``wait_s`` (NaN where not
-        given), ``reason``, ``source`` ("events" or "sacct") and ``line``.
+        given), the same exact in ``duration_ns`` and ``wait_ns`` (int64, -1
+        where not given), ``reason``, ``source`` ("events" or "sacct") and
+        ``line``.
     n_gpus : int or None
         GPUs of the run (from sacct, or given), None where unknown.
     summary : RecordSummary
@@ -218,10 +220,17 @@ def format_instant(ns: int) -> str:
 
 def _event_row(ds: xr.Dataset, i: int) -> list:
     step = int(ds.step.values[i])
-    duration, wait = float(ds.duration_s.values[i]), float(ds.wait_s.values[i])
+    duration, wait = int(ds.duration_ns.values[i]), int(ds.wait_ns.values[i])
     return [format_instant(int(ds.time_ns.values[i])), str(ds.kind.values[i]), "" if step < 0 else step,
-            "" if np.isnan(duration) else repr(duration), "" if np.isnan(wait) else repr(wait),
-            str(ds.reason.values[i])]
+            _seconds_text(duration), _seconds_text(wait), str(ds.reason.values[i])]
+
+
+def _seconds_text(ns: int) -> str:
+    """Whole ns as exact decimal seconds ("" for -1: none)."""
+    if ns < 0:
+        return ""
+    seconds, fraction = divmod(ns, NS_PER_S)
+    return f"{seconds}.{fraction:09d}".rstrip("0").rstrip(".")
 
 
 def parse_instant(value, zone, path: str, line: int, field: str = "time") -> int:
@@ -255,7 +264,8 @@ def parse_instant(value, zone, path: str, line: int, field: str = "time") -> int
     RunRecordError
         On a time that cannot be read.
     """
-    text = repr(value) if isinstance(value, float) else str(value).strip()
+    text = repr(value) if isinstance(value, float) else format(value, "f") if isinstance(value, Decimal) else (
+        str(value).strip())
     if isinstance(value, bool):
         raise RunRecordError(path, line, field, f"{value!r} is not a time")
     if _EPOCH_NUMBER.fullmatch(text):
@@ -278,7 +288,10 @@ def parse_instant(value, zone, path: str, line: int, field: str = "time") -> int
         else:
             sign = -1 if offset[0] == "-" else 1
             digits = offset[1:].replace(":", "")
-            stamp = stamp.replace(tzinfo=timezone(sign * timedelta(hours=int(digits[:2]), minutes=int(digits[2:]))))
+            hours, minutes = int(digits[:2]), int(digits[2:])
+            if hours > 23 or minutes > 59:
+                raise RunRecordError(path, line, field, f"{text!r} has no valid UTC offset (at most 23:59)")
+            stamp = stamp.replace(tzinfo=timezone(sign * timedelta(hours=hours, minutes=minutes)))
     else:
         zone = zone or timezone.utc
         early, late = stamp.replace(tzinfo=zone, fold=0), stamp.replace(tzinfo=zone, fold=1)
@@ -338,52 +351,99 @@ def _number(value, path, line, field, *, integer=False, most=MAX_SECONDS):
     return int(x) if integer else x
 
 
+def _seconds_ns(value, path, line, field):
+    """A duration in seconds, as written, in whole ns (rounded past 9 decimals), or None where missing."""
+    seconds = _number(value, path, line, field)
+    if seconds is None:
+        return None
+    text = format(value, "f") if isinstance(value, Decimal) else str(value).strip() if isinstance(value, str) else (
+        repr(float(value)))
+    return int((Decimal(text) * NS_PER_S).to_integral_value())
+
+
 def _rows(text: str, path: str):
     """(line, mapping) of each data row of CSV or JSON Lines text."""
-    first = next((i for i, t in enumerate(text.splitlines()) if t.strip()), None)
+    lines = text.splitlines()
+    first = next((i for i, t in enumerate(lines) if t.strip()), None)
     if first is None:
         return
-    lines = text.splitlines()
     if lines[first].lstrip().startswith("{"):
-        for i in range(first, len(lines)):
-            if not lines[i].strip():
-                continue
-            try:
-                row = json.loads(lines[i])
-            except json.JSONDecodeError as err:
-                raise RunRecordError(path, i + 1, "", f"not a JSON object ({err.msg})") from None
-            if not isinstance(row, dict):
-                raise RunRecordError(path, i + 1, "", "not a JSON object")
-            yield i + 1, {str(k).strip().lower(): v for k, v in row.items()}
-        return
+        yield from _json_rows(lines, first, path)
+    else:
+        yield from _csv_rows(lines, first, path)
+
+
+class _Pairs(list):
+    """A JSON object's (key, value) pairs in order, duplicates kept."""
+
+
+def _json_rows(lines: list, first: int, path: str):
+    for i in range(first, len(lines)):
+        if not lines[i].strip():
+            continue
+        try:  # numbers from their text (times and durations exact to the nanosecond)
+            row = json.loads(lines[i], parse_float=Decimal, object_pairs_hook=_Pairs)
+        except json.JSONDecodeError as err:
+            raise RunRecordError(path, i + 1, "", f"not a JSON object ({err.msg})") from None
+        if not isinstance(row, _Pairs):
+            raise RunRecordError(path, i + 1, "", "not a JSON object")
+        yield i + 1, _mapping([str(k).strip().lower() for k, _ in row], [v for _, v in row], path, i + 1)
+
+
+def _csv_rows(lines: list, first: int, path: str):
     reader = csv.reader(io.StringIO("\n".join(lines[first:])))
-    header = [h.strip().lower() for h in next(reader)]
+    try:
+        header = [h.strip().lower() for h in next(reader)]
+    except csv.Error as err:
+        raise RunRecordError(path, first + 1, "", f"not a CSV header ({err})") from None
     for need in ("time", "event"):
         if need not in header:
             raise RunRecordError(path, first + 1, need, f"the header lacks the column {need!r} (it has {header})")
-    for offset, fields in enumerate(reader):
-        line = first + 2 + offset
+    _mapping(header, header, path, first + 1)
+    while True:
+        line = first + reader.line_num + 1  # where the row starts
+        try:
+            fields = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as err:
+            raise RunRecordError(path, line, "", f"not a CSV row ({err}; an unterminated quote?)") from None
         if not any(f.strip() for f in fields):
             continue
         if len(fields) > len(header):
             raise RunRecordError(path, line, "", f"{len(fields)} fields, more than the header's {len(header)}")
+        for name, value in zip(header, fields):
+            if "\n" in value:
+                raise RunRecordError(path, line, name, "an unterminated quote: the field runs on to line "
+                                                       f"{first + reader.line_num}")
         yield line, dict(zip(header, fields))
 
 
-class _Row(NamedTuple):
+def _mapping(names: list, values: list, path: str, line: int) -> dict:
+    """A row's fields by name; a column of the record's named twice is refused (which one holds the value?)."""
+    row = dict(zip(names, values))
+    if len(row) < len(names):
+        twice = sorted({n for n in names if names.count(n) > 1 and n in COLUMNS})
+        if twice:
+            raise RunRecordError(path, line, twice[0], f"named {names.count(twice[0])} times (names are read "
+                                                       "without case and spaces)")
+    return row
+
+
+class EventRow(NamedTuple):
     """One event as read, before the events become a Dataset (a field a column)."""
 
     time_ns: int
     kind: str
     step: int  # -1: none
-    duration_s: float  # NaN: none
-    wait_s: float  # NaN: none
+    duration_ns: int  # -1: none
+    wait_ns: int  # -1: none
     reason: str
     source: str  # "events" or "sacct"
     line: int
 
 
-def _trainer_events(path: Path, zone, summary: RecordSummary) -> list[_Row]:
+def _trainer_events(path: Path, zone, summary: RecordSummary) -> list[EventRow]:
     name = str(path)
     try:
         text = read_small_text(path, MAX_RECORD_FILE_BYTES)
@@ -399,8 +459,8 @@ def _trainer_events(path: Path, zone, summary: RecordSummary) -> list[_Row]:
             raise RunRecordError(name, line, "time", "missing")
         at = parse_instant(row["time"], zone, name, line)
         step = _number(row.get("step"), name, line, "step", integer=True, most=MAX_STEP)
-        duration = _number(row.get("duration_s"), name, line, "duration_s")
-        wait = _number(row.get("wait_s"), name, line, "wait_s")
+        duration = _seconds_ns(row.get("duration_s"), name, line, "duration_s")
+        wait = _seconds_ns(row.get("wait_s"), name, line, "wait_s")
         if kind == "checkpoint_written" and (duration is None or step is None):
             raise RunRecordError(name, line, "duration_s" if duration is None else "step",
                                  "a checkpoint_written event needs its step and duration_s")
@@ -408,8 +468,8 @@ def _trainer_events(path: Path, zone, summary: RecordSummary) -> list[_Row]:
             raise RunRecordError(name, line, "step", "a checkpoint_restored event needs the step restored")
         reason = row.get("reason")
         reason = "" if reason is None else str(reason).strip()
-        events.append(_Row(at, kind, -1 if step is None else step, np.nan if duration is None else duration,
-                           np.nan if wait is None else wait, reason, "events", line))
+        events.append(EventRow(at, kind, -1 if step is None else step, -1 if duration is None else duration,
+                           -1 if wait is None else wait, reason, "events", line))
     summary.sources.append(name)
     return events
 
@@ -448,7 +508,7 @@ def _sacct_events(path: Path, run, zone, summary: RecordSummary):
         state, cause = str(ds.state.values[i]), str(ds.cause.values[i])
         start_ns, end_ns = (_in_zone(int(x.astype("datetime64[ns]").astype(np.int64)), zone, name, line, field)
                             for x, field in ((start, "Start"), (end, "End")))
-        events.append(_Row(start_ns, "attempt_start", -1, np.nan, np.nan, "", "sacct", line))
+        events.append(EventRow(start_ns, "attempt_start", -1, -1, -1, "", "sacct", line))
         last = position == len(order) - 1
         if state == "COMPLETED":
             if not last:
@@ -456,10 +516,30 @@ def _sacct_events(path: Path, run, zone, summary: RecordSummary):
             kind = "run_end"
         else:
             kind = "interruption" if state in _PLANNED_STATES else "failure"
-        events.append(_Row(end_ns, kind, -1, np.nan, np.nan, state + (f": {cause}" if cause else "")
+        events.append(EventRow(end_ns, kind, -1, -1, -1, state + (f": {cause}" if cause else "")
                        if kind != "run_end" else "", "sacct", line))
     summary.rows_used += len(order)
     return events, (gpus[-1] if gpus else None), len(gpus) > 1
+
+
+def events_dataset(rows: list, attrs: dict) -> xr.Dataset:
+    """The record's events, a variable a field of `EventRow` (see `RunRecord`), rows in time order."""
+    columns = EventRow(*zip(*rows))
+    time_ns = np.array(columns.time_ns, dtype=np.int64)
+    duration_ns, wait_ns = (np.array(c, dtype=np.int64) for c in (columns.duration_ns, columns.wait_ns))
+    return xr.Dataset(
+        {"time": ("event", time_ns.astype("datetime64[ns]")), "time_ns": ("event", time_ns),
+         "kind": ("event", np.array(columns.kind, dtype=object).astype(str)),
+         "step": ("event", np.array(columns.step, dtype=np.int64)),
+         "duration_s": ("event", np.where(duration_ns >= 0, duration_ns / NS_PER_S, np.nan)),
+         "wait_s": ("event", np.where(wait_ns >= 0, wait_ns / NS_PER_S, np.nan)),
+         "duration_ns": ("event", duration_ns), "wait_ns": ("event", wait_ns),
+         "reason": ("event", np.array(columns.reason, dtype=object).astype(str)),
+         "source": ("event", np.array(columns.source, dtype=object).astype(str)),
+         "line": ("event", np.array(columns.line, dtype=np.int64))},
+        coords={"event": np.arange(len(rows))},
+        attrs={"time_zone": "UTC", **attrs},
+    )
 
 
 def read_run(events=None, *, sacct=None, run=None, n_gpus: int | None = None, tz: str | None = "UTC") -> RunRecord:
@@ -526,20 +606,7 @@ def read_run(events=None, *, sacct=None, run=None, n_gpus: int | None = None, tz
     rows.sort(key=lambda r: r.time_ns)
     if not rows:
         raise RunRecordError(" + ".join(summary.sources), 0, "", "no events")
-    columns = _Row(*zip(*rows))
-    time_ns = np.array(columns.time_ns, dtype=np.int64)
-    ds = xr.Dataset(
-        {"time": ("event", time_ns.astype("datetime64[ns]")), "time_ns": ("event", time_ns),
-         "kind": ("event", np.array(columns.kind, dtype=object).astype(str)),
-         "step": ("event", np.array(columns.step, dtype=np.int64)),
-         "duration_s": ("event", np.array(columns.duration_s, dtype=float)),
-         "wait_s": ("event", np.array(columns.wait_s, dtype=float)),
-         "reason": ("event", np.array(columns.reason, dtype=object).astype(str)),
-         "source": ("event", np.array(columns.source, dtype=object).astype(str)),
-         "line": ("event", np.array(columns.line, dtype=np.int64))},
-        coords={"event": np.arange(len(rows))},
-        attrs={"sources": " + ".join(summary.sources), "time_zone": "UTC",
-               **({"events_file": str(events)} if events is not None else {}),
-               **({"sacct_file": str(sacct)} if sacct is not None else {})},
-    )
+    ds = events_dataset(rows, {"sources": " + ".join(summary.sources),
+                               **({"events_file": str(events)} if events is not None else {}),
+                               **({"sacct_file": str(sacct)} if sacct is not None else {})})
     return RunRecord(events=ds, n_gpus=gpus, summary=summary)

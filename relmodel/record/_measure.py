@@ -21,9 +21,12 @@ from .._fit import poisson_rate_interval
 from .._scenario import DEFAULT_GPUS_PER_NODE
 from .._version import __version__
 from .._taxonomy import load as load_taxonomy
-from ._events import NS_PER_H, NS_PER_S, RunRecord, RunRecordError
+from ._events import NS_PER_H, RunRecord, RunRecordError
 
 MEASURED_COMPONENTS = ("productive", "checkpoint", "persist_wait", "lost", "restart", "startup", "queue")
+# Logs round times and durations apart: a write or wait logged up to this much longer than the time since
+# the attempt's previous event is taken to start at that event (docs: user-guide/run-record.md).
+ROUNDING_NS = 5 * 10**6
 
 
 @dataclasses.dataclass(slots=True)
@@ -188,7 +191,7 @@ class _Walk:
         ev = record.events
         self.record, self.ev = record, ev
         self.times, self.kinds = ev.time_ns.values, ev.kind.values
-        self.steps, self.durations, self.waits = ev.step.values, ev.duration_s.values, ev.wait_s.values
+        self.steps, self.durations, self.waits = ev.step.values, ev.duration_ns.values, ev.wait_ns.values
         self.reasons, self.lines, self.sources = ev.reason.values, ev.line.values, ev.source.values
         self.notes = []
         starts = np.flatnonzero(self.kinds == "attempt_start")
@@ -209,6 +212,7 @@ class _Walk:
         self.attempts = [Attempt(self.start)]
         self.interruptions, self.writes, self.depths = [], [], []
         self.down_at = -1
+        self.rounding = []  # (line, ns) of the durations logged past the previous event, by rounding
         self.first_attempt = True
 
     def fail(self, i, field, why):
@@ -217,6 +221,21 @@ class _Walk:
 
     def span(self, kind, a, b):
         self.spans[kind].append((a - self.start, b - self.start))
+
+    def rounded(self, i, before, duration, wait, field):
+        """A write's duration and wait (ns; -1: none), as logged, that end at this event, from `before` it
+        (ns, <= 0) at the previous one: up to `ROUNDING_NS` too long is rounding, taken off them."""
+        duration, wait = max(duration, 0), max(wait, 0)
+        over = duration + wait + before
+        if over > ROUNDING_NS:
+            self.fail(i, field, f"the {'write' if field == 'duration_s' else 'wait'} would start {over / 1e6:g} ms "
+                                f"before the previous event of the attempt (more than the {ROUNDING_NS // 10**6} ms "
+                                "that rounding explains)")
+        if over > 0:
+            self.rounding.append((int(self.lines[i]), over))
+            cut = min(over, duration)
+            duration, wait = duration - cut, wait - (over - cut)
+        return duration, wait
 
     def restore(self, depth_from_top):
         """Back to a checkpoint on the path (`depth_from_top` below the latest): the work since is lost."""
@@ -299,11 +318,8 @@ class _Walk:
             self.fail(i, "event", f"a {kind} event outside an attempt (after a failure or the run's end)")
         clock = self.clock
         if kind == "checkpoint_written":
-            d, w = _ns(self.durations[i]), _ns(self.waits[i])
+            d, w = self.rounded(i, clock - t, int(self.durations[i]), int(self.waits[i]), "duration_s")
             begin = t - d - w
-            if begin < clock:
-                self.fail(i, "duration_s", f"the write ({self.durations[i]:g} s, and wait_s) would start before the "
-                                           f"previous event of the attempt")
             self.value += begin - clock
             self.compute += begin - clock
             self.writes.append(Write(self.compute, d, w, t, len(self.attempts) - 1))
@@ -331,9 +347,7 @@ class _Walk:
         if self.phase == "init":
             self.starting_up(t, False)
         else:  # compute (a write cut short looks the same), then the wait it cut short (wait_s) where logged
-            w = _ns(self.waits[i])
-            if t - w < self.clock:
-                self.fail(i, "wait_s", "the wait would start before the previous event of the attempt")
+            _, w = self.rounded(i, self.clock - t, 0, int(self.waits[i]), "wait_s")
             struck.compute_at, struck.wait_cut = self.compute + t - w - self.clock, w
             self.value += t - w - self.clock
             self.compute += t - w - self.clock
@@ -350,6 +364,10 @@ class _Walk:
         totals, spans, interruptions, stack = self.totals, self.spans, self.interruptions, self.stack
         start, end = self.start, int(self.times[-1])
         ended = self.phase == "ended"
+        if self.rounding:
+            lines, over = zip(*self.rounding)
+            self.notes.append(f"{len(lines)} write or wait durations up to {max(over) / 1e6:g} ms longer than the time "
+                              f"since the previous event (rounding; first at line {lines[0]}): taken to start at it")
         if not ended:
             self.notes.append("the run does not end in the record: measured up to its last event")
             if self.phase == "down":
@@ -383,10 +401,6 @@ class _Walk:
         return Timeline(start, end, ended, totals, self.attempts, interruptions, self.writes, self.depths,
                         [saved.compute for saved in stack[1:]], self.notes, spans)
 
-
-def _ns(seconds: float) -> int:
-    """A logged duration in seconds (NaN: not logged, 0) as whole ns."""
-    return 0 if np.isnan(seconds) else int(round(seconds * NS_PER_S))
 
 
 

@@ -22,7 +22,7 @@ from .._level_pattern import split_work
 from .._scenario import DEFAULT_GPUS_PER_NODE, Scenario, as_checkpoint_levels, as_scenario
 from .._simulate import simulate
 from .._units import to_hours
-from ._events import NS_PER_H, NS_PER_S, RecordSummary, RunRecord, parse_instant
+from ._events import NS_PER_H, RecordSummary, RunRecord, EventRow, events_dataset, parse_instant
 from ._measure import MEASURED_COMPONENTS, measure_run, timeline
 from ._measure import measure_timeline
 from ._timeline import CheckpointSchedule, Level, Walk, exponential_failures, hours_to_ns, walk
@@ -77,23 +77,11 @@ def _survival(rng):
 
 
 def _record_of(w: Walk, start_ns: int, reasons: list, planned: set, source: str, n_gpus) -> RunRecord:
-    rows = w.events
-    kinds = [k if k != "failure" or reasons[r] not in planned else "interruption" for _, k, _, _, _, r in rows]
-    ds = xr.Dataset(
-        {"time_ns": ("event", np.array([start_ns + e[0] for e in rows], dtype=np.int64)),
-         "kind": ("event", np.array(kinds, dtype=object).astype(str)),
-         "step": ("event", np.array([e[2] for e in rows], dtype=np.int64)),
-         "duration_s": ("event", np.array([e[3] / NS_PER_S if e[1] == "checkpoint_written" else np.nan
-                                           for e in rows])),
-         "wait_s": ("event", np.array([e[4] / NS_PER_S if e[1] == "checkpoint_written" or e[4] else np.nan
-                                       for e in rows])),
-         "reason": ("event", np.array([reasons[e[5]] if e[5] >= 0 else "" for e in rows], dtype=object).astype(str)),
-         "source": ("event", np.full(len(rows), "events")),
-         "line": ("event", np.arange(1, len(rows) + 1, dtype=np.int64))},
-        coords={"event": np.arange(len(rows))},
-        attrs={"sources": source, "time_zone": "UTC", "events_file": source},
-    )
-    ds["time"] = ("event", ds.time_ns.values.astype("datetime64[ns]"))
+    rows = [EventRow(start_ns + t, "interruption" if kind == "failure" and reasons[r] in planned else kind, step,
+                 duration if kind == "checkpoint_written" else -1, wait if kind == "checkpoint_written" or wait else -1,
+                 reasons[r] if r >= 0 else "", "events", line)
+            for line, (t, kind, step, duration, wait, r) in enumerate(w.events, start=1)]
+    ds = events_dataset(rows, {"sources": source, "events_file": source})
     summary = RecordSummary(sources=[source], rows_read=len(rows), rows_used=len(rows))
     return RunRecord(events=ds, n_gpus=n_gpus, summary=summary)
 
