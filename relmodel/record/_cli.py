@@ -11,17 +11,21 @@ from .._cli_shared import (Duration, FigurePath, LevelSpec, OneLineErrors, forma
                            usage_error)
 from .._units import format_hours
 from ._timeline import MAX_EVENTS
+from ._trainers import FORMATS as TRAINER_FORMATS
 
 _FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 _EPILOG = ("A record is the trainer's events (CSV or JSON Lines: time, event, step, duration_s, wait_s, reason; "
            "events attempt_start, first_step, checkpoint_written, checkpoint_restored, failure, interruption, step, "
-           "run_end) and/or an sacct export of the run's attempts (--sacct). Durations are a number with its unit "
-           "(90s, 5min, 2h, 1.5d).")
+           "run_end), or the trainer's own logs (--format), and/or an sacct export of the run's attempts (--sacct). "
+           "Durations are a number with its unit (90s, 5min, 2h, 1.5d).")
 
 
 def _record_options(func):
     for option in reversed((
-        click.argument("events", type=_FILE, required=False),
+        click.argument("events", type=_FILE, nargs=-1),
+        click.option("--format", "fmt", type=click.Choice(["auto", "events", *TRAINER_FORMATS]), default="auto",
+                     show_default=True, help="What the EVENTS files are: the trainer-events CSV or JSON Lines, or a "
+                                             "trainer's own log (one file an attempt, or with restarts)."),
         click.option("--sacct", type=_FILE, default=None, help="An sacct --parsable2 export of the run's attempts."),
         click.option("--run", "run_ids", default=None, help="The run's JobIDs in the sacct file, comma-separated "
                                                           "[default: every attempt in it]."),
@@ -34,13 +38,13 @@ def _record_options(func):
     return func
 
 
-def _read(events, sacct, run_ids, n_gpus, tz):
+def _read(events, fmt, sacct, run_ids, n_gpus, tz):
     from ._events import read_run
 
-    if events is None and sacct is None:
-        raise click.UsageError("give the trainer's events file, --sacct, or both")
+    if not events and sacct is None:
+        raise click.UsageError("give the trainer's events or log files, --sacct, or both")
     try:
-        return read_run(events, sacct=sacct, run=run_ids, n_gpus=n_gpus, tz=tz)
+        return read_run(events or None, sacct=sacct, run=run_ids, n_gpus=n_gpus, tz=tz, format=fmt)
     except ValueError as err:
         raise usage_error(err) from None
 
@@ -57,11 +61,11 @@ def run_command():
 @run_command.command("show", epilog=_EPILOG)
 @_record_options
 @click.option("--plot", type=FigurePath(), default=None, help="Draw the run's timeline to this image file.")
-def show_command(events, sacct, run_ids, n_gpus, tz, as_json, plot):
+def show_command(events, fmt, sacct, run_ids, n_gpus, tz, as_json, plot):
     """Measure a run: wall time split into productive, writes, lost work, restarts and queue; interruptions."""
     from ._measure import MEASURED_COMPONENTS, measure_run
 
-    record = _read(events, sacct, run_ids, n_gpus, tz)
+    record = _read(events, fmt, sacct, run_ids, n_gpus, tz)
     try:
         ds = measure_run(record, n_gpus=n_gpus)
     except ValueError as err:
@@ -123,14 +127,14 @@ def _assumed(fields: dict):
               help="Runs simulated for one run's ETTR distribution.")
 @click.option("--seed", type=click.IntRange(0, 2**32 - 1), default=0, show_default=True)
 @click.option("--plot", type=FigurePath(), default=None, help="Draw the run and its prediction to this image file.")
-def predict(events, sacct, run_ids, n_gpus, tz, as_json, failure_rate, n_runs, seed, plot, **assumed_fields):
+def predict(events, fmt, sacct, run_ids, n_gpus, tz, as_json, failure_rate, n_runs, seed, plot, **assumed_fields):
     """The model beside the run: predicted ETTR, one run's ETTR distribution, where the run falls, the gap by input."""
     import dataclasses
 
     from ._measure import measure_run
     from ._model import implied_scenario, predict_run
 
-    record = _read(events, sacct, run_ids, n_gpus, tz)
+    record = _read(events, fmt, sacct, run_ids, n_gpus, tz)
     given = _assumed({k.removeprefix("assumed_"): v for k, v in assumed_fields.items()})
     try:
         assumed = None
@@ -188,13 +192,13 @@ def predict(events, sacct, run_ids, n_gpus, tz, as_json, failure_rate, n_runs, s
 @click.option("--runs", "n_runs", type=click.IntRange(100, 10**7), default=20_000, show_default=True,
               help="Runs simulated for the counterfactual with new failure draws.")
 @click.option("--seed", type=click.IntRange(0, 2**32 - 1), default=0, show_default=True)
-def replay(events, sacct, run_ids, n_gpus, tz, as_json, n_runs, seed, **changes):
+def replay(events, fmt, sacct, run_ids, n_gpus, tz, as_json, n_runs, seed, **changes):
     """Replay the run's own failures under another plan (and beside new failure draws)."""
     import dataclasses
 
     from ._model import replay_run
 
-    record = _read(events, sacct, run_ids, n_gpus, tz)
+    record = _read(events, fmt, sacct, run_ids, n_gpus, tz)
     try:
         ds = replay_run(record, n_gpus=n_gpus, n_runs=n_runs, seed=seed, **{**changes, "fast_checkpoints": (
             tuple(changes["fast_checkpoints"]) or None)})

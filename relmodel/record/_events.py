@@ -133,8 +133,8 @@ class RunRecord:
         (int64 ns since the epoch), ``kind`` (one of `EVENT_KINDS`), ``step``
         (-1 where not given), ``duration_s`` and ``wait_s`` (NaN where not
         given), the same exact in ``duration_ns`` and ``wait_ns`` (int64, -1
-        where not given), ``reason``, ``source`` ("events" or "sacct") and
-        ``line``.
+        where not given), ``reason``, ``source`` ("events" or "sacct"),
+        ``file`` (the file it was read from) and ``line``.
     n_gpus : int or None
         GPUs of the run (from sacct, or given), None where unknown.
     summary : RecordSummary
@@ -439,16 +439,20 @@ class EventRow(NamedTuple):
     duration_ns: int  # -1: none
     wait_ns: int  # -1: none
     reason: str
-    source: str  # "events" or "sacct"
+    source: str  # "events" (the trainer's) or "sacct"
     line: int
+    file: str  # the file it was read from
 
 
-def _trainer_events(path: Path, zone, summary: RecordSummary) -> list[EventRow]:
-    name = str(path)
+def _read_text(path: Path) -> str:
     try:
-        text = read_small_text(path, MAX_RECORD_FILE_BYTES)
+        return read_small_text(path, MAX_RECORD_FILE_BYTES)
     except (OSError, ValueError) as err:
-        raise RunRecordError(name, 0, "", f"cannot read the events: {err}") from None
+        raise RunRecordError(str(path), 0, "", f"cannot read the events: {err}") from None
+
+
+def _events_file_rows(text: str, name: str, zone, summary: RecordSummary) -> list[EventRow]:
+    """The rows of a trainer-events CSV or JSON Lines file."""
     events = []
     for line, row in _rows(text, name):
         summary.rows_read += 1
@@ -469,9 +473,69 @@ def _trainer_events(path: Path, zone, summary: RecordSummary) -> list[EventRow]:
         reason = row.get("reason")
         reason = "" if reason is None else str(reason).strip()
         events.append(EventRow(at, kind, -1 if step is None else step, -1 if duration is None else duration,
-                           -1 if wait is None else wait, reason, "events", line))
-    summary.sources.append(name)
+                               -1 if wait is None else wait, reason, "events", line, name))
     return events
+
+
+def _is_events_file(lines: list) -> bool:
+    """Whether a file's first line is a trainer-events CSV header or JSON Lines object (time and event)."""
+    first = next((t.strip().lower() for t in lines if t.strip()), "")
+    if first.startswith("{"):
+        return '"event"' in first.replace(" ", "")
+    return {"time", "event"} <= {h.strip() for h in first.split(",")}
+
+
+def _trainer_log_rows(fmt, lines: list, name: str, zone, summary: RecordSummary) -> list[EventRow]:
+    """The events of one trainer's log, and its lines counted: those with no event are its other output."""
+    rows = fmt.parse(lines, name, zone)
+    summary.rows_read += len(lines)
+    summary.skipped[f"{fmt.name} log lines with no event (the trainer's other output)"] += (
+        len(lines) - len({r.line for r in rows}))
+    return rows
+
+
+def _file_rows(path: Path, fmt: str, zone, summary: RecordSummary) -> list[EventRow]:
+    """The events of one file, in the format given or recognised."""
+    from ._trainers import DETECT_LINES, FORMATS
+
+    name = str(path)
+    text = _read_text(path)
+    lines = text.splitlines()
+    if fmt == "auto":
+        head = lines[:DETECT_LINES]
+        fmt = "events" if _is_events_file(head) else next((f.name for f in FORMATS.values() if f.detect(head)), "")
+        if not fmt:
+            expected = "".join(f"; or the log of {f.title} (format {f.name!r})" for f in FORMATS.values())
+            first = next((t.strip() for t in head if t.strip()), "")
+            raise RunRecordError(name, 0, "format", f"not a record relmodel reads (it begins {first[:60]!r}): expected "
+                                                    f"the trainer-events CSV or JSON Lines (time and event){expected}")
+    summary.sources.append(name)
+    if fmt == "events":
+        return _events_file_rows(text, name, zone, summary)
+    return _trainer_log_rows(FORMATS[fmt], lines, name, zone, summary)
+
+
+def _trainer_events(events, fmt: str, zone, summary: RecordSummary) -> list[EventRow]:
+    """The events of one file, or of several (one an attempt, or each with restarts), as one run.
+
+    An attempt's file that stops with neither a failure nor the run's end, with a later file to come,
+    ends in a failure of unknown cause at its last event (the log stopped: the process died).
+    """
+    from ._trainers import FORMATS
+
+    if fmt not in ("auto", "events", *FORMATS):
+        raise ParameterError("format", f"{fmt!r} is not 'auto', 'events' or one of {', '.join(FORMATS)}")
+    paths = [events] if isinstance(events, (str, Path)) else list(events)
+    if not paths:
+        raise ParameterError("events", "no file given")
+    parts = [sorted(_file_rows(Path(p), fmt, zone, summary), key=lambda r: r.time_ns) for p in paths]
+    parts = sorted((rows for rows in parts if rows), key=lambda rows: rows[0].time_ns)
+    for rows in parts[:-1]:
+        last = rows[-1]
+        if last.kind not in ("failure", "interruption", "run_end"):
+            rows.append(last._replace(kind="failure", step=-1, duration_ns=-1, wait_ns=-1, reason=""))
+            summary.notes["an attempt's log stops with no failure or end: a failure of unknown cause there"] += 1
+    return [r for rows in parts for r in rows]
 
 
 def _sacct_events(path: Path, run, zone, summary: RecordSummary):
@@ -508,7 +572,7 @@ def _sacct_events(path: Path, run, zone, summary: RecordSummary):
         state, cause = str(ds.state.values[i]), str(ds.cause.values[i])
         start_ns, end_ns = (_in_zone(int(x.astype("datetime64[ns]").astype(np.int64)), zone, name, line, field)
                             for x, field in ((start, "Start"), (end, "End")))
-        events.append(EventRow(start_ns, "attempt_start", -1, -1, -1, "", "sacct", line))
+        events.append(EventRow(start_ns, "attempt_start", -1, -1, -1, "", "sacct", line, name))
         last = position == len(order) - 1
         if state == "COMPLETED":
             if not last:
@@ -517,7 +581,7 @@ def _sacct_events(path: Path, run, zone, summary: RecordSummary):
         else:
             kind = "interruption" if state in _PLANNED_STATES else "failure"
         events.append(EventRow(end_ns, kind, -1, -1, -1, state + (f": {cause}" if cause else "")
-                       if kind != "run_end" else "", "sacct", line))
+                               if kind != "run_end" else "", "sacct", line, name))
     summary.rows_used += len(order)
     return events, (gpus[-1] if gpus else None), len(gpus) > 1
 
@@ -536,23 +600,27 @@ def events_dataset(rows: list, attrs: dict) -> xr.Dataset:
          "duration_ns": ("event", duration_ns), "wait_ns": ("event", wait_ns),
          "reason": ("event", np.array(columns.reason, dtype=object).astype(str)),
          "source": ("event", np.array(columns.source, dtype=object).astype(str)),
+         "file": ("event", np.array(columns.file, dtype=object).astype(str)),
          "line": ("event", np.array(columns.line, dtype=np.int64))},
         coords={"event": np.arange(len(rows))},
         attrs={"time_zone": "UTC", **attrs},
     )
 
 
-def read_run(events=None, *, sacct=None, run=None, n_gpus: int | None = None, tz: str | None = "UTC") -> RunRecord:
+def read_run(events=None, *, sacct=None, run=None, n_gpus: int | None = None, tz: str | None = "UTC",
+             format: str = "auto") -> RunRecord:
     """Read a training run's record: the trainer's events, the scheduler's attempts, or both.
 
     Parameters
     ----------
-    events : str or pathlib.Path, optional
-        A CSV (header with at least ``time`` and ``event``; also ``step``,
-        ``duration_s``, ``wait_s``, ``reason``) or JSON Lines file (one object
-        an event, the same keys) of the trainer's events; ``event`` is one of
-        `EVENT_KINDS`. Rows may come in any order: events are sorted by time
-        (ties keep the file's order).
+    events : str, pathlib.Path or sequence of them, optional
+        The trainer's side of the run: a CSV (header with at least ``time``
+        and ``event``; also ``step``, ``duration_s``, ``wait_s``, ``reason``)
+        or JSON Lines file (one object an event, the same keys) of its events,
+        where ``event`` is one of `EVENT_KINDS`, or the trainer's own log (see
+        `format`). Several files are one run: a file an attempt (such as
+        Slurm's ``slurm-%j.out``), or files each with restarts. Rows may come
+        in any order: events are sorted by time (ties keep the file's order).
     sacct : str or pathlib.Path, optional
         A Slurm ``sacct --parsable2`` export of the run's attempts (e.g.
         ``sacct --name NAME -P -o JobID,State,Start,End,Elapsed,AllocTRES,...``).
@@ -570,6 +638,11 @@ def read_run(events=None, *, sacct=None, run=None, n_gpus: int | None = None, tz
         The IANA zone of times written without an offset, in both files.
         sacct prints local times without one: name the cluster's zone (a time
         the DST change repeats or skips is then refused rather than guessed).
+    format : str, default "auto"
+        What the events files are: "events" (the CSV or JSON Lines above), a
+        trainer's log by name (``relmodel.record.TRAINER_FORMATS`` lists
+        them), or "auto": each file recognised from its first lines (one that
+        is none of them is refused, naming what was expected).
 
     Returns
     -------
@@ -589,7 +662,7 @@ def read_run(events=None, *, sacct=None, run=None, n_gpus: int | None = None, tz
     summary = RecordSummary()
     rows = []
     if events is not None:
-        rows = _trainer_events(Path(events), zone, summary)
+        rows = _trainer_events(events, format, zone, summary)
     gpus, several = None, False
     if sacct is not None:
         boundary = [r for r in rows if r.kind in BOUNDARY_KINDS]
@@ -607,6 +680,5 @@ def read_run(events=None, *, sacct=None, run=None, n_gpus: int | None = None, tz
     if not rows:
         raise RunRecordError(" + ".join(summary.sources), 0, "", "no events")
     ds = events_dataset(rows, {"sources": " + ".join(summary.sources),
-                               **({"events_file": str(events)} if events is not None else {}),
                                **({"sacct_file": str(sacct)} if sacct is not None else {})})
     return RunRecord(events=ds, n_gpus=gpus, summary=summary)

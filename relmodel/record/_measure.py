@@ -192,7 +192,8 @@ class _Walk:
         self.record, self.ev = record, ev
         self.times, self.kinds = ev.time_ns.values, ev.kind.values
         self.steps, self.durations, self.waits = ev.step.values, ev.duration_ns.values, ev.wait_ns.values
-        self.reasons, self.lines, self.sources = ev.reason.values, ev.line.values, ev.source.values
+        self.reasons, self.lines = ev.reason.values, ev.line.values
+        self.files = ev.file.values if "file" in ev else np.full(ev.sizes["event"], record.summary.sources[0])
         self.notes = []
         starts = np.flatnonzero(self.kinds == "attempt_start")
         if starts.size == 0:
@@ -216,8 +217,7 @@ class _Walk:
         self.first_attempt = True
 
     def fail(self, i, field, why):
-        where = self.record.summary.sources
-        raise RunRecordError(self.ev.attrs.get(f"{self.sources[i]}_file", where[0]), int(self.lines[i]), field, why)
+        raise RunRecordError(str(self.files[i]), int(self.lines[i]), field, why)
 
     def span(self, kind, a, b):
         self.spans[kind].append((a - self.start, b - self.start))

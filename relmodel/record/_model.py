@@ -79,7 +79,7 @@ def _survival(rng):
 def _record_of(w: Walk, start_ns: int, reasons: list, planned: set, source: str, n_gpus) -> RunRecord:
     rows = [EventRow(start_ns + t, "interruption" if kind == "failure" and reasons[r] in planned else kind, step,
                  duration if kind == "checkpoint_written" else -1, wait if kind == "checkpoint_written" or wait else -1,
-                 reasons[r] if r >= 0 else "", "events", line)
+                 reasons[r] if r >= 0 else "", "events", line, source)
             for line, (t, kind, step, duration, wait, r) in enumerate(w.events, start=1)]
     ds = events_dataset(rows, {"sources": source, "events_file": source})
     summary = RecordSummary(sources=[source], rows_read=len(rows), rows_used=len(rows))
