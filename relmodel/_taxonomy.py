@@ -34,6 +34,11 @@ _SHARE_TOLERANCE = 1e-6
 MAX_TAXONOMY_FILE_BYTES = 2**20  # a taxonomy is a few kilobytes; a bigger "taxonomy" is the wrong file
 
 
+def _words(text: str) -> list:
+    """A cause's words, lower case: runs of letters and digits."""
+    return re.findall(r"[a-z0-9]+", text.lower())
+
+
 class TaxonomyError(ParameterError):
     """An invalid taxonomy; ``.parameter`` is the file (or "taxonomy"), the message names the key and value."""
 
@@ -169,7 +174,10 @@ class Taxonomy:
     def cause_is_infrastructure(self, cause: str) -> bool:
         """Tell whether a recorded cause names an infrastructure failure.
 
-        A rule word or a category name.
+        It does when it contains a rule phrase or a category name as whole
+        words, in order: case, spaces, underscores, hyphens and punctuation
+        between words do not matter ("NCCL timeout" names the category
+        ``nccl_timeout``, "Health-check failed" the rule ``health_check``).
 
         Parameters
         ----------
@@ -181,14 +189,13 @@ class Taxonomy:
         bool
             True if the cause names an infrastructure failure.
         """
-        words = set(re.split(r"[^a-z0-9_\-]+", (cause or "").lower()))
-        words.discard("")
-        return bool(words & self._cause_words)
+        text = " " + " ".join(_words(cause or "")) + " "
+        return any(f" {phrase} " in text for phrase in self._cause_phrases)
 
     @functools.cached_property
-    def _cause_words(self) -> frozenset:
-        return frozenset(w.lower() for w in self.failed_infrastructure_causes) | {c.name.lower()
-                                                                                 for c in self.categories}
+    def _cause_phrases(self) -> tuple:
+        names = (*self.failed_infrastructure_causes, *(c.name for c in self.categories))
+        return tuple(dict.fromkeys(" ".join(_words(n)) for n in names if _words(n)))
 
     def category(self, name: str) -> Category:
         """Return the category named `name`.

@@ -83,3 +83,29 @@ def test_unknown_name_and_bad_toml(tmp_path):
     path.write_text("name = [")
     with pytest.raises(TaxonomyError, match="not valid TOML"):
         taxonomy.load(path)
+
+
+# Llama 3 paper, Table 5: unexpected interruptions by root cause.
+LLAMA3_INFRASTRUCTURE = ["Faulty GPU", "GPU HBM3 Memory", "Network Switch/Cable", "Host Maintenance",
+                         "GPU SRAM Memory", "GPU System Processor", "NIC", "NCCL Watchdog Timeouts",
+                         "Silent Data Corruption", "GPU Thermal Interface + Sensor", "SSD", "Power Supply",
+                         "Server Chassis", "IO Expansion Board", "CPU", "System Memory"]
+LLAMA3_SOFTWARE = ["Software Bug", "Dependency", "Other software"]
+
+
+@pytest.mark.parametrize("cause", [*LLAMA3_INFRASTRUCTURE, "NCCL timeout", "GPU ECC error", "InfiniBand link down",
+                                   "Host maintenance", "nccl_timeout", "health-check failed: xid 79"])
+def test_named_infrastructure_causes_are_classed(cause):
+    assert taxonomy.load("meta-2024").is_infrastructure("FAILED", cause)
+
+
+@pytest.mark.parametrize("cause", [*LLAMA3_SOFTWARE, "CUDA out of memory", "nicety", "", "user error: bad config"])
+def test_software_and_unknown_causes_are_not_infrastructure(cause):
+    assert not taxonomy.load("meta-2024").is_infrastructure("FAILED", cause)
+
+
+def test_the_run_record_guide_lists_every_phrase_of_the_default_taxonomy():
+    guide = " ".join((Path(__file__).parents[1] / "docs/user-guide/run-record.md").read_text().split())
+    tax = taxonomy.load("meta-2024")
+    for phrase in tax.failed_infrastructure_causes + tuple(c.name.replace("_", " ") for c in tax.categories):
+        assert f" {phrase}," in guide or f" {phrase};" in guide or f" {phrase}." in guide, phrase

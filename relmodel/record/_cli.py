@@ -78,6 +78,8 @@ def show_command(events, fmt, sacct, run_ids, n_gpus, tz, as_json, plot):
     totals = {c: float(ds.time.sel(component=c)) for c in MEASURED_COMPONENTS}
     if as_json:
         click.echo(to_json({"summary": record.summary.to_dict(), "components_h": totals,
+                            "components_ns": {c: int(ds.time_ns.sel(component=c)) for c in MEASURED_COMPONENTS},
+                            "each_interruption": _interruption_rows(ds),
                             **_scalars(ds, [k for k in ds.data_vars if not ds[k].dims]),
                             "interruptions_by_reason": dict(zip(ds.reason.values.tolist(),
                                                                 ds.interruptions_by_reason.values.tolist())),
@@ -101,6 +103,20 @@ def show_command(events, fmt, sacct, run_ids, n_gpus, tz, as_json, plot):
         click.echo("notes: " + ds.attrs["notes"])
     if plot is not None:
         click.echo(f"wrote {plot}")
+
+
+def _interruption_rows(ds) -> list:
+    """One JSON row an interruption: when, what, and what it cost (ns exact, -1 where unknown)."""
+    from ._events import format_instant
+
+    return [{"time": format_instant(int(t)), "runtime_h": float(h), "kind": str(k), "reason": str(r),
+             "infrastructure": bool(i), "lost_ns": int(lost), "queue_ns": int(q), "restart_ns": int(rs),
+             "restart_completed": bool(done)}
+            for t, h, k, r, i, lost, q, rs, done in zip(
+                ds.interruption_time.values.astype(np.int64), ds.interruption_runtime.values,
+                ds.interruption_kind.values, ds.interruption_reason.values, ds.interruption_infrastructure.values,
+                ds.interruption_lost_ns.values, ds.interruption_queue_ns.values, ds.interruption_restart_ns.values,
+                ds.interruption_restart_completed.values)]
 
 
 def _assumed(fields: dict):

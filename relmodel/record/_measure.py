@@ -527,6 +527,12 @@ def measure_timeline(record: RunRecord, tl: Timeline, *, n_gpus: int | None = No
          "interruption_restart": ("interruption", np.array([x.restart_after / NS_PER_H if x.restart_after >= 0
                                                             else np.nan for x in inter])),
          "interruption_restart_completed": ("interruption", np.array([x.restart_completed for x in inter], dtype=bool)),
+         "interruption_infrastructure": ("interruption", np.array(infrastructure, dtype=bool)),
+         # The same exact (-1: unknown).
+         "interruption_lost_ns": ("interruption", np.array([x.lost if record.has_trainer_events else -1
+                                                            for x in inter], dtype=np.int64)),
+         "interruption_queue_ns": ("interruption", np.array([x.queue_after for x in inter], dtype=np.int64)),
+         "interruption_restart_ns": ("interruption", np.array([x.restart_after for x in inter], dtype=np.int64)),
          "interruptions_by_reason": ("reason", counts[order].astype(np.int64))},
         coords={"component": list(MEASURED_COMPONENTS), "interruption": np.arange(n), "reason": labels[order]},
         attrs={"relmodel_version": __version__, "sources": " + ".join(record.summary.sources),

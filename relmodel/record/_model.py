@@ -222,9 +222,13 @@ def predict_run(record: RunRecord, *, scenario=None, assumed=None, n_gpus=None, 
         along ``quantile`` (one run's ETTR), ``observed_quantile`` (share of
         simulated runs below the observed one, ties halved); with `assumed`,
         along ``input``: ``assumed_value``, ``measured_value``,
-        ``ettr_substituted`` and ``effect``, and ``assumed_ettr``,
-        ``gap`` (observed - assumed), ``gap_unexplained``. The scenario used in
-        attrs.
+        ``ettr_substituted`` and ``effect`` (each input alone), and
+        ``assumed_ettr``, ``gap`` (observed - assumed), split exactly as
+        ``gap = gap_all_inputs + gap_unexplained``: ``gap_all_inputs`` is the
+        renewal ETTR with every measured input at once less the assumed one,
+        ``gap_unexplained`` the rest. The inputs interact, so the one-at-a-time
+        effects do not add up to ``gap_all_inputs``: they rank the inputs. The
+        scenario used in attrs.
     """
     n_runs = check_integer("n_runs", n_runs, 100, MAX_RUNS)
     measured = measure_run(record, n_gpus=n_gpus)
