@@ -2,7 +2,8 @@
 badput, hold the model to it, and replay its failures under another plan."""
 
 from .._deprecation import keep_public_names
-from ._events import EVENT_KINDS, RecordSummary, RunRecord, RunRecordError, read_run
+from ._events import EVENT_KINDS, RecordSummary, RunRecord, RunRecordError
+from ._read import read_run
 from ._measure import measure_run
 from ._model import implied_scenario, predict_run, replay_run, simulate_run
 from ._plot import run_figure

@@ -39,7 +39,7 @@ def _record_options(func):
 
 
 def _read(events, fmt, sacct, run_ids, n_gpus, tz):
-    from ._events import read_run
+    from ._read import read_run
 
     if not events and sacct is None:
         raise click.UsageError("give the trainer's events or log files, --sacct, or both")

@@ -1,12 +1,7 @@
-"""A training run's record: the trainer's own events and the scheduler's attempts, read from files.
-
-`read_run` turns (a) a CSV or JSON Lines file of trainer events and/or (b) a
-Slurm ``sacct`` export of the run's attempts into a `RunRecord`: one time-ordered
-list of events in integer nanoseconds since the epoch (UTC), so that every
-duration measured from it is exact. Every row read is used or counted as
-skipped with its reason; a malformed row raises `RunRecordError` naming the
-file, the line and the field.
-"""
+"""A training run's record: one time-ordered list of events in integer nanoseconds since the epoch (UTC),
+so that every duration measured from it is exact; its vocabulary, its instants, and the trainer-events CSV
+and JSON Lines files, whose malformed rows raise `RunRecordError` naming the file, the line and the field.
+`_read.read_run` assembles a record from these files, trainers' own logs and sacct."""
 
 from __future__ import annotations
 
@@ -26,9 +21,6 @@ import numpy as np
 import xarray as xr
 
 from .._errors import ParameterError
-from .._checks import check_integer
-from .._job_logs import LogError, read_log
-from .._taxonomy import read_small_text
 from .._text import MISSING_TOKENS
 
 # What each event says (docs: user guide, "A run's record").
@@ -42,9 +34,7 @@ EVENT_KINDS = (
     "step",  # training progress at that time (informative)
     "run_end",  # training finished
 )
-BOUNDARY_KINDS = ("attempt_start", "failure", "interruption", "run_end")  # what sacct also says
 COLUMNS = ("time", "event", "step", "duration_s", "wait_s", "reason")
-MAX_RECORD_FILE_BYTES = 512 * 2**20
 MAX_SECONDS = 10**9  # a duration_s or wait_s past ~31 years is a unit slip, not a checkpoint
 MAX_STEP = 2**62
 # Instants as int64 ns since the epoch reach 1677-09-21 .. 2262-04-11.
@@ -54,8 +44,6 @@ NS_PER_H = 3600 * NS_PER_S
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _ISO = re.compile(r"(\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2})?)(?:[.,](\d{1,9}))?(Z|z|[+-]\d{2}:?\d{2})?")
 _EPOCH_NUMBER = re.compile(r"[+-]?\d{1,12}(?:\.\d{1,9})?")
-# An sacct end state that is a planned interruption rather than a failure.
-_PLANNED_STATES = ("PREEMPTED", "REQUEUED", "TIMEOUT", "CANCELLED")
 
 
 class RunRecordError(ParameterError):
@@ -308,28 +296,6 @@ def _in_range(ns: int, text: str, path: str, line: int, field: str) -> int:
     return ns
 
 
-def _in_zone(ns: int, zone, path: str, line: int, field: str) -> int:
-    """An instant that the log reader took as UTC (sacct prints local times without a zone) read in `zone`."""
-    if zone is timezone.utc:
-        return ns
-    seconds, fraction = divmod(ns, NS_PER_S)
-    naive = (_EPOCH + timedelta(seconds=seconds)).replace(tzinfo=None)
-    return parse_instant(naive.isoformat(), zone, path, line, field) + fraction
-
-
-def _zone(tz):
-    if tz is None or tz == "UTC":
-        return timezone.utc
-    if not isinstance(tz, str):
-        return tz
-    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
-
-    try:
-        return ZoneInfo(tz)
-    except (ZoneInfoNotFoundError, ValueError):
-        raise ParameterError("tz", f"{tz!r} is no time zone (an IANA name such as 'Europe/Paris', or 'UTC')") from None
-
-
 def _number(value, path, line, field, *, integer=False, most=MAX_SECONDS):
     """A finite number in [0, most], or None where missing."""
     if value is None or (isinstance(value, str) and value.strip().lower() in MISSING_TOKENS):
@@ -444,14 +410,7 @@ class EventRow(NamedTuple):
     file: str  # the file it was read from
 
 
-def _read_text(path: Path) -> str:
-    try:
-        return read_small_text(path, MAX_RECORD_FILE_BYTES)
-    except (OSError, ValueError) as err:
-        raise RunRecordError(str(path), 0, "", f"cannot read the events: {err}") from None
-
-
-def _events_file_rows(text: str, name: str, zone, summary: RecordSummary) -> list[EventRow]:
+def events_file_rows(text: str, name: str, zone, summary: RecordSummary) -> list[EventRow]:
     """The rows of a trainer-events CSV or JSON Lines file."""
     events = []
     for line, row in _rows(text, name):
@@ -477,118 +436,9 @@ def _events_file_rows(text: str, name: str, zone, summary: RecordSummary) -> lis
     return events
 
 
-def _is_events_file(lines: list) -> bool:
-    """Whether a file's first line is a trainer-events CSV header or JSON Lines object (time and event)."""
-    first = next((t.strip().lower() for t in lines if t.strip()), "")
-    if first.startswith("{"):
-        return '"event"' in first.replace(" ", "")
-    return {"time", "event"} <= {h.strip() for h in first.split(",")}
-
-
-def _trainer_log_rows(fmt, lines: list, name: str, zone, summary: RecordSummary) -> list[EventRow]:
-    """The events of one trainer's log, and its lines counted: those with no event are its other output."""
-    rows = fmt.parse(lines, name, zone)
-    summary.rows_read += len(lines)
-    summary.skipped[f"{fmt.name} log lines with no event (the trainer's other output)"] += (
-        len(lines) - len({r.line for r in rows}))
-    return rows
-
-
-def _file_rows(path: Path, fmt: str, zone, summary: RecordSummary) -> list[EventRow]:
-    """The events of one file, in the format given or recognised."""
-    from ._trainers import DETECT_LINES, FORMATS
-
-    name = str(path)
-    text = _read_text(path)
-    lines = text.splitlines()
-    if fmt == "auto":
-        head = lines[:DETECT_LINES]
-        fmt = "events" if _is_events_file(head) else next((f.name for f in FORMATS.values() if f.detect(head)), "")
-        if not fmt:
-            expected = "".join(f"; or the log of {f.title} (format {f.name!r})" for f in FORMATS.values())
-            first = next((t.strip() for t in head if t.strip()), "")
-            raise RunRecordError(name, 0, "format", f"not a record relmodel reads (it begins {first[:60]!r}): expected "
-                                                    f"the trainer-events CSV or JSON Lines (time and event){expected}")
-    summary.sources.append(name)
-    if fmt == "events":
-        return _events_file_rows(text, name, zone, summary)
-    return _trainer_log_rows(FORMATS[fmt], lines, name, zone, summary)
-
-
-def _trainer_events(events, fmt: str, zone, summary: RecordSummary) -> list[EventRow]:
-    """The events of one file, or of several (one an attempt, or each with restarts), as one run.
-
-    An attempt's file that stops with neither a failure nor the run's end, with a later file to come,
-    ends in a failure of unknown cause at its last event (the log stopped: the process died).
-    """
-    from ._trainers import FORMATS
-
-    if fmt not in ("auto", "events", *FORMATS):
-        raise ParameterError("format", f"{fmt!r} is not 'auto', 'events' or one of {', '.join(FORMATS)}")
-    paths = [events] if isinstance(events, (str, Path)) else list(events)
-    if not paths:
-        raise ParameterError("events", "no file given")
-    parts = [sorted(_file_rows(Path(p), fmt, zone, summary), key=lambda r: r.time_ns) for p in paths]
-    parts = sorted((rows for rows in parts if rows), key=lambda rows: rows[0].time_ns)
-    for rows in parts[:-1]:
-        last = rows[-1]
-        if last.kind not in ("failure", "interruption", "run_end"):
-            rows.append(last._replace(kind="failure", step=-1, duration_ns=-1, wait_ns=-1, reason=""))
-            summary.notes["an attempt's log stops with no failure or end: a failure of unknown cause there"] += 1
-    return [r for rows in parts for r in rows]
-
-
-def _sacct_events(path: Path, run, zone, summary: RecordSummary):
-    """Boundary events of the run's attempts, and the run's GPUs."""
-    name = str(path)
-    try:
-        log = read_log(path, taxonomy="meta-2024")
-    except LogError as err:
-        raise RunRecordError(name, err.line, "", f"{err.reason}" + (f": {err.detail}" if err.detail else "")) from None
-    ds = log.dataset
-    summary.sources.append(name)
-    summary.rows_read += log.summary.rows_read
-    for reason, count in log.summary.skipped.items():
-        summary.skipped[f"sacct: {reason}"] += count
-    summary.skipped["sacct: job steps (folded into their job)"] += log.summary.rows_folded
-    keep = np.ones(ds.sizes["job"], bool)
-    if run is not None:
-        wanted = {str(r).strip() for r in (run.split(",") if isinstance(run, str) else run)}
-        keep = np.isin(ds.run_id.values, list(wanted)) | np.isin(ds.job_id.values, list(wanted))
-        if not keep.any():
-            raise RunRecordError(name, 0, "run", f"no attempt of {sorted(wanted)} (runs in the file: "
-                                                 f"{sorted(set(ds.run_id.values.tolist()))[:10]})")
-        summary.skipped["sacct: another run"] += int((~keep).sum())
-    ds = ds.isel(job=np.flatnonzero(keep))
-    order = np.argsort(ds.start.values, kind="stable")
-    events = []
-    gpus = sorted({int(g) for g in ds.n_gpus.values if g > 0})
-    for position, i in enumerate(order):
-        line = int(ds.line.values[i])
-        start, end = ds.start.values[i], ds.end.values[i]
-        if np.isnat(start) or np.isnat(end):
-            raise RunRecordError(name, line, "Start" if np.isnat(start) else "End",
-                                 "an attempt needs its start and end")
-        state, cause = str(ds.state.values[i]), str(ds.cause.values[i])
-        start_ns, end_ns = (_in_zone(int(x.astype("datetime64[ns]").astype(np.int64)), zone, name, line, field)
-                            for x, field in ((start, "Start"), (end, "End")))
-        events.append(EventRow(start_ns, "attempt_start", -1, -1, -1, "", "sacct", line, name))
-        last = position == len(order) - 1
-        if state == "COMPLETED":
-            if not last:
-                raise RunRecordError(name, line, "State", "an attempt COMPLETED before the run's last attempt")
-            kind = "run_end"
-        else:
-            kind = "interruption" if state in _PLANNED_STATES else "failure"
-        events.append(EventRow(end_ns, kind, -1, -1, -1, state + (f": {cause}" if cause else "")
-                               if kind != "run_end" else "", "sacct", line, name))
-    summary.rows_used += len(order)
-    return events, (gpus[-1] if gpus else None), len(gpus) > 1
-
-
-def events_dataset(rows: list, attrs: dict) -> xr.Dataset:
-    """The record's events, a variable a field of `EventRow` (see `RunRecord`), rows in time order."""
-    columns = EventRow(*zip(*rows))
+def events_dataset(columns: EventRow, attrs: dict) -> xr.Dataset:
+    """The record's events, a variable a field of `EventRow` (see `RunRecord`): `columns` holds a
+    sequence a field, in time order."""
     time_ns = np.array(columns.time_ns, dtype=np.int64)
     duration_ns, wait_ns = (np.array(c, dtype=np.int64) for c in (columns.duration_ns, columns.wait_ns))
     return xr.Dataset(
@@ -602,83 +452,6 @@ def events_dataset(rows: list, attrs: dict) -> xr.Dataset:
          "source": ("event", np.array(columns.source, dtype=object).astype(str)),
          "file": ("event", np.array(columns.file, dtype=object).astype(str)),
          "line": ("event", np.array(columns.line, dtype=np.int64))},
-        coords={"event": np.arange(len(rows))},
+        coords={"event": np.arange(time_ns.size)},
         attrs={"time_zone": "UTC", **attrs},
     )
-
-
-def read_run(events=None, *, sacct=None, run=None, n_gpus: int | None = None, tz: str | None = "UTC",
-             format: str = "auto") -> RunRecord:
-    """Read a training run's record: the trainer's events, the scheduler's attempts, or both.
-
-    Parameters
-    ----------
-    events : str, pathlib.Path or sequence of them, optional
-        The trainer's side of the run: a CSV (header with at least ``time``
-        and ``event``; also ``step``, ``duration_s``, ``wait_s``, ``reason``)
-        or JSON Lines file (one object an event, the same keys) of its events,
-        where ``event`` is one of `EVENT_KINDS`, or the trainer's own log (see
-        `format`). Several files are one run: a file an attempt (such as
-        Slurm's ``slurm-%j.out``), or files each with restarts. Rows may come
-        in any order: events are sorted by time (ties keep the file's order).
-    sacct : str or pathlib.Path, optional
-        A Slurm ``sacct --parsable2`` export of the run's attempts (e.g.
-        ``sacct --name NAME -P -o JobID,State,Start,End,Elapsed,AllocTRES,...``).
-        Its attempts give the run's boundaries: each attempt's start, and its
-        end as a ``failure`` (or an ``interruption`` for PREEMPTED, REQUEUED,
-        TIMEOUT and CANCELLED), or ``run_end`` where the last one COMPLETED.
-        With both files, the trainer's own boundary events are then not used
-        (counted as skipped).
-    run : str or sequence of str, optional
-        The sacct JobIDs (or requeue chains) of the run; all attempts in the
-        file when not given.
-    n_gpus : int, optional
-        GPUs of the run; taken from sacct's allocation where not given.
-    tz : str, default "UTC"
-        The IANA zone of times written without an offset, in both files.
-        sacct prints local times without one: name the cluster's zone (a time
-        the DST change repeats or skips is then refused rather than guessed).
-    format : str, default "auto"
-        What the events files are: "events" (the CSV or JSON Lines above), a
-        trainer's log by name (``relmodel.record.TRAINER_FORMATS`` lists
-        them), or "auto": each file recognised from its first lines (one that
-        is none of them is refused, naming what was expected).
-
-    Returns
-    -------
-    RunRecord
-        The events, time-ordered, and what happened to each row.
-
-    Raises
-    ------
-    RunRecordError
-        On a malformed file or row (the message names the file, line and field).
-    ParameterError
-        On a bad argument (no file given, an unknown zone, a bad n_gpus).
-    """
-    if events is None and sacct is None:
-        raise ParameterError("events", "give the trainer's events, an sacct export (sacct=), or both")
-    zone = _zone(tz)
-    summary = RecordSummary()
-    rows = []
-    if events is not None:
-        rows = _trainer_events(events, format, zone, summary)
-    gpus, several = None, False
-    if sacct is not None:
-        boundary = [r for r in rows if r.kind in BOUNDARY_KINDS]
-        if boundary:
-            summary.skipped["trainer boundary events (sacct gives the attempts)"] += len(boundary)
-            rows = [r for r in rows if r.kind not in BOUNDARY_KINDS]
-        sacct_rows, gpus, several = _sacct_events(Path(sacct), run, zone, summary)
-        rows += sacct_rows
-        if several:
-            summary.notes["attempts of different sizes: the largest taken"] += 1
-    summary.rows_used += sum(1 for r in rows if r.source == "events")
-    if n_gpus is not None:
-        gpus = check_integer("n_gpus", n_gpus, 1, 10**9)
-    rows.sort(key=lambda r: r.time_ns)
-    if not rows:
-        raise RunRecordError(" + ".join(summary.sources), 0, "", "no events")
-    ds = events_dataset(rows, {"sources": " + ".join(summary.sources),
-                               **({"sacct_file": str(sacct)} if sacct is not None else {})})
-    return RunRecord(events=ds, n_gpus=gpus, summary=summary)

@@ -529,8 +529,8 @@ def measure_timeline(record: RunRecord, tl: Timeline, *, n_gpus: int | None = No
          "interruption_restart_completed": ("interruption", np.array([x.restart_completed for x in inter], dtype=bool)),
          "interruption_infrastructure": ("interruption", np.array(infrastructure, dtype=bool)),
          # The same exact (-1: unknown).
-         "interruption_lost_ns": ("interruption", np.array([x.lost if record.has_trainer_events else -1
-                                                            for x in inter], dtype=np.int64)),
+         "interruption_lost_ns": ("interruption", np.array([x.lost for x in inter], dtype=np.int64)
+                                  if record.has_trainer_events else np.full(n, -1, dtype=np.int64)),
          "interruption_queue_ns": ("interruption", np.array([x.queue_after for x in inter], dtype=np.int64)),
          "interruption_restart_ns": ("interruption", np.array([x.restart_after for x in inter], dtype=np.int64)),
          "interruptions_by_reason": ("reason", counts[order].astype(np.int64))},

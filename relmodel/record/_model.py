@@ -77,12 +77,19 @@ def _survival(rng):
 
 
 def _record_of(w: Walk, start_ns: int, reasons: list, planned: set, source: str, n_gpus) -> RunRecord:
-    rows = [EventRow(start_ns + t, "interruption" if kind == "failure" and reasons[r] in planned else kind, step,
-                 duration if kind == "checkpoint_written" else -1, wait if kind == "checkpoint_written" or wait else -1,
-                 reasons[r] if r >= 0 else "", "events", line, source)
-            for line, (t, kind, step, duration, wait, r) in enumerate(w.events, start=1)]
-    ds = events_dataset(rows, {"sources": source, "events_file": source})
-    summary = RecordSummary(sources=[source], rows_read=len(rows), rows_used=len(rows))
+    rows = w.events
+    n = len(rows)
+    written = [kind == "checkpoint_written" for _, kind, *_ in rows]
+    columns = EventRow(
+        time_ns=[start_ns + e[0] for e in rows],
+        kind=[k if k != "failure" or reasons[r] not in planned else "interruption" for _, k, _, _, _, r in rows],
+        step=[e[2] for e in rows],
+        duration_ns=[e[3] if w else -1 for e, w in zip(rows, written)],
+        wait_ns=[e[4] if w or e[4] else -1 for e, w in zip(rows, written)],
+        reason=[reasons[e[5]] if e[5] >= 0 else "" for e in rows],
+        source=np.full(n, "events"), line=np.arange(1, n + 1), file=np.full(n, source))
+    ds = events_dataset(columns, {"sources": source})
+    summary = RecordSummary(sources=[source], rows_read=n, rows_used=n)
     return RunRecord(events=ds, n_gpus=n_gpus, summary=summary)
 
 

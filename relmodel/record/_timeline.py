@@ -198,7 +198,7 @@ def walk(plan: CheckpointSchedule, failures, reasons=None, survival=None) -> Wal
     """
     run = _Walker(plan, failures, reasons, survival)
     while len(run.events) <= MAX_EVENTS:
-        if run.initialise() and run.progress() or run.stopped():
+        if run.initialise() and run.progress() or run.r >= run.until and run.stopped():
             return run.result(capped=False)
         run.failure()
         if run.r >= run.until:
@@ -241,7 +241,7 @@ class _Walker:
 
     def initialise(self) -> bool:
         """The attempt's startup, or its restart after a failure: whether it reaches its first step."""
-        fail = self._cut_at()
+        fail = self.fail if self.fail is not None and self.fail < self.until else self.until
         spent = fail - self.r if fail < self.r + self.attempt_init else self.attempt_init
         self.r += spent
         self.t += spent
@@ -262,8 +262,8 @@ class _Walker:
         and stores them back when it stops.
         """
         plan, levels, stack, events = self.plan, self.levels, self.stack, self.events
-        positions, may_end = self._positions()
-        fail = self._cut_at()
+        positions, may_end = (plan.positions, self.until == math.inf) if plan.by_attempt is None else self._positions()
+        fail = self.fail if self.fail is not None and self.fail < self.until else self.until
         t, r, value, compute, n_done = self.t, self.r, self.value, self.compute, self.n_done
         attempted, wait_total = self.attempted, self.wait_total
         ended = False
@@ -303,10 +303,6 @@ class _Walker:
         self.t, self.r, self.value, self.compute, self.n_done = t, r, value, compute, n_done
         self.attempted, self.wait_total = attempted, wait_total
         return ended
-
-    def _cut_at(self):
-        """The runtime at which the next stretch is cut: the next failure's, or the record's end."""
-        return min(math.inf if self.fail is None else self.fail, self.until)
 
     def stopped(self) -> bool:
         """Whether the walk stands at the record's end with no failure there to strike first."""
