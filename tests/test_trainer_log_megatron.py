@@ -122,6 +122,8 @@ def test_two_attempts_measure_as_by_hand_and_auto_picks_megatron(tmp_path):
         "CUDA error: an illegal memory access was encountered"]
     assert list(events.step.values[events.kind.values == "checkpoint_restored"]) == [200]
     assert list(events.step.values[events.kind.values == "first_step"]) == [1, 201]
+    # A requeued job appending to one file: the arguments banner begins the second attempt.
+    assert _components(read_run(_write(tmp_path, "slurm-3.out", FIRST + SECOND))) == EXPECTED
 
 
 def test_saves_printed_without_a_time_take_it_from_their_iteration_and_the_timer(tmp_path):

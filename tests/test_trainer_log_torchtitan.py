@@ -55,6 +55,25 @@ FIRST = [
     '[rank0]:   File "/torchtitan/torchtitan/train.py", line 520, in <module>',
     "[rank0]:     trainer.train()",
     "[rank0]: torch.distributed.DistBackendError: NCCL communicator was aborted on rank 0.",
+    # torchrun's own summary (torch/distributed/elastic/multiprocessing/errors: ChildFailedError.format_msg).
+    "Traceback (most recent call last):",
+    '  File "/usr/local/bin/torchrun", line 8, in <module>',
+    "torch.distributed.elastic.multiprocessing.errors.ChildFailedError:",
+    "============================================================",
+    "torchtitan/train.py FAILED",
+    "------------------------------------------------------------",
+    "Failures:",
+    "  <NO_OTHER_FAILURES>",
+    "------------------------------------------------------------",
+    "Root Cause (first observed failure):",
+    "[0]:",
+    "  time      : 2025-03-01_10:41:05",
+    "  host      : node-001",
+    "  rank      : 0 (local_rank: 0)",
+    "  exitcode  : 1 (pid: 4242)",
+    "  error_file: <N/A>",
+    "  traceback : To enable traceback see: https://pytorch.org/docs/stable/elastic/errors.html",
+    "============================================================",
 ]
 SECOND = [
     _line("11:00:00,000", "Starting job: Llama 3 8B training"),
@@ -70,11 +89,11 @@ SECOND = [
     _line("11:25:12,000", "Training completed"),
 ]
 # By hand: startup 10:00:00-10:05:00; compute to each write's start (its end less its printed seconds); the
-# compute after the write of step 20 is lost at the NCCL timeout, placed at the last line with a time; queue to
-# 11:00; restart to 11:04:10; the end 2 s after the last write.
+# compute after the write of step 20 is lost at the NCCL timeout, at torchrun's root-cause time 10:41:05; queue
+# to 11:00; restart to 11:04:10; the end 2 s after the last write.
 EXPECTED = {"productive": 300 * S + 570 * S + 600 * S + 600_500_000_000 + 2 * S,
-            "checkpoint": 119_500_000_000, "lost": 570 * S, "restart": 250 * S, "startup": 300 * S,
-            "queue": 1800 * S, "persist_wait": 0}
+            "checkpoint": 119_500_000_000, "lost": 1235 * S, "restart": 250 * S, "startup": 300 * S,
+            "queue": 1135 * S, "persist_wait": 0}
 
 
 def _logs(tmp_path, *attempts):

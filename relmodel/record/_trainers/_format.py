@@ -62,6 +62,8 @@ _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _NCCL_TIMEOUT = re.compile(r"Watchdog caught collective operation timeout|NCCL\b.*\btim(?:ed|ing) ?out", re.IGNORECASE)
 _CUDA_ERROR = re.compile(r"CUDA error: (.+)")
 _DECIMAL = re.compile(r"\d{1,12}(?:\.\d{1,9})?")
+_ROOT_CAUSE = "Root Cause (first observed failure):"  # torchrun's summary when it gives up on the workers
+_ROOT_CAUSE_TIME = re.compile(r"time\s*:\s*(\d{4}-\d\d-\d\d)_(\d\d:\d\d:\d\d)")
 _EXCEPTION = re.compile(r"([A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit|Failure|Timeout))(?::\s*(.*))?")
 
 
@@ -108,17 +110,21 @@ class AttemptEvents:
 
     An attempt's failure is the first error its lines show after its last progress (a step printed after an
     error shows that the error was not fatal). Error output carries no time: the failure is placed at the last
-    time the log printed before it. An attempt that reached the trainer's own end of training ends there,
-    after any write that followed that line; an error after it (in teardown) is not a failure of the run.
+    time the log printed before it, or where torchrun's summary follows, at the time it gives for the root
+    cause (when it saw the first worker fail). An attempt that reached the trainer's own end of training ends
+    there, after any write that followed that line; an error after it (in teardown) is not a failure of the run.
 
     Parameters
     ----------
     path : str
         The log, for events and errors.
+    zone : datetime.tzinfo or None
+        The zone of times written without one.
     """
 
-    def __init__(self, path: str):
-        self.path, self.rows = path, []
+    def __init__(self, path: str, zone):
+        self.path, self.zone, self.rows = path, zone, []
+        self.root_cause = False  # within torchrun's root-cause summary
         self.errors = ErrorLines()
         self.is_open = self.started = False
         self.last_time = None  # the attempt's latest time printed
@@ -158,6 +164,21 @@ class AttemptEvents:
         reason = self.errors.reason(text)
         if reason:
             self.failed(line, reason)
+        else:
+            self.summary(line, text)
+
+    def summary(self, line: int, text: str) -> None:
+        """A line of torchrun's summary: its root cause's time places the attempt's failure."""
+        text = text.strip()
+        if text == _ROOT_CAUSE:
+            self.root_cause = True
+            return
+        found = _ROOT_CAUSE_TIME.fullmatch(text) if self.root_cause else None
+        if found and self.failure is not None:
+            self.root_cause = False
+            at = instant(f"{found[1]} {found[2]}", self.zone, self.path, line)
+            if at >= self.failure[1]:
+                self.failure = (self.failure[0], at, self.failure[2])
 
     def failed(self, line: int, reason: str) -> None:
         """An error shown at `line`."""

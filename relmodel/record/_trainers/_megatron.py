@@ -14,9 +14,9 @@ _STAMP = rf"(?:\[(?P<time>{_TIME})\] )"
 _DATETIME = re.compile(rf"\[(?P<label>[^\]]+)\] datetime: (?P<time>{_TIME})")
 _ITERATION = re.compile(r"(?:\[(?P<time>[^\]]*)\] )?iteration\s+(?P<iteration>\S+?)/\s*\d+ \|")
 _SAVING = re.compile(rf"{_STAMP}?saving checkpoint at iteration\s+(?P<iteration>\d+) to ")
-_SAVED = re.compile(rf"{_STAMP}?successfully saved checkpoint from iteration\s+(?P<iteration>\d+) to ")
+_SAVED = re.compile(rf"{_STAMP}?successfully saved (?:local )?checkpoint from iteration\s+(?P<iteration>\d+) to ")
 _SCHEDULED = re.compile(rf"{_STAMP}scheduled an async checkpoint save at iteration\s+(?P<iteration>\d+) ")
-_SAVE_TIMER = re.compile(r"save-checkpoint \.+: (?:\([\d.]+, (?P<max>[\d.]+)\)|(?P<only>[\d.]+))")
+_SAVE_TIMER = re.compile(r"save-checkpoint(?:-non-persistent)? \.+: (?:\([\d.]+, (?P<max>[\d.]+)\)|(?P<only>[\d.]+))")
 _LOADED = re.compile(r"successfully loaded checkpoint from .* at iteration (?P<iteration>\d+)")
 _INITIALISED = re.compile(r"time to initialize megatron \(seconds\): (?P<seconds>\S+)")
 _ARGUMENTS = re.compile(r"-+ arguments -+")
@@ -44,7 +44,7 @@ class _Reader:
 
     def __init__(self, path: str, zone):
         self.path, self.zone = path, zone
-        self.run = AttemptEvents(path)
+        self.run = AttemptEvents(path, zone)
         self.starting = None  # an attempt begun and not yet placed: [line, its startup's times, init seconds]
         self.restore = None  # a load printed without a time: (line, iteration)
         self.restored = 0
@@ -163,6 +163,8 @@ class _Reader:
         if reason:
             self.place_attempt(line)
             self.run.failed(line, reason)
+        else:
+            self.run.summary(line, text)
 
     def read(self, line: int, text: str) -> None:
         if _ARGUMENTS.fullmatch(text):
@@ -216,8 +218,10 @@ FORMAT = TrainerFormat(
             "versions, and the write is the span between them; where they carry none, the save starts right "
             "after its iteration's line (or the end of training) and lasts the save-checkpoint timer's maximum "
             "over ranks, and a save that follows neither is refused. An asynchronous save is its blocking part, "
-            "up to 'scheduled an async checkpoint save'; when its files are finished is not read. A load prints "
+            "up to 'scheduled an async checkpoint save'; when its files are finished is not read (where save "
+            "lines carry no time, an asynchronous save is refused). A load prints "
             "no time: it is placed at the next line with one, within the attempt's initialisation. Error output "
-            "carries no time: a failure is placed at the last line the log printed before it, so compute "
+            "carries no time: a failure is at the time torchrun's summary gives for its root cause (to the "
+            "second) where the log has one, else at the last line the log printed before the error, and compute "
             "between that line and the crash is not known (the scheduler's end of the job bounds it)."),
 )

@@ -26,8 +26,8 @@ def _detect(lines) -> bool:
     """A torchtitan log: its logger's lines, with a message only its trainer prints."""
     for line in lines:
         logged = _LOGGED.fullmatch(plain_line(line).rstrip())
-        if logged and (any(p.match(logged["message"]) for p in _TELLING) or "mfu:" in logged["message"]
-                       and _STEP.match(logged["message"])):
+        message = logged["message"] if logged else ""
+        if any(p.match(message) for p in _TELLING) or ("mfu:" in message and _STEP.match(message)):
             return True
     return False
 
@@ -40,7 +40,7 @@ def _number(text: str, path: str, line: int, field: str) -> int:
 
 def _parse(lines, path: str, zone) -> list:
     """The events of a torchtitan log."""
-    run = AttemptEvents(path)
+    run = AttemptEvents(path, zone)
     step = loaded = None  # the latest step printed; the checkpoint being loaded
     for number, raw in enumerate(lines, start=1):
         text = plain_line(raw).rstrip()
@@ -93,7 +93,8 @@ FORMAT = TrainerFormat(
             "checkpoints, the staging) but not its step: it is the latest step line's, exact when "
             "checkpoint.interval is a multiple of metrics.log_freq and earlier otherwise; the write's end on "
             "storage after an asynchronous save is not printed. A checkpoint loaded from outside the checkpoint "
-            "folder (an initial load) is the run's start, step 0. Error output carries no time: a failure is "
-            "placed at the last line the log printed before it, so compute between that line and the crash is not "
+            "folder (an initial load) is the run's start, step 0. Error output carries no time: a failure is at "
+            "the time torchrun's summary gives for its root cause (to the second) where the log has one, else at "
+            "the last line the log printed before the error, and compute between that line and the crash is not "
             "known (the scheduler's end of the job bounds it)."),
 )
