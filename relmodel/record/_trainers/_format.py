@@ -148,7 +148,7 @@ class AttemptEvents:
 
     def first_step(self, line: int, time_ns: int, step: int) -> None:
         """The end of the attempt's initialisation, before the training step `step`."""
-        self.started = True
+        self.started, self.failure = True, None
         self.add(line, time_ns, "first_step", step=step)
 
     def step(self, line: int, time_ns: int, step: int) -> None:
@@ -205,7 +205,7 @@ class AttemptEvents:
         elif self.is_open and self.failure is not None:
             line, time_ns, reason = self.failure
             self.add(line, time_ns, "failure", reason=reason)
-        self.is_open, self.failure, self.end, self.last_time = False, None, None, None
+        self.is_open, self.failure, self.end, self.last_time, self.root_cause = False, None, None, None, False
 
     def finish(self) -> list[EventRow]:
         """The events of the whole log."""

@@ -20,6 +20,7 @@ _SAVE_TIMER = re.compile(r"save-checkpoint(?:-non-persistent)? \.+: (?:\([\d.]+,
 _LOADED = re.compile(r"successfully loaded checkpoint from .* at iteration (?P<iteration>\d+)")
 _INITIALISED = re.compile(r"time to initialize megatron \(seconds\): (?P<seconds>\S+)")
 _ARGUMENTS = re.compile(r"-+ arguments -+")
+_VALIDATION = re.compile(r"validation(?:-\d+)? loss at ")
 _STEP_LINE = "elapsed time per iteration (ms)"
 _INITIALISED_LABEL = "after megatron is initialized"
 _TRAINING_LABEL = "before the start of training step"
@@ -186,6 +187,8 @@ class _Reader:
             self.save_timer(line, match)
         elif (match := _LOADED.match(text)) is not None:
             self.restore, self.restored = (line, int(match["iteration"])), int(match["iteration"])
+        elif _VALIDATION.match(text):
+            self.last_stamp = None  # an evaluation ran since: a save printed without a time no longer follows it
         else:
             self.error(line, text)
 
@@ -210,18 +213,18 @@ FORMAT = TrainerFormat(
            "checkpoint from iteration N' (or 'scheduled an async checkpoint save'), the save-checkpoint timer, "
            "'successfully loaded checkpoint from ... at iteration N', and error output (a traceback's exception, "
            "an NCCL timeout, a CUDA error)"),
-    cannot=("An attempt starts at the earliest time its startup prints: the process's start as Megatron "
-            "measures it ('after megatron is initialized' less the 'time to initialize megatron' seconds), or "
-            "the entry script's own start where it prints one; the scheduler's launch before it is not in the "
-            "log. Iteration lines are printed every log-interval iterations; a log whose iteration lines carry "
-            "no time (older Megatron-LM) is refused. A save's start and end carry a time in recent "
-            "versions, and the write is the span between them; where they carry none, the save starts right "
-            "after its iteration's line (or the end of training) and lasts the save-checkpoint timer's maximum "
-            "over ranks, and a save that follows neither is refused. An asynchronous save is its blocking part, "
-            "up to 'scheduled an async checkpoint save'; when its files are finished is not read (where save "
-            "lines carry no time, an asynchronous save is refused). A load prints "
-            "no time: it is placed at the next line with one, within the attempt's initialisation. Error output "
-            "carries no time: a failure is at the time torchrun's summary gives for its root cause (to the "
-            "second) where the log has one, else at the last line the log printed before the error, and compute "
-            "between that line and the crash is not known (the scheduler's end of the job bounds it)."),
+    cannot=("An attempt starts at the earliest time its startup prints: the process's start as Megatron measures it "
+            "('after megatron is initialized' less the 'time to initialize megatron' seconds), or the entry script's "
+            "own start where it prints one; the scheduler's launch before it is not in the log. Iteration lines are "
+            "printed every log-interval iterations; a log whose iteration lines carry no time (older Megatron-LM) is "
+            "refused. A save's start and end carry a time in recent versions, and the write is the span between them;"
+            " where they carry none, the save starts right after its iteration's line (or the end of training) and "
+            "lasts the save-checkpoint timer's maximum over ranks, and a save that does not follow either directly "
+            "(an evaluation between them) is refused. An asynchronous save is its blocking part, up to 'scheduled an "
+            "async checkpoint save'; when its files are finished is not read (where save lines carry no time, an "
+            "asynchronous save is refused). A load prints no time: it is placed at the next line with one, within the"
+            " attempt's initialisation. Error output carries no time: a failure is at the time torchrun's summary "
+            "gives for its root cause (to the second) where the log has one, else at the last line the log printed "
+            "before the error, and compute between that line and the crash is not known (the scheduler's end of the "
+            "job bounds it)."),
 )
