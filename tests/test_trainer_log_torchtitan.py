@@ -5,7 +5,8 @@
 - ``torchtitan/train.py`` ``Trainer.__init__``: ``f"Starting job: {job_config.job.description}"``;
   ``Trainer.train``: ``f"Training starts at step {self.step + 1}."``, ``"Training completed"``;
 - ``torchtitan/components/metrics.py`` ``MetricsProcessor.log``: ``f"{color.red}step: {step:2}  "
-  f"{color.green}loss: {global_avg_loss:7.4f}  ..."`` (ANSI colours unless disabled);
+  f"{color.green}loss: {global_avg_loss:7.4f}  ..."`` (ANSI colours of ``torchtitan/tools/utils.py`` ``Color``
+  unless disabled);
 - ``torchtitan/components/checkpoint.py`` ``CheckpointManager.save``: ``"Finished saving the checkpoint (or
   staging if async is enabled)" f"in {time.monotonic() - begin:.2f} seconds."``, ``_save_last_step``:
   ``f"Saving a full checkpoint at last step, step {curr_step}."``; ``load``: ``f"Loading the checkpoint from
@@ -19,7 +20,7 @@ from relmodel.record._trainers import FORMATS
 
 S = 10**9
 RED, GREEN, ORANGE, TURQUOISE, BLUE, CYAN, MAGENTA, RESET = (
-    "\033[31m", "\033[32m", "\033[38;2;255;165;0m", "\033[38;2;54;234;195m", "\033[34m", "\033[36m", "\033[35m",
+    "\033[31m", "\033[32m", "\033[38;2;180;60;0m", "\033[38;2;54;234;195m", "\033[34m", "\033[36m", "\033[35m",
     "\033[39m")
 
 
