@@ -6,8 +6,13 @@ in the order `detect_format` tries them.
 
 from __future__ import annotations
 
+from . import _megatron
+from . import _torchtitan
 from ._format import DETECT_LINES, TrainerFormat
 
-FORMATS: dict[str, TrainerFormat] = {fmt.name: fmt for fmt in ()}
+FORMATS: dict[str, TrainerFormat] = {fmt.name: fmt for fmt in (
+    _torchtitan.FORMAT,
+    _megatron.FORMAT,
+)}
 
 __all__ = ["DETECT_LINES", "FORMATS", "TrainerFormat"]
