@@ -27,7 +27,8 @@ _RESUMED = re.compile(r"Continuing training from global step (\S*)")
 _SAVING = re.compile(r"Saving model checkpoint to (.*?)\s*$")
 _CHECKPOINT_DIR = re.compile(r"(?:^|[/\\])checkpoint-([^/\\]*)[/\\]?$")
 _COMPLETED = "Training completed. Do not forget to share your model"
-_LOG_DICT = re.compile(r"^\{'(loss|train_runtime|eval_loss|learning_rate|grad_norm)': ")
+# Trainer.log's dicts as the progress bar prints them: the training loss's, and the end's speed metrics.
+_LOG_DICT = re.compile(r"^\{'loss': [^{}]*'learning_rate': [^{}]*'epoch': [^{}]*\}$|^\{'train_runtime': ")
 _NEEDS_TIME = (_BANNER, "Continuing training from global step", "Saving model checkpoint to")
 
 
