@@ -63,7 +63,7 @@ _LOGGED_TIME = re.compile(_PROGRESS_FRAGMENT + r"(?:\[[A-Z]+\|[^\]]*\] )?\[?"
 LOGGED_TIME_FORMATS = ('a line beginning with Python logging\'s "%(asctime)s" (e.g. logging.basicConfig(format='
                        '"%(asctime)s %(levelname)s %(name)s: %(message)s")), bracketed or not, or transformers\' '
                        '"[%(levelname)s|%(filename)s:%(lineno)s] %(asctime)s >> %(message)s"')
-_RANK_PREFIX = re.compile(r"^\[(?:default)?rank\d+\]:\s?")  # torchrun's per-rank prefix of a process's output
+_RANK_PREFIX = re.compile(r"^\[(?:default|rank)\d+\]:\s?")  # torchrun's per-rank prefix of a process's output
 
 
 def logged_time(text: str):
