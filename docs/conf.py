@@ -15,6 +15,21 @@ os.environ.setdefault("NUMBA_CACHE_DIR", str(Path(__file__).parent / "_build" / 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import relmodel  # noqa: E402
+from relmodel.record import TRAINER_FORMATS  # noqa: E402
+
+
+def _write_trainer_formats():
+    """The trainer-logs guide's per-format sections, from each reader's own description (one source)."""
+    sections = []
+    for fmt in TRAINER_FORMATS.values():
+        sections += [f"### {fmt.title} (`{fmt.name}`)", "", f"**Reads:** {fmt.reads}.", "",
+                     f"**Cannot know:** {fmt.cannot}", ""]
+    out = Path(__file__).resolve().parent / "_generated" / "trainer-formats.md"
+    out.parent.mkdir(exist_ok=True)
+    out.write_text("\n".join(sections), encoding="utf-8")
+
+
+_write_trainer_formats()
 
 project = "relmodel"
 author = "relmodel contributors"
@@ -35,7 +50,7 @@ source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
 # No smart quotes: they turned "--gpus" in the command help into an en dash, and a
 # command copied from the page then failed (.ci/run checks the built page).
 smartquotes = False
-exclude_patterns = ["_build", "auto_examples/*.ipynb", "auto_examples/*.py", "auto_examples/*.zip"]
+exclude_patterns = ["_build", "_generated", "auto_examples/*.ipynb", "auto_examples/*.py", "auto_examples/*.zip"]
 html_theme = "alabaster"
 html_theme_options = {"description": "Reliability of large ML training runs", "fixed_sidebar": True}
 html_static_path = []
@@ -78,7 +93,7 @@ numpydoc_validation_exclude = {
     r"\.__\w+__$",
     # Catalogues held in dicts: the validator would read dict's own docstring; the API
     # pages describe each (``.. data::``).
-    r"^relmodel\.(pipeline\.(MODEL_PRESETS|GPUS)|elastic\.(FITTED|ROOFLINE)_MODELS)$",
+    r"^relmodel\.(pipeline\.(MODEL_PRESETS|GPUS)|elastic\.(FITTED|ROOFLINE)_MODELS|record\.TRAINER_FORMATS)$",
     # A hypothesis @composite strategy: its generated wrapper has no source code for
     # numpydoc to inspect (validation would crash); its docstring is still rendered.
     r"^relmodel\.testing\.strategies\.failed_workers$",

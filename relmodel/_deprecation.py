@@ -86,8 +86,8 @@ MOVED_MODULES: dict[str, tuple[str | tuple[str, ...], dict[str, str]]] = {
         "read_trace": "relmodel.pipeline.read_node_trace",
     }),
     "relmodel.plan": ("relmodel._plan", {}),
-    "relmodel.record.events": ("relmodel.record._events", {
-        "MAX_FILE_BYTES": "relmodel.record._events.MAX_RECORD_FILE_BYTES",
+    "relmodel.record.events": (("relmodel.record._events", "relmodel.record._read"), {
+        "MAX_FILE_BYTES": "relmodel.record._read.MAX_RECORD_FILE_BYTES",
     }),
     "relmodel.record.measure": ("relmodel.record._measure", {
         "COMPONENTS": "relmodel.record._measure.MEASURED_COMPONENTS",

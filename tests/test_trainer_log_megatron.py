@@ -21,7 +21,7 @@
 import pytest
 
 from relmodel.record import RunRecordError, measure_run, read_run
-from relmodel.record._trainers import FORMATS
+from relmodel.record._trainers import TRAINER_FORMATS
 
 S = 10**9
 MS = 10**6
@@ -155,7 +155,7 @@ def test_saves_printed_without_a_time_take_it_from_their_iteration_and_the_timer
 
 
 def test_detect_is_specific():
-    detect = FORMATS["megatron"].detect
+    detect = TRAINER_FORMATS["megatron"].detect
     assert detect(FIRST) and detect(SECOND[-6:])
     titan = ["[rank0]:[titan] 2025-03-01 10:00:00,000 - root - INFO - Starting job: Llama 3 8B training",
              "[titan] 2025-03-01 10:05:40,000 - root - INFO - step:  1  loss:  7.5000  tps: 1,024  mfu: 5.07%"]

@@ -16,7 +16,7 @@
 import pytest
 
 from relmodel.record import RunRecordError, measure_run, read_run
-from relmodel.record._trainers import FORMATS
+from relmodel.record._trainers import TRAINER_FORMATS
 
 S = 10**9
 RED, GREEN, ORANGE, TURQUOISE, BLUE, CYAN, MAGENTA, RESET = (
@@ -124,7 +124,7 @@ def test_torchrun_restarts_in_one_file_read_the_same_and_auto_picks_torchtitan(t
 
 
 def test_detect_is_specific():
-    detect = FORMATS["torchtitan"].detect
+    detect = TRAINER_FORMATS["torchtitan"].detect
     assert detect(FIRST) and detect(SECOND[:2])
     megatron = [" [2025-03-01 10:12:07.500000] iteration      100/    1000 | consumed samples:        25600 | "
                 "elapsed time per iteration (ms): 6000.0 | lm loss: 7.123456E+00 |",

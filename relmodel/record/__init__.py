@@ -4,6 +4,7 @@ badput, hold the model to it, and replay its failures under another plan."""
 from .._deprecation import keep_public_names
 from ._events import EVENT_KINDS, RecordSummary, RunRecord, RunRecordError
 from ._read import read_run
+from ._trainers import TRAINER_FORMATS, TrainerFormat
 from ._measure import measure_run
 from ._model import implied_scenario, predict_run, replay_run, simulate_run
 from ._plot import run_figure
@@ -13,6 +14,8 @@ __all__ = [
     "RecordSummary",
     "RunRecord",
     "RunRecordError",
+    "TRAINER_FORMATS",
+    "TrainerFormat",
     "implied_scenario",
     "measure_run",
     "predict_run",

@@ -11,7 +11,7 @@ from .._cli_shared import (Duration, FigurePath, LevelSpec, OneLineErrors, forma
                            usage_error)
 from .._units import format_hours
 from ._timeline import MAX_EVENTS
-from ._trainers import FORMATS as TRAINER_FORMATS
+from ._trainers import TRAINER_FORMATS
 
 _FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 _EPILOG = ("A record is the trainer's events (CSV or JSON Lines: time, event, step, duration_s, wait_s, reason; "

@@ -15,7 +15,7 @@ from .._job_logs import LogError, read_log
 from .._taxonomy import read_small_text
 from ._events import (_EPOCH, NS_PER_S, EventRow, RecordSummary, RunRecord, RunRecordError, events_dataset,
                       events_file_rows, parse_instant)
-from ._trainers import DETECT_LINES, FORMATS
+from ._trainers import DETECT_LINES, TRAINER_FORMATS
 
 BOUNDARY_KINDS = ("attempt_start", "failure", "interruption", "run_end")  # what sacct also says
 MAX_RECORD_FILE_BYTES = 512 * 2**20
@@ -144,16 +144,17 @@ def _file_rows(path: Path, fmt: str, zone, summary: RecordSummary) -> list[Event
     lines = text.splitlines()
     if fmt == "auto":
         head = lines[:DETECT_LINES]
-        fmt = "events" if _is_events_file(head) else next((f.name for f in FORMATS.values() if f.detect(head)), "")
+        fmt = "events" if _is_events_file(head) else next(
+            (f.name for f in TRAINER_FORMATS.values() if f.detect(head)), "")
         if not fmt:
-            expected = "".join(f"; or the log of {f.title} (format {f.name!r})" for f in FORMATS.values())
+            expected = "".join(f"; or the log of {f.title} (format {f.name!r})" for f in TRAINER_FORMATS.values())
             first = next((t.strip() for t in head if t.strip()), "")
             raise RunRecordError(name, 0, "format", f"not a record relmodel reads (it begins {first[:60]!r}): expected "
                                                     f"the trainer-events CSV or JSON Lines (time and event){expected}")
     summary.sources.append(name)
     if fmt == "events":
         return events_file_rows(text, name, zone, summary)
-    return _trainer_log_rows(FORMATS[fmt], lines, name, zone, summary)
+    return _trainer_log_rows(TRAINER_FORMATS[fmt], lines, name, zone, summary)
 
 
 def _trainer_events(events, fmt: str, zone, summary: RecordSummary) -> list[EventRow]:
@@ -162,8 +163,8 @@ def _trainer_events(events, fmt: str, zone, summary: RecordSummary) -> list[Even
     An attempt's file that stops with neither a failure nor the run's end, with a later file to come,
     ends in a failure of unknown cause at its last event (the log stopped: the process died).
     """
-    if fmt not in ("auto", "events", *FORMATS):
-        raise ParameterError("format", f"{fmt!r} is not 'auto', 'events' or one of {', '.join(FORMATS)}")
+    if fmt not in ("auto", "events", *TRAINER_FORMATS):
+        raise ParameterError("format", f"{fmt!r} is not 'auto', 'events' or one of {', '.join(TRAINER_FORMATS)}")
     paths = [events] if isinstance(events, (str, Path)) else list(events)
     if not paths:
         raise ParameterError("events", "no file given")

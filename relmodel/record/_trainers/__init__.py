@@ -1,18 +1,21 @@
-"""Readers of the trainers' own logs, each turning a log into a run's events.
+"""Readers of the trainers' own logs, each turning a log into a run's events (docs:
+user-guide/trainer-logs.md).
 
-Each module describes one format as a `TrainerFormat`; `FORMATS` lists them
-in the order `detect_format` tries them.
+Each module describes one format as a `TrainerFormat`; `TRAINER_FORMATS` lists
+them in the order a file is tried against them.
 """
 
 from __future__ import annotations
 
-from . import _megatron
-from . import _torchtitan
+from . import _hf_trainer, _history, _lightning, _megatron, _torchtitan
 from ._format import DETECT_LINES, TrainerFormat
 
-FORMATS: dict[str, TrainerFormat] = {fmt.name: fmt for fmt in (
-    _torchtitan.FORMAT,
-    _megatron.FORMAT,
+TRAINER_FORMATS: dict[str, TrainerFormat] = {fmt.name: fmt for fmt in (
+    _torchtitan.TORCHTITAN_FORMAT,
+    _megatron.MEGATRON_FORMAT,
+    _hf_trainer.HF_TRAINER_FORMAT,
+    _lightning.LIGHTNING_FORMAT,
+    _history.HISTORY_FORMAT,
 )}
 
-__all__ = ["DETECT_LINES", "FORMATS", "TrainerFormat"]
+__all__ = ["DETECT_LINES", "TRAINER_FORMATS", "TrainerFormat"]

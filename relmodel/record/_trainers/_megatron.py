@@ -201,7 +201,7 @@ def _parse(lines, path: str, zone) -> list:
     return reader.run.finish()
 
 
-FORMAT = TrainerFormat(
+MEGATRON_FORMAT = TrainerFormat(
     name="megatron",
     title="Megatron-LM (and NeMo's Megatron path)",
     detect=_detect,

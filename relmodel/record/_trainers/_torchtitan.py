@@ -78,7 +78,7 @@ def _parse(lines, path: str, zone) -> list:
     return run.finish()
 
 
-FORMAT = TrainerFormat(
+TORCHTITAN_FORMAT = TrainerFormat(
     name="torchtitan",
     title="torchtitan",
     detect=_detect,

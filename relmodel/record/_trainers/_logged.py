@@ -1,0 +1,138 @@
+"""What the trainers that log through Python's `logging` share: a record's time where its line begins,
+a run's attempts from such lines, and a failure's reason from its traceback (HF Trainer, Lightning)."""
+
+from __future__ import annotations
+
+import re
+
+from .._events import EventRow, RunRecordError
+from ._format import event, instant, plain_line
+
+
+# Python logging's %(asctime)s (default datefmt "2024-01-01 00:00:00,123", or ISO 8601) where a record begins: at
+# the line's start, bracketed, after transformers' explicit "[LEVEL|file.py:N] " prefix, or behind a progress
+# bar's fragment (tqdm draws on the same stream with no newline, so a record can start mid-line after it).
+_PROGRESS_FRAGMENT = r"(?:[^\r\n]*?\d+/\d+ \[[^\]]*\])?"
+_LOGGED_TIME = re.compile(_PROGRESS_FRAGMENT + r"(?:\[[A-Z]+\|[^\]]*\] )?\[?"
+                          r"(\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?(?:Z|[+-]\d{2}:?\d{2})?)\]?")
+LOGGED_TIME_FORMATS = ('a line beginning with Python logging\'s "%(asctime)s" (e.g. logging.basicConfig(format='
+                       '"%(asctime)s %(levelname)s %(name)s: %(message)s")), bracketed or not, or transformers\' '
+                       '"[%(levelname)s|%(filename)s:%(lineno)s] %(asctime)s >> %(message)s"')
+
+
+def logged_time(text: str):
+    """The time a Python logging record's line begins with, and the rest of the line; None for a line without."""
+    match = _LOGGED_TIME.match(text)
+    return (match[1], text[match.end():]) if match else None
+
+
+def failure_reason(exception: str) -> str:
+    """A failure's short reason from the exception's line (``Class: message``) or an NCCL watchdog's line."""
+    lowered = exception.lower()
+    if "nccl" in lowered and ("timeout" in lowered or "timed out" in lowered):
+        return "NCCL timeout"
+    cuda = re.search(r"CUDA error: ([^.\r\n]*)", exception)
+    if cuda:
+        return f"CUDA error: {cuda[1].strip()}"
+    return exception.strip()[:160]
+
+
+class LoggedRun:
+    """The events of a log written through Python logging, attempt by attempt.
+
+    An attempt starts at the first timed line of the file and at the first one after a failure. A failure is a
+    Python traceback (its exception's line) or an NCCL watchdog's timeout; neither has a time, so it is placed at
+    the attempt's last timed line (the latest instant the log shows the process alive). The first step, known only
+    at the end of the trainer's set-up messages, is held until a line past them (`flush_first_step`).
+
+    Parameters
+    ----------
+    path : str
+        The file, for errors and events.
+    zone : datetime.tzinfo or None
+        The zone of times written without one.
+    """
+
+    def __init__(self, path: str, zone):
+        self.path, self.zone = path, zone
+        self.events: list[EventRow] = []
+        self.last: tuple[int, int] | None = None  # (time_ns, line) of the attempt's last timed line
+        self.open = False  # an attempt runs
+        self.first_step: tuple[int, int, int] | None = None  # (time_ns, line, step) held until set-up ends
+        self.in_traceback = False
+        self.record_open = False  # only blank lines since the last timed one: a message that began there runs on
+
+    def add(self, line: int, time_ns: int, kind: str, **fields) -> None:
+        """An event of the running attempt."""
+        self.events.append(event(self.path, line, time_ns, kind, **fields))
+
+    def timed(self, time_text: str, line: int) -> int:
+        """A timed line: it opens an attempt where none runs; its time in ns."""
+        at = instant(time_text, self.zone, self.path, line)
+        if not self.open:
+            self.open, self.first_step = True, None
+            self.add(line, at, "attempt_start")
+        self.last, self.in_traceback = (at, line), False
+        return at
+
+    def hold_first_step(self, time_ns: int, line: int, step: int) -> None:
+        """The set-up is over at least by `time_ns` (a later set-up line moves it)."""
+        self.first_step = (time_ns, line, step)
+
+    def flush_first_step(self) -> None:
+        """A line past the set-up: the first step held is the attempt's."""
+        if self.first_step is not None:
+            at, line, step = self.first_step
+            self.add(line, at, "first_step", step=step)
+            self.first_step = None
+
+    def untimed(self, text: str, line: int) -> None:
+        """A line without a time: read it for a traceback's exception or an NCCL watchdog's timeout."""
+        text = plain_line(text)
+        if text.startswith("Traceback (most recent call last)"):
+            self.in_traceback = True
+        elif self.in_traceback and text.strip() and not text[0].isspace():
+            self.in_traceback = False
+            self.fail(line, failure_reason(text))
+        elif "Watchdog caught collective operation timeout" in text:
+            self.fail(line, "NCCL timeout")
+
+    def fail(self, line: int, reason: str) -> None:
+        """The running attempt fails (later errors of the same attempt, other ranks' too, are its echoes)."""
+        if self.open and self.last is not None:
+            self.flush_first_step()
+            self.add(line, self.last[0], "failure", reason=reason)
+            self.open = False
+
+    def end(self, line: int, time_ns: int) -> None:
+        """The trainer's own end of training."""
+        self.flush_first_step()
+        self.add(line, time_ns, "run_end")
+        self.open = False
+
+    def finish(self) -> list[EventRow]:
+        """The events, once every line is read."""
+        self.flush_first_step()
+        return self.events
+
+
+def step_number(text: str, path: str, line: int, what: str) -> int:
+    """A step as a log writes it (digits), or `RunRecordError` naming the line."""
+    if not text.isdigit():
+        raise RunRecordError(path, line, "step", f"{what} {text!r} is not a step number")
+    return int(text)
+
+
+def read_logged(lines: list, log) -> list[EventRow]:
+    """The events of a log's lines, each timed one handed to ``log.timed(time_text, message, line)`` and each other
+    to ``log.untimed(text, line)``; ``log.run`` is its `LoggedRun`."""
+    run = log.run
+    for number, text in enumerate(lines, 1):
+        stamped = logged_time(text)
+        if stamped:
+            log.timed(stamped[0], stamped[1], number)
+            run.record_open = True
+        else:
+            log.untimed(text, number)
+            run.record_open = run.record_open and not text.strip()
+    return run.finish()
