@@ -415,10 +415,8 @@ def spread_failures(n: int, replicas: int, stages: int) -> np.ndarray:
     ----------
     n : int
         Failed workers.
-    replicas : int
-        Replicas d.
-    stages : int
-        Stages p.
+    replicas, stages : int
+        Replicas d and stages p.
 
     Returns
     -------

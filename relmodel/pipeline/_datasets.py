@@ -307,18 +307,17 @@ def replay_traces(cfg: PipelineConfig, traces, model: RunModel | None = None, *,
     traces : path, Trace, or a sequence or mapping name -> either
         The node traces (`read_node_trace` reads a path).
     model : RunModel, optional
-        Failures, repairs and costs (default `RunModel()`).
+        As in `simulate_runs`.
     strategies : str or sequence of str, default RECOVERY_STRATEGIES
         The fault-tolerance strategies to replay.
     options : StrategyOptions, optional
-        Knobs of the strategies (default `StrategyOptions()`).
+        As in `simulate_runs`.
     n_runs, seed : int
         Placements per trace, and their seed.
     confidence : float
         Of the intervals over placements.
     progress : bool
-        A progress bar on stderr: a step per ReCycle state (the bulk of the
-        time), one per other strategy. The numbers do not depend on it.
+        As in `simulate_runs`.
 
     Returns
     -------
@@ -410,12 +409,8 @@ def failure_set(placement: str, n: int, replicas: int, stages: int, stage: int =
     ----------
     placement : {"spread", "stacked"}
         How the failures are placed.
-    n : int
-        Failed workers.
-    replicas : int
-        Replicas d.
-    stages : int
-        Stages p.
+    n, replicas, stages : int
+        As in `spread_failures`.
     stage : int, default 0
         The stage of "stacked" failures, in 0..p-1.
 

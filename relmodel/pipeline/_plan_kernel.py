@@ -19,7 +19,8 @@ import numpy as np
 from numba import njit
 
 from .._kernels._jit import JIT_OPTIONS
-from ._schedule_kernel import _kahn_order, _lower, _min_tree, _place, _release, _update, successors, tails_in_order
+from ._schedule_kernel import (_kahn_order, _lower, _min_tree, _place, _pop_stale, _release, _run_on, _update,
+                               successors, tails_in_order)
 
 
 @njit(inline="always", **JIT_OPTIONS)
@@ -120,9 +121,7 @@ def list_schedule_core(duration, worker, pred_ptr, pred_delay, succ_ptr, succ_id
             q_head += 1
             placed = _place(i, ready[i], duration, start, end, sequence, placed)
         while n_stale > 0:
-            n_stale -= 1
-            v = stale_list[n_stale]
-            stale[v] = False
+            v, n_stale = _pop_stale(stale, stale_list, n_stale)
             _update(tree_end, tree_worker, v, _earliest_end(base[v], base[v] + n_ready[v], entry_ready,
                                                             entry_duration, entry_opens, free[v],
                                                             inflight[v] >= cap[v]))
@@ -151,13 +150,9 @@ def list_schedule_core(duration, worker, pred_ptr, pred_delay, succ_ptr, succ_id
             entry_duration[last]
         entry_priority[pick], entry_opens[pick] = entry_priority[last], entry_opens[last]
         n_ready[w] -= 1
-        placed = _place(i, max(ready[i], free[w]), duration, start, end, sequence, placed)
-        free[w] = end[i]
         inflight[w] += holds[i]
-        if not stale[w]:
-            stale[w] = True
-            stale_list[n_stale] = w
-            n_stale += 1
+        placed, n_stale = _run_on(w, i, ready, free, duration, start, end, sequence, placed, stale, stale_list,
+                                  n_stale)
     return placed
 
 

@@ -102,11 +102,9 @@ def recycle_schedule(cfg: PipelineConfig, mask: np.ndarray, *, decoupled: bool =
     cfg : PipelineConfig
         The pipeline.
     mask : numpy.ndarray
-        (d, p) boolean mask of failed workers.
-    decoupled : bool, default True
-        Use ReCycle's decoupled backward.
-    staggered : bool, default True
-        Use ReCycle's staggered optimizer step.
+        (d, p) boolean mask of failed workers; all False gives the fault-free schedule.
+    decoupled, staggered : bool, default True
+        As in `recycle_plan`.
     method : {"auto", "exact", "heuristic"}, default "auto"
         How to plan.
     n_iterations : int, default N_ITERATIONS

@@ -208,9 +208,9 @@ def list_schedule(duration, release, worker, pred_ptr, pred_idx, pred_delay, cha
         for k in range(chain_ptr[c], chain_ptr[c + 1]):
             chain_of[chain_task[k]] = c
     tree_end, tree_worker = _min_tree(n_workers)  # and a list of workers to rescan
-    dirty = np.ones(n_workers, dtype=np.bool_)
-    dirty_list = np.arange(n_workers)
-    n_dirty = n_workers
+    stale = np.ones(n_workers, dtype=np.bool_)
+    stale_list = np.arange(n_workers)
+    n_stale = n_workers
     queue = np.empty(n, dtype=np.int64)  # worker-less tasks whose predecessors have ended
     placed = 0
     q_tail = 0
@@ -233,7 +233,7 @@ def list_schedule(duration, release, worker, pred_ptr, pred_idx, pred_delay, cha
                     # to this task's (unless the worker is rescanned anyway).
                     c = chain_of[j]
                     v = worker[j]
-                    if dirty[v] or chain_task[head[c]] != j:
+                    if stale[v] or chain_task[head[c]] != j:
                         continue
                     _lower(tree_end, tree_worker, v, max(ready[j], free[v]) + duration[j])
             if q_head == q_tail:
@@ -241,10 +241,8 @@ def list_schedule(duration, release, worker, pred_ptr, pred_idx, pred_delay, cha
             i = queue[q_head]
             q_head += 1
             placed = _place(i, ready[i], duration, start, end, sequence, placed)
-        while n_dirty > 0:
-            n_dirty -= 1
-            w = dirty_list[n_dirty]
-            dirty[w] = False
+        while n_stale > 0:
+            w, n_stale = _pop_stale(stale, stale_list, n_stale)
             _update(tree_end, tree_worker, w, _best_on(w, worker_chain_ptr, worker_chain, head, chain_ptr,
                                                        chain_task, waiting, ready, free, duration))
         w = tree_worker[1]
@@ -271,12 +269,8 @@ def list_schedule(duration, release, worker, pred_ptr, pred_idx, pred_delay, cha
             break
         i = chain_task[head[pick]]
         head[pick] += 1
-        placed = _place(i, max(ready[i], free[w]), duration, start, end, sequence, placed)
-        free[w] = end[i]
-        if not dirty[w]:
-            dirty[w] = True
-            dirty_list[n_dirty] = w
-            n_dirty += 1
+        placed, n_stale = _run_on(w, i, ready, free, duration, start, end, sequence, placed, stale, stale_list,
+                                  n_stale)
     return placed
 
 
@@ -304,6 +298,28 @@ def _place(i, s, duration, start, end, sequence, placed):
     end[i] = s + duration[i]
     sequence[i] = placed
     return placed + 1
+
+
+@njit(inline="always", **JIT_OPTIONS)
+def _run_on(w, i, ready, free, duration, start, end, sequence, placed, stale, stale_list, n_stale):
+    """Worker w runs task i as soon as both are ready; w's candidates change, so w is listed for a
+    rescan (once). Returns (placed, n_stale)."""
+    placed = _place(i, max(ready[i], free[w]), duration, start, end, sequence, placed)
+    free[w] = end[i]
+    if not stale[w]:
+        stale[w] = True
+        stale_list[n_stale] = w
+        n_stale += 1
+    return placed, n_stale
+
+
+@njit(inline="always", **JIT_OPTIONS)
+def _pop_stale(stale, stale_list, n_stale):
+    """(w, n_stale): the last worker listed for a rescan, off the list."""
+    n_stale -= 1
+    w = stale_list[n_stale]
+    stale[w] = False
+    return w, n_stale
 
 
 @njit(inline="always", **JIT_OPTIONS)
@@ -478,6 +494,16 @@ def _take(items, n, k):
     return x
 
 
+@njit(inline="always", **JIT_OPTIONS)
+def _drop(items, n, x):
+    """Remove x, where it is, from the first n items (order kept); return how many are left."""
+    for i in range(n):
+        if items[i] == x:
+            _take(items, n, i)
+            return n - 1
+    return n
+
+
 @njit(**JIT_OPTIONS)
 def trace_paths(seed, scenario_key, n_slots, trace_time, trace_add, trace_node, n_nodes, swap_time,
                 initial_down, ev_time, ev_slot, ev_kind, count):
@@ -519,11 +545,7 @@ def trace_paths(seed, scenario_key, n_slots, trace_time, trace_add, trace_node, 
                     n_pool += 1
             elif present[v]:
                 present[v] = False
-                for i in range(n_pool):
-                    if pool[i] == v:
-                        _take(pool, n_pool, i)
-                        n_pool -= 1
-                        break
+                n_pool = _drop(pool, n_pool, v)
             e += 1
         while n_pool > 0 and n_wait > 0:
             u, n_drawn, spare = next_uniform(k0, k1, lo, hi, n_drawn, spare)
@@ -565,11 +587,7 @@ def trace_paths(seed, scenario_key, n_slots, trace_time, trace_add, trace_node, 
                 present[v] = False
                 w = node_slot[v]
                 if w < 0:
-                    for i in range(n_pool):
-                        if pool[i] == v:
-                            _take(pool, n_pool, i)
-                            n_pool -= 1
-                            break
+                    n_pool = _drop(pool, n_pool, v)
                 else:
                     node_slot[v] = -1
                     slot_node[w] = -1

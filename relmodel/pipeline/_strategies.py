@@ -518,10 +518,8 @@ def bamboo_schedule(cfg: PipelineConfig, n_iterations: int = N_ITERATIONS, n_mea
     ----------
     cfg : PipelineConfig
         The pipeline.
-    n_iterations : int, default N_ITERATIONS
-        Iterations simulated.
-    n_measured : int, default N_MEASURED
-        Trailing iterations over which the period is measured.
+    n_iterations, n_measured : int
+        As in `fault_free`.
 
     Returns
     -------
