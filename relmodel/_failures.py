@@ -17,6 +17,7 @@ Philox streams and inverse transforms as `simulate`.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import math
 
 import numpy as np
@@ -32,6 +33,33 @@ from ._units import short_repr
 _TAIL = 2.0**-60
 _SHARE_TOLERANCE = 1e-9  # category shares must sum to 1 within this
 
+# Docstring parts that several docstrings share, written once: a docstring names one as %(name)s.
+_DOC_PARTS = {
+    "lemon_parameters": """\
+n_nodes : int
+    Nodes in the job.
+failure_rate : float
+    Cluster-average failures per node-day.
+lemon_fraction : float, default 0.0
+    Fraction of nodes that are lemons.
+lemon_rate_factor : float, default 1.0
+    How many times as often a lemon fails.""",
+    "scenario_fields_returns": """\
+Returns
+-------
+dict
+    ``failure_rate``, ``weibull_shape``, ``lemon_fraction``,
+    ``lemon_rate_factor`` and ``taxonomy``.""",
+    "nodes_and_weibull_returns": """\
+n_nodes : int
+    Nodes in the job.
+
+Returns
+-------
+Weibull
+    The model, with its rate per node-day.""",
+}
+
 
 def job_rate_table(n_nodes: int, failure_rate: float, lemon_fraction: float = 0.0,
                    lemon_rate_factor: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
@@ -43,14 +71,7 @@ def job_rate_table(n_nodes: int, failure_rate: float, lemon_fraction: float = 0.
 
     Parameters
     ----------
-    n_nodes : int
-        Nodes in the job.
-    failure_rate : float
-        Cluster-average failures per node-day.
-    lemon_fraction : float, default 0.0
-        Fraction of nodes that are lemons.
-    lemon_rate_factor : float, default 1.0
-        How many times as often a lemon fails.
+    %(lemon_parameters)s
 
     Returns
     -------
@@ -94,14 +115,7 @@ def job_rate_log_masses(n_nodes: int, failure_rate: float, lemon_fraction: float
 
     Parameters
     ----------
-    n_nodes : int
-        Nodes in the job.
-    failure_rate : float
-        Cluster-average failures per node-day.
-    lemon_fraction : float, default 0.0
-        Fraction of nodes that are lemons.
-    lemon_rate_factor : float, default 1.0
-        How many times as often a lemon fails.
+    %(lemon_parameters)s
 
     Returns
     -------
@@ -252,6 +266,13 @@ def _out(values):
     return values[()] if values.ndim == 0 else values
 
 
+def _scenario_fields(rate: float, *, weibull_shape: float = 1.0, lemon_fraction: float = 0.0,
+                     lemon_rate_factor: float = 1.0, taxonomy=None) -> dict:
+    """The flat `Scenario` fields a failure model sets; the defaults: Weibull shape 1, no lemons, no taxonomy."""
+    return {"failure_rate": rate, "weibull_shape": weibull_shape, "lemon_fraction": lemon_fraction,
+            "lemon_rate_factor": lemon_rate_factor, "taxonomy": taxonomy}
+
+
 class _RenewalModel:
     """Shared behaviour: a job's failure rate per hour drawn from a table
     (`_rate_table`), then Weibull times with shape `_shape` and that mean."""
@@ -345,14 +366,9 @@ class Exponential(_RenewalModel):
     def scenario_fields(self) -> dict:
         """Return the flat `Scenario` fields this model sets.
 
-        Returns
-        -------
-        dict
-            ``failure_rate``, ``weibull_shape``, ``lemon_fraction``,
-            ``lemon_rate_factor`` and ``taxonomy``.
+        %(scenario_fields_returns)s
         """
-        return {"failure_rate": self.rate, "weibull_shape": 1.0, "lemon_fraction": 0.0,
-                "lemon_rate_factor": 1.0, "taxonomy": None}
+        return _scenario_fields(self.rate)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -396,13 +412,7 @@ class Weibull(_RenewalModel):
             Weibull shape ``k``.
         mean : float or str
             The job's mean time between failures (hours, or a duration string).
-        n_nodes : int
-            Nodes in the job.
-
-        Returns
-        -------
-        Weibull
-            The model, with its rate per node-day.
+        %(nodes_and_weibull_returns)s
         """
         hours = _positive_duration("mean", mean)
         rate = 24.0 / (_check_nodes(n_nodes) * hours)
@@ -422,13 +432,7 @@ class Weibull(_RenewalModel):
             Weibull shape ``k``.
         scale : float or str
             The job's Weibull scale (hours, or a duration string).
-        n_nodes : int
-            Nodes in the job.
-
-        Returns
-        -------
-        Weibull
-            The model, with its rate per node-day.
+        %(nodes_and_weibull_returns)s
         """
         shape = check_number("shape", shape, kind="shape")
         hours = _positive_duration("scale", scale)
@@ -453,14 +457,9 @@ class Weibull(_RenewalModel):
     def scenario_fields(self) -> dict:
         """Return the flat `Scenario` fields this model sets.
 
-        Returns
-        -------
-        dict
-            ``failure_rate``, ``weibull_shape``, ``lemon_fraction``,
-            ``lemon_rate_factor`` and ``taxonomy``.
+        %(scenario_fields_returns)s
         """
-        return {"failure_rate": self.rate, "weibull_shape": self.shape, "lemon_fraction": 0.0,
-                "lemon_rate_factor": 1.0, "taxonomy": None}
+        return _scenario_fields(self.rate, weibull_shape=self.shape)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -497,14 +496,10 @@ class LemonMixture(_RenewalModel):
     def scenario_fields(self) -> dict:
         """Return the flat `Scenario` fields this model sets.
 
-        Returns
-        -------
-        dict
-            ``failure_rate``, ``weibull_shape``, ``lemon_fraction``,
-            ``lemon_rate_factor`` and ``taxonomy``.
+        %(scenario_fields_returns)s
         """
-        return {"failure_rate": self.rate, "weibull_shape": 1.0, "lemon_fraction": self.lemon_fraction,
-                "lemon_rate_factor": self.lemon_rate_factor, "taxonomy": None}
+        return _scenario_fields(self.rate, lemon_fraction=self.lemon_fraction,
+                                lemon_rate_factor=self.lemon_rate_factor)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -679,14 +674,14 @@ class TaxonomyMixture(_RenewalModel):
     def scenario_fields(self) -> dict:
         """Return the flat `Scenario` fields this model sets.
 
-        Returns
-        -------
-        dict
-            ``failure_rate``, ``weibull_shape``, ``lemon_fraction``,
-            ``lemon_rate_factor`` and ``taxonomy``.
+        %(scenario_fields_returns)s
         """
-        return {"failure_rate": self.rate, "weibull_shape": 1.0, "lemon_fraction": 0.0,
-                "lemon_rate_factor": 1.0, "taxonomy": self.categories}
+        return _scenario_fields(self.rate, taxonomy=self.categories)
 
 
 FAILURE_MODELS = (Exponential, Weibull, LemonMixture, TaxonomyMixture)
+
+for _documented in (job_rate_table, job_rate_log_masses, Weibull.from_mean.__func__, Weibull.from_scale.__func__,
+                    *(model.scenario_fields for model in FAILURE_MODELS)):
+    if _documented.__doc__:  # None under python -OO
+        _documented.__doc__ = inspect.cleandoc(_documented.__doc__) % _DOC_PARTS + "\n"

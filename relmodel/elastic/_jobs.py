@@ -15,6 +15,7 @@ A `Job` is not checked when built, so that a workload may hold invalid jobs;
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import math
 import numbers
 import operator
@@ -228,15 +229,22 @@ def _whole(job_id: str, field: str, value, *, minimum: int = 1) -> int:
     return int(value)
 
 
+# Docstring parts that several docstrings share, written once: a docstring names one as %(name)s.
+_DOC_PARTS = {
+    "job_and_cluster": """\
+job : Job
+    The job.
+n_gpus : int
+    GPUs in the cluster.""",
+}
+
+
 def check_job(job: Job, n_gpus: int) -> Bounds:
     """Return the job's bounds on a cluster of `n_gpus` GPUs.
 
     Parameters
     ----------
-    job : Job
-        The job.
-    n_gpus : int
-        GPUs in the cluster.
+    %(job_and_cluster)s
 
     Returns
     -------
@@ -330,10 +338,7 @@ def job_options(job: Job, n_gpus: int, fixed_batch: bool = False) -> Options:
 
     Parameters
     ----------
-    job : Job
-        The job.
-    n_gpus : int
-        GPUs in the cluster.
+    %(job_and_cluster)s
     fixed_batch : bool, default False
         Keep the submitted batch.
 
@@ -348,6 +353,11 @@ def job_options(job: Job, n_gpus: int, fixed_batch: bool = False) -> Options:
         If the job is invalid.
     """
     return options_for(check_job(job, n_gpus), fixed_batch)
+
+
+for _documented in (check_job, job_options):
+    if _documented.__doc__:  # None under python -OO
+        _documented.__doc__ = inspect.cleandoc(_documented.__doc__) % _DOC_PARTS + "\n"
 
 
 def options_for(bounds: Bounds, fixed_batch: bool) -> Options:

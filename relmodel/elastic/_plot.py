@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 
 from .._ticks import number_text, plain_log_axis
@@ -54,6 +56,19 @@ def cluster_caption(attrs) -> str:
     return "fixed: " + ", ".join(parts)
 
 
+# Docstring parts that several docstrings share, written once: a docstring names one as %(name)s.
+_DOC_PARTS = {
+    "path_and_returns": """\
+path : str or pathlib.Path, optional
+    Where to save the figure (its format from the suffix).
+
+Returns
+-------
+matplotlib.figure.Figure
+    The figure, saved to `path` when one is given.""",
+}
+
+
 def cluster_figure(ds, path=None):
     """GPU utilisation over time and the distribution of job completion times,
     one curve per policy, with the fixed parameters in a caption.
@@ -62,13 +77,7 @@ def cluster_figure(ds, path=None):
     ----------
     ds : xarray.Dataset
         A Dataset from `simulate_cluster` (dims time x policy).
-    path : str or pathlib.Path, optional
-        Where to save the figure (its format from the suffix).
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-        The figure, saved to `path` when one is given.
+    %(path_and_returns)s
     """
     fig, left, right = _two_panels()
     n_gpus = ds.attrs.get("n_gpus", 1)
@@ -102,13 +111,7 @@ def load_sweep_figure(sweep, path=None):
     sweep : xarray.Dataset
         Dims arrival_rate x policy, with the variables completed, submitted
         and jct_mean.
-    path : str or pathlib.Path, optional
-        Where to save the figure (its format from the suffix).
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-        The figure, saved to `path` when one is given.
+    %(path_and_returns)s
     """
     fig, left, right = _two_panels()
     rates = sweep.arrival_rate.values
@@ -127,6 +130,11 @@ def load_sweep_figure(sweep, path=None):
         ax.legend(fontsize=8)
     plain_log_axis(right.yaxis)
     return _captioned(fig, sweep.attrs, path)
+
+
+for _documented in (cluster_figure, load_sweep_figure):
+    if _documented.__doc__:  # None under python -OO
+        _documented.__doc__ = inspect.cleandoc(_documented.__doc__) % _DOC_PARTS + "\n"
 
 
 def _two_panels():

@@ -41,6 +41,7 @@ keeps scaling: the regime in which elastic batch sizes matter most.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import math
 import numbers
 from collections.abc import Iterable
@@ -50,6 +51,32 @@ import numpy as np
 from .._errors import ParameterError
 
 _TERMS = ("t_fixed", "t_sample", "t_log", "t_ring", "t_hop")
+
+# Docstring parts that several docstrings share, written once: a docstring names one as %(name)s.
+_DOC_PARTS = {
+    "catalogue_fields": """\
+max_local_batch : int, default 256
+    The largest per-GPU batch that fits in memory.
+batch_sizes : tuple of int, default (64, 128, 256)
+    The global batch sizes jobs of this model are usually submitted with
+    (used by the synthetic workload generator).""",
+    "gpus_batch_parameters": """\
+Parameters
+----------
+gpus : int or numpy.ndarray
+    GPU counts.
+batch : int or numpy.ndarray
+    Global batch sizes.""",
+    "points": """\
+name : str
+    The model's name.
+gpus : array_like
+    GPU count of each point.
+batch : array_like
+    Global batch of each point.
+step_time : array_like
+    Seconds per step of each point.""",
+}
 
 
 def _check_positive_int(name: str, value) -> int:
@@ -73,12 +100,7 @@ class _StepTimeModel:
     def throughput(self, gpus, batch):
         """Return samples per second (arrays broadcast).
 
-        Parameters
-        ----------
-        gpus : int or numpy.ndarray
-            GPU counts.
-        batch : int or numpy.ndarray
-            Global batch sizes.
+        %(gpus_batch_parameters)s
 
         Returns
         -------
@@ -138,11 +160,7 @@ class ParametricThroughput(_StepTimeModel):
         Seconds of a ring all-reduce, times 2(g-1)/g.
     t_hop : float, default 0.0
         Seconds per extra GPU.
-    max_local_batch : int, default 256
-        The largest per-GPU batch that fits in memory.
-    batch_sizes : tuple of int, default (64, 128, 256)
-        The global batch sizes jobs of this model are usually submitted with
-        (used by the synthetic workload generator).
+    %(catalogue_fields)s
     """
 
     name: str
@@ -221,11 +239,7 @@ class RooflineThroughput(_StepTimeModel):
         Fixed seconds per step (>= 0).
     t_comm : float, default 0.0
         Seconds per step per GPU beyond the first (>= 0).
-    max_local_batch : int, default 256
-        The largest per-GPU batch that fits in memory.
-    batch_sizes : tuple of int, default (64, 128, 256)
-        The global batch sizes jobs of this model are usually submitted with
-        (used by the synthetic workload generator).
+    %(catalogue_fields)s
     """
 
     name: str
@@ -323,14 +337,7 @@ class ProfiledThroughput:
 
         Parameters
         ----------
-        name : str
-            The model's name.
-        gpus : array_like
-            GPU count of each point.
-        batch : array_like
-            Global batch of each point.
-        step_time : array_like
-            Seconds per step of each point.
+        %(points)s
         **kwargs
             Other `ProfiledThroughput` fields.
 
@@ -364,12 +371,7 @@ class ProfiledThroughput:
         along it, whatever is unprofiled beside them; a corner with weight
         that is unprofiled gives NaN (the same rule on every side of a hole).
 
-        Parameters
-        ----------
-        gpus : int or numpy.ndarray
-            GPU counts.
-        batch : int or numpy.ndarray
-            Global batch sizes.
+        %(gpus_batch_parameters)s
 
         Returns
         -------
@@ -416,14 +418,7 @@ def fit_parametric(name: str, gpus, batch, step_time, **kwargs) -> ParametricThr
 
     Parameters
     ----------
-    name : str
-        The model's name.
-    gpus : array_like
-        GPU count of each point.
-    batch : array_like
-        Global batch of each point.
-    step_time : array_like
-        Seconds per step of each point.
+    %(points)s
     **kwargs
         Other `ParametricThroughput` fields.
 
@@ -442,6 +437,12 @@ def fit_parametric(name: str, gpus, batch, step_time, **kwargs) -> ParametricThr
     design = np.stack([np.ones_like(g), b / g, np.log2(g), 2 * (g - 1) / g, g - 1], axis=1)
     coef, _ = nnls(design, t)
     return ParametricThroughput(name, *coef.tolist(), **kwargs)
+
+
+for _documented in (ParametricThroughput, RooflineThroughput, _StepTimeModel.throughput, ProfiledThroughput.throughput,
+                    ProfiledThroughput.from_points.__func__, fit_parametric):
+    if _documented.__doc__:  # None under python -OO
+        _documented.__doc__ = inspect.cleandoc(_documented.__doc__) % _DOC_PARTS + "\n"
 
 
 def _catalogue():

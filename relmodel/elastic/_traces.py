@@ -10,6 +10,7 @@ import contextlib
 import csv
 import dataclasses
 import gc
+import inspect
 import io
 import math
 import warnings
@@ -32,6 +33,20 @@ JOB_CSV_OPTIONAL = ("job_id", "gpus", "min_batch", "max_batch", "min_local_batch
                     "max_gpus", "noise_scale")
 _REAL_COLUMNS = ("noise_scale",)  # optional columns that are not whole numbers
 JOB_CSV_CURVE_COLUMNS = ("curve", "saturation", "comm")  # optional too: the row's throughput-curve family
+
+# Docstring parts that several docstrings share, written once: a docstring names one as %(name)s.
+_DOC_PARTS = {
+    "workload_returns": """\
+Returns
+-------
+Workload
+    The jobs.""",
+    "row_raises": """\
+Raises
+------
+JobTraceError
+    On a malformed row with ``errors="raise"``.""",
+}
 
 
 class JobTraceError(ParameterError):
@@ -68,10 +83,7 @@ def read_job_trace(path, **kwargs) -> Workload:
     **kwargs
         Passed to `read_elasticflow` or `read_job_csv`.
 
-    Returns
-    -------
-    Workload
-        The jobs.
+    %(workload_returns)s
 
     Raises
     ------
@@ -130,15 +142,9 @@ def read_elasticflow(path, *, models: Mapping | None = None, batch_range_factor=
         None (the default): on a terminal, unless the command line was given
         ``--quiet``.
 
-    Returns
-    -------
-    Workload
-        The jobs.
+    %(workload_returns)s
 
-    Raises
-    ------
-    JobTraceError
-        On a malformed row with ``errors="raise"``.
+    %(row_raises)s
     """
     path = Path(path)
     models, curve_name = _models_for(models, curve)
@@ -206,15 +212,9 @@ def read_job_csv(path, *, models: Mapping | None = None, batch_range_factor=(0.5
     progress : bool, optional
         As in `read_elasticflow`.
 
-    Returns
-    -------
-    Workload
-        The jobs.
+    %(workload_returns)s
 
-    Raises
-    ------
-    JobTraceError
-        On a malformed row with ``errors="raise"``.
+    %(row_raises)s
     """
     path = Path(path)
     _models_for(models, curve)  # refuses an unknown family, or one beside a models mapping
@@ -236,6 +236,11 @@ def read_job_csv(path, *, models: Mapping | None = None, batch_range_factor=(0.5
         fields.setdefault("job_id", f"line{line}")
         jobs.append(Job(**fields))
     return _job_csv_result(path, tuple(jobs), len(rows), factors, limit, curve, [line for line, _ in skipped])
+
+
+for _documented in (read_job_trace, read_elasticflow, read_job_csv):
+    if _documented.__doc__:  # None under python -OO
+        _documented.__doc__ = inspect.cleandoc(_documented.__doc__) % _DOC_PARTS + "\n"
 
 
 def _job_csv_result(path: Path, jobs: tuple, n_rows: int, factors, limit, curve: str, skipped: list) -> Workload:

@@ -22,6 +22,7 @@ NaN is the documented "outside my valid range" answer of a closed form (as
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import math
 import warnings
 
@@ -40,6 +41,15 @@ __all__ = [
 ]
 
 COSTS = ("failure_rate", "restart_cost", "checkpoint_cost", "queue_wait", "n_gpus")
+
+# Docstring parts that several docstrings share, written once: a docstring names one as %(name)s.
+_DOC_PARTS = {
+    "model_and_scenario": """\
+model : callable
+    ``model(sc) -> float``, an ETTR model.
+sc : Scenario
+    A scalar scenario.""",
+}
 
 
 class InvariantError(AssertionError):
@@ -61,10 +71,7 @@ def check_in_unit_interval(model, sc, *, allow_nan: bool = True) -> float:
 
     Parameters
     ----------
-    model : callable
-        ``model(sc) -> float``, an ETTR model.
-    sc : Scenario
-        A scalar scenario.
+    %(model_and_scenario)s
     allow_nan : bool, default True
         Whether NaN passes.
 
@@ -104,10 +111,7 @@ def check_monotone(model, sc, parameter: str, *, factor: float = 2.0, rtol: floa
 
     Parameters
     ----------
-    model : callable
-        ``model(sc) -> float``, an ETTR model.
-    sc : Scenario
-        A scalar scenario.
+    %(model_and_scenario)s
     parameter : str
         A cost, the failure rate or the GPU count (one of `COSTS`).
     factor : float, default 2.0
@@ -160,10 +164,7 @@ def check_failure_free_limit(model, sc, *, rtol: float = 1e-6, shrink: float = 1
 
     Parameters
     ----------
-    model : callable
-        ``model(sc) -> float``, an ETTR model.
-    sc : Scenario
-        A scalar scenario.
+    %(model_and_scenario)s
     rtol : float, default 1e-6
         Relative tolerance.
     shrink : float, default 1e-9
@@ -197,10 +198,7 @@ def check_ettr_model(model, sc, *, costs=COSTS, factor: float = 2.0, limit_rtol:
 
     Parameters
     ----------
-    model : callable
-        ``model(sc) -> float``, an ETTR model.
-    sc : Scenario
-        A scalar scenario.
+    %(model_and_scenario)s
     costs : tuple of str, default COSTS
         The parameters checked for monotonicity.
     factor : float, default 2.0
@@ -231,10 +229,7 @@ def check_agrees_with_simulation(model, sc, *, n_jobs: int = 20_000, seed: int =
 
     Parameters
     ----------
-    model : callable
-        ``model(sc) -> float``, an ETTR model.
-    sc : Scenario
-        A scalar scenario.
+    %(model_and_scenario)s
     n_jobs : int, default 20000
         Jobs simulated.
     seed : int, default 0
@@ -267,6 +262,12 @@ def check_agrees_with_simulation(model, sc, *, n_jobs: int = 20_000, seed: int =
             f"model gives {value!r}, the simulation {simulated!r} +- {se:.3g} ({n_jobs} jobs, seed {seed}): "
             f"{gap / se if se else math.inf:.1f} standard errors apart ({sc})")
     return (value - simulated) / se if se else 0.0
+
+
+for _documented in (check_in_unit_interval, check_monotone, check_failure_free_limit, check_ettr_model,
+                    check_agrees_with_simulation):
+    if _documented.__doc__:  # None under python -OO
+        _documented.__doc__ = inspect.cleandoc(_documented.__doc__) % _DOC_PARTS + "\n"
 
 
 def check_mttf_model(model, n_gpus: int, failure_rate: float, gpus_per_node: int = 8, *,
