@@ -17,11 +17,11 @@ Philox streams and inverse transforms as `simulate`.
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import math
 
 import numpy as np
 
+from ._docparts import fill_doc_parts
 from ._errors import ScenarioError
 from ._checks import check_integer, check_memory, check_number
 from ._synthetic_log import synthetic_log  # noqa: F401  re-exported: relmodel._failures.synthetic_log
@@ -681,7 +681,5 @@ class TaxonomyMixture(_RenewalModel):
 
 FAILURE_MODELS = (Exponential, Weibull, LemonMixture, TaxonomyMixture)
 
-for _documented in (job_rate_table, job_rate_log_masses, Weibull.from_mean.__func__, Weibull.from_scale.__func__,
-                    *(model.scenario_fields for model in FAILURE_MODELS)):
-    if _documented.__doc__:  # None under python -OO
-        _documented.__doc__ = inspect.cleandoc(_documented.__doc__) % _DOC_PARTS + "\n"
+fill_doc_parts(_DOC_PARTS, job_rate_table, job_rate_log_masses, Weibull.from_mean, Weibull.from_scale,
+               *(model.scenario_fields for model in FAILURE_MODELS))

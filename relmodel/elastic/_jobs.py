@@ -15,13 +15,13 @@ A `Job` is not checked when built, so that a workload may hold invalid jobs;
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import math
 import numbers
 import operator
 
 import numpy as np
 
+from .._docparts import fill_doc_parts
 from .._errors import ParameterError
 from ._throughput import as_model
 
@@ -355,9 +355,7 @@ def job_options(job: Job, n_gpus: int, fixed_batch: bool = False) -> Options:
     return options_for(check_job(job, n_gpus), fixed_batch)
 
 
-for _documented in (check_job, job_options):
-    if _documented.__doc__:  # None under python -OO
-        _documented.__doc__ = inspect.cleandoc(_documented.__doc__) % _DOC_PARTS + "\n"
+fill_doc_parts(_DOC_PARTS, check_job, job_options)
 
 
 def options_for(bounds: Bounds, fixed_batch: bool) -> Options:

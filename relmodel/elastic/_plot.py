@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import inspect
 
 import numpy as np
 
+from .._docparts import fill_doc_parts
 from .._ticks import number_text, plain_log_axis
 from .._store import save_figure
 from .._units import format_hours
@@ -132,9 +132,7 @@ def load_sweep_figure(sweep, path=None):
     return _captioned(fig, sweep.attrs, path)
 
 
-for _documented in (cluster_figure, load_sweep_figure):
-    if _documented.__doc__:  # None under python -OO
-        _documented.__doc__ = inspect.cleandoc(_documented.__doc__) % _DOC_PARTS + "\n"
+fill_doc_parts(_DOC_PARTS, cluster_figure, load_sweep_figure)
 
 
 def _two_panels():

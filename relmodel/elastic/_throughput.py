@@ -41,13 +41,13 @@ keeps scaling: the regime in which elastic batch sizes matter most.
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import math
 import numbers
 from collections.abc import Iterable
 
 import numpy as np
 
+from .._docparts import fill_doc_parts
 from .._errors import ParameterError
 
 _TERMS = ("t_fixed", "t_sample", "t_log", "t_ring", "t_hop")
@@ -439,10 +439,8 @@ def fit_parametric(name: str, gpus, batch, step_time, **kwargs) -> ParametricThr
     return ParametricThroughput(name, *coef.tolist(), **kwargs)
 
 
-for _documented in (ParametricThroughput, RooflineThroughput, _StepTimeModel.throughput, ProfiledThroughput.throughput,
-                    ProfiledThroughput.from_points.__func__, fit_parametric):
-    if _documented.__doc__:  # None under python -OO
-        _documented.__doc__ = inspect.cleandoc(_documented.__doc__) % _DOC_PARTS + "\n"
+fill_doc_parts(_DOC_PARTS, ParametricThroughput, RooflineThroughput, _StepTimeModel.throughput,
+               ProfiledThroughput.throughput, ProfiledThroughput.from_points, fit_parametric)
 
 
 def _catalogue():

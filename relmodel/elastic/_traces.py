@@ -10,7 +10,6 @@ import contextlib
 import csv
 import dataclasses
 import gc
-import inspect
 import io
 import math
 import warnings
@@ -19,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .._docparts import fill_doc_parts
 from .. import _fast_csv
 from .._text import NotUTF8Error, decode_utf8
 from .._errors import ParameterError
@@ -238,9 +238,7 @@ def read_job_csv(path, *, models: Mapping | None = None, batch_range_factor=(0.5
     return _job_csv_result(path, tuple(jobs), len(rows), factors, limit, curve, [line for line, _ in skipped])
 
 
-for _documented in (read_job_trace, read_elasticflow, read_job_csv):
-    if _documented.__doc__:  # None under python -OO
-        _documented.__doc__ = inspect.cleandoc(_documented.__doc__) % _DOC_PARTS + "\n"
+fill_doc_parts(_DOC_PARTS, read_job_trace, read_elasticflow, read_job_csv)
 
 
 def _job_csv_result(path: Path, jobs: tuple, n_rows: int, factors, limit, curve: str, skipped: list) -> Workload:

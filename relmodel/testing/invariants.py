@@ -22,10 +22,10 @@ NaN is the documented "outside my valid range" answer of a closed form (as
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import math
 import warnings
 
+from .._docparts import fill_doc_parts
 from .._errors import ParameterError
 
 __all__ = [
@@ -264,10 +264,8 @@ def check_agrees_with_simulation(model, sc, *, n_jobs: int = 20_000, seed: int =
     return (value - simulated) / se if se else 0.0
 
 
-for _documented in (check_in_unit_interval, check_monotone, check_failure_free_limit, check_ettr_model,
-                    check_agrees_with_simulation):
-    if _documented.__doc__:  # None under python -OO
-        _documented.__doc__ = inspect.cleandoc(_documented.__doc__) % _DOC_PARTS + "\n"
+fill_doc_parts(_DOC_PARTS, check_in_unit_interval, check_monotone, check_failure_free_limit, check_ettr_model,
+               check_agrees_with_simulation)
 
 
 def check_mttf_model(model, n_gpus: int, failure_rate: float, gpus_per_node: int = 8, *,
