@@ -17,7 +17,10 @@ in all and above what importing relmodel took:
 * with ``--cluster``, ``relmodel cluster --trace`` on the trace (a one-hour
   window of it: the simulator, not the reader, sets the time of a longer one);
 * with ``--baseline``, the per-line readers (the path a log or trace takes when
-  the vectorised one finds a row it cannot vouch for) on the same files.
+  the vectorised one finds a row it cannot vouch for) on the same files;
+* with ``--only record``: a run's record of `--rows` lines, as the trainer-events
+  CSV and as a Megatron-LM log, each read by ``read_run`` (and measured), beside
+  ``pandas.read_csv`` of the same CSV in a child of its own.
 """
 
 from __future__ import annotations
@@ -81,6 +84,54 @@ def write_job_csv(path: Path, rows: int):
                         f"{gpus[i]}\n" for i in range(rows))
 
 
+def write_record(folder: Path, rows: int) -> dict:
+    """A run of `rows` events as the trainer-events CSV, and of about `rows` lines as a Megatron-LM log:
+    a step line every 10 s of compute, a 20 s write every 100 steps, a failure every 50,000 events."""
+    from datetime import datetime, timedelta
+
+    paths = {"events": folder / f"record_{rows}.csv", "megatron": folder / f"megatron_{rows}.log"}
+    start = datetime(2024, 1, 1)
+    stamp = [lambda s: (start + timedelta(seconds=s)).strftime("%Y-%m-%dT%H:%M:%SZ"),
+             lambda s: (start + timedelta(seconds=s)).strftime("%Y-%m-%d %H:%M:%S.%f")]
+    events, log, t, step, saved = ["time,event,step,duration_s,wait_s,reason"], [], 0, 0, 0
+
+    def attempt(restored):
+        nonlocal t
+        events.extend([f"{stamp[0](t)},attempt_start,,,,", f"{stamp[0](t + 60)},checkpoint_restored,{restored},,,",
+                       f"{stamp[0](t + 120)},first_step,{restored + 1},,,"])
+        log.extend(["------------------------ arguments ------------------------",
+                    f"[after megatron is initialized] datetime: {stamp[1](t + 30)} ",
+                    "time to initialize megatron (seconds): 30.000",
+                    f"[before the start of training step] datetime: {stamp[1](t + 120)} "])
+        t += 120
+
+    attempt(0)
+    while len(events) < rows:
+        t, step = t + 10, step + 1
+        if step % 100 == 0:
+            events.append(f"{stamp[0](t + 20)},checkpoint_written,{step},20,,")
+            log.extend([f" [{stamp[1](t)}] iteration {step:8d}/{10**9:8d} | elapsed time per iteration (ms): "
+                        "10000.0 |", f"[{stamp[1](t)}] saving checkpoint at iteration {step:7d} to ckpt",
+                        f"  [{stamp[1](t + 20)}] successfully saved checkpoint from iteration {step:7d} to ckpt"])
+            t, saved = t + 20, step
+        elif len(events) % 50_000 == 0:
+            events.append(f"{stamp[0](t + 5)},failure,,,,NCCL timeout")
+            log.extend([f" [{stamp[1](t)}] iteration {step:8d}/{10**9:8d} | elapsed time per iteration (ms): "
+                        "10000.0 |", "[rank3]: Traceback (most recent call last):",
+                        "[rank3]: RuntimeError: NCCL timeout"])
+            t, step = t + 600, saved
+            attempt(saved)
+        else:
+            events.append(f"{stamp[0](t)},step,{step},,,")
+            log.append(f" [{stamp[1](t)}] iteration {step:8d}/{10**9:8d} | elapsed time per iteration (ms): "
+                       "10000.0 |")
+    events.append(f"{stamp[0](t + 1)},run_end,,,,")
+    log.append(f"[after training is done] datetime: {stamp[1](t + 1)} ")
+    paths["events"].write_text("\n".join(events) + "\n")
+    paths["megatron"].write_text("\n".join(log) + "\n")
+    return paths
+
+
 def run_case(case: str, path: Path) -> dict:
     """Run one case in this process: seconds, and peak memory above the imports (MB)."""
     import resource
@@ -95,6 +146,16 @@ def run_case(case: str, path: Path) -> dict:
     start, cpu = time.perf_counter(), time.process_time()
     if case == "read_log":
         size = len(logs.read_log(path))
+    elif case in ("read_run", "read_run_megatron"):
+        from relmodel.record import measure_run, read_run
+
+        record = read_run(path, format="events" if case == "read_run" else "megatron")
+        size = len(record)
+        measure_run(record)
+    elif case == "pandas_read_csv":
+        import pandas
+
+        size = len(pandas.read_csv(path))
     elif case == "read_log_per_line":
         size = len(logs._read_lines(path, "auto", logs.load_taxonomy("meta-2024"), "raise"))
     elif case == "fit":
@@ -142,7 +203,8 @@ def main():
     parser.add_argument("--baseline", action="store_true", help="Also time the per-line readers.")
     parser.add_argument("--cluster", action="store_true", help="Also time `relmodel cluster --trace` (1 h window).")
     parser.add_argument("--only", default="sacct,csv,trace,jobcsv",
-                        help="Comma-separated: sacct, csv, trace (ElasticFlow), jobcsv (a job CSV trace).")
+                        help="Comma-separated: sacct, csv, trace (ElasticFlow), jobcsv (a job CSV trace), record (a "
+                             "run's record: events CSV and Megatron-LM log).")
     parser.add_argument("--child", nargs=2, metavar=("CASE", "PATH"), help=argparse.SUPPRESS)
     parser.add_argument("--make", nargs=1, metavar="FOLDER", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -157,6 +219,8 @@ def main():
             write_trace(folder / f"trace_{args.rows}.csv", args.rows)
         if "jobcsv" in kinds:
             write_job_csv(folder / f"jobcsv_{args.rows}.csv", args.rows)
+        if "record" in kinds:
+            write_record(folder, args.rows)
         return
     with tempfile.TemporaryDirectory() as temp:
         folder = args.folder or Path(temp)
@@ -179,6 +243,9 @@ def main():
         if "jobcsv" in kinds:
             jobcsv = folder / f"jobcsv_{args.rows}.csv"
             cases += [("read_job_trace", jobcsv)] + ([("read_job_trace_per_row", jobcsv)] if args.baseline else [])
+        if "record" in kinds:
+            events, megatron = folder / f"record_{args.rows}.csv", folder / f"megatron_{args.rows}.log"
+            cases += [("pandas_read_csv", events), ("read_run", events), ("read_run_megatron", megatron)]
         for case, path in cases:
             size = path.stat().st_size / 1e6
             print(json.dumps({**child(case, path), "file_mb": round(size, 1)}), flush=True)
