@@ -1,12 +1,12 @@
 """What the trainers that log through Python's `logging` share: a record's time where its line begins,
-a run's attempts from such lines, and a failure's reason from its traceback (HF Trainer, Lightning)."""
+and a run's attempts from such lines (HF Trainer, Lightning)."""
 
 from __future__ import annotations
 
 import re
 
 from .._events import EventRow, RunRecordError
-from ._format import event, instant, plain_line
+from ._format import ErrorLines, event, instant, plain_line
 
 
 # Python logging's %(asctime)s (default datefmt "2024-01-01 00:00:00,123", or ISO 8601) where a record begins: at
@@ -26,24 +26,14 @@ def logged_time(text: str):
     return (match[1], text[match.end():]) if match else None
 
 
-def failure_reason(exception: str) -> str:
-    """A failure's short reason from the exception's line (``Class: message``) or an NCCL watchdog's line."""
-    lowered = exception.lower()
-    if "nccl" in lowered and ("timeout" in lowered or "timed out" in lowered):
-        return "NCCL timeout"
-    cuda = re.search(r"CUDA error: ([^.\r\n]*)", exception)
-    if cuda:
-        return f"CUDA error: {cuda[1].strip()}"
-    return exception.strip()[:160]
-
-
 class LoggedRun:
     """The events of a log written through Python logging, attempt by attempt.
 
     An attempt starts at the first timed line of the file and at the first one after a failure. A failure is a
-    Python traceback (its exception's line) or an NCCL watchdog's timeout; neither has a time, so it is placed at
-    the attempt's last timed line (the latest instant the log shows the process alive). The first step, known only
-    at the end of the trainer's set-up messages, is held until a line past them (`flush_first_step`).
+    line that shows an error (`ErrorLines`: a traceback's exception, an NCCL timeout, a CUDA error); none has a
+    time, so it is placed at the attempt's last timed line (the latest instant the log shows the process alive).
+    The first step, known only at the end of the trainer's set-up messages, is held until a line past them
+    (`flush_first_step`).
 
     Parameters
     ----------
@@ -59,7 +49,7 @@ class LoggedRun:
         self.last: tuple[int, int] | None = None  # (time_ns, line) of the attempt's last timed line
         self.open = False  # an attempt runs
         self.first_step: tuple[int, int, int] | None = None  # (time_ns, line, step) held until set-up ends
-        self.in_traceback = False
+        self.errors = ErrorLines()
         self.record_open = False  # only blank lines since the last timed one: a message that began there runs on
 
     def add(self, line: int, time_ns: int, kind: str, **fields) -> None:
@@ -72,7 +62,7 @@ class LoggedRun:
         if not self.open:
             self.open, self.first_step = True, None
             self.add(line, at, "attempt_start")
-        self.last, self.in_traceback = (at, line), False
+        self.last, self.errors.in_traceback = (at, line), False
         return at
 
     def hold_first_step(self, time_ns: int, line: int, step: int) -> None:
@@ -87,15 +77,10 @@ class LoggedRun:
             self.first_step = None
 
     def untimed(self, text: str, line: int) -> None:
-        """A line without a time: read it for a traceback's exception or an NCCL watchdog's timeout."""
-        text = plain_line(text)
-        if text.startswith("Traceback (most recent call last)"):
-            self.in_traceback = True
-        elif self.in_traceback and text.strip() and not text[0].isspace():
-            self.in_traceback = False
-            self.fail(line, failure_reason(text))
-        elif "Watchdog caught collective operation timeout" in text:
-            self.fail(line, "NCCL timeout")
+        """A line without a time: read it for an error."""
+        reason = self.errors.reason(plain_line(text))
+        if reason:
+            self.fail(line, reason)
 
     def fail(self, line: int, reason: str) -> None:
         """The running attempt fails (later errors of the same attempt, other ranks' too, are its echoes)."""
