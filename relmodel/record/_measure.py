@@ -515,24 +515,7 @@ def measure_timeline(record: RunRecord, tl: Timeline, *, n_gpus: int | None = No
                                            dtype=np.int64)),
          "wall_ns": tl.end - tl.start,
          **{k: ((), v) for k, v in values.items()},
-         "interruption_time": ("interruption",
-                               np.array([x.time for x in inter], dtype=np.int64).astype("datetime64[ns]")),
-         "interruption_runtime": ("interruption", np.array([x.runtime_at / NS_PER_H for x in inter], dtype=float)),
-         "interruption_kind": ("interruption", kinds),
-         "interruption_reason": ("interruption", reasons),
-         "interruption_lost": ("interruption", np.array([x.lost / NS_PER_H for x in inter], dtype=float)
-                               if record.has_trainer_events else np.full(n, np.nan)),
-         "interruption_queue": ("interruption", np.array([x.queue_after / NS_PER_H if x.queue_after >= 0 else np.nan
-                                                          for x in inter])),
-         "interruption_restart": ("interruption", np.array([x.restart_after / NS_PER_H if x.restart_after >= 0
-                                                            else np.nan for x in inter])),
-         "interruption_restart_completed": ("interruption", np.array([x.restart_completed for x in inter], dtype=bool)),
-         "interruption_infrastructure": ("interruption", np.array(infrastructure, dtype=bool)),
-         # The same exact (-1: unknown).
-         "interruption_lost_ns": ("interruption", np.array([x.lost for x in inter], dtype=np.int64)
-                                  if record.has_trainer_events else np.full(n, -1, dtype=np.int64)),
-         "interruption_queue_ns": ("interruption", np.array([x.queue_after for x in inter], dtype=np.int64)),
-         "interruption_restart_ns": ("interruption", np.array([x.restart_after for x in inter], dtype=np.int64)),
+         **_per_interruption(inter, kinds, reasons, infrastructure, record.has_trainer_events),
          "interruptions_by_reason": ("reason", counts[order].astype(np.int64))},
         coords={"component": list(MEASURED_COMPONENTS), "interruption": np.arange(n), "reason": labels[order]},
         attrs={"relmodel_version": __version__, "sources": " + ".join(record.summary.sources),
@@ -550,6 +533,25 @@ def measure_timeline(record: RunRecord, tl: Timeline, *, n_gpus: int | None = No
         for name in ("node_day_rate", "node_day_rate_low", "node_day_rate_high"):
             ds[name].attrs["units"] = "1/node-day"
     return ds
+
+
+def _per_interruption(inter: list, kinds, reasons, infrastructure: list, known: bool) -> dict:
+    """Each interruption's variables: when and what, and what it cost in hours (NaN: unknown) and in exact
+    ns (-1: unknown); its lost work is known only with the trainer's events."""
+    n = len(inter)
+    exact = {"lost": [x.lost if known else -1 for x in inter], "queue": [x.queue_after for x in inter],
+             "restart": [x.restart_after for x in inter]}
+    return {
+        "interruption_time": ("interruption",
+                              np.array([x.time for x in inter], dtype=np.int64).astype("datetime64[ns]")),
+        "interruption_runtime": ("interruption", np.array([x.runtime_at / NS_PER_H for x in inter], dtype=float)),
+        "interruption_kind": ("interruption", kinds), "interruption_reason": ("interruption", reasons),
+        **{f"interruption_{k}": ("interruption", np.array([v / NS_PER_H if v >= 0 else np.nan for v in ns],
+                                                          dtype=float).reshape(n)) for k, ns in exact.items()},
+        "interruption_restart_completed": ("interruption", np.array([x.restart_completed for x in inter], dtype=bool)),
+        "interruption_infrastructure": ("interruption", np.array(infrastructure, dtype=bool).reshape(n)),
+        **{f"interruption_{k}_ns": ("interruption", np.array(ns, dtype=np.int64)) for k, ns in exact.items()},
+    }
 
 
 def _state_and_cause(reason: str) -> tuple[str, str]:
