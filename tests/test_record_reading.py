@@ -131,3 +131,17 @@ def test_an_attempt_without_its_first_step_is_noted(tmp_path):
     rows = RUN[:4] + ["2024-01-01T02:35:00Z,step,300,,,", RUN[5]]
     measured = measure_run(read_run(_csv(tmp_path, rows)))
     assert "line 6: an attempt with no first_step" in measured.attrs["notes"]
+
+
+@pytest.mark.parametrize("command", [["show"], ["predict", "--gpus", "8", "--runs", "100"],
+                                     ["replay", "--runs", "100"]])
+def test_every_command_says_what_it_did_not_take_at_face_value(tmp_path, command):
+    from click.testing import CliRunner
+
+    from relmodel._cli import main
+
+    rows = RUN[:4] + ["2024-01-01T02:35:00Z,checkpoint_written,300,60,,", RUN[5]]
+    path = _csv(tmp_path, rows)
+    out = CliRunner().invoke(main, ["run", *command, str(path)])
+    assert out.exit_code == 0, out.output
+    assert "line 6: an attempt with no first_step (initialisation counted as compute)" in out.output

@@ -169,7 +169,7 @@ def predict(events, fmt, sacct, run_ids, n_gpus, tz, as_json, failure_rate, n_ru
     if as_json:
         out = {**scalars, "run_ettr_quantile": dict(zip(map(str, ds["quantile"].values.tolist()),
                                                         ds.run_ettr_quantile.values.tolist())),
-               "scenario": ds.attrs["scenario"]}
+               "scenario": ds.attrs["scenario"], "notes": _notes(record, ds)}
         if "input" in ds.dims:
             out["by_input"] = {str(i): {"assumed": float(ds.assumed_value[k]), "measured": float(ds.measured_value[k]),
                                         "effect": float(ds.effect[k])} for k, i in enumerate(ds["input"].values)}
@@ -190,8 +190,20 @@ def predict(events, fmt, sacct, run_ids, n_gpus, tz, as_json, failure_rate, n_ru
         click.echo(format_table(rows))
         click.echo(f"all measured inputs together {scalars['gap_all_inputs']:+.4f}; the rest (this run's luck and "
                    f"what the model leaves out) {scalars['gap_unexplained']:+.4f}")
+    _echo_notes(record, ds)
     if plot is not None:
         click.echo(f"wrote {plot}")
+
+
+def _notes(record, ds) -> str:
+    """How the record was read and measured, where not at face value (the summary's and the measurement's)."""
+    read = "; ".join(f"{k}: {v}" for k, v in sorted(record.summary.notes.items()))
+    return "; ".join(n for n in (read, ds.attrs.get("notes", "")) if n)
+
+
+def _echo_notes(record, ds):
+    if notes := _notes(record, ds):
+        click.echo("notes: " + notes)
 
 
 @run_command.command(epilog=_EPILOG)
@@ -226,6 +238,7 @@ def replay(events, fmt, sacct, run_ids, n_gpus, tz, as_json, n_runs, seed, **cha
         click.echo(to_json({"changes_h": changes_h,
                             "fast_checkpoints_h": [dataclasses.asdict(level) for level in changes["fast_checkpoints"]],
                             "saving_h": float(ds.saving), "reproduced": bool(ds.reproduced),
+                            "notes": _notes(record, ds),
                             **{p: {"wall_h": float(ds.wall.sel(plan=p)), "ettr": float(ds.ettr.sel(plan=p)),
                                    "failures": int(ds.failures.sel(plan=p)),
                                    "extrapolated_failures": int(ds.extrapolated_failures.sel(plan=p)),
@@ -246,3 +259,4 @@ def replay(events, fmt, sacct, run_ids, n_gpus, tz, as_json, n_runs, seed, **cha
                f"on this run's failures"
                + ("" if bool(ds.reproduced) else " (the replay at the run's own plan does not reproduce its wall "
                                                  "time: compare with care)"))
+    _echo_notes(record, ds)

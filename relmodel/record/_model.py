@@ -235,7 +235,7 @@ def predict_run(record: RunRecord, *, scenario=None, assumed=None, n_gpus=None, 
         renewal ETTR with every measured input at once less the assumed one,
         ``gap_unexplained`` the rest. The inputs interact, so the one-at-a-time
         effects do not add up to ``gap_all_inputs``: they rank the inputs. The
-        scenario used in attrs.
+        scenario used, and the measurement's notes, in attrs.
     """
     n_runs = check_integer("n_runs", n_runs, 100, MAX_RUNS)
     measured = measure_run(record, n_gpus=n_gpus)
@@ -255,6 +255,7 @@ def predict_run(record: RunRecord, *, scenario=None, assumed=None, n_gpus=None, 
          "observed_quantile": below},
         coords={"quantile": quantiles},
         attrs={"relmodel_version": __version__, "scenario": repr(sc), "n_runs": n_runs, "seed": seed,
+               "notes": measured.attrs["notes"],
                "scenario_source": "given" if scenario is not None else "implied by the run"},
     )
     if assumed is not None:
@@ -419,7 +420,7 @@ def replay_run(record: RunRecord, *, checkpoint_interval=None, checkpoint_cost=N
          "capped": ("plan", [own.capped, replayed.capped])},
         coords={"plan": list(walks), "component": list(MEASURED_COMPONENTS)},
         attrs={"relmodel_version": __version__, "changes": repr(changes), "seed": seed,
-               "failure_clock": "runtime (queue excluded), as the model's"},
+               "failure_clock": "runtime (queue excluded), as the model's", "notes": measured.attrs["notes"]},
     )
     ds["saving"] = ds.wall.sel(plan="run") - ds.wall.sel(plan="replayed")
     ds["reproduced"] = own.wall == int(measured.wall_ns) and all(
