@@ -16,7 +16,7 @@ PACKAGE = Path(relmodel.__file__).parent
 FLOORS = {
     "ground": ["relmodel._version", "relmodel._deprecation", "relmodel._units", "relmodel._errors", "relmodel._checks",
                "relmodel._display", "relmodel._extras", "relmodel._feedback", "relmodel._ticks", "relmodel._text",
-               "relmodel._fast_csv"],
+               "relmodel._fast_csv", "relmodel._docparts"],
     "kernels": ["relmodel._kernels", "relmodel._kernels.*"],
     "models": ["relmodel._taxonomy", "relmodel._synthetic_log", "relmodel._failures", "relmodel._level_pattern",
                "relmodel._scenario", "relmodel._job_logs"],
