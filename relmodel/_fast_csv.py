@@ -498,3 +498,82 @@ def per_value(values: np.ndarray, read) -> tuple[list, np.ndarray]:
 
     codes, uniques = pd.factorize(values)
     return [read(v) for v in uniques], codes
+
+
+def iso_ns(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Read times written ``YYYY-MM-DDTHH:MM:SS[.f]`` (a space for T, ``.`` or ``,`` before 1 to 9
+    fraction digits, a final ``Z`` or ``z`` or none) exactly, as integer ns since the epoch in UTC.
+
+    Parameters
+    ----------
+    values : numpy.ndarray
+        Object array of str.
+
+    Returns
+    -------
+    ns : numpy.ndarray
+        int64 (0 where not so written).
+    ok : numpy.ndarray
+        Which values were so written (a valid date and time within the years that int64 ns hold).
+    naive : numpy.ndarray
+        Which of them have no ``Z`` (their zone is the reader's to say).
+    """
+    lengths, c = codepoints(values, 30)
+    last = char_at(c, lengths, 1)
+    zulu = (last == ord("Z")) | (last == ord("z"))
+    body = lengths - zulu
+    fraction_digits = body - 20
+    ok = (body == 19) | ((fraction_digits >= 1) & (fraction_digits <= 9) & ((c[:, 19] == 46) | (c[:, 19] == 44)))
+    fraction = np.zeros(values.size, dtype=np.int64)
+    for k in range(9):  # the fraction's digits, then zeros to nine
+        inside = k < fraction_digits
+        d = c[:, min(20 + k, c.shape[1] - 1)] - 48
+        ok &= ~inside | ((d >= 0) & (d <= 9))
+        fraction = fraction * 10 + np.where(inside, d, 0)
+    seconds, whole = iso_seconds(np.array([v[:19] for v in values], dtype=object) if values.size else values)
+    ok &= whole & (np.abs(np.nan_to_num(seconds)) < 9.2e9)
+    ns = np.where(ok, np.nan_to_num(seconds).astype(np.int64), 0) * 10**9 + np.where(ok, fraction, 0)
+    return ns, ok, ~zulu
+
+
+def decimal_ns(values: np.ndarray, max_whole_digits: int = 9) -> tuple[np.ndarray, np.ndarray]:
+    """Read plain ASCII decimal seconds (digits, at most one point and 9 digits after it; no sign,
+    exponent or space) exactly, as integer ns.
+
+    Parameters
+    ----------
+    values : numpy.ndarray
+        Object array of str.
+    max_whole_digits : int, default 9
+        More digits before the point are not read (9 keep the ns below 2**63).
+
+    Returns
+    -------
+    ns : numpy.ndarray
+        int64 (0 where not read).
+    ok : numpy.ndarray
+        Which values were read.
+    """
+    width = max_whole_digits + 10
+    lengths, c = codepoints(values, width + 1)
+    c = np.ascontiguousarray(c.T) - 48  # position by position; a point is -2
+    whole = np.zeros(values.size, dtype=np.int64)
+    fraction = np.zeros(values.size, dtype=np.int64)
+    points = np.zeros(values.size, dtype=np.int64)
+    before = np.zeros(values.size, dtype=np.int64)
+    after = np.zeros(values.size, dtype=np.int64)
+    other = lengths > width
+    for k in range(min(width, int(lengths.max(initial=0)))):
+        d, within = c[k], k < lengths
+        dot = within & (d == -2)
+        digit = within & (d >= 0) & (d <= 9)
+        points += dot
+        in_fraction = digit & (points > 0)
+        before += digit & (points == 0)
+        after += in_fraction
+        whole = np.where(digit & (points == 0), whole * 10 + d, whole)
+        fraction = np.where(in_fraction, fraction * 10 + d, fraction)
+        other |= within & ~dot & ~digit
+    ok = ~other & (points <= 1) & (before + after > 0) & (before <= max_whole_digits) & (after <= 9)
+    scale = 10 ** (9 - np.clip(after, 0, 9))
+    return np.where(ok, whole * 10**9 + fraction * scale, 0), ok

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
+from .. import _fast_csv
 from .._errors import ParameterError
 from .._text import MISSING_TOKENS
 
@@ -410,6 +411,30 @@ class EventRow(NamedTuple):
     file: str  # the file it was read from
 
 
+_INTEGER_FIELDS = ("time_ns", "step", "duration_ns", "wait_ns", "line")
+
+
+def event_columns(rows: list[EventRow]) -> EventRow:
+    """Events as columns: an `EventRow` of arrays (int64, or object for the text fields)."""
+    fields = list(zip(*rows)) if rows else [()] * len(EventRow._fields)
+    return EventRow(*(np.array(values, dtype=np.int64 if name in _INTEGER_FIELDS else object)
+                      for name, values in zip(EventRow._fields, fields)))
+
+
+def events_file_columns(text: str, name: str, zone, summary: RecordSummary) -> EventRow:
+    """The events of a trainer-events CSV or JSON Lines file, as columns (`event_columns`).
+
+    A plain CSV is read by columns (`_csv_columns`); any other file, or a row that path cannot
+    vouch for, is read row by row (`events_file_rows`), which names what is wrong.
+    """
+    try:
+        columns = _csv_columns(text, name, zone)
+    except _fast_csv.Doubt:
+        return event_columns(events_file_rows(text, name, zone, summary))
+    summary.rows_read += columns.line.size
+    return columns
+
+
 def events_file_rows(text: str, name: str, zone, summary: RecordSummary) -> list[EventRow]:
     """The rows of a trainer-events CSV or JSON Lines file."""
     events = []
@@ -436,6 +461,14 @@ def events_file_rows(text: str, name: str, zone, summary: RecordSummary) -> list
     return events
 
 
+def _text_column(values) -> np.ndarray:
+    """``np.array(values, dtype=object).astype(str)``, each distinct value converted once."""
+    import pandas as pd
+
+    codes, uniques = pd.factorize(np.array(values, dtype=object))
+    return np.asarray(uniques, dtype=object).astype(str)[codes]
+
+
 def events_dataset(columns: EventRow, attrs: dict) -> xr.Dataset:
     """The record's events, a variable a field of `EventRow` (see `RunRecord`): `columns` holds a
     sequence a field, in time order."""
@@ -443,15 +476,121 @@ def events_dataset(columns: EventRow, attrs: dict) -> xr.Dataset:
     duration_ns, wait_ns = (np.array(c, dtype=np.int64) for c in (columns.duration_ns, columns.wait_ns))
     return xr.Dataset(
         {"time": ("event", time_ns.astype("datetime64[ns]")), "time_ns": ("event", time_ns),
-         "kind": ("event", np.array(columns.kind, dtype=object).astype(str)),
+         "kind": ("event", _text_column(columns.kind)),
          "step": ("event", np.array(columns.step, dtype=np.int64)),
          "duration_s": ("event", np.where(duration_ns >= 0, duration_ns / NS_PER_S, np.nan)),
          "wait_s": ("event", np.where(wait_ns >= 0, wait_ns / NS_PER_S, np.nan)),
          "duration_ns": ("event", duration_ns), "wait_ns": ("event", wait_ns),
-         "reason": ("event", np.array(columns.reason, dtype=object).astype(str)),
-         "source": ("event", np.array(columns.source, dtype=object).astype(str)),
-         "file": ("event", np.array(columns.file, dtype=object).astype(str)),
+         "reason": ("event", _text_column(columns.reason)),
+         "source": ("event", _text_column(columns.source)),
+         "file": ("event", _text_column(columns.file)),
          "line": ("event", np.array(columns.line, dtype=np.int64))},
         coords={"event": np.arange(time_ns.size)},
         attrs={"time_zone": "UTC", **attrs},
     )
+
+
+# --------------------------------------------------------------------------- reading by columns
+# The trainer-events CSV read a block of lines at a time (`_fast_csv`), the common forms of each
+# field read in NumPy and any other value by the per-row functions above, once per distinct value.
+# Anything else (a quote, a line break other than LF, a row of another length, a value refused, a
+# checkpoint event lacking its step or duration) raises `Doubt`: the file is then read row by row.
+
+_NOT_PLAIN = re.compile('["\x00-\x08\x0b-\x1f\x7f\x85\u2028\u2029]')  # quotes, and line breaks of str.splitlines
+
+
+def _csv_columns(text: str, name: str, zone) -> EventRow:
+    """The events of a plain trainer-events CSV as columns, in the file's order; `Doubt` where unsure."""
+    if _NOT_PLAIN.search(text):
+        raise _fast_csv.Doubt(0, "quotes or line breaks other than LF")
+    start, line = 0, 1
+    while (end := text.find("\n", start)) >= 0 and not text[start:end].strip():
+        start, line = end + 1, line + 1
+    end = len(text) if end < 0 else end
+    header = [h.strip().lower() for h in text[start:end].split(",")]
+    if header[0].startswith("{") or not {"time", "event"} <= set(header) or any(
+            header.count(c) > 1 for c in COLUMNS):
+        raise _fast_csv.Doubt(line, "not a plain CSV header of the record's columns")
+    wanted = [c for c in COLUMNS if c in header]
+    try:
+        data = text[end + 1:].encode("utf-8")
+    except UnicodeEncodeError:
+        raise _fast_csv.Doubt(0, "not UTF-8") from None
+    reasons = _fast_csv.Table()
+    parts = []
+    for block, first_line in _fast_csv.blocks(data, bom=False):
+        fields, lines = _fast_csv.parse(block, first_line + line, sep=",", n_fields=len(header),
+                                        usecols=[header.index(c) for c in wanted], quoted=False, comments=False)
+        parts.append(_block_columns({c: fields[header.index(c)] for c in wanted}, lines, reasons, name, zone))
+    if not parts:
+        return event_columns([])
+    time_ns, kind, step, duration, wait, reason, lines = (np.concatenate(c) for c in zip(*parts))
+    n = lines.size
+    if "reason" in wanted:
+        reason = np.array([r.strip() for r in reasons.values] or [""], dtype=object)[reason]
+    else:
+        reason = np.full(n, "", dtype=object)
+    return EventRow(time_ns, kind, step, duration, wait, reason, np.full(n, "events", dtype=object), lines,
+                    np.full(n, name, dtype=object))
+
+
+def _block_columns(values: dict, lines: np.ndarray, reasons, name: str, zone) -> tuple:
+    """One block's time_ns, kind, step, duration_ns, wait_ns, reason (codes in `reasons`) and line."""
+    import pandas as pd
+
+    n = lines.size
+    codes, uniques = pd.factorize(values["event"])
+    kinds = [u.strip().lower() for u in uniques]
+    if any(k not in EVENT_KINDS for k in kinds):
+        raise _fast_csv.Doubt(0, "an event not of the record's kinds")
+    kind = np.array(kinds or [""], dtype=object)[codes]
+    time_ns = _block_times(values["time"], name, zone)
+    missing = np.full(n, -1, dtype=np.int64)
+    step = _block_numbers(values["step"], name, "step") if "step" in values else missing
+    duration = _block_numbers(values["duration_s"], name, "duration_s") if "duration_s" in values else missing
+    wait = _block_numbers(values["wait_s"], name, "wait_s") if "wait_s" in values else missing
+    if (((kind == "checkpoint_written") & ((duration < 0) | (step < 0))).any()
+            or ((kind == "checkpoint_restored") & (step < 0)).any()):
+        raise _fast_csv.Doubt(0, "a checkpoint event without its step or duration")
+    reason = reasons.codes(values["reason"]) if "reason" in values else np.zeros(n, dtype=np.int32)
+    return time_ns, kind, step, duration, wait, reason, lines.astype(np.int64)
+
+
+def _block_times(values: np.ndarray, name: str, zone) -> np.ndarray:
+    """Instants (ns): ISO 8601 with Z (or naive, in UTC) in bulk, any other as `parse_instant` reads it."""
+    ns, ok, naive = _fast_csv.iso_ns(values)
+    if not (zone is None or zone is timezone.utc):
+        ok &= ~naive
+    if not ok.all():
+        ns[~ok] = _per_value(values[~ok], lambda v: parse_instant(v, zone, name, 0))
+    return ns
+
+
+def _block_numbers(values: np.ndarray, name: str, field: str) -> np.ndarray:
+    """A step (whole number) or seconds (exact ns) column, -1 where missing; odd values read per value."""
+    if field == "step":
+        number, ok = _fast_csv.whole_numbers(values, max_digits=15)
+        read = lambda v: _number(v, name, 0, field, integer=True, most=MAX_STEP)  # noqa: E731
+    else:
+        number, ok = _fast_csv.decimal_ns(values)
+        read = lambda v: _seconds_ns(v, name, 0, field)  # noqa: E731
+    empty = values == ""
+    number[empty] = -1
+    odd = ~(ok | empty)
+    if odd.any():
+        number[odd] = _per_value(values[odd], read)
+    return number
+
+
+def _per_value(values: np.ndarray, read) -> np.ndarray:
+    """`read` of each distinct value, as int64 (-1 for None); `Doubt` where it refuses one."""
+    def exact(value):
+        try:
+            result = read(value)
+        except RunRecordError:
+            raise _fast_csv.Doubt(0, f"{value!r} refused") from None
+        return -1 if result is None else result
+
+    results, codes = _fast_csv.per_value(values, exact)
+    return np.array(results, dtype=np.int64)[codes]
+
