@@ -465,7 +465,7 @@ def _text_column(values) -> np.ndarray:
     """``np.array(values, dtype=object).astype(str)``, each distinct value converted once."""
     import pandas as pd
 
-    codes, uniques = pd.factorize(np.array(values, dtype=object))
+    codes, uniques = pd.factorize(np.asarray(values, dtype=object))
     return np.asarray(uniques, dtype=object).astype(str)[codes]
 
 
@@ -496,89 +496,110 @@ def events_dataset(columns: EventRow, attrs: dict) -> xr.Dataset:
 # Anything else (a quote, a line break other than LF, a row of another length, a value refused, a
 # checkpoint event lacking its step or duration) raises `Doubt`: the file is then read row by row.
 
-_NOT_PLAIN = re.compile('["\x00-\x08\x0b-\x1f\x7f\x85\u2028\u2029]')  # quotes, and line breaks of str.splitlines
+_ODD_BYTES = np.zeros(256, dtype=bool)  # a quote, and ASCII controls but tab and line feed
+_ODD_BYTES[[*range(0, 9), *range(11, 32), 34, 127]] = True
+_ODD_BREAKS = re.compile("[\x85\u2028\u2029]")  # the line breaks of str.splitlines past ASCII
+_KIND_BYTES = [np.frombuffer(k.encode(), np.uint8) for k in EVENT_KINDS]
 
 
 def _csv_columns(text: str, name: str, zone) -> EventRow:
     """The events of a plain trainer-events CSV as columns, in the file's order; `Doubt` where unsure."""
-    if _NOT_PLAIN.search(text):
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise _fast_csv.Doubt(0, "not UTF-8") from None
+    if _ODD_BYTES[np.frombuffer(data, np.uint8)].any() or (not data.isascii() and _ODD_BREAKS.search(text)):
         raise _fast_csv.Doubt(0, "quotes or line breaks other than LF")
     start, line = 0, 1
-    while (end := text.find("\n", start)) >= 0 and not text[start:end].strip():
+    while (end := data.find(b"\n", start)) >= 0 and not data[start:end].decode().strip():
         start, line = end + 1, line + 1
-    end = len(text) if end < 0 else end
-    header = [h.strip().lower() for h in text[start:end].split(",")]
+    end = len(data) if end < 0 else end
+    header = [h.strip().lower() for h in data[start:end].decode().split(",")]
     if header[0].startswith("{") or not {"time", "event"} <= set(header) or any(
             header.count(c) > 1 for c in COLUMNS):
         raise _fast_csv.Doubt(line, "not a plain CSV header of the record's columns")
-    wanted = [c for c in COLUMNS if c in header]
-    try:
-        data = text[end + 1:].encode("utf-8")
-    except UnicodeEncodeError:
-        raise _fast_csv.Doubt(0, "not UTF-8") from None
+    data = data[end + 1:]
     reasons = _fast_csv.Table()
     parts = []
     for block, first_line in _fast_csv.blocks(data, bom=False):
-        fields, lines = _fast_csv.parse(block, first_line + line, sep=",", n_fields=len(header),
-                                        usecols=[header.index(c) for c in wanted], quoted=False, comments=False)
-        parts.append(_block_columns({c: fields[header.index(c)] for c in wanted}, lines, reasons, name, zone))
+        starts, ends, lines = _fast_csv.plain_fields(block, first_line + line, len(header))
+        fields = {c: (starts[:, header.index(c)], ends[:, header.index(c)]) for c in COLUMNS if c in header}
+        parts.append(_block_columns(block, fields, lines, reasons, name, zone))
     if not parts:
         return event_columns([])
     time_ns, kind, step, duration, wait, reason, lines = (np.concatenate(c) for c in zip(*parts))
     n = lines.size
-    if "reason" in wanted:
-        reason = np.array([r.strip() for r in reasons.values] or [""], dtype=object)[reason]
-    else:
-        reason = np.full(n, "", dtype=object)
+    reason = np.array([r.strip() for r in reasons.values] or [""], dtype=object)[reason]
     return EventRow(time_ns, kind, step, duration, wait, reason, np.full(n, "events", dtype=object), lines,
                     np.full(n, name, dtype=object))
 
 
-def _block_columns(values: dict, lines: np.ndarray, reasons, name: str, zone) -> tuple:
+def _block_columns(block: bytes, fields: dict, lines: np.ndarray, reasons, name: str, zone) -> tuple:
     """One block's time_ns, kind, step, duration_ns, wait_ns, reason (codes in `reasons`) and line."""
-    import pandas as pd
-
     n = lines.size
-    codes, uniques = pd.factorize(values["event"])
-    kinds = [u.strip().lower() for u in uniques]
-    if any(k not in EVENT_KINDS for k in kinds):
-        raise _fast_csv.Doubt(0, "an event not of the record's kinds")
-    kind = np.array(kinds or [""], dtype=object)[codes]
-    time_ns = _block_times(values["time"], name, zone)
+    kind = _block_kinds(block, *fields["event"])
+    time_ns = _block_times(block, *fields["time"], name, zone)
     missing = np.full(n, -1, dtype=np.int64)
-    step = _block_numbers(values["step"], name, "step") if "step" in values else missing
-    duration = _block_numbers(values["duration_s"], name, "duration_s") if "duration_s" in values else missing
-    wait = _block_numbers(values["wait_s"], name, "wait_s") if "wait_s" in values else missing
+    step = _block_numbers(block, *fields["step"], name, "step") if "step" in fields else missing
+    duration = (_block_numbers(block, *fields["duration_s"], name, "duration_s") if "duration_s" in fields
+                else missing)
+    wait = _block_numbers(block, *fields["wait_s"], name, "wait_s") if "wait_s" in fields else missing
     if (((kind == "checkpoint_written") & ((duration < 0) | (step < 0))).any()
             or ((kind == "checkpoint_restored") & (step < 0)).any()):
         raise _fast_csv.Doubt(0, "a checkpoint event without its step or duration")
-    reason = reasons.codes(values["reason"]) if "reason" in values else np.zeros(n, dtype=np.int32)
+    reason = np.full(n, reasons.codes(np.array([""], dtype=object))[0], dtype=np.int32)
+    if "reason" in fields:  # most rows give none
+        given = fields["reason"][1] > fields["reason"][0]
+        if given.any():
+            reason[given] = reasons.codes(_texts(block, *fields["reason"], given))
     return time_ns, kind, step, duration, wait, reason, lines.astype(np.int64)
 
 
-def _block_times(values: np.ndarray, name: str, zone) -> np.ndarray:
+def _texts(block: bytes, starts: np.ndarray, ends: np.ndarray, which: np.ndarray) -> np.ndarray:
+    """The fields `which` of a column as str (object array)."""
+    return np.array([block[starts[k]:ends[k]].decode() for k in np.flatnonzero(which)] or [""],
+                    dtype=object)[:int(which.sum())]
+
+
+def _block_kinds(block: bytes, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """The events' kinds (object array of the `EVENT_KINDS` strings); `Doubt` on any other."""
+    lengths, points = _fast_csv.field_points(block, starts, ends, 20)
+    code = np.full(lengths.size, -1, dtype=np.int64)
+    for k, kind in enumerate(_KIND_BYTES):
+        code[(lengths == kind.size) & (points[:, :kind.size] == kind).all(axis=1)] = k
+    odd = code < 0
+    if odd.any():  # capitals or spaces
+        found = [v.strip().lower() for v in _texts(block, starts, ends, odd)]
+        if any(k not in EVENT_KINDS for k in found):
+            raise _fast_csv.Doubt(0, "an event not of the record's kinds")
+        code[odd] = [EVENT_KINDS.index(k) for k in found]
+    return np.array(EVENT_KINDS, dtype=object)[code]
+
+
+def _block_times(block: bytes, starts: np.ndarray, ends: np.ndarray, name: str, zone) -> np.ndarray:
     """Instants (ns): ISO 8601 with Z (or naive, in UTC) in bulk, any other as `parse_instant` reads it."""
-    ns, ok, naive = _fast_csv.iso_ns(values)
+    ns, ok, naive = _fast_csv.iso_ns(*_fast_csv.field_points(block, starts, ends, 30))
     if not (zone is None or zone is timezone.utc):
         ok &= ~naive
     if not ok.all():
-        ns[~ok] = _per_value(values[~ok], lambda v: parse_instant(v, zone, name, 0))
+        ns[~ok] = _per_value(_texts(block, starts, ends, ~ok), lambda v: parse_instant(v, zone, name, 0))
     return ns
 
 
-def _block_numbers(values: np.ndarray, name: str, field: str) -> np.ndarray:
+def _block_numbers(block: bytes, starts: np.ndarray, ends: np.ndarray, name: str, field: str) -> np.ndarray:
     """A step (whole number) or seconds (exact ns) column, -1 where missing; odd values read per value."""
-    if field == "step":
-        number, ok = _fast_csv.whole_numbers(values, max_digits=15)
+    number, ok = _fast_csv.decimal_ns(*_fast_csv.field_points(block, starts, ends, 20))
+    if field == "step":  # a whole number of "seconds" below 10**9 is the step
+        ok &= number % NS_PER_S == 0
+        number //= NS_PER_S
         read = lambda v: _number(v, name, 0, field, integer=True, most=MAX_STEP)  # noqa: E731
     else:
-        number, ok = _fast_csv.decimal_ns(values)
         read = lambda v: _seconds_ns(v, name, 0, field)  # noqa: E731
-    empty = values == ""
+    empty = ends == starts
     number[empty] = -1
     odd = ~(ok | empty)
     if odd.any():
-        number[odd] = _per_value(values[odd], read)
+        number[odd] = _per_value(_texts(block, starts, ends, odd), read)
     return number
 
 
