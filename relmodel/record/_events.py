@@ -471,20 +471,20 @@ def _text_column(values) -> np.ndarray:
 
 def events_dataset(columns: EventRow, attrs: dict) -> xr.Dataset:
     """The record's events, a variable a field of `EventRow` (see `RunRecord`): `columns` holds a
-    sequence a field, in time order."""
-    time_ns = np.array(columns.time_ns, dtype=np.int64)
-    duration_ns, wait_ns = (np.array(c, dtype=np.int64) for c in (columns.duration_ns, columns.wait_ns))
+    sequence a field, in time order (arrays of int64 become the variables: not copied)."""
+    time_ns = np.asarray(columns.time_ns, dtype=np.int64)
+    duration_ns, wait_ns = (np.asarray(c, dtype=np.int64) for c in (columns.duration_ns, columns.wait_ns))
     return xr.Dataset(
         {"time": ("event", time_ns.astype("datetime64[ns]")), "time_ns": ("event", time_ns),
          "kind": ("event", _text_column(columns.kind)),
-         "step": ("event", np.array(columns.step, dtype=np.int64)),
+         "step": ("event", np.asarray(columns.step, dtype=np.int64)),
          "duration_s": ("event", np.where(duration_ns >= 0, duration_ns / NS_PER_S, np.nan)),
          "wait_s": ("event", np.where(wait_ns >= 0, wait_ns / NS_PER_S, np.nan)),
          "duration_ns": ("event", duration_ns), "wait_ns": ("event", wait_ns),
          "reason": ("event", _text_column(columns.reason)),
          "source": ("event", _text_column(columns.source)),
          "file": ("event", _text_column(columns.file)),
-         "line": ("event", np.array(columns.line, dtype=np.int64))},
+         "line": ("event", np.asarray(columns.line, dtype=np.int64))},
         coords={"event": np.arange(time_ns.size)},
         attrs={"time_zone": "UTC", **attrs},
     )
@@ -530,8 +530,14 @@ def _csv_columns(text: str, name: str, zone) -> EventRow:
     time_ns, kind, step, duration, wait, reason, lines = (np.concatenate(c) for c in zip(*parts))
     n = lines.size
     reason = np.array([r.strip() for r in reasons.values] or [""], dtype=object)[reason]
-    return EventRow(time_ns, kind, step, duration, wait, reason, np.full(n, "events", dtype=object), lines,
-                    np.full(n, name, dtype=object))
+    return EventRow(time_ns, kind, step, duration, wait, reason, _same_text(n, "events"), lines, _same_text(n, name))
+
+
+def _same_text(n: int, text: str) -> np.ndarray:
+    """An object array of `n` references to `text` (``np.full`` would make a str an element)."""
+    column = np.empty(n, dtype=object)
+    column.fill(text)
+    return column
 
 
 def _block_columns(block: bytes, fields: dict, lines: np.ndarray, reasons, name: str, zone) -> tuple:

@@ -94,8 +94,7 @@ def read_run(events=None, *, sacct=None, run=None, n_gpus: int | None = None, tz
         gpus = check_integer("n_gpus", n_gpus, 1, 10**9)
     if not columns.line.size:
         raise RunRecordError(" + ".join(summary.sources), 0, "", "no events")
-    columns = _take(columns, np.argsort(columns.time_ns, kind="stable"))
-    ds = events_dataset(columns, {"sources": " + ".join(summary.sources),
+    ds = events_dataset(_in_time_order(columns), {"sources": " + ".join(summary.sources),
                                   **({"sacct_file": str(sacct)} if sacct is not None else {})})
     return RunRecord(events=ds, n_gpus=gpus, summary=summary)
 
@@ -103,6 +102,13 @@ def read_run(events=None, *, sacct=None, run=None, n_gpus: int | None = None, tz
 def _take(columns: EventRow, index) -> EventRow:
     """The events at `index` (integers or a mask) of events as columns."""
     return EventRow(*(c[index] for c in columns))
+
+
+def _in_time_order(columns: EventRow) -> EventRow:
+    """The events sorted by time, ties in their order (a stable sort; no copy where they are in order)."""
+    if np.all(columns.time_ns[1:] >= columns.time_ns[:-1]):
+        return columns
+    return _take(columns, np.argsort(columns.time_ns, kind="stable"))
 
 
 def _concatenate(parts: list) -> EventRow:
@@ -190,8 +196,7 @@ def _trainer_events(events, fmt: str, zone, summary: RecordSummary) -> EventRow:
         raise ParameterError("events", "no file given")
     parts = []
     for p in paths:
-        columns = _file_rows(Path(p), fmt, zone, summary)
-        parts.append(_take(columns, np.argsort(columns.time_ns, kind="stable")))
+        parts.append(_in_time_order(_file_rows(Path(p), fmt, zone, summary)))
     parts = sorted((part for part in parts if part.line.size), key=lambda part: part.time_ns[0])
     for k, part in enumerate(parts[:-1]):
         last = _take(part, [-1])
