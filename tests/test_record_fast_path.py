@@ -8,6 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from relmodel import _fast_csv
 from relmodel._fast_csv import Doubt
 from relmodel.record import RunRecordError, read_run
 from relmodel.record import _events
@@ -83,6 +84,9 @@ def test_by_columns_as_row_by_row(tmp_path, text, tz):
     path.write_text(text)
     _events._csv_columns(text, str(path), _zone(tz))  # read by columns, no doubt
     _same(path, tz=tz)
+    with mock.patch.object(_fast_csv, "BLOCK_BYTES", 48):  # rows, and their lines, across blocks
+        _events._csv_columns(text, str(path), _zone(tz))
+        _same(path, tz=tz)
 
 
 FAULTS = [("event", "checkpoint_taken"), ("time", "2024-13-01T00:00:00Z"), ("time", "2024-01-01T25:00Z"),
