@@ -498,3 +498,169 @@ def per_value(values: np.ndarray, read) -> tuple[list, np.ndarray]:
 
     codes, uniques = pd.factorize(values)
     return [read(v) for v in uniques], codes
+
+
+
+# --------------------------------------------------------------------------- unquoted fields as bytes
+
+
+def plain_fields(data: bytes, first_line: int, n_fields: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Find the fields of lines of unquoted, comma-separated fields, without making strings of them.
+
+    Blank lines (no comma, nothing but spaces) are no rows.
+
+    Parameters
+    ----------
+    data : bytes
+        Whole lines of UTF-8 (`blocks`), with no quote and no carriage return.
+    first_line : int
+        The 1-based number of the first.
+    n_fields : int
+        Fields per row (the header's).
+
+    Returns
+    -------
+    starts, ends : numpy.ndarray
+        int64, shape (rows, n_fields): each field is ``data[start:end]``.
+    lines : numpy.ndarray
+        The 1-based line of each row.
+
+    Raises
+    ------
+    Doubt
+        On a line of another number of fields.
+    """
+    buf = np.frombuffer(data, np.uint8)
+    ends = np.flatnonzero(buf == _LF)
+    starts = np.concatenate(([0], ends[:-1] + 1))[:ends.size]
+    seps = np.flatnonzero(buf == ord(","))
+    count = np.diff(np.searchsorted(seps, ends), prepend=0)
+    keep = count == n_fields - 1
+    for k in np.flatnonzero(~keep):
+        if count[k] or data[starts[k]:ends[k]].decode("utf-8").strip():
+            raise Doubt(first_line + int(k), "a row of another length")
+    seps = seps.reshape(-1, n_fields - 1)
+    return (np.column_stack([starts[keep], seps + 1]), np.column_stack([seps, ends[keep]]),
+            first_line + np.flatnonzero(keep))
+
+
+def field_points(data: bytes, starts: np.ndarray, ends: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """Return the fields' lengths (bytes), and their first `width` bytes (0 past a field's end).
+
+    Parameters
+    ----------
+    data : bytes
+        The lines.
+    starts, ends : numpy.ndarray
+        One column of `plain_fields`.
+    width : int
+        Bytes kept.
+
+    Returns
+    -------
+    lengths : numpy.ndarray
+        int64.
+    points : numpy.ndarray
+        uint8, shape (n, width); bytes past 0x7f are no ASCII character, and read as 1.
+    """
+    buf = np.concatenate((np.frombuffer(data, np.uint8), np.zeros(width, np.uint8)))
+    lengths = ends - starts
+    found = np.lib.stride_tricks.sliding_window_view(buf, width)[starts]
+    found[found > 0x7F] = 1
+    found[np.arange(width) >= lengths[:, None]] = 0
+    return lengths, found
+
+
+def iso_ns(lengths: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Read times written ``YYYY-MM-DDTHH:MM:SS[.f]`` (a space for T, ``.`` or ``,`` before 1 to 9
+    fraction digits, a final ``Z`` or ``z`` or none) exactly, as integer ns since the epoch in UTC.
+
+    Parameters
+    ----------
+    lengths, c : numpy.ndarray
+        As `field_points` gives them, at least 30 wide.
+
+    Returns
+    -------
+    ns : numpy.ndarray
+        int64 (0 where not so written).
+    ok : numpy.ndarray
+        Which values were so written (a valid date and time within the years that int64 ns hold).
+    naive : numpy.ndarray
+        Which of them have no ``Z`` (their zone is the reader's to say).
+    """
+    last = char_at(c, lengths, 1)
+    zulu = (last == ord("Z")) | (last == ord("z"))
+    body = lengths - zulu
+    fraction_digits = body - 20
+    ok = (body == 19) | ((fraction_digits >= 1) & (fraction_digits <= 9) & ((c[:, 19] == 46) | (c[:, 19] == 44)))
+    fraction = np.zeros(lengths.size, dtype=np.int64)
+    for k in range(9):  # the fraction's digits, then zeros to nine
+        inside = k < fraction_digits
+        d = c[:, 20 + k].astype(np.int16) - 48
+        ok &= ~inside | ((d >= 0) & (d <= 9))
+        fraction = fraction * 10 + np.where(inside, d, 0)
+    d = c[:, _ISO_DIGITS].astype(np.int64) - 48
+    ok &= ((d >= 0) & (d <= 9)).all(axis=1) & (c[:, 4] == 45) & (c[:, 7] == 45) & (c[:, 13] == 58) \
+        & (c[:, 16] == 58) & ((c[:, 10] == 84) | (c[:, 10] == 32))
+    hour, minute, second = d[:, 8] * 10 + d[:, 9], d[:, 10] * 10 + d[:, 11], d[:, 12] * 10 + d[:, 13]
+    ok &= (hour < 24) & (minute < 60) & (second < 60)
+    # A run's events fall on few dates: each distinct one read by the calendar itself.
+    dates, inverse = np.unique(np.ascontiguousarray(c[:, :10], dtype=np.uint8).view("S10").ravel(),
+                               return_inverse=True)
+    days = np.array([_days_since_epoch(date) for date in dates], dtype=np.int64)[inverse.ravel()]
+    ok &= np.abs(days) < 100_000  # within 1696 .. 2243, of the years int64 ns hold
+    seconds = days * 86400 + hour * 3600 + minute * 60 + second
+    return np.where(ok, seconds * 10**9 + fraction, 0), ok, ~zulu
+
+
+def _days_since_epoch(text: bytes) -> int:
+    """Days from 1970-01-01 to a ``YYYY-MM-DD`` date (2**40 where it is none)."""
+    from datetime import date
+
+    try:
+        return (date.fromisoformat(text.decode("ascii")) - date(1970, 1, 1)).days
+    except (ValueError, UnicodeDecodeError):
+        return 2**40
+
+
+def decimal_ns(lengths: np.ndarray, c: np.ndarray, max_whole_digits: int = 9) -> tuple[np.ndarray, np.ndarray]:
+    """Read plain ASCII decimal seconds (digits, at most one point and 9 digits after it; no sign,
+    exponent or space) exactly, as integer ns.
+
+    Parameters
+    ----------
+    lengths, c : numpy.ndarray
+        As `field_points` gives them, at least ``max_whole_digits + 10`` wide.
+    max_whole_digits : int, default 9
+        More digits before the point are not read (9 keep the ns below 2**63).
+
+    Returns
+    -------
+    ns : numpy.ndarray
+        int64 (0 where not read).
+    ok : numpy.ndarray
+        Which values were read.
+    """
+    width = max_whole_digits + 10
+    c = np.ascontiguousarray(c[:, :width].T, dtype=np.int16) - 48  # position by position; a point is -2
+    whole = np.zeros(lengths.size, dtype=np.int64)
+    fraction = np.zeros(lengths.size, dtype=np.int64)
+    points = np.zeros(lengths.size, dtype=np.int64)
+    before = np.zeros(lengths.size, dtype=np.int64)
+    after = np.zeros(lengths.size, dtype=np.int64)
+    other = lengths > width
+    for k in range(min(width, int(lengths.max(initial=0)))):
+        d, within = c[k], k < lengths
+        dot = within & (d == -2)
+        digit = within & (d >= 0) & (d <= 9)
+        points += dot
+        in_fraction = digit & (points > 0)
+        before += digit & (points == 0)
+        after += in_fraction
+        whole = np.where(digit & (points == 0), whole * 10 + d, whole)
+        fraction = np.where(in_fraction, fraction * 10 + d, fraction)
+        other |= within & ~dot & ~digit
+    ok = ~other & (points <= 1) & (before + after > 0) & (before <= max_whole_digits) & (after <= 9)
+    scale = 10 ** (9 - np.clip(after, 0, 9))
+    return np.where(ok, whole * 10**9 + fraction * scale, 0), ok

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 
+from .. import _fast_csv
 from .._errors import ParameterError
 from .._text import MISSING_TOKENS
 
@@ -410,6 +411,30 @@ class EventRow(NamedTuple):
     file: str  # the file it was read from
 
 
+_INTEGER_FIELDS = ("time_ns", "step", "duration_ns", "wait_ns", "line")
+
+
+def event_columns(rows: list[EventRow]) -> EventRow:
+    """Events as columns: an `EventRow` of arrays (int64, or object for the text fields)."""
+    fields = list(zip(*rows)) if rows else [()] * len(EventRow._fields)
+    return EventRow(*(np.array(values, dtype=np.int64 if name in _INTEGER_FIELDS else object)
+                      for name, values in zip(EventRow._fields, fields)))
+
+
+def events_file_columns(text: str, name: str, zone, summary: RecordSummary) -> EventRow:
+    """The events of a trainer-events CSV or JSON Lines file, as columns (`event_columns`).
+
+    A plain CSV is read by columns (`_csv_columns`); any other file, or a row that path cannot
+    vouch for, is read row by row (`events_file_rows`), which names what is wrong.
+    """
+    try:
+        columns = _csv_columns(text, name, zone)
+    except _fast_csv.Doubt:
+        return event_columns(events_file_rows(text, name, zone, summary))
+    summary.rows_read += columns.line.size
+    return columns
+
+
 def events_file_rows(text: str, name: str, zone, summary: RecordSummary) -> list[EventRow]:
     """The rows of a trainer-events CSV or JSON Lines file."""
     events = []
@@ -436,22 +461,163 @@ def events_file_rows(text: str, name: str, zone, summary: RecordSummary) -> list
     return events
 
 
+def _text_column(values) -> np.ndarray:
+    """``np.array(values, dtype=object).astype(str)``, each distinct value converted once."""
+    import pandas as pd
+
+    codes, uniques = pd.factorize(np.asarray(values, dtype=object))
+    return np.asarray(uniques, dtype=object).astype(str)[codes]
+
+
 def events_dataset(columns: EventRow, attrs: dict) -> xr.Dataset:
     """The record's events, a variable a field of `EventRow` (see `RunRecord`): `columns` holds a
-    sequence a field, in time order."""
-    time_ns = np.array(columns.time_ns, dtype=np.int64)
-    duration_ns, wait_ns = (np.array(c, dtype=np.int64) for c in (columns.duration_ns, columns.wait_ns))
+    sequence a field, in time order (arrays of int64 become the variables: not copied)."""
+    time_ns = np.asarray(columns.time_ns, dtype=np.int64)
+    duration_ns, wait_ns = (np.asarray(c, dtype=np.int64) for c in (columns.duration_ns, columns.wait_ns))
     return xr.Dataset(
         {"time": ("event", time_ns.astype("datetime64[ns]")), "time_ns": ("event", time_ns),
-         "kind": ("event", np.array(columns.kind, dtype=object).astype(str)),
-         "step": ("event", np.array(columns.step, dtype=np.int64)),
+         "kind": ("event", _text_column(columns.kind)),
+         "step": ("event", np.asarray(columns.step, dtype=np.int64)),
          "duration_s": ("event", np.where(duration_ns >= 0, duration_ns / NS_PER_S, np.nan)),
          "wait_s": ("event", np.where(wait_ns >= 0, wait_ns / NS_PER_S, np.nan)),
          "duration_ns": ("event", duration_ns), "wait_ns": ("event", wait_ns),
-         "reason": ("event", np.array(columns.reason, dtype=object).astype(str)),
-         "source": ("event", np.array(columns.source, dtype=object).astype(str)),
-         "file": ("event", np.array(columns.file, dtype=object).astype(str)),
-         "line": ("event", np.array(columns.line, dtype=np.int64))},
+         "reason": ("event", _text_column(columns.reason)),
+         "source": ("event", _text_column(columns.source)),
+         "file": ("event", _text_column(columns.file)),
+         "line": ("event", np.asarray(columns.line, dtype=np.int64))},
         coords={"event": np.arange(time_ns.size)},
         attrs={"time_zone": "UTC", **attrs},
     )
+
+
+# --------------------------------------------------------------------------- reading by columns
+# The trainer-events CSV read a block of lines at a time (`_fast_csv`), the common forms of each
+# field read in NumPy and any other value by the per-row functions above, once per distinct value.
+# Anything else (a quote, a line break other than LF, a row of another length, a value refused, a
+# checkpoint event lacking its step or duration) raises `Doubt`: the file is then read row by row.
+
+_ODD_BYTES = np.zeros(256, dtype=bool)  # a quote, and ASCII controls but tab and line feed
+_ODD_BYTES[[*range(0, 9), *range(11, 32), 34, 127]] = True
+_ODD_BREAKS = re.compile("[\x85\u2028\u2029]")  # the line breaks of str.splitlines past ASCII
+_KIND_BYTES = [np.frombuffer(k.encode(), np.uint8) for k in EVENT_KINDS]
+
+
+def _csv_columns(text: str, name: str, zone) -> EventRow:
+    """The events of a plain trainer-events CSV as columns, in the file's order; `Doubt` where unsure."""
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise _fast_csv.Doubt(0, "not UTF-8") from None
+    if _ODD_BYTES[np.frombuffer(data, np.uint8)].any() or (not data.isascii() and _ODD_BREAKS.search(text)):
+        raise _fast_csv.Doubt(0, "quotes or line breaks other than LF")
+    start, line = 0, 1
+    while (end := data.find(b"\n", start)) >= 0 and not data[start:end].decode().strip():
+        start, line = end + 1, line + 1
+    end = len(data) if end < 0 else end
+    header = [h.strip().lower() for h in data[start:end].decode().split(",")]
+    if header[0].startswith("{") or not {"time", "event"} <= set(header) or any(
+            header.count(c) > 1 for c in COLUMNS):
+        raise _fast_csv.Doubt(line, "not a plain CSV header of the record's columns")
+    data = data[end + 1:]
+    reasons = _fast_csv.Table()
+    parts = []
+    for block, first_line in _fast_csv.blocks(data, bom=False):
+        starts, ends, lines = _fast_csv.plain_fields(block, first_line + line, len(header))
+        fields = {c: (starts[:, header.index(c)], ends[:, header.index(c)]) for c in COLUMNS if c in header}
+        parts.append(_block_columns(block, fields, lines, reasons, name, zone))
+    if not parts:
+        return event_columns([])
+    time_ns, kind, step, duration, wait, reason, lines = (np.concatenate(c) for c in zip(*parts))
+    n = lines.size
+    reason = np.array([r.strip() for r in reasons.values] or [""], dtype=object)[reason]
+    return EventRow(time_ns, kind, step, duration, wait, reason, _same_text(n, "events"), lines, _same_text(n, name))
+
+
+def _same_text(n: int, text: str) -> np.ndarray:
+    """An object array of `n` references to `text` (``np.full`` would make a str an element)."""
+    column = np.empty(n, dtype=object)
+    column.fill(text)
+    return column
+
+
+def _block_columns(block: bytes, fields: dict, lines: np.ndarray, reasons, name: str, zone) -> tuple:
+    """One block's time_ns, kind, step, duration_ns, wait_ns, reason (codes in `reasons`) and line."""
+    n = lines.size
+    kind = _block_kinds(block, *fields["event"])
+    time_ns = _block_times(block, *fields["time"], name, zone)
+    missing = np.full(n, -1, dtype=np.int64)
+    step = _block_numbers(block, *fields["step"], name, "step") if "step" in fields else missing
+    duration = (_block_numbers(block, *fields["duration_s"], name, "duration_s") if "duration_s" in fields
+                else missing)
+    wait = _block_numbers(block, *fields["wait_s"], name, "wait_s") if "wait_s" in fields else missing
+    if (((kind == "checkpoint_written") & ((duration < 0) | (step < 0))).any()
+            or ((kind == "checkpoint_restored") & (step < 0)).any()):
+        raise _fast_csv.Doubt(0, "a checkpoint event without its step or duration")
+    reason = np.full(n, reasons.codes(np.array([""], dtype=object))[0], dtype=np.int32)
+    if "reason" in fields:  # most rows give none
+        given = fields["reason"][1] > fields["reason"][0]
+        if given.any():
+            reason[given] = reasons.codes(_texts(block, *fields["reason"], given))
+    return time_ns, kind, step, duration, wait, reason, lines.astype(np.int64)
+
+
+def _texts(block: bytes, starts: np.ndarray, ends: np.ndarray, which: np.ndarray) -> np.ndarray:
+    """The fields `which` of a column as str (object array)."""
+    return np.array([block[starts[k]:ends[k]].decode() for k in np.flatnonzero(which)] or [""],
+                    dtype=object)[:int(which.sum())]
+
+
+def _block_kinds(block: bytes, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """The events' kinds (object array of the `EVENT_KINDS` strings); `Doubt` on any other."""
+    lengths, points = _fast_csv.field_points(block, starts, ends, 20)
+    code = np.full(lengths.size, -1, dtype=np.int64)
+    for k, kind in enumerate(_KIND_BYTES):
+        code[(lengths == kind.size) & (points[:, :kind.size] == kind).all(axis=1)] = k
+    odd = code < 0
+    if odd.any():  # capitals or spaces
+        found = [v.strip().lower() for v in _texts(block, starts, ends, odd)]
+        if any(k not in EVENT_KINDS for k in found):
+            raise _fast_csv.Doubt(0, "an event not of the record's kinds")
+        code[odd] = [EVENT_KINDS.index(k) for k in found]
+    return np.array(EVENT_KINDS, dtype=object)[code]
+
+
+def _block_times(block: bytes, starts: np.ndarray, ends: np.ndarray, name: str, zone) -> np.ndarray:
+    """Instants (ns): ISO 8601 with Z (or naive, in UTC) in bulk, any other as `parse_instant` reads it."""
+    ns, ok, naive = _fast_csv.iso_ns(*_fast_csv.field_points(block, starts, ends, 30))
+    if not (zone is None or zone is timezone.utc):
+        ok &= ~naive
+    if not ok.all():
+        ns[~ok] = _per_value(_texts(block, starts, ends, ~ok), lambda v: parse_instant(v, zone, name, 0))
+    return ns
+
+
+def _block_numbers(block: bytes, starts: np.ndarray, ends: np.ndarray, name: str, field: str) -> np.ndarray:
+    """A step (whole number) or seconds (exact ns) column, -1 where missing; odd values read per value."""
+    number, ok = _fast_csv.decimal_ns(*_fast_csv.field_points(block, starts, ends, 20))
+    if field == "step":  # a whole number of "seconds" below 10**9 is the step
+        ok &= number % NS_PER_S == 0
+        number //= NS_PER_S
+        read = lambda v: _number(v, name, 0, field, integer=True, most=MAX_STEP)  # noqa: E731
+    else:
+        read = lambda v: _seconds_ns(v, name, 0, field)  # noqa: E731
+    empty = ends == starts
+    number[empty] = -1
+    odd = ~(ok | empty)
+    if odd.any():
+        number[odd] = _per_value(_texts(block, starts, ends, odd), read)
+    return number
+
+
+def _per_value(values: np.ndarray, read) -> np.ndarray:
+    """`read` of each distinct value, as int64 (-1 for None); `Doubt` where it refuses one."""
+    def exact(value):
+        try:
+            result = read(value)
+        except RunRecordError:
+            raise _fast_csv.Doubt(0, f"{value!r} refused") from None
+        return -1 if result is None else result
+
+    results, codes = _fast_csv.per_value(values, exact)
+    return np.array(results, dtype=np.int64)[codes]
+

@@ -13,8 +13,8 @@ from .._checks import check_integer
 from .._errors import ParameterError
 from .._job_logs import LogError, read_log
 from .._taxonomy import read_small_text
-from ._events import (_EPOCH, NS_PER_S, EventRow, RecordSummary, RunRecord, RunRecordError, events_dataset,
-                      events_file_rows, parse_instant)
+from ._events import (_EPOCH, NS_PER_S, EventRow, RecordSummary, RunRecord, RunRecordError, event_columns,
+                      events_dataset, events_file_columns, parse_instant)
 from ._trainers import DETECT_LINES, TRAINER_FORMATS
 
 BOUNDARY_KINDS = ("attempt_start", "failure", "interruption", "run_end")  # what sacct also says
@@ -76,28 +76,44 @@ def read_run(events=None, *, sacct=None, run=None, n_gpus: int | None = None, tz
         raise ParameterError("events", "give the trainer's events, an sacct export (sacct=), or both")
     zone = _zone(tz)
     summary = RecordSummary()
-    rows = []
+    columns = event_columns([])
     if events is not None:
-        rows = _trainer_events(events, format, zone, summary)
+        columns = _trainer_events(events, format, zone, summary)
     gpus, several = None, False
     if sacct is not None:
-        boundary = [r for r in rows if r.kind in BOUNDARY_KINDS]
-        if boundary:
-            summary.skipped["trainer boundary events (sacct gives the attempts)"] += len(boundary)
-            rows = [r for r in rows if r.kind not in BOUNDARY_KINDS]
+        boundary = np.isin(columns.kind, BOUNDARY_KINDS)
+        if boundary.any():
+            summary.skipped["trainer boundary events (sacct gives the attempts)"] += int(boundary.sum())
+            columns = _take(columns, ~boundary)
         sacct_rows, gpus, several = _sacct_events(Path(sacct), run, zone, summary)
-        rows += sacct_rows
+        columns = _concatenate([columns, event_columns(sacct_rows)])
         if several:
             summary.notes["attempts of different sizes: the largest taken"] += 1
-    summary.rows_used += sum(1 for r in rows if r.source == "events")
+    summary.rows_used += int(np.count_nonzero(columns.source == "events"))
     if n_gpus is not None:
         gpus = check_integer("n_gpus", n_gpus, 1, 10**9)
-    rows.sort(key=lambda r: r.time_ns)
-    if not rows:
+    if not columns.line.size:
         raise RunRecordError(" + ".join(summary.sources), 0, "", "no events")
-    ds = events_dataset(EventRow(*zip(*rows)), {"sources": " + ".join(summary.sources),
-                               **({"sacct_file": str(sacct)} if sacct is not None else {})})
+    ds = events_dataset(_in_time_order(columns), {"sources": " + ".join(summary.sources),
+                                  **({"sacct_file": str(sacct)} if sacct is not None else {})})
     return RunRecord(events=ds, n_gpus=gpus, summary=summary)
+
+
+def _take(columns: EventRow, index) -> EventRow:
+    """The events at `index` (integers or a mask) of events as columns."""
+    return EventRow(*(c[index] for c in columns))
+
+
+def _in_time_order(columns: EventRow) -> EventRow:
+    """The events sorted by time, ties in their order (a stable sort; no copy where they are in order)."""
+    if np.all(columns.time_ns[1:] >= columns.time_ns[:-1]):
+        return columns
+    return _take(columns, np.argsort(columns.time_ns, kind="stable"))
+
+
+def _concatenate(parts: list) -> EventRow:
+    """Events as columns, one part after another."""
+    return EventRow(*(np.concatenate(c) for c in zip(*parts))) if parts else event_columns([])
 
 
 def _zone(tz):
@@ -128,22 +144,32 @@ def _is_events_file(lines: list) -> bool:
     return {"time", "event"} <= {h.strip() for h in first.split(",")}
 
 
-def _trainer_log_rows(fmt, lines: list, name: str, zone, summary: RecordSummary) -> list[EventRow]:
-    """The events of one trainer's log, and its lines counted: those with no event are its other output."""
+def _trainer_log_rows(fmt, lines: list, name: str, zone, summary: RecordSummary) -> EventRow:
+    """The events of one trainer's log as columns, and its lines counted: those with no event are its
+    other output."""
     rows = fmt.parse(lines, name, zone)
     summary.rows_read += len(lines)
     summary.skipped[f"{fmt.name} log lines with no event (the trainer's other output)"] += (
         len(lines) - len({r.line for r in rows}))
-    return rows
+    return event_columns(rows)
 
 
-def _file_rows(path: Path, fmt: str, zone, summary: RecordSummary) -> list[EventRow]:
-    """The events of one file, in the format given or recognised."""
+def _head(text: str) -> list:
+    """The first `DETECT_LINES` lines of `text`, as ``text.splitlines()`` gives them."""
+    end = -1
+    for _ in range(DETECT_LINES):  # a cut after a line feed is a cut between lines
+        end = text.find("\n", end + 1)
+        if end < 0:
+            break
+    return (text if end < 0 else text[:end + 1]).splitlines()[:DETECT_LINES]
+
+
+def _file_rows(path: Path, fmt: str, zone, summary: RecordSummary) -> EventRow:
+    """The events of one file as columns, in the format given or recognised."""
     name = str(path)
     text = _read_text(path)
-    lines = text.splitlines()
     if fmt == "auto":
-        head = lines[:DETECT_LINES]
+        head = _head(text)
         fmt = "events" if _is_events_file(head) else next(
             (f.name for f in TRAINER_FORMATS.values() if f.detect(head)), "")
         if not fmt:
@@ -153,11 +179,11 @@ def _file_rows(path: Path, fmt: str, zone, summary: RecordSummary) -> list[Event
                                                     f"the trainer-events CSV or JSON Lines (time and event){expected}")
     summary.sources.append(name)
     if fmt == "events":
-        return events_file_rows(text, name, zone, summary)
-    return _trainer_log_rows(TRAINER_FORMATS[fmt], lines, name, zone, summary)
+        return events_file_columns(text, name, zone, summary)
+    return _trainer_log_rows(TRAINER_FORMATS[fmt], text.splitlines(), name, zone, summary)
 
 
-def _trainer_events(events, fmt: str, zone, summary: RecordSummary) -> list[EventRow]:
+def _trainer_events(events, fmt: str, zone, summary: RecordSummary) -> EventRow:
     """The events of one file, or of several (one an attempt, or each with restarts), as one run.
 
     An attempt's file that stops with neither a failure nor the run's end, with a later file to come,
@@ -168,14 +194,19 @@ def _trainer_events(events, fmt: str, zone, summary: RecordSummary) -> list[Even
     paths = [events] if isinstance(events, (str, Path)) else list(events)
     if not paths:
         raise ParameterError("events", "no file given")
-    parts = [sorted(_file_rows(Path(p), fmt, zone, summary), key=lambda r: r.time_ns) for p in paths]
-    parts = sorted((rows for rows in parts if rows), key=lambda rows: rows[0].time_ns)
-    for rows in parts[:-1]:
-        last = rows[-1]
-        if last.kind not in ("failure", "interruption", "run_end"):
-            rows.append(last._replace(kind="failure", step=-1, duration_ns=-1, wait_ns=-1, reason=""))
+    parts = []
+    for p in paths:
+        parts.append(_in_time_order(_file_rows(Path(p), fmt, zone, summary)))
+    parts = sorted((part for part in parts if part.line.size), key=lambda part: part.time_ns[0])
+    for k, part in enumerate(parts[:-1]):
+        last = _take(part, [-1])
+        if last.kind[0] not in ("failure", "interruption", "run_end"):
+            none = np.array([-1], dtype=np.int64)
+            parts[k] = _concatenate([part, last._replace(kind=np.array(["failure"], dtype=object), step=none,
+                                                         duration_ns=none, wait_ns=none,
+                                                         reason=np.array([""], dtype=object))])
             summary.notes["an attempt's log stops with no failure or end: a failure of unknown cause there"] += 1
-    return [r for rows in parts for r in rows]
+    return _concatenate(parts)
 
 
 def _sacct_events(path: Path, run, zone, summary: RecordSummary):
