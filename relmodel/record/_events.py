@@ -496,8 +496,7 @@ def events_dataset(columns: EventRow, attrs: dict) -> xr.Dataset:
 # Anything else (a quote, a line break other than LF, a row of another length, a value refused, a
 # checkpoint event lacking its step or duration) raises `Doubt`: the file is then read row by row.
 
-_ODD_BYTES = np.zeros(256, dtype=bool)  # a quote, and ASCII controls but tab and line feed
-_ODD_BYTES[[*range(0, 9), *range(11, 32), 34, 127]] = True
+_ODD_BYTES = np.isin(np.arange(256), [*range(0, 9), *range(11, 32), 34, 127])  # a quote; controls but tab and LF
 _ODD_BREAKS = re.compile("[\x85\u2028\u2029]")  # the line breaks of str.splitlines past ASCII
 _KIND_BYTES = [np.frombuffer(k.encode(), np.uint8) for k in EVENT_KINDS]
 
