@@ -198,7 +198,7 @@ def walk(plan: CheckpointSchedule, failures, reasons=None, survival=None) -> Wal
     """
     run = _Walker(plan, failures, reasons, survival)
     while len(run.events) <= MAX_EVENTS:
-        if run.initialise() and run.progress() or run.r >= run.until and run.stopped():
+        if run.initialise() and run.progress() or run.stopped():
             return run.result(capped=False)
         run.failure()
         if run.r >= run.until:
