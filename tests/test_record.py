@@ -446,3 +446,20 @@ def test_the_node_day_rate_and_its_interval_are_the_garwood_formula(gpus_per_nod
                                                                rel=1e-9)
     implied = rm.record.implied_scenario(measured)
     assert implied.gpus_per_node == gpus_per_node and implied.failure_rate == float(measured.node_day_rate)
+
+
+def test_attempts_of_different_sizes_count_their_own_node_days():
+    # 10 h on 16 nodes, then 9 h on 8 nodes and 12 h on 16 (sacct's AllocTRES): 2 interruptions.
+    text = SACCT.replace("501|pretrain|PREEMPTED|2024-03-01T11:00:00|2024-03-01T20:00:00|09:00:00|16|"
+                         "cpu=96,gres/gpu=128,node=16", "501|pretrain|PREEMPTED|2024-03-01T11:00:00|"
+                         "2024-03-01T20:00:00|09:00:00|8|cpu=48,gres/gpu=64,node=8")
+    record = read_run(sacct=_write(text, "sacct.txt"), run="500,501,502")
+    assert record.n_gpus == 128 and "node-days counted per attempt" in str(record.summary)
+    ds = measure_run(record)
+    node_days = (10 * 16 + 9 * 8 + 12 * 16) / 24
+    assert float(ds.node_day_rate) == pytest.approx(2 / node_days, rel=1e-12)
+    assert float(ds.node_day_rate_high) == pytest.approx(stats.chi2.ppf(0.975, 6) / 2 / node_days, rel=1e-9)
+    # A size given for the run holds for every attempt.
+    assert float(measure_run(record, n_gpus=128).node_day_rate) == pytest.approx(2 / (31 / 24 * 16), rel=1e-12)
+    assert float(measure_run(read_run(sacct=_write(text, "sacct.txt"), run="500,501,502",
+                                      n_gpus=128)).node_day_rate) == pytest.approx(2 / (31 / 24 * 16), rel=1e-12)

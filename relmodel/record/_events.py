@@ -128,11 +128,16 @@ class RunRecord:
         GPUs of the run (from sacct, or given), None where unknown.
     summary : RecordSummary
         What happened to each row read.
+    attempt_gpus : dict, optional
+        GPUs of each attempt where sacct gives them, by the attempt's start
+        (ns since the epoch): attempts of different sizes then count their
+        own node-days.
     """
 
     events: xr.Dataset
     n_gpus: int | None
     summary: RecordSummary
+    attempt_gpus: dict = dataclasses.field(default_factory=dict)
 
     def __len__(self) -> int:
         return self.events.sizes["event"]

@@ -413,7 +413,8 @@ def measure_run(record: RunRecord, *, n_gpus: int | None = None, gpus_per_node: 
     record : RunRecord
         From `read_run` (or `simulate_run`).
     n_gpus : int, optional
-        GPUs of the run (default: the record's); needed for the failure rate
+        GPUs of the run (default: the record's, and each attempt's own where
+        sacct gives attempts of different sizes); needed for the failure rate
         per node-day.
     gpus_per_node : int, default 8
         GPUs of a node, as `Scenario.gpus_per_node`: the run's nodes are
@@ -503,7 +504,7 @@ def measure_timeline(record: RunRecord, tl: Timeline, *, n_gpus: int | None = No
         "interruption_rate": n / runtime if runtime > 0 else np.nan,
     }
     if gpus:
-        node_days = runtime / 24.0 * -(-gpus // gpus_per_node)
+        node_days = _node_days(tl, record.attempt_gpus if n_gpus is None else {}, gpus, gpus_per_node, runtime)
         low, high = poisson_rate_interval(n, node_days) if node_days > 0 else (np.nan, np.nan)
         values.update(node_day_rate=n / node_days if node_days > 0 else np.nan, node_day_rate_low=low,
                       node_day_rate_high=high)
@@ -533,6 +534,15 @@ def measure_timeline(record: RunRecord, tl: Timeline, *, n_gpus: int | None = No
         for name in ("node_day_rate", "node_day_rate_low", "node_day_rate_high"):
             ds[name].attrs["units"] = "1/node-day"
     return ds
+
+
+def _node_days(tl: Timeline, attempt_gpus: dict, gpus: int, gpus_per_node: int, runtime_h: float) -> float:
+    """The run's runtime in node-days: each attempt at its own size where sacct gives the sizes, else all at
+    the run's."""
+    if not attempt_gpus:
+        return runtime_h / 24.0 * -(-gpus // gpus_per_node)
+    node_ns = sum((a.end - a.start) * -(-attempt_gpus.get(a.start, gpus) // gpus_per_node) for a in tl.attempts)
+    return node_ns / (24 * NS_PER_H)
 
 
 def _per_interruption(inter: list, kinds, reasons, infrastructure: list, known: bool) -> dict:

@@ -79,16 +79,17 @@ def read_run(events=None, *, sacct=None, run=None, n_gpus: int | None = None, tz
     columns = event_columns([])
     if events is not None:
         columns = _trainer_events(events, format, zone, summary)
-    gpus, several = None, False
+    gpus, attempt_gpus = None, {}
     if sacct is not None:
         boundary = np.isin(columns.kind, BOUNDARY_KINDS)
         if boundary.any():
             summary.skipped["trainer boundary events (sacct gives the attempts)"] += int(boundary.sum())
             columns = _take(columns, ~boundary)
-        sacct_rows, gpus, several = _sacct_events(Path(sacct), run, zone, summary)
+        sacct_rows, gpus, attempt_gpus = _sacct_events(Path(sacct), run, zone, summary)
         columns = _concatenate([columns, event_columns(sacct_rows)])
-        if several:
-            summary.notes["attempts of different sizes: the largest taken"] += 1
+        if attempt_gpus:
+            summary.notes["attempts of different sizes: the largest is the run's, node-days counted per "
+                          "attempt"] += 1
     summary.rows_used += int(np.count_nonzero(columns.source == "events"))
     if n_gpus is not None:
         gpus = check_integer("n_gpus", n_gpus, 1, 10**9)
@@ -96,7 +97,7 @@ def read_run(events=None, *, sacct=None, run=None, n_gpus: int | None = None, tz
         raise RunRecordError(" + ".join(summary.sources), 0, "", "no events")
     ds = events_dataset(_in_time_order(columns), {"sources": " + ".join(summary.sources),
                                   **({"sacct_file": str(sacct)} if sacct is not None else {})})
-    return RunRecord(events=ds, n_gpus=gpus, summary=summary)
+    return RunRecord(events=ds, n_gpus=gpus, summary=summary, attempt_gpus=attempt_gpus if n_gpus is None else {})
 
 
 def _take(columns: EventRow, index) -> EventRow:
@@ -210,7 +211,8 @@ def _trainer_events(events, fmt: str, zone, summary: RecordSummary) -> EventRow:
 
 
 def _sacct_events(path: Path, run, zone, summary: RecordSummary):
-    """Boundary events of the run's attempts, and the run's GPUs."""
+    """Boundary events of the run's attempts, the run's GPUs (its largest attempt's), and each attempt's
+    GPUs by its start where the attempts' sizes differ."""
     name = str(path)
     try:
         log = read_log(path, taxonomy="meta-2024")
@@ -232,7 +234,7 @@ def _sacct_events(path: Path, run, zone, summary: RecordSummary):
         summary.skipped["sacct: another run"] += int((~keep).sum())
     ds = ds.isel(job=np.flatnonzero(keep))
     order = np.argsort(ds.start.values, kind="stable")
-    events = []
+    events, attempt_gpus = [], {}
     gpus = sorted({int(g) for g in ds.n_gpus.values if g > 0})
     for position, i in enumerate(order):
         line = int(ds.line.values[i])
@@ -244,6 +246,8 @@ def _sacct_events(path: Path, run, zone, summary: RecordSummary):
         start_ns, end_ns = (_in_zone(int(x.astype("datetime64[ns]").astype(np.int64)), zone, name, line, field)
                             for x, field in ((start, "Start"), (end, "End")))
         events.append(EventRow(start_ns, "attempt_start", -1, -1, -1, "", "sacct", line, name))
+        if ds.n_gpus.values[i] > 0:
+            attempt_gpus[start_ns] = int(ds.n_gpus.values[i])
         last = position == len(order) - 1
         if state == "COMPLETED":
             if not last:
@@ -254,7 +258,7 @@ def _sacct_events(path: Path, run, zone, summary: RecordSummary):
         events.append(EventRow(end_ns, kind, -1, -1, -1, state + (f": {cause}" if cause else "")
                                if kind != "run_end" else "", "sacct", line, name))
     summary.rows_used += len(order)
-    return events, (gpus[-1] if gpus else None), len(gpus) > 1
+    return events, (gpus[-1] if gpus else None), attempt_gpus if len(gpus) > 1 else {}
 
 
 def _in_zone(ns: int, zone, path: str, line: int, field: str) -> int:
