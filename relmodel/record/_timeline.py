@@ -262,7 +262,7 @@ class _Walker:
         and stores them back when it stops.
         """
         plan, levels, stack, events = self.plan, self.levels, self.stack, self.events
-        positions, may_end = (plan.positions, self.until == math.inf) if plan.by_attempt is None else self._positions()
+        positions, may_end = self._positions()
         fail = self.fail if self.fail is not None and self.fail < self.until else self.until
         t, r, value, compute, n_done = self.t, self.r, self.value, self.compute, self.n_done
         attempted, wait_total = self.attempted, self.wait_total
