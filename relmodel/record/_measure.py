@@ -548,7 +548,6 @@ def _node_days(tl: Timeline, attempt_gpus: dict, gpus: int, gpus_per_node: int, 
 def _per_interruption(inter: list, kinds, reasons, infrastructure: list, known: bool) -> dict:
     """Each interruption's variables: when and what, and what it cost in hours (NaN: unknown) and in exact
     ns (-1: unknown); its lost work is known only with the trainer's events."""
-    n = len(inter)
     exact = {"lost": [x.lost if known else -1 for x in inter], "queue": [x.queue_after for x in inter],
              "restart": [x.restart_after for x in inter]}
     return {
@@ -557,9 +556,9 @@ def _per_interruption(inter: list, kinds, reasons, infrastructure: list, known: 
         "interruption_runtime": ("interruption", np.array([x.runtime_at / NS_PER_H for x in inter], dtype=float)),
         "interruption_kind": ("interruption", kinds), "interruption_reason": ("interruption", reasons),
         **{f"interruption_{k}": ("interruption", np.array([v / NS_PER_H if v >= 0 else np.nan for v in ns],
-                                                          dtype=float).reshape(n)) for k, ns in exact.items()},
+                                                          dtype=float)) for k, ns in exact.items()},
         "interruption_restart_completed": ("interruption", np.array([x.restart_completed for x in inter], dtype=bool)),
-        "interruption_infrastructure": ("interruption", np.array(infrastructure, dtype=bool).reshape(n)),
+        "interruption_infrastructure": ("interruption", np.array(infrastructure, dtype=bool)),
         **{f"interruption_{k}_ns": ("interruption", np.array(ns, dtype=np.int64)) for k, ns in exact.items()},
     }
 
