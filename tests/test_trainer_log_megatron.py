@@ -167,6 +167,6 @@ def test_a_garbled_iteration_line_is_refused_naming_its_line(tmp_path):
     lines = FIRST.copy()
     at = lines.index(_iteration("10:22:37.600000", 200))
     lines[at] = lines[at].replace("     200/", "     2OO/")
-    with pytest.raises(RunRecordError, match="'2OO' is not an iteration number") as info:
+    with pytest.raises(RunRecordError, match="'2OO' is not a step number") as info:
         read_run(_write(tmp_path, "slurm-1.out", lines))
     assert (info.value.line, info.value.field) == (at + 1, "step")

@@ -534,10 +534,10 @@ def _csv_columns(text: str, name: str, zone) -> EventRow:
     time_ns, kind, step, duration, wait, reason, lines = (np.concatenate(c) for c in zip(*parts))
     n = lines.size
     reason = np.array([r.strip() for r in reasons.values] or [""], dtype=object)[reason]
-    return EventRow(time_ns, kind, step, duration, wait, reason, _same_text(n, "events"), lines, _same_text(n, name))
+    return EventRow(time_ns, kind, step, duration, wait, reason, same_text(n, "events"), lines, same_text(n, name))
 
 
-def _same_text(n: int, text: str) -> np.ndarray:
+def same_text(n: int, text: str) -> np.ndarray:
     """An object array of `n` references to `text` (``np.full`` would make a str an element)."""
     column = np.empty(n, dtype=object)
     column.fill(text)

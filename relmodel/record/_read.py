@@ -148,11 +148,11 @@ def _is_events_file(lines: list) -> bool:
 def _trainer_log_rows(fmt, lines: list, name: str, zone, summary: RecordSummary) -> EventRow:
     """The events of one trainer's log as columns, and its lines counted: those with no event are its
     other output."""
-    rows = fmt.parse(lines, name, zone)
+    columns = fmt.parse(lines, name, zone)
     summary.rows_read += len(lines)
     summary.skipped[f"{fmt.name} log lines with no event (the trainer's other output)"] += (
-        len(lines) - len({r.line for r in rows}))
-    return event_columns(rows)
+        len(lines) - np.unique(columns.line).size)
+    return columns
 
 
 def _head(text: str) -> list:

@@ -17,8 +17,8 @@ from __future__ import annotations
 import re
 
 from .._events import RunRecordError
-from ._format import TrainerFormat
-from ._logged import LOGGED_TIME_FORMATS, LoggedRun, read_logged, step_number
+from ._format import TrainerFormat, step_number
+from ._logged import LOGGED_TIME_FORMATS, LoggedRun, read_logged
 
 _BANNER = "***** Running training *****"
 _BANNER_LINE = re.compile(r"\s(Num examples|Num Epochs|Instantaneous batch size|Training with DataParallel|"
@@ -52,7 +52,7 @@ class _HfTrainerLog:
         run = self.run
         at = run.timed(time_text, line)
         if self.in_banner and _BANNER_LINE.search(message):
-            run.hold_first_step(at, line, run.first_step[2])
+            run.hold_first_step(at, line, run.held_first_step[2])
             resumed = _RESUMED.search(message)
             if resumed:
                 step = step_number(resumed[1], self.path, line, "the global step")
@@ -79,7 +79,7 @@ class _HfTrainerLog:
             self.in_banner = False
             run.flush_first_step()
         if _COMPLETED in text:
-            if not (run.record_open and run.open):
+            if not (run.record_open and run.is_open):
                 raise _no_time(self.path, line, text)
             run.end(line, run.last[0])  # the end message begins with blank lines, under its record's time
         elif any(needed in text for needed in _NEEDS_TIME) or (_LOG_DICT.match(text) and run.last is None):
@@ -88,7 +88,7 @@ class _HfTrainerLog:
             run.untimed(text, line)
 
 
-def _parse(lines: list, path: str, zone) -> list:
+def _parse(lines: list, path: str, zone):
     return read_logged(lines, _HfTrainerLog(path, zone))
 
 

@@ -14,8 +14,8 @@ import csv
 import statistics
 from decimal import Decimal
 
-from .._events import RunRecordError
-from ._format import TrainerFormat, event, instant
+from .._events import RunRecordError, event_columns
+from ._format import TrainerFormat, event, instant, step_number
 
 # A pause between rows longer than both is a restart: a logging cadence stretched that far is a process gone.
 RESTART_GAP_NS = 10 * 60 * 10**9
@@ -57,10 +57,8 @@ def _rows(lines: list, path: str) -> list:
             continue
         if len(values) != len(columns):
             raise RunRecordError(path, line, "", f"{len(values)} fields where the header has {len(columns)}")
-        step = values[step_at].strip()
-        if not step.isdigit():
-            raise RunRecordError(path, line, columns[step_at], f"{step!r} is not a step number")
-        rows.append((_row_time(values[time_at].strip(), kind, path, line), int(step), line))
+        step = step_number(values[step_at].strip(), path, line, "the step", columns[step_at])
+        rows.append((_row_time(values[time_at].strip(), kind, path, line), step, line))
     return sorted(rows, key=lambda row: row[0])
 
 
@@ -70,7 +68,7 @@ def _restart_gap(rows: list) -> int:
     return max(RESTART_GAP_NS, RESTART_GAP_CADENCES * int(statistics.median(gaps))) if gaps else RESTART_GAP_NS
 
 
-def _parse(lines: list, path: str, zone) -> list:
+def _parse(lines: list, path: str, zone):
     rows = _rows(lines, path)
     gap, events, previous = _restart_gap(rows), [], None
     for at, step, line in rows:
@@ -84,7 +82,7 @@ def _parse(lines: list, path: str, zone) -> list:
         else:
             events.append(event(path, line, at, "step", step=step))
         previous = (at, step, line)
-    return events
+    return event_columns(events)
 
 
 def _detect(lines: list) -> bool:

@@ -19,8 +19,8 @@ from __future__ import annotations
 import re
 
 from .._events import RunRecordError
-from ._format import TrainerFormat
-from ._logged import LOGGED_TIME_FORMATS, LoggedRun, read_logged, step_number
+from ._format import TrainerFormat, step_number
+from ._logged import LOGGED_TIME_FORMATS, LoggedRun, read_logged
 
 _RESTORING = re.compile(r"Restoring states from the checkpoint path at (.*?)\s*$")
 _RESTORED = "Restored all states from the checkpoint at "
@@ -46,7 +46,7 @@ class _LightningLog:
 
     def timed(self, time_text: str, message: str, line: int) -> None:
         run = self.run
-        if not run.open:
+        if not run.is_open:
             self.restored = -1
         at = run.timed(time_text, line)
         restoring = _RESTORING.search(message)
@@ -82,7 +82,7 @@ class _LightningLog:
                 f"{text.strip()[:60]!r} has no time: Lightning's own handler writes the message alone. Configure "
                 f"Python logging with times before importing lightning ({LOGGED_TIME_FORMATS}), or give the run's "
                 "events as CSV"))
-        if _SUMMARY_HEADER.match(text) and run.record_open and run.open:
+        if _SUMMARY_HEADER.match(text) and run.record_open and run.is_open:
             run.hold_first_step(run.last[0], run.last[1], -1)  # the summary's record began at the last timed line
         elif _PROGRESS.match(text):
             run.flush_first_step()
@@ -90,7 +90,7 @@ class _LightningLog:
             run.untimed(text, line)
 
 
-def _parse(lines: list, path: str, zone) -> list:
+def _parse(lines: list, path: str, zone):
     return read_logged(lines, _LightningLog(path, zone))
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import re
 
-from .._events import EventRow, RunRecordError
-from ._format import ErrorLines, event, instant, plain_line
+from .._events import EventRow
+from ._format import AttemptEvents, instant, plain_line
 
 
 # Python logging's %(asctime)s (default datefmt "2024-01-01 00:00:00,123", or ISO 8601) where a record begins: at
@@ -26,14 +26,14 @@ def logged_time(text: str):
     return (match[1], text[match.end():]) if match else None
 
 
-class LoggedRun:
-    """The events of a log written through Python logging, attempt by attempt.
+class LoggedRun(AttemptEvents):
+    """The events of a log written through Python logging, attempt by attempt (`AttemptEvents`).
 
     An attempt starts at the first timed line of the file and at the first one after a failure. A failure is a
     line that shows an error (`ErrorLines`: a traceback's exception, an NCCL timeout, a CUDA error); none has a
-    time, so it is placed at the attempt's last timed line (the latest instant the log shows the process alive).
-    The first step, known only at the end of the trainer's set-up messages, is held until a line past them
-    (`flush_first_step`).
+    time, so it is placed at the attempt's last timed line (the latest instant the log shows the process alive),
+    and it ends the attempt there (later errors, other ranks' too, are its echoes). The first step, known only at
+    the end of the trainer's set-up messages, is held until a line past them (`flush_first_step`).
 
     Parameters
     ----------
@@ -44,37 +44,31 @@ class LoggedRun:
     """
 
     def __init__(self, path: str, zone):
-        self.path, self.zone = path, zone
-        self.events: list[EventRow] = []
-        self.last: tuple[int, int] | None = None  # (time_ns, line) of the attempt's last timed line
-        self.open = False  # an attempt runs
-        self.first_step: tuple[int, int, int] | None = None  # (time_ns, line, step) held until set-up ends
-        self.errors = ErrorLines()
+        super().__init__(path, zone)
+        self.last: tuple[int, int] | None = None  # (time_ns, line) of the latest timed line
+        self.held_first_step: tuple[int, int, int] | None = None  # (time_ns, line, step) until set-up ends
         self.record_open = False  # only blank lines since the last timed one: a message that began there runs on
-
-    def add(self, line: int, time_ns: int, kind: str, **fields) -> None:
-        """An event of the running attempt."""
-        self.events.append(event(self.path, line, time_ns, kind, **fields))
 
     def timed(self, time_text: str, line: int) -> int:
         """A timed line: it opens an attempt where none runs; its time in ns."""
         at = instant(time_text, self.zone, self.path, line)
-        if not self.open:
-            self.open, self.first_step = True, None
-            self.add(line, at, "attempt_start")
+        if not self.is_open:
+            self.held_first_step = None
+            self.start(line, at)
+        self.seen(at)
         self.last, self.errors.in_traceback = (at, line), False
         return at
 
     def hold_first_step(self, time_ns: int, line: int, step: int) -> None:
         """The set-up is over at least by `time_ns` (a later set-up line moves it)."""
-        self.first_step = (time_ns, line, step)
+        self.held_first_step = (time_ns, line, step)
 
     def flush_first_step(self) -> None:
         """A line past the set-up: the first step held is the attempt's."""
-        if self.first_step is not None:
-            at, line, step = self.first_step
-            self.add(line, at, "first_step", step=step)
-            self.first_step = None
+        if self.held_first_step is not None:
+            at, line, step = self.held_first_step
+            self.first_step(line, at, step)
+            self.held_first_step = None
 
     def untimed(self, text: str, line: int) -> None:
         """A line without a time: read it for an error."""
@@ -83,32 +77,25 @@ class LoggedRun:
             self.fail(line, reason)
 
     def fail(self, line: int, reason: str) -> None:
-        """The running attempt fails (later errors of the same attempt, other ranks' too, are its echoes)."""
-        if self.open and self.last is not None:
+        """The running attempt fails at its last timed line, and ends."""
+        if self.is_open:
             self.flush_first_step()
-            self.add(line, self.last[0], "failure", reason=reason)
-            self.open = False
+            self.failed(line, reason)
+            self.close()
 
     def end(self, line: int, time_ns: int) -> None:
         """The trainer's own end of training."""
         self.flush_first_step()
-        self.add(line, time_ns, "run_end")
-        self.open = False
+        self.ended(line, time_ns)
+        self.close()
 
-    def finish(self) -> list[EventRow]:
-        """The events, once every line is read."""
+    def finish(self) -> EventRow:
+        """The events, once every line is read, as columns."""
         self.flush_first_step()
-        return self.events
+        return super().finish()
 
 
-def step_number(text: str, path: str, line: int, what: str) -> int:
-    """A step as a log writes it (digits), or `RunRecordError` naming the line."""
-    if not text.isdigit():
-        raise RunRecordError(path, line, "step", f"{what} {text!r} is not a step number")
-    return int(text)
-
-
-def read_logged(lines: list, log) -> list[EventRow]:
+def read_logged(lines: list, log) -> EventRow:
     """The events of a log's lines, each timed one handed to ``log.timed(time_text, message, line)`` and each other
     to ``log.untimed(text, line)``; ``log.run`` is its `LoggedRun`."""
     run = log.run

@@ -7,7 +7,8 @@ from __future__ import annotations
 import re
 
 from .._events import RunRecordError
-from ._format import AttemptEvents, TrainerFormat, instant, plain_line, printed_ns
+from ._format import (PLAIN_TIME, RANK_PREFIXES, AttemptEvents, TrainerFormat, instant, plain_line, printed_ns,
+                      read_lines, step_number)
 
 _TIME = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{1,9})?"
 _STAMP = rf"(?:\[(?P<time>{_TIME})\] )"
@@ -22,6 +23,8 @@ _INITIALISED = re.compile(r"time to initialize megatron \(seconds\): (?P<seconds
 _ARGUMENTS = re.compile(r"-+ arguments -+")
 _VALIDATION = re.compile(r"validation(?:-\d+)? loss at ")
 _STEP_LINE = "elapsed time per iteration (ms)"
+# An iteration line that `_Reader.read` would read as such, in its most common form (read in bulk).
+_PLAIN_ITERATION = re.compile(rf"{RANK_PREFIXES}\s*\[({PLAIN_TIME})\] iteration\s+(\d{{1,18}})/\s*\d+ \|")
 _INITIALISED_LABEL = "after megatron is initialized"
 _TRAINING_LABEL = "before the start of training step"
 _DONE_LABEL = "after training is done"
@@ -102,20 +105,29 @@ class _Reader:
 
     def iteration_line(self, line: int, text: str) -> None:
         match = _ITERATION.match(text)
-        if not match["iteration"].isdigit():
-            raise RunRecordError(self.path, line, "step", f"{match['iteration']!r} is not an iteration number")
+        iteration = step_number(match["iteration"], self.path, line, "the iteration")
         if match["time"] is None:
             raise RunRecordError(self.path, line, "time", "an iteration line with no time: this Megatron-LM "
                                                           "version prints none")
         if self.save is not None:
             raise RunRecordError(self.path, self.save["line"], "time", "the save's end is not printed before the "
                                                                        "next iteration line")
-        iteration, time_ns = int(match["iteration"]), self.time(match["time"], line)
+        time_ns = self.time(match["time"], line)
         self.stamped(line, time_ns, iteration)
         self.run.step(line, time_ns, iteration)
 
+    def quick(self) -> bool:
+        """Whether an iteration line now only adds a step (nothing waits for its time): it may be read in bulk."""
+        return (self.starting is None and self.restore is None and self.save is None and self.run.is_open
+                and self.run.started)
+
+    def step_lines(self, first: int, times: list, iterations: list) -> None:
+        """Iteration lines, as `iteration_line` would read each (`read_lines`)."""
+        self.run.step_lines(first, times, iterations)
+        self.last_stamp = (int(iterations[-1]), self.run.last_time)
+
     def saving(self, line: int, match) -> None:
-        iteration = int(match["iteration"])
+        iteration = step_number(match["iteration"], self.path, line, "the iteration")
         begin = None
         if match["time"] is not None:
             begin = self.time(match["time"], line)
@@ -126,7 +138,7 @@ class _Reader:
         self.save = {"line": line, "iteration": iteration, "begin": begin, "end": None, "ended": False}
 
     def saved(self, line: int, match, scheduled: bool) -> None:
-        iteration = int(match["iteration"])
+        iteration = step_number(match["iteration"], self.path, line, "the iteration")
         if not scheduled and iteration in self.scheduled:
             self.scheduled.discard(iteration)
             return
@@ -167,7 +179,8 @@ class _Reader:
         else:
             self.run.summary(line, text)
 
-    def read(self, line: int, text: str) -> None:
+    def read(self, line: int, raw: str) -> None:
+        text = plain_line(raw).strip()
         if _ARGUMENTS.fullmatch(text):
             self.begin_attempt(line)
         elif (match := _INITIALISED.match(text)) is not None:
@@ -186,18 +199,18 @@ class _Reader:
         elif (match := _SAVE_TIMER.match(text)) is not None:
             self.save_timer(line, match)
         elif (match := _LOADED.match(text)) is not None:
-            self.restore, self.restored = (line, int(match["iteration"])), int(match["iteration"])
+            self.restored = step_number(match["iteration"], self.path, line, "the iteration")
+            self.restore = (line, self.restored)
         elif _VALIDATION.match(text):
             self.last_stamp = None  # an evaluation ran since: a save printed without a time no longer follows it
         else:
             self.error(line, text)
 
 
-def _parse(lines, path: str, zone) -> list:
+def _parse(lines, path: str, zone):
     """The events of a Megatron-LM log."""
     reader = _Reader(path, zone)
-    for number, raw in enumerate(lines, start=1):
-        reader.read(number, plain_line(raw).strip())
+    read_lines(lines, reader, _PLAIN_ITERATION, needs=_STEP_LINE)
     return reader.run.finish()
 
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import re
 
 from .._events import RunRecordError
-from ._format import AttemptEvents, TrainerFormat, instant, plain_line, printed_ns
+from ._format import (RANK_PREFIXES, AttemptEvents, TrainerFormat, instant, plain_line, printed_ns,
+                      read_lines, step_number)
 
 _LOGGED = re.compile(r"(?:\[titan\] )?(?P<time>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) - [\w.]+ - [A-Z]+ - "
                      r"(?P<message>.*)")
@@ -20,6 +21,11 @@ _LOADED = re.compile(r"Finished loading the (?:model/optimizer/scheduler )?check
 _CHECKPOINT_STEP = re.compile(r"step-(\d+)/*$")
 _COMPLETED = re.compile(r"Training completed")
 _TELLING = (_STARTING, _TRAINING_STARTS, _SAVED, _COMPLETED)
+# A step line that `_Reader.read` would read as such, in its most common form (read in bulk): colour codes
+# only where the metrics' line prints them.
+_COLOUR = r"(?:\x1b\[[0-9;]*m)*"
+_PLAIN_STEP = re.compile(rf"{RANK_PREFIXES}(?:\[titan\] )?((?:19|20)\d\d-\d\d-\d\d \d\d:\d\d:\d\d,\d{{3}}) "
+                         rf"- [\w.]+ - [A-Z]+ - {_COLOUR}step:\s*(\d{{1,18}})(?:/\d+ = [\d.]+%)?\s+{_COLOUR}loss:")
 
 
 def _detect(lines) -> bool:
@@ -32,50 +38,64 @@ def _detect(lines) -> bool:
     return False
 
 
-def _number(text: str, path: str, line: int, field: str) -> int:
-    if not text.isdigit():
-        raise RunRecordError(path, line, field, f"{text!r} is not a step number")
-    return int(text)
+class _Reader:
+    """Reads a torchtitan log line by line into `AttemptEvents`."""
 
+    def __init__(self, path: str, zone):
+        self.path, self.zone = path, zone
+        self.run = AttemptEvents(path, zone)
+        self.step = self.loaded = None  # the latest step printed; the checkpoint being loaded
 
-def _parse(lines, path: str, zone) -> list:
-    """The events of a torchtitan log."""
-    run = AttemptEvents(path, zone)
-    step = loaded = None  # the latest step printed; the checkpoint being loaded
-    for number, raw in enumerate(lines, start=1):
+    def quick(self) -> bool:
+        """Whether a step line now only adds a step: it may be read in bulk."""
+        return self.run.is_open and self.run.started
+
+    def step_lines(self, first: int, times: list, steps: list) -> None:
+        """Step lines, as `read` would read each (`read_lines`)."""
+        self.run.step_lines(first, times, steps)
+        self.step = int(steps[-1])
+
+    def read(self, number: int, raw: str) -> None:
+        path, run = self.path, self.run
         text = plain_line(raw).rstrip()
         logged = _LOGGED.fullmatch(text)
         if not logged:
             run.error(number, text)
-            continue
-        t, message = instant(logged["time"], zone, path, number), logged["message"]
+            return
+        t, message = instant(logged["time"], self.zone, path, number), logged["message"]
         if _STARTING.match(message) or not run.is_open:
             run.start(number, t)
-            step = None
+            self.step = None
         run.seen(t)
         if (match := _STEP.match(message)) is not None:
-            step = _number(match["step"], path, number, "step")
-            run.step(number, t, step)
+            self.step = step_number(match["step"], path, number, "the step")
+            run.step(number, t, self.step)
         elif (match := _TRAINING_STARTS.match(message)) is not None:
-            run.first_step(number, t, _number(match["step"], path, number, "step"))
+            run.first_step(number, t, step_number(match["step"], path, number, "the step"))
         elif (match := _LAST_SAVE.match(message)) is not None:
-            step = int(match["step"])
+            self.step = step_number(match["step"], path, number, "the step")
         elif (match := _SAVED.match(message)) is not None:
-            if step is None:
+            if self.step is None:
                 raise RunRecordError(path, number, "step", "a save before any step line: its step is not known")
             seconds = printed_ns(match["seconds"], 10**9, path, number, "duration")
-            run.add(number, t, "checkpoint_written", step=step, duration_ns=seconds)
+            run.add(number, t, "checkpoint_written", step=self.step, duration_ns=seconds)
         elif (match := _LOADING.match(message)) is not None:
             found = _CHECKPOINT_STEP.search(match["path"]) if match["path"] is not None else None
-            loaded = int(match["step"] or (found[1] if found else 0))
-        elif _LOADED.match(message) and loaded is not None:
-            run.add(number, t, "checkpoint_restored", step=loaded)
-            loaded = None
+            self.loaded = step_number(match["step"] or (found[1] if found else "0"), path, number, "the step")
+        elif _LOADED.match(message) and self.loaded is not None:
+            run.add(number, t, "checkpoint_restored", step=self.loaded)
+            self.loaded = None
         elif _COMPLETED.match(message):
             run.ended(number, t)
         else:
             run.error(number, message)
-    return run.finish()
+
+
+def _parse(lines, path: str, zone):
+    """The events of a torchtitan log."""
+    reader = _Reader(path, zone)
+    read_lines(lines, reader, _PLAIN_STEP)
+    return reader.run.finish()
 
 
 TORCHTITAN_FORMAT = TrainerFormat(
