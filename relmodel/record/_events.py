@@ -467,11 +467,12 @@ def events_file_rows(text: str, name: str, zone, summary: RecordSummary) -> list
 
 
 def _text_column(values) -> np.ndarray:
-    """``np.array(values, dtype=object).astype(str)``, each distinct value converted once."""
+    """`values` as an object array of str, each distinct value one object (a fixed-width str array would
+    spend the longest value's width on every event)."""
     import pandas as pd
 
     codes, uniques = pd.factorize(np.asarray(values, dtype=object))
-    return np.asarray(uniques, dtype=object).astype(str)[codes]
+    return np.array([str(u) for u in uniques], dtype=object)[codes]
 
 
 def events_dataset(columns: EventRow, attrs: dict) -> xr.Dataset:
