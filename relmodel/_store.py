@@ -614,10 +614,16 @@ def checksum(arrays: dict) -> str:
     str
         64 hexadecimal digits.
     """
+    return _sha256_by_name(arrays, lambda name, values: (name.encode() + b"\0", _float_bytes(values)))
+
+
+def _sha256_by_name(mapping, entry_bytes) -> str:
+    """SHA-256 of each entry's ``entry_bytes(name, value)`` pieces, the entries in name order
+    (so that the digest does not depend on the mapping's order)."""
     digest = hashlib.sha256()
-    for name in sorted(arrays):
-        digest.update(name.encode() + b"\0")
-        digest.update(_float_bytes(arrays[name]))
+    for name in sorted(mapping):
+        for piece in entry_bytes(name, mapping[name]):
+            digest.update(piece)
     return digest.hexdigest()
 
 
@@ -646,17 +652,18 @@ def coords_checksum(coords) -> str:
     str
         64 hexadecimal digits.
     """
-    digest = hashlib.sha256()
-    for name in sorted(coords):
-        values = np.asarray(coords[name].values)
-        digest.update(f"{name}\0{','.join(coords[name].dims)}\0{values.shape}\0".encode())
-        if values.dtype.kind == "f":
-            digest.update(_float_bytes(values))
-        elif values.dtype.kind in "iub":
-            digest.update(np.ascontiguousarray(values, dtype="<i8").tobytes())
-        else:
-            digest.update("\x1f".join(map(str, values.ravel())).encode())
-    return digest.hexdigest()
+    return _sha256_by_name(coords, _coordinate_bytes)
+
+
+def _coordinate_bytes(name: str, coord) -> tuple[bytes, bytes]:
+    """A coordinate's name, dims and shape, then its values (`coords_checksum` says how)."""
+    values = np.asarray(coord.values)
+    header = f"{name}\0{','.join(coord.dims)}\0{values.shape}\0".encode()
+    if values.dtype.kind == "f":
+        return header, _float_bytes(values)
+    if values.dtype.kind in "iub":
+        return header, np.ascontiguousarray(values, dtype="<i8").tobytes()
+    return header, "\x1f".join(map(str, values.ravel())).encode()
 
 
 def coordinate_problems(ds) -> dict[str, str]:

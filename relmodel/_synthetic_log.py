@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ._docparts import fill_doc_parts
 from ._errors import ParameterError
 from ._taxonomy import load as load_taxonomy
 from ._units import to_hours
@@ -32,6 +33,14 @@ _EPOCH_2024 = int(datetime(2024, 1, 1, tzinfo=timezone.utc).timestamp())
 SACCT_HEADER = ("JobID", "JobName", "Partition", "State", "Start", "End", "Elapsed", "NNodes", "AllocTRES",
                 "NodeList", "Comment")
 CSV_HEADER = ("job_id", "n_gpus", "start", "end", "state", "cause", "nodes")
+
+_DOC_PARTS = {
+    "attempt": """\
+Parameters
+----------
+i : int
+    The attempt.""",
+}
 
 
 @dataclasses.dataclass
@@ -62,10 +71,7 @@ class SyntheticLog:
     def node_indices(self, i: int) -> np.ndarray:
         """Return the cluster node indices of attempt `i` (sorted).
 
-        Parameters
-        ----------
-        i : int
-            The attempt.
+        %(attempt)s
 
         Returns
         -------
@@ -78,10 +84,7 @@ class SyntheticLog:
     def node_names(self, i: int) -> list[str]:
         """Return the node names of attempt `i`.
 
-        Parameters
-        ----------
-        i : int
-            The attempt.
+        %(attempt)s
 
         Returns
         -------
@@ -93,10 +96,7 @@ class SyntheticLog:
     def nodelist(self, i: int) -> str:
         """Return the allocation in Slurm's compressed form, e.g. ``node[0010-0013,0020]``.
 
-        Parameters
-        ----------
-        i : int
-            The attempt.
+        %(attempt)s
 
         Returns
         -------
@@ -190,6 +190,9 @@ class SyntheticLog:
         if format not in ("csv", "sacct"):
             raise ParameterError("format", f"must be 'csv' or 'sacct' (got {format!r})")
         return self.to_csv() if format == "csv" else self.to_sacct()
+
+
+fill_doc_parts(_DOC_PARTS, SyntheticLog.node_indices, SyntheticLog.node_names, SyntheticLog.nodelist)
 
 
 def synthetic_log(n_jobs: int, *, failure_rate: float, seed: int = 0, n_nodes: int = 1024, gpus_per_node: int = 8,

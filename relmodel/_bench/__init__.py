@@ -189,7 +189,7 @@ def chunked(peer, chunk: int):
     Parameters
     ----------
     peer : callable
-        ``peer(sc, n_jobs, seed) -> (productive, wall, failures)``.
+        As in `measure_peer`.
     chunk : int
         Jobs per call.
 
@@ -239,7 +239,7 @@ def interleaved_rounds(runs: dict, sc, numpy_peer, rounds: int = INTERLEAVED_ROU
     sc : Scenario
         The scenario.
     numpy_peer : callable
-        ``peer(sc, n_jobs, seed) -> (productive, wall, failures)``.
+        The NumPy peer, as `measure_peer` takes it.
     rounds : int, default INTERLEAVED_ROUNDS
         Alternations.
     """

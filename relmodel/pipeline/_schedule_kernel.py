@@ -154,16 +154,22 @@ def tails_in_order(duration, order, succ_ptr, succ_idx, succ_edge, pred_delay):
     return tail
 
 
+@njit(inline="always", **JIT_OPTIONS)
+def _candidate(c, head, chain_ptr, chain_task, waiting):
+    """The task heading chain c if its predecessors have ended, else -1 (also when the chain is done)."""
+    if head[c] == chain_ptr[c + 1]:
+        return -1
+    i = chain_task[head[c]]
+    return i if waiting[i] == 0 else -1
+
+
 @njit(**JIT_OPTIONS)
 def _best_on(w, worker_chain_ptr, worker_chain, head, chain_ptr, chain_task, waiting, ready, free, duration):
     """Earliest end of any candidate (a chain head whose predecessors ended) on worker w."""
     best = math.inf
     for k in range(worker_chain_ptr[w], worker_chain_ptr[w + 1]):
-        c = worker_chain[k]
-        if head[c] == chain_ptr[c + 1]:
-            continue
-        i = chain_task[head[c]]
-        if waiting[i] == 0:
+        i = _candidate(worker_chain[k], head, chain_ptr, chain_task, waiting)
+        if i >= 0:
             e = max(ready[i], free[w]) + duration[i]
             if e < best:
                 best = e
@@ -256,10 +262,8 @@ def list_schedule(duration, release, worker, pred_ptr, pred_idx, pred_delay, cha
         pick_priority = math.inf
         for k in range(worker_chain_ptr[w], worker_chain_ptr[w + 1]):
             c = worker_chain[k]
-            if head[c] == chain_ptr[c + 1]:
-                continue
-            j = chain_task[head[c]]
-            if waiting[j] != 0:
+            j = _candidate(c, head, chain_ptr, chain_task, waiting)
+            if j < 0:
                 continue
             s = max(ready[j], free[w])
             if (s < cut or s + duration[j] == cut) and (pick < 0 or priority[j] < pick_priority):
@@ -504,6 +508,18 @@ def _drop(items, n, x):
     return n
 
 
+@njit(inline="always", **JIT_OPTIONS)
+def _fill_slot(pool, n_pool, waiting, n_wait, node_slot, slot_node, k0, k1, lo, hi, n_drawn, spare):
+    """The first idle node takes a waiting slot drawn at random; return (that slot, n_pool, n_wait,
+    n_drawn, spare), the lists one shorter."""
+    u, n_drawn, spare = next_uniform(k0, k1, lo, hi, n_drawn, spare)
+    w = _take(waiting, n_wait, min(int(u * n_wait), n_wait - 1))
+    v = _take(pool, n_pool, 0)
+    node_slot[v] = w
+    slot_node[w] = v
+    return w, n_pool - 1, n_wait - 1, n_drawn, spare
+
+
 @njit(**JIT_OPTIONS)
 def trace_paths(seed, scenario_key, n_slots, trace_time, trace_add, trace_node, n_nodes, swap_time,
                 initial_down, ev_time, ev_slot, ev_kind, count):
@@ -548,13 +564,8 @@ def trace_paths(seed, scenario_key, n_slots, trace_time, trace_add, trace_node, 
                 n_pool = _drop(pool, n_pool, v)
             e += 1
         while n_pool > 0 and n_wait > 0:
-            u, n_drawn, spare = next_uniform(k0, k1, lo, hi, n_drawn, spare)
-            w = _take(waiting, n_wait, min(int(u * n_wait), n_wait - 1))
-            n_wait -= 1
-            v = _take(pool, n_pool, 0)
-            n_pool -= 1
-            node_slot[v] = w
-            slot_node[w] = v
+            w, n_pool, n_wait, n_drawn, spare = _fill_slot(pool, n_pool, waiting, n_wait, node_slot, slot_node,
+                                                            k0, k1, lo, hi, n_drawn, spare)
             up[w] = True
         for w in range(n_slots):
             initial_down[run, w] = not up[w]
@@ -599,13 +610,8 @@ def trace_paths(seed, scenario_key, n_slots, trace_time, trace_add, trace_node, 
                     waiting[n_wait] = w
                     n_wait += 1
             while n_pool > 0 and n_wait > 0:
-                u, n_drawn, spare = next_uniform(k0, k1, lo, hi, n_drawn, spare)
-                w = _take(waiting, n_wait, min(int(u * n_wait), n_wait - 1))
-                n_wait -= 1
-                v2 = _take(pool, n_pool, 0)
-                n_pool -= 1
-                node_slot[v2] = w
-                slot_node[w] = v2
+                w, n_pool, n_wait, n_drawn, spare = _fill_slot(pool, n_pool, waiting, n_wait, node_slot, slot_node,
+                                                                k0, k1, lo, hi, n_drawn, spare)
                 swap_done[w] = t + swap_time
         count[run] = n
 
