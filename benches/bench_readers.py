@@ -20,8 +20,8 @@ in all and above what importing relmodel took:
   the vectorised one finds a row it cannot vouch for) on the same files;
 * with ``--only record``: a run's record of `--rows` lines, as the trainer-events
   CSV and as a Megatron-LM log: ``read_run`` of the CSV, and with ``measure_run``
-  after it; ``read_run`` and ``measure_run`` of the log; beside ``pandas.read_csv``
-  of the same CSV.
+  after it; ``read_run`` of the log; beside ``pandas.read_csv`` of each file (the
+  log's lines as fields between its iteration lines' ``|``).
 """
 
 from __future__ import annotations
@@ -158,6 +158,13 @@ def run_case(case: str, path: Path) -> dict:
         import pandas
 
         size = len(pandas.read_csv(path))
+    elif case == "pandas_read_csv_log":
+        import csv
+
+        import pandas
+
+        # The generated log's iteration lines are three fields between "|"; every other line, one.
+        size = len(pandas.read_csv(path, sep="|", header=None, names=range(3), quoting=csv.QUOTE_NONE))
     elif case == "read_log_per_line":
         size = len(logs._read_lines(path, "auto", logs.load_taxonomy("meta-2024"), "raise"))
     elif case == "fit":
@@ -248,7 +255,7 @@ def main():
         if "record" in kinds:
             events, megatron = folder / f"record_{args.rows}.csv", folder / f"megatron_{args.rows}.log"
             cases += [("pandas_read_csv", events), ("read_run", events), ("read_and_measure_run", events),
-                      ("read_run_megatron", megatron)]
+                      ("pandas_read_csv_log", megatron), ("read_run_megatron", megatron)]
         for case, path in cases:
             size = path.stat().st_size / 1e6
             print(json.dumps({**child(case, path), "file_mb": round(size, 1)}), flush=True)

@@ -150,8 +150,10 @@ def _trainer_log_rows(fmt, lines: list, name: str, zone, summary: RecordSummary)
     other output."""
     columns = fmt.parse(lines, name, zone)
     summary.rows_read += len(lines)
+    with_event = np.zeros(len(lines) + 1, dtype=bool)
+    with_event[columns.line] = True
     summary.skipped[f"{fmt.name} log lines with no event (the trainer's other output)"] += (
-        len(lines) - np.unique(columns.line).size)
+        len(lines) - int(np.count_nonzero(with_event)))
     return columns
 
 

@@ -109,6 +109,24 @@ def step_number(text: str, path: str, line: int, what: str, field: str = "step")
 QUICK_CHUNK = 1 << 16  # lines matched at a time: bounds the matches held
 
 
+class LineReader:
+    """What reads a trainer's log line by line into its `AttemptEvents` (``self.run``), as `read_lines`
+    hands it the lines: a subclass reads one line (``read(number, raw)``) and takes a run of step lines
+    (``step_lines(first_number, time_texts, step_texts)``, passing them to `AttemptEvents.step_lines`)."""
+
+    def __init__(self, path: str, zone):
+        self.path, self.zone = path, zone
+        self.run = AttemptEvents(path, zone)
+
+    def quick(self) -> bool:
+        """Whether a step line now only adds a step (the attempt is open and past its first step)."""
+        return self.run.is_open and self.run.started
+
+    def time(self, text: str, line: int) -> int:
+        """A time of line `line` (`instant`)."""
+        return instant(text, self.zone, self.path, line)
+
+
 def read_lines(lines: list, reader, quick_line: re.Pattern, needs: str = "") -> None:
     """Hand a log's lines to `reader` in order: each to ``reader.read(number, raw)``, but a run of step lines
     in their common form (`quick_line` matches them, its groups the time, matching `PLAIN_TIME`, and the step,

@@ -33,14 +33,8 @@ class LoggedRun(AttemptEvents):
     line that shows an error (`ErrorLines`: a traceback's exception, an NCCL timeout, a CUDA error); none has a
     time, so it is placed at the attempt's last timed line (the latest instant the log shows the process alive),
     and it ends the attempt there (later errors, other ranks' too, are its echoes). The first step, known only at
-    the end of the trainer's set-up messages, is held until a line past them (`flush_first_step`).
-
-    Parameters
-    ----------
-    path : str
-        The file, for errors and events.
-    zone : datetime.tzinfo or None
-        The zone of times written without one.
+    the end of the trainer's set-up messages, is held until a line past them (`flush_first_step`). It is made as
+    `AttemptEvents` is.
     """
 
     def __init__(self, path: str, zone):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from .._events import RunRecordError
-from ._format import (PLAIN_TIME, RANK_PREFIXES, AttemptEvents, TrainerFormat, instant, plain_line, printed_ns,
+from ._format import (PLAIN_TIME, RANK_PREFIXES, LineReader, TrainerFormat, plain_line, printed_ns,
                       read_lines, step_number)
 
 _TIME = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{1,9})?"
@@ -43,21 +43,17 @@ def _detect(lines) -> bool:
     return False
 
 
-class _Reader:
-    """Reads a Megatron-LM log line by line into `AttemptEvents`."""
+class _Reader(LineReader):
+    """Reads a Megatron-LM log line by line."""
 
     def __init__(self, path: str, zone):
-        self.path, self.zone = path, zone
-        self.run = AttemptEvents(path, zone)
+        super().__init__(path, zone)
         self.starting = None  # an attempt begun and not yet placed: [line, its startup's times, init seconds]
         self.restore = None  # a load printed without a time: (line, iteration)
         self.restored = 0
         self.save = None  # the save under way: {"line", "iteration", "begin", "end", "ended"}
         self.scheduled = set()  # iterations whose asynchronous save was scheduled (their end is not a write's)
         self.last_stamp = None  # (what printed it: the iteration or the print_datetime label, its time)
-
-    def time(self, text: str, line: int) -> int:
-        return instant(text, self.zone, self.path, line)
 
     def begin_attempt(self, line: int) -> None:
         if self.starting is None:
@@ -117,9 +113,8 @@ class _Reader:
         self.run.step(line, time_ns, iteration)
 
     def quick(self) -> bool:
-        """Whether an iteration line now only adds a step (nothing waits for its time): it may be read in bulk."""
-        return (self.starting is None and self.restore is None and self.save is None and self.run.is_open
-                and self.run.started)
+        """Whether an iteration line now only adds a step: nothing waits for its time."""
+        return self.starting is None and self.restore is None and self.save is None and super().quick()
 
     def step_lines(self, first: int, times: list, iterations: list) -> None:
         """Iteration lines, as `iteration_line` would read each (`read_lines`)."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from .._events import RunRecordError
-from ._format import (RANK_PREFIXES, AttemptEvents, TrainerFormat, instant, plain_line, printed_ns,
+from ._format import (RANK_PREFIXES, LineReader, TrainerFormat, plain_line, printed_ns,
                       read_lines, step_number)
 
 _LOGGED = re.compile(r"(?:\[titan\] )?(?P<time>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) - [\w.]+ - [A-Z]+ - "
@@ -38,17 +38,12 @@ def _detect(lines) -> bool:
     return False
 
 
-class _Reader:
-    """Reads a torchtitan log line by line into `AttemptEvents`."""
+class _Reader(LineReader):
+    """Reads a torchtitan log line by line."""
 
     def __init__(self, path: str, zone):
-        self.path, self.zone = path, zone
-        self.run = AttemptEvents(path, zone)
+        super().__init__(path, zone)
         self.step = self.loaded = None  # the latest step printed; the checkpoint being loaded
-
-    def quick(self) -> bool:
-        """Whether a step line now only adds a step: it may be read in bulk."""
-        return self.run.is_open and self.run.started
 
     def step_lines(self, first: int, times: list, steps: list) -> None:
         """Step lines, as `read` would read each (`read_lines`)."""
@@ -62,7 +57,7 @@ class _Reader:
         if not logged:
             run.error(number, text)
             return
-        t, message = instant(logged["time"], self.zone, path, number), logged["message"]
+        t, message = self.time(logged["time"], number), logged["message"]
         if _STARTING.match(message) or not run.is_open:
             run.start(number, t)
             self.step = None
