@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -57,6 +58,28 @@ MAX_JUMP_CYCLE = 1 << 10  # longer cycles step (the kernels scan a cycle's table
 _NO_CYCLE = (np.zeros(0), np.zeros(0, np.int64))
 
 
+class KernelInputs(NamedTuple):
+    """The scenario arrays the timeline kernels take first (``run_blocks``, ``run_jobs``), named, in
+    their order: ``kernel.run_jobs(*inputs, seed, ...)``. `Packed` describes each."""
+
+    params: np.ndarray
+    rate_cdf: np.ndarray
+    rate_value: np.ndarray
+    rate_hazard: np.ndarray
+    rate_offset: np.ndarray
+    cat_cdf: np.ndarray
+    cat_restart: np.ndarray
+    cat_queue: np.ndarray
+    cat_offset: np.ndarray
+    lv_mult: np.ndarray
+    lv_table: np.ndarray
+    lv_offset: np.ndarray
+    cyc_value: np.ndarray
+    cyc_value_offset: np.ndarray
+    cyc_index: np.ndarray
+    cyc_index_offset: np.ndarray
+
+
 @dataclass(frozen=True)
 class Packed:
     """Kernel inputs for the points of a scenario grid (rows in scenario index order)."""
@@ -100,11 +123,9 @@ class Packed:
         """Per row: whether it runs the level path of the kernels."""
         return np.diff(self.lv_offset) > 0
 
-    def kernel_args(self):
-        return (self.params, self.rate_cdf, self.rate_value, self.rate_hazard, self.rate_offset,
-                self.cat_cdf, self.cat_restart, self.cat_queue, self.cat_offset,
-                self.lv_mult, self.lv_table, self.lv_offset, self.cyc_value, self.cyc_value_offset, self.cyc_index,
-                self.cyc_index_offset)
+    def kernel_args(self) -> KernelInputs:
+        """The kernels' scenario arguments, taken from these fields by name."""
+        return KernelInputs(**{name: getattr(self, name) for name in KernelInputs._fields})
 
 
 def pack(sc: Scenario) -> Packed:

@@ -129,3 +129,16 @@ def test_a_jobs_outcome_names_the_job_columns_in_their_order():
     from relmodel._kernels.timeline_numba import JobOutcome
 
     assert JobOutcome._fields == tuple(c.name for c in layout.JOB_COLUMNS)
+
+
+@pytest.mark.parametrize("entry", ["run_blocks", "run_jobs"])
+def test_the_kernels_take_their_scenario_arrays_in_kernel_inputs_order(entry):
+    """`Packed.kernel_args` passes `KernelInputs` by position: its names are both kernels' first parameters."""
+    import inspect
+
+    from relmodel._engine import KernelInputs
+    from relmodel._kernels import timeline_numba
+
+    names = list(KernelInputs._fields)
+    for kernel in (getattr(timeline_numba, entry).py_func, getattr(cy, entry)):
+        assert list(inspect.signature(kernel).parameters)[:len(names) + 1] == [*names, "seed"]
