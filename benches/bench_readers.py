@@ -20,7 +20,7 @@ in all and above what importing relmodel took:
   the vectorised one finds a row it cannot vouch for) on the same files;
 * with ``--only record``: a run's record of `--rows` lines, as the trainer-events
   CSV and as a Megatron-LM log: ``read_run`` of the CSV, and with ``measure_run``
-  after it; ``read_run`` of the log; beside ``pandas.read_csv`` of each file (the
+  after it; ``read_run`` of the log (``read_run_megatron``); beside ``pandas.read_csv`` of each file (the
   log's lines as fields between its iteration lines' ``|``).
 """
 
@@ -152,7 +152,7 @@ def run_case(case: str, path: Path) -> dict:
 
         record = read_run(path, format="megatron" if case == "read_run_megatron" else "events")
         size = len(record)
-        if case != "read_run":
+        if case == "read_and_measure_run":
             measure_run(record)
     elif case == "pandas_read_csv":
         import pandas
