@@ -605,23 +605,41 @@ def iso_ns(lengths: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray, 
         & (c[:, 16] == 58) & ((c[:, 10] == 84) | (c[:, 10] == 32))
     hour, minute, second = d[:, 8] * 10 + d[:, 9], d[:, 10] * 10 + d[:, 11], d[:, 12] * 10 + d[:, 13]
     ok &= (hour < 24) & (minute < 60) & (second < 60)
-    # A run's events fall on few dates: each distinct one read by the calendar itself.
-    dates, inverse = np.unique(np.ascontiguousarray(c[:, :10], dtype=np.uint8).view("S10").ravel(),
-                               return_inverse=True)
-    days = np.array([_days_since_epoch(date) for date in dates], dtype=np.int64)[inverse.ravel()]
-    ok &= np.abs(days) < 100_000  # within 1696 .. 2243, of the years int64 ns hold
+    days, valid = days_since_epoch(d[:, 0] * 1000 + d[:, 1] * 100 + d[:, 2] * 10 + d[:, 3], d[:, 4] * 10 + d[:, 5],
+                                   d[:, 6] * 10 + d[:, 7])
+    ok &= valid & (np.abs(days) < 100_000)  # within 1696 .. 2243, of the years int64 ns hold
     seconds = days * 86400 + hour * 3600 + minute * 60 + second
     return np.where(ok, seconds * 10**9 + fraction, 0), ok, ~zulu
 
 
-def _days_since_epoch(text: bytes) -> int:
-    """Days from 1970-01-01 to a ``YYYY-MM-DD`` date (2**40 where it is none)."""
-    from datetime import date
+_MONTH_DAYS = np.array([31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31])
 
-    try:
-        return (date.fromisoformat(text.decode("ascii")) - date(1970, 1, 1)).days
-    except (ValueError, UnicodeDecodeError):
-        return 2**40
+
+def days_since_epoch(year: np.ndarray, month: np.ndarray, day: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Days from 1970-01-01 to dates of the proleptic Gregorian calendar (as `datetime.date`), and which
+    dates are valid ones (years 1 to 9999; days past a month's end are none).
+
+    Parameters
+    ----------
+    year, month, day : numpy.ndarray
+        int64.
+
+    Returns
+    -------
+    days : numpy.ndarray
+        int64 (meaningless where not valid).
+    valid : numpy.ndarray
+        bool.
+    """
+    leap = (year % 4 == 0) & ((year % 100 != 0) | (year % 400 == 0))
+    month_days = _MONTH_DAYS[np.clip(month - 1, 0, 11)] + (leap & (month == 2))
+    valid = (year >= 1) & (year <= 9999) & (month >= 1) & (month <= 12) & (day >= 1) & (day <= month_days)
+    # Counted from 0000-03-01, so that a leap day ends its year; 719468 days lie from there to 1970-01-01.
+    shifted = year - (month <= 2)
+    era = shifted // 400
+    of_era = shifted - era * 400
+    of_year = (153 * ((month + 9) % 12) + 2) // 5 + day - 1
+    return era * 146097 + of_era * 365 + of_era // 4 - of_era // 100 + of_year - 719468, valid
 
 
 def decimal_ns(lengths: np.ndarray, c: np.ndarray, max_whole_digits: int = 9) -> tuple[np.ndarray, np.ndarray]:

@@ -283,7 +283,13 @@ def load(name_or_path: str | Path | Taxonomy = "meta-2024") -> Taxonomy:
 
 
 def read_small_text(path, max_bytes: int) -> str:
-    """Return the UTF-8 text of a regular file of at most `max_bytes`.
+    """Return the text (`decode_utf8`, which raises a `ValueError` where it is not UTF-8) of the bytes that
+    `read_small_bytes` returns, or refuses."""
+    return decode_utf8(read_small_bytes(path, max_bytes))
+
+
+def read_small_bytes(path, max_bytes: int) -> bytes:
+    """Return the bytes of a regular file of at most `max_bytes`.
 
     Checked with stat before it is opened: a device (/dev/zero), a FIFO or a
     terminal (/dev/stdin) would block or never end, and a huge file would fill
@@ -298,13 +304,13 @@ def read_small_text(path, max_bytes: int) -> str:
 
     Returns
     -------
-    str
-        The file's text.
+    bytes
+        The file's content.
 
     Raises
     ------
     ValueError
-        If the file is not a regular file, is too large or is not UTF-8 text.
+        If the file is not a regular file or is too large.
     OSError
         If it cannot be read.
     """
@@ -318,7 +324,7 @@ def read_small_text(path, max_bytes: int) -> str:
         data = file.read(max_bytes + 1)
     if len(data) > max_bytes:
         raise ValueError(f"grew past the limit of {max_bytes} bytes while read")
-    return decode_utf8(data)
+    return data
 
 
 def _build(data: dict, path: Path) -> Taxonomy:

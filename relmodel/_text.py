@@ -40,3 +40,13 @@ def decode_utf8(data: bytes) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError as err:
         raise NotUTF8Error(data.count(b"\n", 0, err.start) + 1, data[err.start]) from None
+
+
+def utf8_bytes(data: bytes) -> bytes:
+    """Return `data` less a leading byte-order mark, checked as `decode_utf8` checks it (raising its
+    `NotUTF8Error`): the bytes of its text, which is made only where they are not ASCII."""
+    if data.startswith(codecs.BOM_UTF8):
+        data = data[len(codecs.BOM_UTF8):]
+    if not data.isascii():
+        decode_utf8(data)
+    return data

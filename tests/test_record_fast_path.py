@@ -137,3 +137,27 @@ def test_times_of_every_form_to_the_nanosecond(tmp_path):
                     "2024-01-01T01:00:02.5+01:00,step\n1704067203.25,run_end\n")
     assert _same(path).events.time_ns.values.tolist() == [1_704_067_200_000_000_001, 1_704_067_201_000_000_000,
                                                           1_704_067_202_500_000_000, 1_704_067_203_250_000_000]
+
+
+@given(st.integers(-2, 10_001), st.integers(-1, 14), st.integers(-1, 33))
+def test_days_since_epoch_is_the_calendars(year, month, day):
+    """The vectorised calendar behind the times read in bulk agrees with `datetime.date`, invalid dates included."""
+    from datetime import date
+
+    days, valid = _fast_csv.days_since_epoch(*(np.array([x], dtype=np.int64) for x in (year, month, day)))
+    try:
+        expected = (date(year, month, day) - date(1970, 1, 1)).days
+    except ValueError:
+        assert not valid[0]
+    else:
+        assert valid[0] and days[0] == expected
+
+
+def test_days_since_epoch_over_every_day_of_four_centuries():
+    from datetime import date, timedelta
+
+    every = [date(1700, 1, 1) + timedelta(days=k) for k in range(146_097)]
+    days, valid = _fast_csv.days_since_epoch(*(np.array([getattr(d, f) for d in every], dtype=np.int64)
+                                               for f in ("year", "month", "day")))
+    assert valid.all()
+    assert np.array_equal(days, [(d - date(1970, 1, 1)).days for d in every])

@@ -1,8 +1,8 @@
-"""The step lines a reader takes in bulk (`read_lines`, `plain_instants`) give the events, and the errors, that
-reading each line alone gives: logs of many step lines in a row, with times about daylight-saving changes,
-dates that do not exist and steps past int64, read both ways."""
+"""The step lines a reader takes together (`read_lines`, `StepLine`) give the events, and the errors, that
+reading each line alone gives: logs of many step lines in a row, in the forms the trainers print and near
+them, with times about daylight-saving changes, dates that do not exist and steps past int64, read both
+ways."""
 
-import re
 from datetime import datetime, timedelta, tzinfo
 
 import pytest
@@ -14,8 +14,7 @@ from relmodel.record._trainers import _megatron, _torchtitan
 import test_trainer_log_megatron as megatron
 import test_trainer_log_torchtitan as torchtitan
 
-NEVER = re.compile(r"(?!)")
-QUICK_PATTERN = {"megatron": (_megatron, "_PLAIN_ITERATION"), "torchtitan": (_torchtitan, "_PLAIN_STEP")}
+STEP_FORM = {"megatron": (_megatron, "ITERATION_LINE"), "torchtitan": (_torchtitan, "STEP_LINE")}
 
 
 class QuarterPastChange(tzinfo):
@@ -41,12 +40,12 @@ CHANGES = [datetime(2024, 3, 31, 1, 30), datetime(2024, 10, 27, 1, 30), datetime
 
 
 def _read_both_ways(path, fmt, tz):
-    """The record read with bulk step lines, and line by line (the bulk pattern matching nothing)."""
+    """The record read with step lines taken together, and line by line (no form of step line)."""
     outcomes = []
     for quick in (True, False):
         with pytest.MonkeyPatch.context() as patch:
             if not quick:
-                patch.setattr(*QUICK_PATTERN[fmt], NEVER)
+                patch.setattr(*STEP_FORM[fmt], None)
             try:
                 outcomes.append(read_run(path, format=fmt, tz=tz).events)
             except RunRecordError as err:
@@ -63,22 +62,39 @@ def _assert_same(bulk, per_line):
         xr.testing.assert_identical(bulk, per_line)
 
 
-def _megatron_step(at: datetime, step: str, day: str) -> str:
-    return (f" [{day} {at:%H:%M:%S.%f}] iteration {step:>8}/  100000 | consumed samples: 1 | elapsed time per "
-            "iteration (ms): 6000.0 | lm loss: 7.1E+00 |")
+# Forms of a step line: the trainer's own first, then others the reader takes (or refuses) line by line.
+MEGATRON_FORMS = [
+    " [{day} {clock}.{micro}] iteration {step:>8}/  100000 | consumed samples: 1 | elapsed time per iteration (ms): "
+    "6000.0 | lm loss: 7.1E+00 |",
+    "[rank3]: [{day}T{clock}.{milli}] iteration {step}/ 100000 | elapsed time per iteration (ms): 6000.0 |",
+    "[rank3]:[{day} {clock}] iteration {step}/100000 | elapsed time per iteration (ms): 6000.0 |",
+    "\t[{day} {clock}.{micro}] iteration {step:>8}/  100000 | elapsed time per iteration (ms): 6000.0 |",
+    " [{day} {clock}.{micro}999] iteration {step:>8}/  100000 | elapsed time per iteration (ms): 6000.0 |",
+    " [{day} {clock}.{micro}] iteration {step:>8}/  1234567890123456789012 | elapsed time per iteration (ms): 1 |",
+    " [{day} {clock}.{micro}] iteration {step:>8}/  100000 | elapsed time per \x1b[1miteration (ms): 6000.0 |",
+    " [{day} {clock}.{micro}] iteration {step:>8}/  100000 | consumed samples: 1 |",
+]
+TORCHTITAN_FORMS = [
+    "[rank0]:[titan] {day} {clock},{milli} - root - INFO - \x1b[31mstep: {step:>2}  \x1b[32mloss:  7.5000  "
+    "\x1b[38;2;180;60;0mgrad_norm:  1.2500  \x1b[39m",
+    "[titan] {day} {clock},{milli} - root - INFO - step: {step}  loss:  7.5000",
+    "{day} {clock},{milli} - root - INFO - \x1b[31mstep: {step:>2}  \x1b[32mloss:  7.5000",
+    "[rank0]: [titan] {day} {clock},{milli} - root - INFO - step: {step}  loss:  7.5000",
+    "[titan] {day} {clock},{milli} - torchtitan - INFO - step: {step}  loss:  7.5000",
+    "[titan] {day} {clock}.{milli} - root - INFO - step: {step}  loss:  7.5000",
+    "[titan] {day} {clock},{milli} - root - INFO - step: {step}/100 = 1.0%  loss:  7.5000",
+]
+FORMS = {"megatron": MEGATRON_FORMS, "torchtitan": TORCHTITAN_FORMS}
 
 
-def _torchtitan_step(at: datetime, step: str, day: str) -> str:
-    return (f"[rank0]:[titan] {day} {at:%H:%M:%S},{at.microsecond // 1000:03d} - root - INFO - "
-            f"{torchtitan.RED}step: {step:>2}  {torchtitan.GREEN}loss:  7.5000  {torchtitan.RESET}")
+def _step_line(fmt: str, form: int, at: datetime, step: str, day: str) -> str:
+    return FORMS[fmt][form].format(day=day, clock=f"{at:%H:%M:%S}", micro=f"{at:%f}", milli=f"{at:%f}"[:3],
+                                   step=step)
 
 
-STEP_LINE = {"megatron": _megatron_step, "torchtitan": _torchtitan_step}
-
-
-def _log(fmt, begin: datetime, gaps: list, steps: list, odd: dict) -> list:
-    """A log of one attempt that prints a step line after each gap (seconds); `odd` puts some other text in
-    place of a line's time or step."""
+def _log(fmt, begin: datetime, gaps: list, steps: list, odd: dict, forms: list | None = None) -> list:
+    """A log of one attempt that prints a step line after each gap (seconds), in the trainer's form or in
+    `forms`; `odd` puts some other text in place of a line's time or step."""
     if fmt == "megatron":
         lines = [*megatron._startup(30), f"[after megatron is initialized] datetime: {begin:%Y-%m-%d %H:%M:%S.%f} ",
                  f"[before the start of training step] datetime: {begin:%Y-%m-%d %H:%M:%S.%f} "]
@@ -91,13 +107,13 @@ def _log(fmt, begin: datetime, gaps: list, steps: list, odd: dict) -> list:
         day, step = f"{at:%Y-%m-%d}", step
         if k in odd:
             day, step = (odd[k], step) if "-" in odd[k] else (day, odd[k])
-        lines.append(STEP_LINE[fmt](at, step, day))
+        lines.append(_step_line(fmt, forms[k] if forms else 0, at, step, day))
     return lines
 
 
 @st.composite
 def _logs(draw):
-    fmt = draw(st.sampled_from(sorted(STEP_LINE)))
+    fmt = draw(st.sampled_from(sorted(FORMS)))
     begin = draw(st.sampled_from(CHANGES)) + timedelta(seconds=draw(st.integers(-7200, 3600)))
     n = draw(st.integers(1, 60))
     gaps = draw(st.lists(st.floats(0, 900, allow_nan=False).map(lambda s: round(s, 3)), min_size=n, max_size=n))
@@ -106,15 +122,16 @@ def _logs(draw):
     odd = draw(st.dictionaries(st.integers(0, n - 1), st.sampled_from(
         ["2024-02-30", "2024-13-01", "1899-12-31", "2099-12-31", "9" * 19, "4611686018427387905", "1" * 17]),
         max_size=2))
-    return fmt, _log(fmt, begin, gaps, steps, odd)
+    forms = draw(st.lists(st.one_of(st.just(0), st.integers(0, len(FORMS[fmt]) - 1)), min_size=n, max_size=n))
+    return fmt, _log(fmt, begin, gaps, steps, odd, forms)
 
 
 @settings(max_examples=80)
-@given(log=_logs(), tz=st.sampled_from(ZONES))
-def test_bulk_step_lines_read_as_each_line_alone(tmp_path_factory, log, tz):
+@given(log=_logs(), tz=st.sampled_from(ZONES), line_end=st.sampled_from(["\n", "\r\n"]))
+def test_bulk_step_lines_read_as_each_line_alone(tmp_path_factory, log, tz, line_end):
     fmt, lines = log
     path = tmp_path_factory.mktemp("bulk") / "attempt.out"
-    path.write_text("\n".join(lines) + "\n")
+    path.write_bytes((line_end.join(lines) + line_end).encode())
     _assert_same(*_read_both_ways(path, fmt, tz))
 
 
@@ -129,23 +146,25 @@ def test_the_framework_samples_read_alike_both_ways(tmp_path, fmt, samples, tz):
     _assert_same(*_read_both_ways(paths, fmt, tz))
 
 
-def test_a_run_of_step_lines_is_read_in_bulk(tmp_path, monkeypatch):
-    """The bulk path is taken (not only its fallback): one `plain_instants` call reads all the run's times."""
-    from relmodel.record._trainers import _format
+@pytest.mark.parametrize("fmt", sorted(FORMS))
+def test_a_run_of_step_lines_is_read_in_bulk(tmp_path, monkeypatch, fmt):
+    """The lines of the form are taken together (not only read alone): one call takes all 50."""
+    from relmodel.record._trainers._format import AttemptEvents
 
     calls = []
-    original = _format.plain_instants
-    monkeypatch.setattr(_format, "plain_instants",
-                        lambda texts, *args: calls.append(len(texts)) or original(texts, *args))
-    lines = _log("megatron", datetime(2024, 1, 1), [10.0] * 50, [str(k) for k in range(1, 51)], {})
+    original = AttemptEvents.step_lines
+    monkeypatch.setattr(AttemptEvents, "step_lines",
+                        lambda run, first, time_ns, steps: calls.append(steps.size) or original(run, first, time_ns,
+                                                                                                steps))
+    lines = _log(fmt, datetime(2024, 1, 1), [10.0] * 50, [str(k) for k in range(1, 51)], {})
     path = tmp_path / "attempt.out"
     path.write_text("\n".join(lines) + "\n")
-    record = read_run(path, format="megatron")
+    record = read_run(path, format=fmt)
     assert calls == [50]
     assert (record.events.kind == "step").sum() == 50
 
 
-@pytest.mark.parametrize("fmt", sorted(STEP_LINE))
+@pytest.mark.parametrize("fmt", sorted(FORMS))
 def test_an_hour_whose_offset_changes_reads_as_each_line_alone(tmp_path, fmt):
     """Both ends of 01:00-02:00 are valid with different offsets: no one offset holds for the hour."""
     lines = _log(fmt, datetime(2024, 6, 1, 0, 50), [300] * 4 + [1800] + [300] * 3, [str(k) for k in range(1, 9)], {})

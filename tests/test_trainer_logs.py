@@ -58,3 +58,25 @@ def test_a_file_of_no_format_is_refused_naming_every_format(tmp_path):
     with pytest.raises(RunRecordError, match="not a record relmodel reads") as info:
         read_run(path)
     assert all(f"format {name!r}" in str(info.value) for name in TRAINER_FORMATS)
+
+
+@pytest.mark.parametrize("written_by", ["megatron", "torchtitan"])
+def test_a_byte_order_mark_and_carriage_returns_change_nothing(tmp_path, written_by):
+    """A log is read from its bytes: a byte-order mark is dropped, and CRLF lines are the same lines."""
+    import xarray as xr
+
+    lines = SAMPLES[written_by][0]
+    plain, marked, crlf = (tmp_path / name for name in ("plain.out", "marked.out", "crlf.out"))
+    plain.write_bytes(("\n".join(lines) + "\n").encode())
+    marked.write_bytes(b"\xef\xbb\xbf" + ("\n".join(lines) + "\n").encode())
+    crlf.write_bytes(("\r\n".join(lines) + "\r\n").encode())
+    expected = read_run(plain).events.drop_vars("file").drop_attrs()
+    for path in (marked, crlf):
+        xr.testing.assert_identical(read_run(path).events.drop_vars("file").drop_attrs(), expected)
+
+
+def test_a_log_that_is_not_utf8_is_refused_naming_its_line(tmp_path):
+    path = tmp_path / "attempt.out"
+    path.write_bytes(("\n".join(megatron.FIRST[:5]) + "\n").encode() + b"caf\xe9\n")
+    with pytest.raises(RunRecordError, match="line 6: not UTF-8"):
+        read_run(path)

@@ -127,7 +127,8 @@ def solve(cfg: PipelineConfig, mask: np.ndarray, *, hint=None, time_limit: float
         return None
     stopped_by = "at the time limit"
     if status != cp_model.OPTIMAL and solver.ResponseProto().deterministic_time < 0.999 * time_limit:
-        wall_hit = wall_limit is not None and elapsed >= 0.999 * wall_limit
+        # A loaded machine has seen CP-SAT stop at its wall-clock limit a little short of it by this clock.
+        wall_hit = wall_limit is not None and elapsed >= 0.98 * wall_limit
         stopped_by = "at the wall-clock limit" if wall_hit else INTERRUPTED
     executor, orders = _plan(cfg, solver, start, present)
     return executor, orders, status == cp_model.OPTIMAL, on_grid, stopped_by

@@ -289,7 +289,8 @@ def parse_instant(value, zone, path: str, line: int, field: str = "time") -> int
     else:
         zone = zone or timezone.utc
         early, late = stamp.replace(tzinfo=zone, fold=0), stamp.replace(tzinfo=zone, fold=1)
-        if early.utcoffset() != late.utcoffset():
+        # A fixed offset (UTC) has no daylight-saving change to check.
+        if not isinstance(zone, timezone) and early.utcoffset() != late.utcoffset():
             raise RunRecordError(path, line, field, f"{text!r} is ambiguous or does not exist in {zone} (a "
                                                     f"daylight-saving change): write times in UTC or with an offset")
         stamp = early
@@ -442,7 +443,7 @@ def events_file_columns(text: str, name: str, zone, summary: RecordSummary) -> E
 
 def events_file_rows(text: str, name: str, zone, summary: RecordSummary) -> list[EventRow]:
     """The rows of a trainer-events CSV or JSON Lines file."""
-    events = []
+    events, shared = [], {kind: kind for kind in EVENT_KINDS}  # one str object a value, for the columns
     for line, row in _rows(text, name):
         summary.rows_read += 1
         kind = str(row.get("event", "")).strip().lower()
@@ -461,18 +462,17 @@ def events_file_rows(text: str, name: str, zone, summary: RecordSummary) -> list
             raise RunRecordError(name, line, "step", "a checkpoint_restored event needs the step restored")
         reason = row.get("reason")
         reason = "" if reason is None else str(reason).strip()
-        events.append(EventRow(at, kind, -1 if step is None else step, -1 if duration is None else duration,
+        reason = shared.setdefault(reason, reason)
+        events.append(EventRow(at, shared[kind], -1 if step is None else step, -1 if duration is None else duration,
                                -1 if wait is None else wait, reason, "events", line, name))
     return events
 
 
-def _text_column(values) -> np.ndarray:
-    """`values` as an object array of str, each distinct value one object (a fixed-width str array would
-    spend the longest value's width on every event)."""
-    import pandas as pd
-
-    codes, uniques = pd.factorize(np.asarray(values, dtype=object))
-    return np.array([str(u) for u in uniques], dtype=object)[codes]
+def _seconds(ns: np.ndarray) -> np.ndarray:
+    """Durations in ns as float seconds, NaN where none (-1)."""
+    seconds = ns / NS_PER_S
+    seconds[ns < 0] = np.nan
+    return seconds
 
 
 def events_dataset(columns: EventRow, attrs: dict) -> xr.Dataset:
@@ -480,16 +480,17 @@ def events_dataset(columns: EventRow, attrs: dict) -> xr.Dataset:
     sequence a field, in time order (arrays of int64 become the variables: not copied)."""
     time_ns = np.asarray(columns.time_ns, dtype=np.int64)
     duration_ns, wait_ns = (np.asarray(c, dtype=np.int64) for c in (columns.duration_ns, columns.wait_ns))
+    # The text fields are object arrays of str: every reader gives a value as one str object shared by the
+    # events that have it (a fixed-width str array would spend the longest value's width on every event).
     return xr.Dataset(
         {"time": ("event", time_ns.astype("datetime64[ns]")), "time_ns": ("event", time_ns),
-         "kind": ("event", _text_column(columns.kind)),
+         "kind": ("event", np.asarray(columns.kind, dtype=object)),
          "step": ("event", np.asarray(columns.step, dtype=np.int64)),
-         "duration_s": ("event", np.where(duration_ns >= 0, duration_ns / NS_PER_S, np.nan)),
-         "wait_s": ("event", np.where(wait_ns >= 0, wait_ns / NS_PER_S, np.nan)),
+         "duration_s": ("event", _seconds(duration_ns)), "wait_s": ("event", _seconds(wait_ns)),
          "duration_ns": ("event", duration_ns), "wait_ns": ("event", wait_ns),
-         "reason": ("event", _text_column(columns.reason)),
-         "source": ("event", _text_column(columns.source)),
-         "file": ("event", _text_column(columns.file)),
+         "reason": ("event", np.asarray(columns.reason, dtype=object)),
+         "source": ("event", np.asarray(columns.source, dtype=object)),
+         "file": ("event", np.asarray(columns.file, dtype=object)),
          "line": ("event", np.asarray(columns.line, dtype=np.int64))},
         coords={"event": np.arange(time_ns.size)},
         attrs={"time_zone": "UTC", **attrs},

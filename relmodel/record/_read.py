@@ -12,10 +12,11 @@ import numpy as np
 from .._checks import check_integer
 from .._errors import ParameterError
 from .._job_logs import LogError, read_log
-from .._taxonomy import read_small_text
+from .._taxonomy import read_small_bytes
+from .._text import utf8_bytes
 from ._events import (_EPOCH, NS_PER_S, EventRow, RecordSummary, RunRecord, RunRecordError, event_columns,
                       events_dataset, events_file_columns, parse_instant)
-from ._trainers import DETECT_LINES, TRAINER_FORMATS
+from ._trainers import DETECT_LINES, TRAINER_FORMATS, LogLines
 
 BOUNDARY_KINDS = ("attempt_start", "failure", "interruption", "run_end")  # what sacct also says
 MAX_RECORD_FILE_BYTES = 512 * 2**20
@@ -113,7 +114,9 @@ def _in_time_order(columns: EventRow) -> EventRow:
 
 
 def _concatenate(parts: list) -> EventRow:
-    """Events as columns, one part after another."""
+    """Events as columns, one part after another (one part as it is)."""
+    if len(parts) == 1:
+        return parts[0]
     return EventRow(*(np.concatenate(c) for c in zip(*parts))) if parts else event_columns([])
 
 
@@ -130,9 +133,10 @@ def _zone(tz):
         raise ParameterError("tz", f"{tz!r} is no time zone (an IANA name such as 'Europe/Paris', or 'UTC')") from None
 
 
-def _read_text(path: Path) -> str:
+def _read_bytes(path: Path) -> bytes:
+    """The file's UTF-8 bytes (`utf8_bytes`)."""
     try:
-        return read_small_text(path, MAX_RECORD_FILE_BYTES)
+        return utf8_bytes(read_small_bytes(path, MAX_RECORD_FILE_BYTES))
     except (OSError, ValueError) as err:
         raise RunRecordError(str(path), 0, "", f"cannot read the events: {err}") from None
 
@@ -157,22 +161,22 @@ def _trainer_log_rows(fmt, lines: list, name: str, zone, summary: RecordSummary)
     return columns
 
 
-def _head(text: str) -> list:
-    """The first `DETECT_LINES` lines of `text`, as ``text.splitlines()`` gives them."""
+def _head(data: bytes) -> list:
+    """The first `DETECT_LINES` lines of UTF-8 `data`, as ``str.splitlines`` gives them."""
     end = -1
     for _ in range(DETECT_LINES):  # a cut after a line feed is a cut between lines
-        end = text.find("\n", end + 1)
+        end = data.find(b"\n", end + 1)
         if end < 0:
             break
-    return (text if end < 0 else text[:end + 1]).splitlines()[:DETECT_LINES]
+    return (data if end < 0 else data[:end + 1]).decode("utf-8").splitlines()[:DETECT_LINES]
 
 
 def _file_rows(path: Path, fmt: str, zone, summary: RecordSummary) -> EventRow:
     """The events of one file as columns, in the format given or recognised."""
     name = str(path)
-    text = _read_text(path)
+    data = _read_bytes(path)
     if fmt == "auto":
-        head = _head(text)
+        head = _head(data)
         fmt = "events" if _is_events_file(head) else next(
             (f.name for f in TRAINER_FORMATS.values() if f.detect(head)), "")
         if not fmt:
@@ -182,8 +186,10 @@ def _file_rows(path: Path, fmt: str, zone, summary: RecordSummary) -> EventRow:
                                                     f"the trainer-events CSV or JSON Lines (time and event){expected}")
     summary.sources.append(name)
     if fmt == "events":
+        text = data.decode("utf-8")
+        del data  # the text holds it again
         return events_file_columns(text, name, zone, summary)
-    return _trainer_log_rows(TRAINER_FORMATS[fmt], text.splitlines(), name, zone, summary)
+    return _trainer_log_rows(TRAINER_FORMATS[fmt], LogLines.of(data), name, zone, summary)
 
 
 def _trainer_events(events, fmt: str, zone, summary: RecordSummary) -> EventRow:

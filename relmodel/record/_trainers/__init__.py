@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from . import _hf_trainer, _history, _lightning, _megatron, _torchtitan
 from ._format import DETECT_LINES, TrainerFormat
+from ._step_lines import LogLines
 
 TRAINER_FORMATS: dict[str, TrainerFormat] = {fmt.name: fmt for fmt in (
     _torchtitan.TORCHTITAN_FORMAT,
@@ -18,4 +19,4 @@ TRAINER_FORMATS: dict[str, TrainerFormat] = {fmt.name: fmt for fmt in (
     _history.HISTORY_FORMAT,
 )}
 
-__all__ = ["DETECT_LINES", "TRAINER_FORMATS", "TrainerFormat"]
+__all__ = ["DETECT_LINES", "TRAINER_FORMATS", "LogLines", "TrainerFormat"]

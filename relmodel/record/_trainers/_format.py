@@ -6,12 +6,11 @@ from __future__ import annotations
 import dataclasses
 import re
 from collections.abc import Callable
-from datetime import timezone
 from decimal import Decimal
 
 import numpy as np
 
-from .._events import MAX_STEP, NS_PER_H, EventRow, RunRecordError, event_columns, parse_instant, same_text
+from .._events import MAX_STEP, EventRow, RunRecordError, event_columns, parse_instant, same_text
 
 DETECT_LINES = 400  # a log is recognised from its first lines
 
@@ -59,46 +58,6 @@ def instant(text: str, zone, path: str, line: int) -> int:
     return parse_instant(text, zone, path, line)
 
 
-# A time as loggers print it, without an offset, in the years NumPy's datetime64[ns] holds: the times that
-# `plain_instants` reads in bulk.
-PLAIN_TIME = r"(?:19|20)\d\d-\d\d-\d\d[ T]\d\d:\d\d:\d\d(?:[.,]\d{1,9})?"
-
-
-def plain_instants(texts: list, lines: np.ndarray, zone, path: str) -> np.ndarray:
-    """``[instant(t, zone, path, line) ...]`` of times matching `PLAIN_TIME`, read in one NumPy pass.
-
-    Where one is no valid time, or falls in an hour in which `zone`'s offset changes, those are read one by
-    one with `instant`, which refuses the first (in the file's order) that it cannot read, naming its line.
-    """
-    readable = texts
-    if any("," in t for t in texts):  # Python logging's decimal comma, which NumPy does not read
-        readable = [t.replace(",", ".") for t in texts]
-    try:
-        naive = np.array(readable, dtype="datetime64[ns]").view(np.int64)
-    except ValueError:
-        return np.fromiter((instant(t, zone, path, line) for t, line in zip(texts, lines.tolist())), np.int64,
-                           len(texts))
-    if zone is None or zone is timezone.utc:
-        return naive
-    hours, which = np.unique(naive // NS_PER_H, return_inverse=True)
-    offsets = np.zeros(hours.size, dtype=np.int64)
-    changes = np.zeros(hours.size, dtype=bool)  # hours not read with one offset
-    for k, hour in enumerate(hours.tolist()):
-        begins = hour * NS_PER_H
-        try:
-            first, last = (parse_instant(str(np.datetime64(begins + at, "ns")), zone, "", 0)
-                           for at in (0, NS_PER_H - 1))
-        except RunRecordError:
-            changes[k] = True
-            continue
-        changes[k] = last - first != NS_PER_H - 1
-        offsets[k] = begins - first
-    instants = naive - offsets[which]
-    for k in np.flatnonzero(changes[which]).tolist():
-        instants[k] = instant(texts[k], zone, path, int(lines[k]))
-    return instants
-
-
 def step_number(text: str, path: str, line: int, what: str, field: str = "step") -> int:
     """A step as a log writes it (digits, at most `MAX_STEP`), or `RunRecordError` naming the line and `field`."""
     if not text.isdigit() or len(text) > 19 or int(text) > MAX_STEP:
@@ -106,58 +65,8 @@ def step_number(text: str, path: str, line: int, what: str, field: str = "step")
     return int(text)
 
 
-QUICK_CHUNK = 1 << 16  # lines matched at a time: bounds the matches held
-
-
-class LineReader:
-    """What reads a trainer's log line by line into its `AttemptEvents` (``self.run``), as `read_lines`
-    hands it the lines: a subclass reads one line (``read(number, raw)``) and takes a run of step lines
-    (``step_lines(first_number, time_texts, step_texts)``, passing them to `AttemptEvents.step_lines`)."""
-
-    def __init__(self, path: str, zone):
-        self.path, self.zone = path, zone
-        self.run = AttemptEvents(path, zone)
-
-    def quick(self) -> bool:
-        """Whether a step line now only adds a step (the attempt is open and past its first step)."""
-        return self.run.is_open and self.run.started
-
-    def time(self, text: str, line: int) -> int:
-        """A time of line `line` (`instant`)."""
-        return instant(text, self.zone, self.path, line)
-
-
-def read_lines(lines: list, reader, quick_line: re.Pattern, needs: str = "") -> None:
-    """Hand a log's lines to `reader` in order: each to ``reader.read(number, raw)``, but a run of step lines
-    in their common form (`quick_line` matches them, its groups the time, matching `PLAIN_TIME`, and the step,
-    of 1 to 18 digits; they contain `needs`) together to ``reader.step_lines(first_number, time_texts,
-    step_texts)`` while ``reader.quick()`` says that such a line now only adds a step (`AttemptEvents.step_lines`).
-    """
-    try:
-        for first in range(0, len(lines), QUICK_CHUNK):
-            chunk = lines[first:first + QUICK_CHUNK]
-            # Only the groups are kept: a chunk's match objects held at once make the garbage collector walk them.
-            found = [m.group(1, 2) if m is not None and needs in m.string else None
-                     for m in map(quick_line.match, chunk)]
-            breaks = np.flatnonzero(np.fromiter((f is None for f in found), bool, len(chunk)))
-            k = 0
-            while k < len(chunk):
-                end = int(breaks[np.searchsorted(breaks, k)]) if breaks.size and breaks[-1] >= k else len(chunk)
-                if end > k and reader.quick():
-                    run = found[k:end]
-                    reader.step_lines(first + k + 1, [f[0] for f in run], [f[1] for f in run])
-                    k = end
-                else:
-                    reader.read(first + k + 1, chunk[k])
-                    k += 1
-    except RunRecordError:
-        reader.run.settle()  # a step line before the line refused may hold the first fault
-        raise
-
-
 MAX_REASON = 120  # characters of an error kept as a failure's reason
-RANK_PREFIXES = r"(?:\[(?:rank|default)?\d+\]:\s?)*"  # what torchrun --tee prints before a rank's line
-_RANK_PREFIX = re.compile("^" + RANK_PREFIXES)
+_RANK_PREFIX = re.compile(r"^(?:\[(?:rank|default)?\d+\]:\s?)+")
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _NCCL_TIMEOUT = re.compile(r"Watchdog caught collective operation timeout|NCCL\b.*\btim(?:ed|ing) ?out", re.IGNORECASE)
 _CUDA_ERROR = re.compile(r"CUDA error: (.+)")
@@ -169,7 +78,9 @@ _EXCEPTION = re.compile(r"([A-Za-z_][\w.]*(?:Error|Exception|Interrupt|Exit|Fail
 
 def plain_line(line: str) -> str:
     """A log line without the ``[rank0]:`` torchrun's ``--tee`` puts before each rank's output, nor colour codes."""
-    return _RANK_PREFIX.sub("", _ANSI.sub("", line))
+    if "\x1b" in line:
+        line = _ANSI.sub("", line)
+    return _RANK_PREFIX.sub("", line) if line.startswith("[") else line
 
 
 def printed_ns(text: str, unit_ns: int, path: str, line: int, field: str) -> int:
@@ -224,10 +135,7 @@ class AttemptEvents:
 
     def __init__(self, path: str, zone):
         self.path, self.zone, self.rows = path, zone, []
-        # Step lines taken in bulk: (len(rows) when the run began, its first line, its length) a run; their
-        # time texts and steps, read together at the end (`settle`).
-        self.runs, self.run_times, self.run_steps = [], [], []
-        self.settled = None
+        self.runs = []  # step lines taken together: (len(rows) when the run began, its first line, times, steps)
         self.root_cause = False  # within torchrun's root-cause summary
         self.errors = ErrorLines()
         self.is_open = self.started = False
@@ -263,26 +171,11 @@ class AttemptEvents:
         else:
             self.first_step(line, time_ns, step)
 
-    def step_lines(self, first: int, times: list, steps: list) -> None:
-        """Step lines `first`, `first` + 1, ... of the open attempt past its first step (`read_lines`), as `step`
-        would take each: the last one's time is read now, the others with it at the end (`settle`)."""
-        self.runs.append((len(self.rows), first, len(times)))
-        self.run_times += times
-        self.run_steps += map(int, steps)
-        self.failure, self.last_time = None, instant(times[-1], self.zone, self.path, first + len(times) - 1)
-
-    def settle(self) -> EventRow:
-        """The step lines taken in bulk, as columns; the first (in the file's order) whose time is refused
-        raises `RunRecordError`."""
-        if self.settled is None:
-            lengths = np.array([n for _, _, n in self.runs], dtype=np.int64)
-            starts = np.array([first for _, first, _ in self.runs], dtype=np.int64)
-            offsets = np.repeat(np.cumsum(lengths) - lengths, lengths)
-            lines = np.repeat(starts, lengths) + np.arange(lengths.sum()) - offsets
-            time_ns = plain_instants(self.run_times, lines, self.zone, self.path)
-            self.settled = step_columns(time_ns, np.array(self.run_steps, dtype=np.int64), lines, self.path)
-            self.run_times = self.run_steps = None
-        return self.settled
+    def step_lines(self, first: int, time_ns: np.ndarray, steps: np.ndarray) -> None:
+        """Step lines `first`, `first` + 1, ... of the open attempt past its first step, as `step` would take
+        each (`read_lines`)."""
+        self.runs.append((len(self.rows), first, time_ns.copy(), steps.copy()))
+        self.failure, self.last_time = None, int(time_ns[-1])
 
     def error(self, line: int, text: str) -> None:
         """A line that may show an error: the attempt's first one after its last progress is its failure."""
@@ -335,23 +228,31 @@ class AttemptEvents:
     def finish(self) -> EventRow:
         """The events of the whole log, as columns, in the order in which they were met."""
         self.close()
-        rows, steps = event_columns(self.rows), self.settle()
+        rows = event_columns(self.rows)
         if not self.runs:
             return rows
+        lengths = np.array([steps.size for _, _, _, steps in self.runs], dtype=np.int64)
         # Row i follows the step lines of the runs begun at or before it; a run's lines follow the rows before it.
-        runs_at = np.array([at for at, _, _ in self.runs], dtype=np.int64)
-        lengths = np.array([n for _, _, n in self.runs], dtype=np.int64)
+        runs_at = np.array([at for at, _, _, _ in self.runs], dtype=np.int64)
         steps_before = np.concatenate([[0], np.cumsum(lengths)])
         row_place = np.arange(len(self.rows)) + steps_before[np.searchsorted(runs_at, np.arange(len(self.rows)),
                                                                              side="right")]
         step_place = np.repeat(runs_at, lengths) + np.arange(steps_before[-1])
-        order = np.empty(row_place.size + step_place.size, dtype=np.int64)
-        order[row_place], order[step_place] = np.arange(row_place.size), row_place.size + np.arange(step_place.size)
-        return EventRow(*(np.concatenate(column)[order] for column in zip(rows, steps)))
+        size = row_place.size + step_place.size
+        events = step_columns(np.empty(size, dtype=np.int64), np.empty(size, dtype=np.int64),
+                              np.empty(size, dtype=np.int64), self.path)  # then each row put in its place
+        for column, values in zip(events, rows):
+            column[row_place] = values
+        events.time_ns[step_place] = np.concatenate([time_ns for _, _, time_ns, _ in self.runs])
+        events.step[step_place] = np.concatenate([steps for _, _, _, steps in self.runs])
+        events.line[step_place] = np.concatenate([np.arange(first, first + steps.size)
+                                                  for _, first, _, steps in self.runs])
+        return events
 
 
 def step_columns(time_ns: np.ndarray, steps: np.ndarray, lines: np.ndarray, path: str) -> EventRow:
     """`step` events read from lines `lines` of `path`, as columns."""
-    n, none = lines.size, np.full(lines.size, -1, dtype=np.int64)
-    return EventRow(time_ns, same_text(n, "step"), steps, none, none, same_text(n, ""), same_text(n, "events"),
-                    lines, same_text(n, path))
+    n = lines.size
+    duration_ns, wait_ns = np.full(n, -1, dtype=np.int64), np.full(n, -1, dtype=np.int64)
+    return EventRow(time_ns, same_text(n, "step"), steps, duration_ns, wait_ns, same_text(n, ""),
+                    same_text(n, "events"), lines, same_text(n, path))

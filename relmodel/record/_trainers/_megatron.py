@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 
 from .._events import RunRecordError
-from ._format import (PLAIN_TIME, RANK_PREFIXES, LineReader, TrainerFormat, plain_line, printed_ns,
-                      read_lines, step_number)
+from ._format import TrainerFormat, plain_line, printed_ns, step_number
+from ._step_lines import Digits, LineReader, Literal, Maybe, Spaces, StepLine, Time, read_lines
 
 _TIME = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{1,9})?"
 _STAMP = rf"(?:\[(?P<time>{_TIME})\] )"
@@ -23,8 +23,13 @@ _INITIALISED = re.compile(r"time to initialize megatron \(seconds\): (?P<seconds
 _ARGUMENTS = re.compile(r"-+ arguments -+")
 _VALIDATION = re.compile(r"validation(?:-\d+)? loss at ")
 _STEP_LINE = "elapsed time per iteration (ms)"
-# An iteration line that `_Reader.read` would read as such, in its most common form (read in bulk).
-_PLAIN_ITERATION = re.compile(rf"{RANK_PREFIXES}\s*\[({PLAIN_TIME})\] iteration\s+(\d{{1,18}})/\s*\d+ \|")
+# An iteration line as `training_log` prints it, which `_Reader.read` reads as one (the lines of this form are
+# read together).
+ITERATION_LINE = StepLine((Maybe((Literal(b"[rank"), Digits(1, 9), Literal(b"]:"), Maybe((Literal(b" "),)))),
+                           Spaces(), Literal(b"["), Time(), Literal(b"] iteration"), Spaces(1), Digits(step=True),
+                           Literal(b"/"), Spaces(), Digits(), Literal(b" |"),
+                           Maybe((Literal(b" consumed samples:"), Spaces(1), Digits(), Literal(b" |"))),
+                           Literal(f" {_STEP_LINE}".encode())))
 _INITIALISED_LABEL = "after megatron is initialized"
 _TRAINING_LABEL = "before the start of training step"
 _DONE_LABEL = "after training is done"
@@ -116,9 +121,9 @@ class _Reader(LineReader):
         """Whether an iteration line now only adds a step: nothing waits for its time."""
         return self.starting is None and self.restore is None and self.save is None and super().quick()
 
-    def step_lines(self, first: int, times: list, iterations: list) -> None:
+    def step_lines(self, first: int, time_ns, iterations) -> None:
         """Iteration lines, as `iteration_line` would read each (`read_lines`)."""
-        self.run.step_lines(first, times, iterations)
+        self.run.step_lines(first, time_ns, iterations)
         self.last_stamp = (int(iterations[-1]), self.run.last_time)
 
     def saving(self, line: int, match) -> None:
@@ -205,7 +210,7 @@ class _Reader(LineReader):
 def _parse(lines, path: str, zone):
     """The events of a Megatron-LM log."""
     reader = _Reader(path, zone)
-    read_lines(lines, reader, _PLAIN_ITERATION, needs=_STEP_LINE)
+    read_lines(lines, reader, ITERATION_LINE)
     return reader.run.finish()
 
 

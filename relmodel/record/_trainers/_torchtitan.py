@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 
 from .._events import RunRecordError
-from ._format import (RANK_PREFIXES, LineReader, TrainerFormat, plain_line, printed_ns,
-                      read_lines, step_number)
+from ._format import TrainerFormat, plain_line, printed_ns, step_number
+from ._step_lines import Digits, LineReader, Literal, Maybe, Spaces, StepLine, Time, read_lines
 
 _LOGGED = re.compile(r"(?:\[titan\] )?(?P<time>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) - [\w.]+ - [A-Z]+ - "
                      r"(?P<message>.*)")
@@ -21,11 +21,12 @@ _LOADED = re.compile(r"Finished loading the (?:model/optimizer/scheduler )?check
 _CHECKPOINT_STEP = re.compile(r"step-(\d+)/*$")
 _COMPLETED = re.compile(r"Training completed")
 _TELLING = (_STARTING, _TRAINING_STARTS, _SAVED, _COMPLETED)
-# A step line that `_Reader.read` would read as such, in its most common form (read in bulk): colour codes
-# only where the metrics' line prints them.
-_COLOUR = r"(?:\x1b\[[0-9;]*m)*"
-_PLAIN_STEP = re.compile(rf"{RANK_PREFIXES}(?:\[titan\] )?((?:19|20)\d\d-\d\d-\d\d \d\d:\d\d:\d\d,\d{{3}}) "
-                         rf"- [\w.]+ - [A-Z]+ - {_COLOUR}step:\s*(\d{{1,18}})(?:/\d+ = [\d.]+%)?\s+{_COLOUR}loss:")
+# A step line as `MetricsProcessor.log` prints it through torchtitan's logger, which `_Reader.read` reads as one
+# (the lines of this form are read together).
+STEP_LINE = StepLine((Maybe((Literal(b"[rank"), Digits(1, 9), Literal(b"]:"))), Maybe((Literal(b"[titan] "),)),
+                      Time(dates=b" ", marks=b",", least=3, most=3), Literal(b" - root - INFO - "),
+                      Maybe((Literal(b"\x1b[31m"),)), Literal(b"step:"), Spaces(), Digits(step=True), Spaces(1),
+                      Maybe((Literal(b"\x1b[32m"),)), Literal(b"loss:")))
 
 
 def _detect(lines) -> bool:
@@ -45,9 +46,9 @@ class _Reader(LineReader):
         super().__init__(path, zone)
         self.step = self.loaded = None  # the latest step printed; the checkpoint being loaded
 
-    def step_lines(self, first: int, times: list, steps: list) -> None:
+    def step_lines(self, first: int, time_ns, steps) -> None:
         """Step lines, as `read` would read each (`read_lines`)."""
-        self.run.step_lines(first, times, steps)
+        self.run.step_lines(first, time_ns, steps)
         self.step = int(steps[-1])
 
     def read(self, number: int, raw: str) -> None:
@@ -89,7 +90,7 @@ class _Reader(LineReader):
 def _parse(lines, path: str, zone):
     """The events of a torchtitan log."""
     reader = _Reader(path, zone)
-    read_lines(lines, reader, _PLAIN_STEP)
+    read_lines(lines, reader, STEP_LINE)
     return reader.run.finish()
 
 
