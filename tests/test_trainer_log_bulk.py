@@ -14,7 +14,7 @@ from relmodel.record._trainers import _megatron, _torchtitan
 import test_trainer_log_megatron as megatron
 import test_trainer_log_torchtitan as torchtitan
 
-STEP_FORM = {"megatron": (_megatron, "ITERATION_LINE"), "torchtitan": (_torchtitan, "STEP_LINE")}
+STEP_FORM = {"megatron": (_megatron._Reader, "step_form"), "torchtitan": (_torchtitan._Reader, "step_form")}
 
 
 class QuarterPastChange(tzinfo):

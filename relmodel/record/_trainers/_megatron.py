@@ -8,7 +8,7 @@ import re
 
 from .._events import RunRecordError
 from ._format import TrainerFormat, plain_line, printed_ns, step_number
-from ._step_lines import Digits, LineReader, Literal, Maybe, Spaces, StepLine, Time, read_lines
+from ._step_lines import Digits, LineReader, Literal, Maybe, Spaces, StepLine, Time
 
 _TIME = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{1,9})?"
 _STAMP = rf"(?:\[(?P<time>{_TIME})\] )"
@@ -50,6 +50,8 @@ def _detect(lines) -> bool:
 
 class _Reader(LineReader):
     """Reads a Megatron-LM log line by line."""
+
+    step_form = ITERATION_LINE
 
     def __init__(self, path: str, zone):
         super().__init__(path, zone)
@@ -207,18 +209,12 @@ class _Reader(LineReader):
             self.error(line, text)
 
 
-def _parse(lines, path: str, zone):
-    """The events of a Megatron-LM log."""
-    reader = _Reader(path, zone)
-    read_lines(lines, reader, ITERATION_LINE)
-    return reader.run.finish()
-
 
 MEGATRON_FORMAT = TrainerFormat(
     name="megatron",
     title="Megatron-LM (and NeMo's Megatron path)",
     detect=_detect,
-    parse=_parse,
+    parse=_Reader.parse,
     reads=("the arguments banner and 'time to initialize megatron (seconds)' (an attempt's start), the "
            "'[label] datetime: <time>' lines ('before the start of training step': initialisation over; 'after "
            "training is done': the end; 'exiting program ...': a planned exit), the '[<time>] iteration N/ M | "

@@ -259,9 +259,18 @@ class LineReader:
     it the lines: a subclass reads one line (``read(number, raw)``) and takes a run of step lines
     (``step_lines(first_number, time_ns, steps)``, passing them to `AttemptEvents.step_lines`)."""
 
+    step_form: StepLine | None = None  # the form of the trainer's step lines (None: every line read alone)
+
     def __init__(self, path: str, zone):
         self.path, self.zone = path, zone
         self.run = AttemptEvents(path, zone)
+
+    @classmethod
+    def parse(cls, lines, path: str, zone):
+        """The events of a log (`TrainerFormat.parse`), read by a reader of this kind."""
+        reader = cls(path, zone)
+        read_lines(lines, reader, cls.step_form)
+        return reader.run.finish()
 
     def quick(self) -> bool:
         """Whether a step line now only adds a step (the attempt is open and past its first step)."""

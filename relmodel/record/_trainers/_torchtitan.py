@@ -7,7 +7,7 @@ import re
 
 from .._events import RunRecordError
 from ._format import TrainerFormat, plain_line, printed_ns, step_number
-from ._step_lines import Digits, LineReader, Literal, Maybe, Spaces, StepLine, Time, read_lines
+from ._step_lines import Digits, LineReader, Literal, Maybe, Spaces, StepLine, Time
 
 _LOGGED = re.compile(r"(?:\[titan\] )?(?P<time>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) - [\w.]+ - [A-Z]+ - "
                      r"(?P<message>.*)")
@@ -41,6 +41,8 @@ def _detect(lines) -> bool:
 
 class _Reader(LineReader):
     """Reads a torchtitan log line by line."""
+
+    step_form = STEP_LINE
 
     def __init__(self, path: str, zone):
         super().__init__(path, zone)
@@ -87,18 +89,12 @@ class _Reader(LineReader):
             run.error(number, message)
 
 
-def _parse(lines, path: str, zone):
-    """The events of a torchtitan log."""
-    reader = _Reader(path, zone)
-    read_lines(lines, reader, STEP_LINE)
-    return reader.run.finish()
-
 
 TORCHTITAN_FORMAT = TrainerFormat(
     name="torchtitan",
     title="torchtitan",
     detect=_detect,
-    parse=_parse,
+    parse=_Reader.parse,
     reads=("the logger's lines ('[titan] <time> - root - INFO - ...'): 'Starting job' (an attempt's start), "
            "'Training starts at step N' (initialisation over), 'step: N  loss: ...' lines, 'Finished saving the "
            "checkpoint ... in S seconds', 'Loading the checkpoint from .../step-N' and 'Finished loading the "
