@@ -648,8 +648,12 @@ def _start_backend(backend: str, packed: Packed, n_jobs: int, max_failures: int,
             expected_events(packed, n_jobs, max_failures) > AUTO_CYTHON_EVENTS):
         compiling = background_compile()
     if backend == "numba":
-        from ._feedback import announce_compile
+        from ._feedback import announce_compile, note_once
+        from ._kernels import how_to_build_twin, source_checkout
 
+        if requested == "auto" and source_checkout() is not None and not cython_available():
+            note_once(f"relmodel runs from its source checkout, where the Cython twin is not built, so Numba "
+                      f"compiles first; {how_to_build_twin()}")
         announce_compile(_NUMBA_MODULE, _NUMBA_ENTRY_POINTS if keep_jobs else _NUMBA_ENTRY_POINTS[:1],
                          "simulation kernels")
     return backend, get_backend(backend), compiling  # after the note: the Numba kernel compiles at import

@@ -47,11 +47,13 @@ import sys
 import tempfile
 import time
 import tracemalloc
+from pathlib import Path
 
 import numpy as np
 
 from .._version import __version__
 from .._closed_form import ettr as closed_form_ettr
+from .._kernels import backend as get_backend
 from .._scenario import Scenario
 
 COMMON = dict(failure_rate=6.5e-3, gpus_per_node=8, checkpoint_interval="1h", checkpoint_cost="5min",
@@ -333,10 +335,33 @@ def first_result_seconds(backend) -> dict:
     """
     code = FIRST_RESULT.format(fields=SCENARIOS["small"][0], backend=backend)
     with tempfile.TemporaryDirectory(prefix="relmodel-bench-cache-") as cache:
-        env = dict(os.environ, NUMBA_CACHE_DIR=cache)
-        cold, warm = (float(subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True,
-                                           text=True).stdout.split()[-1]) for _ in range(2))
+        cold, warm = (float(fresh_python(code, cache, NUMBA_CACHE_DIR=cache).stdout.split()[-1]) for _ in range(2))
     return dict(cold_s=cold, warm_s=warm)
+
+
+def fresh_python(code: str, folder, **env) -> subprocess.CompletedProcess:
+    """Run `code` in a new Python process that imports this relmodel, whatever the current folder holds: it
+    starts in `folder`, with this package's parent first on its path and not the folder (PYTHONSAFEPATH); `env`
+    is added to its environment.
+
+    Parameters
+    ----------
+    code : str
+        The program (``python -c``).
+    folder : str or pathlib.Path
+        Its working folder.
+    **env : str
+        Environment variables to set.
+
+    Returns
+    -------
+    subprocess.CompletedProcess
+        Its output, as text; `subprocess.CalledProcessError` where it fails.
+    """
+    parent = str(Path(__file__).resolve().parents[2])  # the folder that holds this relmodel
+    path = os.pathsep.join(p for p in (parent, os.environ.get("PYTHONPATH", "")) if p)
+    return subprocess.run([sys.executable, "-c", code], cwd=folder, check=True, capture_output=True, text=True,
+                          env={**os.environ, **env, "PYTHONPATH": path, "PYTHONSAFEPATH": "1"})
 
 
 def machine() -> dict:
@@ -535,6 +560,7 @@ def run_benchmark(quick: bool = False, json_path=None, figures=None) -> dict:
 
     if json_path:  # refused before the minutes of measuring, not after
         judge_output(json_path, "json", parameter="json_path")
+    get_backend("cython")  # the bench compares both kernels: one not built is refused before it starts
     info = machine()
     print(f"{info['cpu']} | {info['platform']} | python {info['python']} | numba {info['numba']} | "
           f"cpus {info['cpu_count']} | Numba threads {info['numba_threads']} | load {info['load_avg_start']:.2f}")
