@@ -59,6 +59,10 @@ class FieldValues(click.ParamType):
         return parsed if len(parsed) > 1 else parsed[0]
 
 
+# A fast checkpoint level as one quoted argument: spaces after the commas let a help text wrap between keys.
+FAST_CHECKPOINT_EXAMPLE = '"interval=10min, cost=5s, restart=3min, persist=1min, survives=0.85"'
+
+
 class LevelSpec(click.ParamType):
     """One fast checkpoint level: ``interval=10min,cost=5s,restart=3min,persist=1min,survives=0.85``
     (``interval``, ``restart`` and ``survives`` required; ``cost`` and ``persist`` default to 0).
@@ -221,8 +225,8 @@ def scenario_options(func=None, *, interval_default="1h", interval_help="Product
                              "--queue-wait.")(func)
     func = click.option("--fast-checkpoint", "fast_checkpoints", type=LevelSpec(), multiple=True,
                         help="A checkpoint level faster than the durable one, fastest first, repeatable: "
-                             "interval=10min,cost=5s,restart=3min,persist=1min,survives=0.85 (survives: the "
-                             "fraction of failures after which it can be restored).")(func)
+                             f"{FAST_CHECKPOINT_EXAMPLE} (survives: the fraction of failures after which it can be "
+                             "restored).")(func)
     for flag, field, default, help_text in reversed(specs):
         extra = {"required": True} if field == "n_gpus" else {"default": default, "show_default": default is not None}
         func = click.option(flag, field, type=FieldValues(field), help=help_text, **extra)(func)

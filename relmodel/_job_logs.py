@@ -28,6 +28,7 @@ from ._errors import ParameterError
 from ._checks import check_memory
 from ._taxonomy import Taxonomy
 from ._text import MISSING_TOKENS
+from ._units import short_repr
 from ._taxonomy import load as load_taxonomy
 
 FORMATS = ("auto", "sacct", "csv")
@@ -166,6 +167,11 @@ class JobLog:
 
     def __len__(self) -> int:
         return self.dataset.sizes["job"]
+
+    def __repr__(self) -> str:
+        return (f"JobLog({len(self):,} jobs from {short_repr(self.summary.source, 80)} ({self.summary.format}), "
+                f"taxonomy {self.taxonomy.name} v{self.taxonomy.version}"
+                f"{', with node lists' if self.has_node_lists else ''})")
 
     @property
     def has_node_lists(self) -> bool:

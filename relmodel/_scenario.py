@@ -19,7 +19,7 @@ from ._checks import (MAX_COUNT, MAX_FAILURE_RATE, MAX_LEMON_RATE_FACTOR, QUEUE_
                       check_number, is_sequence, scalar_value, sequence_values)
 from ._failures import Exponential, FailureCategory, LemonMixture, TaxonomyMixture, Weibull, as_categories
 from ._level_pattern import failure_free_job, split_work
-from ._units import format_hours, short_repr
+from ._units import duration_text, format_hours, short_repr, values_text
 
 # Field -> (units attr, kind). Kinds: "duration", "count", "rate", "shape", "fraction",
 # "factor", "choice".
@@ -48,6 +48,25 @@ _MAX_INTERVALS = 2.0**40  # work / checkpoint_interval beyond this is a unit mis
 # optimum's candidate counts (intervals down to 1 s) lose the precision its remainders need.
 MAX_WORK = 2.0**40 / 3600.0
 _MULTIPLE_TOLERANCE = 1e-9  # relative: "1h" over "10min" is 6 whatever the float rounding
+
+
+def _same(value, default) -> bool:
+    try:
+        return bool(value == default)
+    except (TypeError, ValueError):  # an array's comparison
+        return False
+
+
+def _field_text(name: str, value) -> str:
+    """A Scenario field's value in its repr (`Scenario.__repr__`)."""
+    if name == "taxonomy":
+        return f"<{len(value)} failure categories>"
+    if name == "fast_checkpoints":
+        return repr(tuple(value))
+    duration = FIELDS[name][1] == "duration"
+    if is_sequence(value):
+        return values_text(sequence_values(value), duration_text if duration else repr)
+    return repr(duration_text(value)) if duration else repr(value)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -85,6 +104,12 @@ class CheckpointLevel:
 
     def __post_init__(self):
         self._check("CheckpointLevel")
+
+    def __repr__(self) -> str:
+        durations = (f"{name}={duration_text(getattr(self, name))!r}" for name in ("interval", "cost", "restart",
+                                                                                    "persist")
+                     if name in ("interval", "restart") or getattr(self, name))
+        return f"CheckpointLevel({', '.join(durations)}, survives={self.survives!r})"
 
     def _check(self, label: str):
         for name, why in (("restart", "the restart after restoring this level"),
@@ -277,6 +302,19 @@ class Scenario:
     taxonomy: tuple | None = None
     fast_checkpoints: tuple | None = None
     failure_model: object = dataclasses.field(default=None, compare=False, repr=False)
+
+    def __repr__(self) -> str:
+        """The fields given (others at their defaults left out), durations as a person types them, a sweep axis
+        by its size and range: within a few hundred characters, and for a scenario of scalars, code that
+        makes it again."""
+        shown = []
+        for field in dataclasses.fields(self):
+            value = getattr(self, field.name)
+            default = 0.0 if field.name in ("restart_cost", "queue_wait") else field.default
+            if not field.repr or (field.name not in ("n_gpus", *_REQUIRED) and _same(value, default)):
+                continue
+            shown.append(f"{field.name}={_field_text(field.name, value)}")
+        return f"Scenario({', '.join(shown)})"
 
     def __post_init__(self):
         if self.failure_model is not None:

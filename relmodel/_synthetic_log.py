@@ -27,7 +27,7 @@ import numpy as np
 from ._docparts import fill_doc_parts
 from ._errors import ParameterError
 from ._taxonomy import load as load_taxonomy
-from ._units import to_hours
+from ._units import short_repr, to_hours
 
 _EPOCH_2024 = int(datetime(2024, 1, 1, tzinfo=timezone.utc).timestamp())
 SACCT_HEADER = ("JobID", "JobName", "Partition", "State", "Start", "End", "Elapsed", "NNodes", "AllocTRES",
@@ -67,6 +67,10 @@ class SyntheticLog:
 
     def __len__(self) -> int:
         return len(self.rows["job_id"])
+
+    def __repr__(self) -> str:
+        return (f"SyntheticLog({len(self):,} attempts of {np.unique(self.rows['job_id']).size:,} jobs on "
+                f"{self.n_cluster_nodes:,} nodes, truth={short_repr(self.truth, 160)})")
 
     def node_indices(self, i: int) -> np.ndarray:
         """Return the cluster node indices of attempt `i` (sorted).

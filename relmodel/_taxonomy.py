@@ -128,6 +128,10 @@ class Taxonomy:
     failed_infrastructure_causes: tuple[str, ...]
     source: str
 
+    def __repr__(self) -> str:
+        return (f"Taxonomy(name={self.name!r}, version={self.version!r}, {len(self.categories)} categories, "
+                f"{len(self.end_states)} end states, source={short_repr(self.source, 80)})")
+
     def canonical_state(self, state: str) -> str | None:
         """Return the end state a scheduler state (or its alias) maps to.
 

@@ -134,6 +134,39 @@ def _digits(value: int) -> str:
     return f"an integer of about {int(value.bit_length() * math.log10(2)) + 1} digits"
 
 
+def duration_text(hours: float) -> str:
+    """A duration in hours as a person types it, exactly: ``'5min'``, ``'14d'``, ``'2.5h'`` (`to_hours` reads
+    it back to the same float; a duration no unit writes exactly stays hours, as a float's repr).
+
+    Parameters
+    ----------
+    hours : float
+        The duration in hours.
+
+    Returns
+    -------
+    str
+        The text.
+    """
+    if math.isfinite(hours) and hours != 0.0:
+        for unit, size in (("d", 24.0), ("h", 1.0), ("min", 1 / 60), ("s", 1 / 3600)):
+            if abs(hours) >= size or unit == "s":
+                for number in (f"{hours / size:.6g}", f"{hours / size:.12g}", repr(hours / size)):
+                    if to_hours(number + unit) == hours:
+                        return number + unit
+                break
+    return repr(float(hours))
+
+
+def values_text(values, text=repr) -> str:
+    """A sweep axis (a sequence of values) in a repr: its size and range (each end as `text` writes it), not
+    its values."""
+    values = list(values)
+    numbers = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    span = f", {text(min(numbers))}..{text(max(numbers))}" if len(numbers) == len(values) and numbers else ""
+    return f"<{len(values)} values{span}>"
+
+
 def format_hours(hours: float) -> str:
     """Format a duration in hours in a short human form: '45s', '5min', '2.5h', '14d'.
 

@@ -323,3 +323,18 @@ def test_an_output_into_a_missing_folder_is_refused_before_any_work(tmp_path, ar
     (exit 70) after it."""
     result = invoke(*[a.format(missing=tmp_path / "missing") for a in args])
     assert result.exit_code == 2 and f"{flag}: no such folder" in result.output
+
+
+@pytest.mark.parametrize("command", [["plan"], ["run", "replay"]])
+def test_the_fast_checkpoint_example_wraps_between_keys_and_reads(command):
+    """The help's example level is one quoted argument that a narrow terminal wraps between its keys (not inside
+    one), and reads as given."""
+    from relmodel._cli_shared import FAST_CHECKPOINT_EXAMPLE
+
+    out = CliRunner().invoke(main, [*command, "--help"], terminal_width=60)
+    assert out.exit_code == 0, out.output
+    assert FAST_CHECKPOINT_EXAMPLE in " ".join(out.output.split())
+    words = FAST_CHECKPOINT_EXAMPLE.split()
+    assert all(word in out.output.split() for word in words)  # each key=value whole on its line
+    level = LevelSpec().convert(FAST_CHECKPOINT_EXAMPLE.strip('"'), None, None)
+    assert level == {"interval": 10 / 60, "cost": 5 / 3600, "restart": 3 / 60, "persist": 1 / 60, "survives": 0.85}

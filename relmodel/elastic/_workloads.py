@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from .._errors import ParameterError
-from .._units import to_hours
+from .._units import format_hours, short_repr, to_hours
 from ._jobs import Job
 from ._throughput import curve_models
 
@@ -51,6 +51,10 @@ class Workload:
     def window(self) -> float:
         """Hours from 0 to the last submission."""
         return max((j.submit_time for j in self.jobs), default=0.0)
+
+    def __repr__(self) -> str:
+        return (f"Workload({len(self.jobs):,} jobs submitted over {format_hours(self.window)}, "
+                f"attrs={short_repr(self.attrs, 160)})")
 
 
 def _check_factors(factors) -> tuple[float, float]:

@@ -7,8 +7,8 @@ from pathlib import Path
 import click
 import numpy as np
 
-from .._cli_shared import (Duration, FigurePath, LevelSpec, OneLineErrors, format_table, output_errors, to_json,
-                           usage_error)
+from .._cli_shared import (FAST_CHECKPOINT_EXAMPLE, Duration, FigurePath, LevelSpec, OneLineErrors, format_table,
+                           output_errors, to_json, usage_error)
 from .._units import format_hours
 from ._timeline import MAX_EVENTS
 from ._trainers import TRAINER_FORMATS
@@ -215,8 +215,8 @@ def _echo_notes(record, ds):
 @click.option("--restart-cost", type=Duration(), default=None, help="The replayed plan's restart time.")
 @click.option("--queue-wait", type=Duration(), default=None, help="The replayed plan's queue wait.")
 @click.option("--fast-checkpoint", "fast_checkpoints", type=LevelSpec(), multiple=True,
-              help="A fast level below the run's checkpoint: interval=10min,cost=5s,restart=3min,persist=1min,"
-                   "survives=0.85 (repeat for more; which survive each failure is drawn, seeded).")
+              help=f"A fast level below the run's checkpoint: {FAST_CHECKPOINT_EXAMPLE} (repeat for more; which "
+                   "survive each failure is drawn, seeded).")
 @click.option("--runs", "n_runs", type=click.IntRange(100, 10**7), default=20_000, show_default=True,
               help="Runs simulated for the counterfactual with new failure draws.")
 @click.option("--seed", type=click.IntRange(0, 2**32 - 1), default=0, show_default=True)
