@@ -135,26 +135,13 @@ def _digits(value: int) -> str:
 
 
 def duration_text(hours: float) -> str:
-    """A duration in hours as a person types it, exactly: ``'5min'``, ``'14d'``, ``'2.5h'`` (`to_hours` reads
-    it back to the same float; a duration no unit writes exactly stays hours, as a float's repr).
-
-    Parameters
-    ----------
-    hours : float
-        The duration in hours.
-
-    Returns
-    -------
-    str
-        The text.
-    """
+    """A duration in hours as a person types it, exactly (`to_hours` reads it back to the same float):
+    ``'5min'``, ``'14d'``, ``'2.5h'``; one no unit writes exactly stays hours, as a float's repr."""
     if math.isfinite(hours) and hours != 0.0:
-        for unit, size in (("d", 24.0), ("h", 1.0), ("min", 1 / 60), ("s", 1 / 3600)):
-            if abs(hours) >= size or unit == "s":
-                for number in (f"{hours / size:.6g}", f"{hours / size:.12g}", repr(hours / size)):
-                    if to_hours(number + unit) == hours:
-                        return number + unit
-                break
+        unit, size = _unit_of(hours)
+        for number in (f"{hours / size:.6g}", f"{hours / size:.12g}", repr(hours / size)):
+            if to_hours(number + unit) == hours:
+                return number + unit
     return repr(float(hours))
 
 
@@ -182,7 +169,11 @@ def format_hours(hours: float) -> str:
     """
     if not math.isfinite(hours):
         return str(hours)
-    for unit, size in (("d", 24.0), ("h", 1.0), ("min", 1 / 60), ("s", 1 / 3600)):
-        if abs(hours) >= size or unit == "s":
-            return f"{hours / size:.4g}{unit}"
-    raise AssertionError("unreachable")
+    unit, size = _unit_of(hours)
+    return f"{hours / size:.4g}{unit}"
+
+
+def _unit_of(hours: float) -> tuple[str, float]:
+    """The largest unit (and its size in hours) that writes `hours` as at least 1, else seconds."""
+    return next(((unit, size) for unit, size in (("d", 24.0), ("h", 1.0), ("min", 1 / 60)) if abs(hours) >= size),
+                ("s", 1 / 3600))
