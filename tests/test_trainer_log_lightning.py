@@ -104,14 +104,6 @@ def test_auto_picks_it_and_detect_is_specific(tmp_path):
     assert not detect(["garbage", "Epoch 0: 10%", ""])
 
 
-def test_a_garbled_step_names_its_line(tmp_path):
-    lines = FIRST.copy()
-    lines[14] = lines[14].replace("global step 2000", "global step 2k")
-    with pytest.raises(RunRecordError, match="'2k' is not a step number") as info:
-        read_run(_write(tmp_path, "slurm-1.out", lines))
-    assert (info.value.line, info.value.field) == (15, "step")
-
-
 def test_a_log_without_times_is_refused_saying_how_to_get_them(tmp_path):
     bare = [line.split(": ", 1)[1] if line.startswith("2024-") else line for line in SECOND]
     with pytest.raises(RunRecordError, match="has no time: Lightning's own handler.*asctime") as info:

@@ -161,12 +161,3 @@ def test_detect_is_specific():
              "[titan] 2025-03-01 10:05:40,000 - root - INFO - step:  1  loss:  7.5000  tps: 1,024  mfu: 5.07%"]
     garbage = ["iteration 5 of 10", "[x] datetime: tomorrow", "\x00\xff binary", ""]
     assert not detect(titan) and not detect(garbage)
-
-
-def test_a_garbled_iteration_line_is_refused_naming_its_line(tmp_path):
-    lines = FIRST.copy()
-    at = lines.index(_iteration("10:22:37.600000", 200))
-    lines[at] = lines[at].replace("     200/", "     2OO/")
-    with pytest.raises(RunRecordError, match="'2OO' is not a step number") as info:
-        read_run(_write(tmp_path, "slurm-1.out", lines))
-    assert (info.value.line, info.value.field) == (at + 1, "step")

@@ -52,6 +52,28 @@ def test_auto_reads_each_log_as_its_format(tmp_path, written_by):
     assert any(key.startswith(f"{written_by} log lines") for key in record.summary.skipped)
 
 
+# A step printed garbled in each format's own step line: (sample, the text in its one step line, what it becomes).
+GARBLED_STEPS = {
+    "torchtitan": (torchtitan.FIRST, "step: 10", "step: 1O"),
+    "megatron": (megatron.FIRST, "     200/", "     2OO/"),
+    "hf_trainer": (hf_trainer.SECOND, "global step 2000", "global step 2O00"),
+    "lightning": (lightning.FIRST, "global step 2000", "global step 2k"),
+}
+
+
+@pytest.mark.parametrize("fmt", sorted(GARBLED_STEPS))
+def test_a_garbled_step_is_refused_naming_its_line_and_field(tmp_path, fmt):
+    sample, printed, garbled = GARBLED_STEPS[fmt]
+    (at,) = [k for k, line in enumerate(sample) if printed in line]
+    lines = [*sample[:at], sample[at].replace(printed, garbled), *sample[at + 1:]]
+    path = tmp_path / "slurm-1.out"
+    path.write_text("\n".join(lines) + "\n")
+    bad = garbled.split()[-1].rstrip("/")
+    with pytest.raises(RunRecordError, match=f"'{bad}' is not a step number") as info:
+        read_run(path, format=fmt)
+    assert (info.value.line, info.value.field) == (at + 1, "step")
+
+
 def test_a_file_of_no_format_is_refused_naming_every_format(tmp_path):
     path = tmp_path / "attempt.out"
     path.write_text("\n".join(NONE_OF_THEM[2]) + "\n")
