@@ -229,6 +229,8 @@ def main():
     parser.add_argument("--child", nargs=2, metavar=("CASE", "PATH"), help=argparse.SUPPRESS)
     parser.add_argument("--make", nargs=1, metavar="FOLDER", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.repeat < 1:
+        parser.error(f"--repeat: at least 1 (got {args.repeat})")
     if args.child:
         print(json.dumps(run_case(args.child[0], Path(args.child[1]))))
         return
