@@ -21,6 +21,7 @@ import math
 
 import numpy as np
 
+from ._display import readable
 from ._docparts import fill_doc_parts
 from ._errors import ScenarioError
 from ._checks import check_integer, check_memory, check_number
@@ -371,6 +372,7 @@ class Exponential(_RenewalModel):
         return _scenario_fields(self.rate)
 
 
+@readable()
 @dataclasses.dataclass(frozen=True)
 class Weibull(_RenewalModel):
     """Weibull times between a job's failures with the mean of `Exponential(rate)`.
@@ -617,6 +619,7 @@ def _positive_duration(name, value) -> float:
     return hours
 
 
+@readable()
 @dataclasses.dataclass(frozen=True)
 class TaxonomyMixture(_RenewalModel):
     """Poisson failures at `rate` whose kinds cost different restarts and queue waits.

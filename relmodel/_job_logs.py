@@ -28,6 +28,7 @@ from ._errors import ParameterError
 from ._checks import check_memory
 from ._taxonomy import Taxonomy
 from ._text import MISSING_TOKENS
+from ._display import key_value_table
 from ._units import short_repr
 from ._taxonomy import load as load_taxonomy
 
@@ -172,6 +173,16 @@ class JobLog:
         return (f"JobLog({len(self):,} jobs from {short_repr(self.summary.source, 80)} ({self.summary.format}), "
                 f"taxonomy {self.taxonomy.name} v{self.taxonomy.version}"
                 f"{', with node lists' if self.has_node_lists else ''})")
+
+    def _repr_html_(self) -> str:
+        ds = self.dataset
+        rows = [("jobs", f"{len(self):,}"), ("from", f"{self.summary.source} ({self.summary.format})"),
+                ("taxonomy", f"{self.taxonomy.name} v{self.taxonomy.version}"),
+                ("node lists", "yes" if self.has_node_lists else "no")]
+        if len(self):
+            rows += [("GPUs a job", f"{int(ds.n_gpus.min())} to {int(ds.n_gpus.max())}"),
+                     ("infrastructure failures", f"{int(ds.infrastructure.sum()):,}")]
+        return key_value_table("JobLog", rows)
 
     @property
     def has_node_lists(self) -> bool:

@@ -19,6 +19,7 @@ from ._checks import (MAX_COUNT, MAX_FAILURE_RATE, MAX_LEMON_RATE_FACTOR, QUEUE_
                       check_number, is_sequence, scalar_value, sequence_values)
 from ._failures import Exponential, FailureCategory, LemonMixture, TaxonomyMixture, Weibull, as_categories
 from ._level_pattern import failure_free_job, split_work
+from ._display import key_value_table
 from ._units import duration_text, format_hours, short_repr, values_text
 
 # Field -> (units attr, kind). Kinds: "duration", "count", "rate", "shape", "fraction",
@@ -303,18 +304,23 @@ class Scenario:
     fast_checkpoints: tuple | None = None
     failure_model: object = dataclasses.field(default=None, compare=False, repr=False)
 
-    def __repr__(self) -> str:
-        """The fields given (others at their defaults left out), durations as a person types them, a sweep axis
-        by its size and range: within a few hundred characters, and for a scenario of scalars, code that
-        makes it again."""
+    def _given_fields(self) -> list[tuple[str, str]]:
+        """(name, text) of the fields given: others, at their defaults, left out."""
         shown = []
         for field in dataclasses.fields(self):
             value = getattr(self, field.name)
             default = 0.0 if field.name in ("restart_cost", "queue_wait") else field.default
-            if not field.repr or (field.name not in ("n_gpus", *_REQUIRED) and _same(value, default)):
-                continue
-            shown.append(f"{field.name}={_field_text(field.name, value)}")
-        return f"Scenario({', '.join(shown)})"
+            if field.repr and (field.name in ("n_gpus", *_REQUIRED) or not _same(value, default)):
+                shown.append((field.name, _field_text(field.name, value)))
+        return shown
+
+    def __repr__(self) -> str:
+        """The fields given, durations as a person types them, a sweep axis by its size and range: within a
+        few hundred characters, and for a scenario of scalars, code that makes it again."""
+        return f"Scenario({', '.join(f'{name}={text}' for name, text in self._given_fields())})"
+
+    def _repr_html_(self) -> str:
+        return key_value_table("Scenario", self._given_fields())
 
     def __post_init__(self):
         if self.failure_model is not None:

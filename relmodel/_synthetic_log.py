@@ -27,6 +27,7 @@ import numpy as np
 from ._docparts import fill_doc_parts
 from ._errors import ParameterError
 from ._taxonomy import load as load_taxonomy
+from ._display import key_value_table
 from ._units import short_repr, to_hours
 
 _EPOCH_2024 = int(datetime(2024, 1, 1, tzinfo=timezone.utc).timestamp())
@@ -71,6 +72,12 @@ class SyntheticLog:
     def __repr__(self) -> str:
         return (f"SyntheticLog({len(self):,} attempts of {np.unique(self.rows['job_id']).size:,} jobs on "
                 f"{self.n_cluster_nodes:,} nodes, truth={short_repr(self.truth, 160)})")
+
+    def _repr_html_(self) -> str:
+        rows = [("attempts", f"{len(self):,}"), ("jobs", f"{np.unique(self.rows['job_id']).size:,}"),
+                ("cluster nodes", f"{self.n_cluster_nodes:,}"),
+                *((f"truth: {name}", short_repr(value, 120)) for name, value in self.truth.items())]
+        return key_value_table("SyntheticLog", rows)
 
     def node_indices(self, i: int) -> np.ndarray:
         """Return the cluster node indices of attempt `i` (sorted).

@@ -25,6 +25,7 @@ except ModuleNotFoundError:  # pragma: no cover - Python 3.10
 
 from ._text import decode_utf8
 from ._errors import ParameterError
+from ._display import key_value_table
 from ._units import short_repr, to_hours_with_unit
 
 PRESETS = Path(__file__).resolve().parent / "data" / "taxonomy"
@@ -131,6 +132,13 @@ class Taxonomy:
     def __repr__(self) -> str:
         return (f"Taxonomy(name={self.name!r}, version={self.version!r}, {len(self.categories)} categories, "
                 f"{len(self.end_states)} end states, source={short_repr(self.source, 80)})")
+
+    def _repr_html_(self) -> str:
+        rows = [("name", self.name), ("version", self.version), ("description", short_repr(self.description, 160)),
+                ("categories", ", ".join(c.name for c in self.categories)),
+                ("end states", ", ".join(self.end_states)), ("domains", ", ".join(self.domains)),
+                ("source", self.source)]
+        return key_value_table("Taxonomy", rows)
 
     def canonical_state(self, state: str) -> str | None:
         """Return the end state a scheduler state (or its alias) maps to.

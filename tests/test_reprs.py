@@ -1,6 +1,7 @@
 """Reprs a person can read: inputs and results within a few hundred characters (counts and ranges, not
 arrays), durations in the units a person types; a scalar Scenario's repr is code that makes it again."""
 
+import dataclasses
 import re
 
 import pytest
@@ -8,6 +9,7 @@ from hypothesis import given, strategies as st
 
 import relmodel as rm
 from relmodel import CheckpointLevel, Scenario  # noqa: F401  the names a repr's code uses
+from relmodel._display import readable
 from relmodel._synthetic_log import synthetic_log
 from relmodel._units import duration_text, to_hours
 from relmodel.testing.strategies import scenarios
@@ -46,15 +48,94 @@ def test_a_scenarios_repr_shows_what_was_typed_and_a_grid_by_its_range():
                           "checkpoint_interval=<300 values, 1min..5h>, work='14d')")
 
 
-def test_inputs_and_results_print_short():
+def _public_objects(tmp):
+    """One of every public input and result object, as a user makes it: (label, object)."""
+    pl, el = rm.pipeline, rm.elastic
     taxonomy = rm.load_taxonomy("meta-2024")
-    with_taxonomy = Scenario(n_gpus=1024, failure_rate=6.5e-3, checkpoint_interval="1h", work="14d",
-                             taxonomy=taxonomy)
-    objects = [rm.elastic.synthetic_workload(60, "24h", seed=1), taxonomy, with_taxonomy,
-               synthetic_log(20_000, failure_rate=6.5e-3, seed=1)]
-    for obj in objects:
-        assert len(repr(obj)) <= SHORT, repr(obj)
-    assert re.match(r"Workload\(1,\d{3} jobs submitted over 23\.\d\dh, attrs=\{", repr(objects[0]))
+    sc = Scenario(n_gpus=1024, failure_rate=6.5e-3, checkpoint_interval="1h", work="14d", checkpoint_cost="5min",
+                  restart_cost="10min")
+    log_path = synthetic_log(3_000, failure_rate=6.5e-3, n_nodes=256, seed=1, path=tmp / "jobs.sacct",
+                             format="sacct")
+    workload = el.synthetic_workload(60, "24h", seed=1)
+    config = el.ClusterConfig(n_gpus=64, failure_rate=1.0, checkpoint_cost="2min", unplaceable="queue", max_wait="3h")
+    cfg = pl.PipelineConfig(stages=4, replicas=4, microbatches=8)
+    mask = pl.failure_mask({0: 1}, replicas=4, stages=4)
+    trace = tmp / "trace.csv"
+    trace.write_text("0,add,a\n0,add,b\n5400000,remove,a\n10800000,add,a\n")
+    profile = pl.stage_profile(pl.model_preset("gpt3-175b"), pl.gpu_preset(list(pl.GPUS)[0]), stages=4)
+    return [
+        ("Scenario", sc),
+        ("Scenario with a taxonomy", Scenario(n_gpus=1024, failure_rate=6.5e-3, checkpoint_interval="1h",
+                                              work="14d", taxonomy=taxonomy)),
+        ("Scenario grid", Scenario(n_gpus=[8 * k for k in range(1, 1001)], failure_rate=6.5e-3,
+                                   checkpoint_interval=[k / 60 for k in range(1, 301)], work="14d")),
+        ("CheckpointLevel", CheckpointLevel(interval="10min", cost="5s", restart="3min", survives=0.85)),
+        ("Weibull", rm.Weibull(shape=0.7, rate=6.5e-3)),
+        ("TaxonomyMixture", rm.TaxonomyMixture.from_taxonomy(taxonomy, 6.5e-3)),
+        ("Taxonomy", taxonomy),
+        ("SyntheticLog", synthetic_log(20_000, failure_rate=6.5e-3, seed=1)),
+        ("JobLog", rm.read_log(log_path)),
+        ("FitResult", rm.fit(rm.read_log(log_path))),
+        ("Plan", rm.plan(sc, n_jobs=200)),
+        ("RunRecord", rm.simulate_run(Scenario(n_gpus=1024, failure_rate=6.5e-3, checkpoint_interval="1h",
+                                               checkpoint_cost="5min", restart_cost="10min", work="3d"), seed=1)[0]),
+        ("Workload", workload),
+        ("Job", workload.jobs[0]),
+        ("ClusterConfig", config),
+        ("Allocation", el.allocate(workload.jobs[:8], n_gpus=64, policy="elastic")),
+        ("PolicyRun", el.run_policy(workload.jobs[:20], "elastic", config)),
+        ("ParametricThroughput", el.FITTED_MODELS["bert"]),
+        ("RooflineThroughput", el.roofline_model("bert")),
+        ("PipelineConfig", cfg),
+        ("StageProfile", profile),
+        ("ModelSpec", profile.model),
+        ("GPUSpec", profile.gpu),
+        ("StrategyOptions", pl.StrategyOptions(spares=3)),
+        ("StrategyResult", pl.evaluate(cfg, "recycle", {0: 1})),
+        ("AdaptedPlan", pl.recycle_plan(cfg, mask, method="heuristic")),
+        ("Schedule", pl.recycle_schedule(cfg, mask, method="heuristic")),
+        ("RunModel", pl.RunModel(duration="3d", repair_time="2h")),
+        ("Trace", pl.read_node_trace(trace)),
+    ]
+
+
+@pytest.fixture(scope="module")
+def public_objects(tmp_path_factory):
+    return _public_objects(tmp_path_factory.mktemp("objects"))
+
+
+def test_every_public_object_prints_short_with_a_notebook_table(public_objects):
+    for label, obj in public_objects:
+        text = repr(obj)
+        assert len(text) <= SHORT, (label, text)
+        assert "\n" not in text and "array(" not in text, (label, text)
+        if label != "CheckpointLevel":  # one line of four fields: its repr is its table
+            html = obj._repr_html_()
+            assert html.startswith("<table>") and "</table>" in html, label
+
+
+def test_durations_show_as_typed_in_every_repr(public_objects):
+    objects = dict(public_objects)
+    assert "checkpoint_cost='5min'" in repr(objects["Scenario"])
+    assert "duration='3d', repair_time='2h'" in repr(objects["RunModel"])
+    assert "checkpoint_cost='2min'" in repr(objects["ClusterConfig"]) and "max_wait='3h'" in repr(
+        objects["ClusterConfig"])
+    assert re.match(r"Workload\([\d,]+ jobs submitted over 23\.\d\dh, attrs=\{", repr(objects["Workload"]))
+    assert re.match(r"RunRecord\(\d+ events: \d+ attempts, \d+ failures over 3\.\d+d, 1,024 GPUs",
+                    repr(objects["RunRecord"]))
+
+
+def test_a_long_repr_elides_its_last_fields():
+    cfg = rm.pipeline.PipelineConfig(stages=64, replicas=2, microbatches=128, bwd_input=2.0,
+                                     fwd=tuple(1.0 + k / 7 for k in range(64)))
+    assert "fwd=<64 values, 1.0..10.0>, bwd_input=<64 values, all 2.0>" in repr(cfg)
+    assert repr(rm.pipeline.RunModel()) == "RunModel()"  # every field at its default, though kept in hours
+    wide = dataclasses.make_dataclass("Wide", [(f"field_{k}", float) for k in range(40)])
+    wide = readable("field_0")(wide)
+    text = repr(wide(*(k / 3 for k in range(1, 41))))
+    assert len(text) <= SHORT and text.startswith("Wide(field_0='20min', field_1=0.666667, ") and text.endswith(
+        ", ...)"), text
+    assert "<th>field_39</th>" in wide(*range(40))._repr_html_()  # the table shows every field
 
 
 def test_a_job_logs_repr_counts_its_jobs(tmp_path):

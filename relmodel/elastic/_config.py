@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 
+from .._display import readable
 from .._errors import ParameterError
 from .._checks import check_choice, check_number
 from .._units import to_hours
@@ -18,6 +19,8 @@ ADMISSIONS = ("first-fit", "optimizer")
 MIN_CHECKPOINT_INTERVAL = 1 / 3600  # h: one second
 
 
+@readable("repair_time", "checkpoint_interval", "checkpoint_cost", "restart_cost",
+          "pause", "max_wait", "reoptimize_every", "until")
 @dataclasses.dataclass(frozen=True)
 class ClusterConfig:
     """The cluster and its operating rules (durations in hours or with units).

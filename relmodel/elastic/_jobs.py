@@ -21,6 +21,7 @@ import operator
 
 import numpy as np
 
+from .._display import readable
 from .._docparts import fill_doc_parts
 from .._errors import ParameterError
 from ._throughput import as_model
@@ -44,6 +45,7 @@ class JobError(ParameterError):
         self.job_id, self.field = job_id, field
 
 
+@readable("submit_time")
 @dataclasses.dataclass(frozen=True, slots=True)  # slots: a trace holds a million of them
 class Job:
     """A training job. Work in samples, times in hours, throughputs in samples/s.

@@ -47,6 +47,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
+from .._display import readable
 from .._docparts import fill_doc_parts
 from .._errors import ParameterError
 
@@ -142,6 +143,7 @@ class _StepTimeModel:
         return self._comm_seconds(np.asarray(gpus, dtype=float))
 
 
+@readable()
 @dataclasses.dataclass(frozen=True)
 class ParametricThroughput(_StepTimeModel):
     """Parametric throughput, X(g, b) = b / (t_fixed + t_sample b/g + t_log log2 g + t_ring 2(g-1)/g + t_hop (g-1)).
@@ -203,6 +205,7 @@ def _check_seconds(name: str, value, *, positive: bool = False) -> float:
     return float(value)
 
 
+@readable()
 @dataclasses.dataclass(frozen=True)
 class RooflineThroughput(_StepTimeModel):
     """Roofline throughput, X(g, b) = b / (t_fixed + t_sample max(b/g, saturation_batch) + t_comm (g-1)).
@@ -274,6 +277,7 @@ class RooflineThroughput(_StepTimeModel):
         return self.t_fixed + self.t_sample * np.maximum(b / g, self.saturation_batch) + self._comm_seconds(g)
 
 
+@readable()
 @dataclasses.dataclass(frozen=True, eq=False)  # eq would compare arrays
 class ProfiledThroughput:
     """Measured throughputs (samples/s) on a grid of GPU counts and global batches.

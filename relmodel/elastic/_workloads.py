@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from .._errors import ParameterError
+from .._display import key_value_table
 from .._units import format_hours, short_repr, to_hours
 from ._jobs import Job
 from ._throughput import curve_models
@@ -55,6 +56,15 @@ class Workload:
     def __repr__(self) -> str:
         return (f"Workload({len(self.jobs):,} jobs submitted over {format_hours(self.window)}, "
                 f"attrs={short_repr(self.attrs, 160)})")
+
+    def _repr_html_(self) -> str:
+        gpus = [job.gpus for job in self.jobs]
+        models = {getattr(job.model, "name", str(job.model)) for job in self.jobs}
+        rows = [("jobs", f"{len(self.jobs):,}"), ("submitted over", format_hours(self.window)),
+                ("GPUs a job", f"{min(gpus)} to {max(gpus)}" if gpus else "none"),
+                ("models", short_repr(", ".join(sorted(models)), 120)),
+                *((name, short_repr(value, 120)) for name, value in self.attrs.items())]
+        return key_value_table("Workload", rows)
 
 
 def _check_factors(factors) -> tuple[float, float]:

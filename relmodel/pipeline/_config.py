@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping
 import numpy as np
 
 from .._checks import check_choice
+from .._display import readable
 from .._errors import ParameterError
 
 ORDERS = ("1f1b", "zb-h1")
@@ -86,6 +87,7 @@ def stage_times(name: str, value, p: int) -> tuple[float, ...]:
     return (check_time(name, value),) * p
 
 
+@readable()
 @dataclasses.dataclass(frozen=True)
 class PipelineConfig:
     """A pipeline: d replicas x p stages, m micro-batches per replica per iteration, and the schedule.
@@ -217,6 +219,7 @@ def _stage_bytes(name: str, value) -> tuple[float, ...]:
     return tuple(check_time(name, v) for v in values)
 
 
+@readable()
 @dataclasses.dataclass(frozen=True)
 class StageMemory:
     """What each worker of a stage keeps in memory, against a budget per worker (bytes).

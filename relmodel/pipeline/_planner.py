@@ -65,6 +65,7 @@ import warnings
 import numpy as np
 
 from .._checks import check_choice
+from .._display import readable
 from ._config import PipelineConfig, PipelineError
 from ._graph import (B, F, W, build_graph, cross_stage_edges, default_executor, executor_workers, stage_order,
                      task_index)
@@ -100,6 +101,7 @@ class PlannerWarning(UserWarning):
     """The exact program stopped before it proved its plan optimal."""
 
 
+@readable()
 @dataclasses.dataclass(frozen=True)
 class AdaptedPlan:
     """One iteration of an adapted schedule, repeated every period.

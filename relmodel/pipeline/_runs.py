@@ -35,6 +35,7 @@ import math
 
 import numpy as np
 
+from .._display import readable
 from .._units import to_hours
 from .._checks import check_real
 from ._config import PipelineConfig, PipelineError, failure_mask, show
@@ -65,6 +66,8 @@ def duration_hours(value, name: str) -> float:
         return math.inf
 
 
+@readable("duration", "repair_time", "swap_time", "detection_time",
+          "reconfig_time", "restart_cost", "checkpoint_interval", "time_unit")
 @dataclasses.dataclass(frozen=True)
 class RunModel:
     """Failures, repairs and event costs of a run (durations in hours or with units).

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._display import readable
 from ._config import SIMULATED_ITERATIONS, PipelineConfig, check_clock, check_count
 from ._graph import TaskGraph, build_graph, csr, with_orders, worker_chains
 
@@ -27,6 +28,7 @@ class DeadlockError(RuntimeError):
     """The given worker orders wait on each other (a cycle in the task graph)."""
 
 
+@readable()
 @dataclass(frozen=True)
 class Schedule:
     """Start and end times of every task, and the steady state they reach.

@@ -91,6 +91,7 @@ import dataclasses
 import math
 
 from .._checks import check_choice, check_real
+from .._display import readable
 from ._config import PipelineConfig, PipelineError, StageMemory, check_count, check_time
 
 MLPS = ("gelu", "swiglu")
@@ -134,6 +135,7 @@ def _utilisation(name: str, value) -> float:
     return x
 
 
+@readable()
 @dataclasses.dataclass(frozen=True)
 class ModelSpec:
     """A decoder-only transformer's sizes.
@@ -245,6 +247,7 @@ class ModelSpec:
         return self.layers * self.layer_params + self.embedding_params + self.output_params
 
 
+@readable()
 @dataclasses.dataclass(frozen=True)
 class GPUSpec:
     """A GPU: its dense 16-bit speed, its memory and the share of the speed a model reaches.
@@ -379,6 +382,7 @@ def gpu_preset(name: str | GPUSpec) -> GPUSpec:
     return _preset("gpu", name, GPUS, GPUSpec)
 
 
+@readable()
 @dataclasses.dataclass(frozen=True)
 class StageProfile:
     """Per-stage task times and memory of a model on a GPU layout; built by `stage_profile`.

@@ -42,6 +42,7 @@ import math
 import numpy as np
 
 from .._checks import check_real
+from .._display import readable
 from ._config import PipelineConfig, PipelineError, StageMemory, check_count, failure_mask, show
 from ._graph import R_KIND, build_graph, stage_order, task_index
 from ._planner import check_method
@@ -52,6 +53,7 @@ from ._schedule import (N_ITERATIONS, N_MEASURED, Schedule, after_all, check_ite
 RECOVERY_STRATEGIES = ("recycle", "restart", "spare", "drop-pipeline", "oobleck", "bamboo")
 
 
+@readable()
 @dataclasses.dataclass(frozen=True)
 class StrategyOptions:
     """Knobs of the fault-tolerance strategies.
@@ -103,6 +105,7 @@ def _check_at_least(name: str, value, low: float, expected: str) -> None:
         raise PipelineError(name, f"must be {expected} (got {show(value)})")
 
 
+@readable()
 @dataclasses.dataclass(frozen=True)
 class StrategyResult:
     """One strategy's steady state with a set of failed workers.

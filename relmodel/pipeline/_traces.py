@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .._display import readable
 from .._text import NotUTF8Error, decode_utf8
 from .._errors import ParameterError
 
@@ -19,6 +20,7 @@ class NodeTraceError(ParameterError):
     """A malformed trace; ``.parameter`` is the file (and line) or the trace's field."""
 
 
+@readable("time")
 @dataclass(frozen=True)
 class Trace:
     """Node events in time order: time in hours from the first event, add or remove, node index.

@@ -21,8 +21,10 @@ import numpy as np
 import xarray as xr
 
 from .. import _fast_csv
+from .._display import key_value_table
 from .._errors import ParameterError
 from .._text import MISSING_TOKENS
+from .._units import format_hours, short_repr
 
 # What each event says (docs: user guide, "A run's record").
 EVENT_KINDS = (
@@ -141,6 +143,25 @@ class RunRecord:
 
     def __len__(self) -> int:
         return self.events.sizes["event"]
+
+    def _summary_rows(self) -> list[tuple[str, str]]:
+        kinds = self.events.kind.values
+        ns = self.events.time_ns.values
+        span = format_hours(float(ns.max() - ns.min()) / 3.6e12) if ns.size else "no time"
+        count = {kind: f"{int(np.count_nonzero(kinds == kind)):,}" for kind in ("attempt_start", "failure",
+                                                                                  "checkpoint_written")}
+        return [("events", f"{len(self):,}"), ("attempts", count["attempt_start"]), ("failures", count["failure"]),
+                ("checkpoints written", count["checkpoint_written"]), ("span", span),
+                ("GPUs", "unknown" if self.n_gpus is None else f"{self.n_gpus:,}"),
+                ("from", " + ".join(self.summary.sources))]
+
+    def __repr__(self) -> str:
+        rows = dict(self._summary_rows())
+        return (f"RunRecord({rows['events']} events: {rows['attempts']} attempts, {rows['failures']} failures over "
+                f"{rows['span']}, {rows['GPUs']} GPUs, from {short_repr(rows['from'], 80)})")
+
+    def _repr_html_(self) -> str:
+        return key_value_table("RunRecord", self._summary_rows())
 
     @property
     def has_trainer_events(self) -> bool:
