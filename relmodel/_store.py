@@ -4,7 +4,9 @@
   long as it writes (`filelock`, which takes ``flock`` on POSIX: it assumes a
   filesystem with working advisory locks, a local disk or NFSv4 with locking,
   not a share that ignores them). A second run is refused at once, naming the
-  store and both studies; ``<store>.lock.json`` says who holds the lock.
+  store and both studies; ``<store>.lock.json`` says who holds the lock. Both
+  files are removed as the run finishes, the lock file while still held
+  (`_acquire_named_lock` says why that is safe).
 - Atomic creation: every output (a new store, a Dataset, a figure, a JSON
   report) is written in full under a hidden temporary name beside it, then
   renamed into place (an old folder exchanged with the new one), so an output
@@ -290,22 +292,19 @@ def exclusive(store: Path, fingerprint: str, label: str):
         resolves to does not exist, or its lock file cannot be made there.
     """
     require("filelock", "a study's store")
-    from filelock import FileLock, Timeout
-
-    if not lock_path(store).parent.is_dir():  # filelock would make the folders; a missing one is a wrong path
-        raise StudyError(str(store), f"no such folder: {lock_path(store).parent}")
-    lock = FileLock(lock_path(store), thread_local=False)
-    try:
-        lock.acquire(timeout=0)
-    except Timeout:
+    path = lock_path(store)
+    if not path.parent.is_dir():  # filelock would make the folders; a missing one is a wrong path
+        raise StudyError(str(store), f"no such folder: {path.parent}")
+    lock = _acquire_named_lock(path)
+    if lock is None:
         try:  # a lock file that cannot be made at all is the place, not another run holding it
-            with open(lock_path(store), "a"):
+            with open(path, "a"):
                 pass
         except OSError as err:
-            raise StudyError(str(store), f"cannot make its lock file {lock_path(store)} "
+            raise StudyError(str(store), f"cannot make its lock file {path} "
                                          f"({err.strerror or err}); choose another --out") from None
         raise StudyError(str(store), _busy_reason(store, fingerprint, label)) from None
-    holder = lock_path(store).with_name(lock_path(store).name + ".json")
+    holder = path.with_name(path.name + ".json")
     try:
         _write_atomically(holder, json.dumps({
             "study_fingerprint": fingerprint, "study": label, "pid": os.getpid(), "host": socket.gethostname(),
@@ -313,7 +312,47 @@ def exclusive(store: Path, fingerprint: str, label: str):
         yield
     finally:
         holder.unlink(missing_ok=True)
+        # Removed while still held, so that nothing is left beside the output: a run that
+        # opened this file meanwhile finds it gone once it locks it, and locks the new one.
+        path.unlink(missing_ok=True)
         lock.release()
+
+
+class _LockFileReplaced(Exception):
+    """The file locked is no longer the one at the lock's path: its holder removed it on finishing."""
+
+
+LOCK_ATTEMPTS = 5  # each retry follows a holder that finished at that moment; a busy lock answers at once
+
+
+def _acquire_named_lock(path: Path):
+    """Lock `path` without waiting: the FileLock held, or None when another run holds it.
+
+    The lock is the file at `path` itself (not an earlier file of that name that
+    its holder removed on release, `exclusive`): after locking, the open file must
+    still be the one the path names, or the lock is dropped and taken again.
+    """
+    from filelock import FileLock, Timeout
+
+    def same_file(fd: int):
+        try:
+            if os.path.samestat(os.fstat(fd), os.stat(path)):
+                return
+        except FileNotFoundError:
+            pass
+        raise _LockFileReplaced
+
+    for _ in range(LOCK_ATTEMPTS):
+        lock = FileLock(path, thread_local=False, on_acquired=same_file)
+        try:
+            lock.acquire(timeout=0)
+            return lock
+        except _LockFileReplaced:
+            continue
+        except Timeout:  # held; or a file removed between opening and locking it (filelock then declines it)
+            if path.exists():
+                return None
+    return None
 
 
 def _busy_reason(store: Path, fingerprint: str, label: str) -> str:

@@ -671,3 +671,88 @@ def test_a_place_where_no_lock_file_can_be_made_is_named_not_blamed_on_another_r
     result = _simulate_out("/proc/x.nc")
     assert result.exit_code == 1 and "cannot make its lock file" in result.output
     assert "another run" not in result.output
+
+
+# ---- the lock file goes with its writer -----------------------------------------------------
+
+@pytest.mark.parametrize("suffix", [".nc", ".zarr"])
+def test_a_finished_write_leaves_only_its_output(tmp_path, suffix):
+    """`fit.nc.lock` and `study.zarr.lock` were left beside every output."""
+    assert _simulate_out(tmp_path / f"out{suffix}").exit_code == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == [f"out{suffix}"]
+    study_out = tmp_path / "study" / f"s{suffix}"
+    study_out.parent.mkdir()
+    run_study(parse_study(STUDY.format(seed=1)), study_out, progress=False)
+    assert sorted(p.name for p in study_out.parent.iterdir()) == [f"s{suffix}"]
+
+
+def test_a_lock_taken_on_a_removed_lock_file_is_dropped_and_taken_again(tmp_path, monkeypatch):
+    """A run that opened the lock file just before its holder removed it locks a dead file: it must
+    see that the path names another file now, and lock that one."""
+    from relmodel import _store
+
+    path = tmp_path / "out.nc.lock"
+    other = tmp_path / "elsewhere"
+    other.touch()
+    real_stat, calls = os.stat, []
+
+    def stat_as_if_replaced(name, *args, **kwargs):  # the lock's path names another file, once
+        if str(name) == str(path):
+            calls.append(name)
+            name = other if len(calls) == 1 else name
+        return real_stat(name, *args, **kwargs)
+
+    monkeypatch.setattr(_store.os, "stat", stat_as_if_replaced)
+    lock = _store._acquire_named_lock(path)
+    monkeypatch.setattr(_store.os, "stat", real_stat)
+    assert lock is not None and lock.is_locked and len(calls) == 2
+    assert _store._acquire_named_lock(path) is None  # held: another taker is refused
+    lock.release()
+
+
+def test_the_lock_file_is_removed_while_still_held(tmp_path, monkeypatch):
+    """Removed after its release, a new taker could lock it while a third made and locked a new one."""
+    from relmodel import _store
+
+    out, seen = tmp_path / "out.nc", []
+    real = _store._acquire_named_lock
+
+    def recording(path):
+        lock = real(path)
+        release = lock.release
+        lock.release = lambda *a, **k: (seen.append(path.exists()), release(*a, **k))
+        return lock
+
+    monkeypatch.setattr(_store, "_acquire_named_lock", recording)
+    with _store.exclusive(out, "", "writer"):
+        assert _store.lock_path(out).exists()
+    assert seen == [False] and not _store.lock_path(out).exists()
+
+
+WRITERS_IN_TURN = """
+import os, sys
+from pathlib import Path
+from relmodel._store import exclusive
+from relmodel._study import StudyError
+out, inside, rounds = Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3])
+held = 0
+while held < rounds:
+    try:
+        with exclusive(out, "", "writer"):
+            os.close(os.open(inside, os.O_CREAT | os.O_EXCL))  # fails if another writer is inside
+            os.unlink(inside)
+            held += 1
+    except StudyError:
+        pass
+"""
+
+
+def test_writers_taking_turns_are_never_inside_together(tmp_path):
+    """Each release removes the lock file; three processes take it 100 times each, one at a time."""
+    out, inside = tmp_path / "out.nc", tmp_path / "inside"
+    writers = [subprocess.Popen([sys.executable, "-c", WRITERS_IN_TURN, str(out), str(inside), "100"],
+                                stderr=subprocess.PIPE, text=True) for _ in range(3)]
+    for writer in writers:
+        _, stderr = writer.communicate(timeout=600)
+        assert writer.returncode == 0, stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
