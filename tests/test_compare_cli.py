@@ -169,6 +169,7 @@ def test_quiet_prints_only_the_result(tmp_path, monkeypatch):
 @pytest.mark.parametrize("args, flag", [
     (["--n-jobs", "0"], "--n-jobs"), (["--out", "x.csv"], "--out"), (["--plot", "x.notanimage"], "--plot"),
     (["--checkpoint-cost", "5"], "--checkpoint-cost"), (["--threads", "0"], "--threads"),
+    (["--threads", "999"], "--threads"),  # refused by the run itself, not by the option's type
 ])
 def test_bad_input_exits_2_naming_the_flag(args, flag):
     result = invoke("--gpus", "1024", *args)
