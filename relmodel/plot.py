@@ -621,12 +621,15 @@ def compare_figure(ds, path=None):
         for name, style in COMPARED_FORMS.items():
             ys = line[name].values
             label = style["label"] if np.isfinite(ys).any() else style["label"] + ": n/a here"
-            ax.plot(positions, ys, color=style["color"], ls=style["ls"], lw=1.2, label=label)
+            # Categories (a choice field) have no values between them: markers, not lines.
+            shape = dict(ls=style["ls"]) if numeric else dict(ls="none", marker=style["marker"], mfc="none")
+            ax.plot(positions, ys, color=style["color"], lw=1.2, label=label, **shape)
         ax.errorbar(positions, line.ettr_sim.values, yerr=1.96 * line.ettr_sim_se.values, fmt="o", ms=4, capsize=2,
                     color="k", zorder=4, label="simulated (95%)")
         ax.set_xlabel(axis_label(ds, x))
         if not numeric:
             ax.set_xticks(positions, [str(v) for v in values])
+            ax.set_xlim(-0.5, values.size - 0.5)
         elif values.size > 1 and values.min() > 0 and values.max() >= 10 * values.min():
             ax.set_xscale("log")
             plain_log_axis(ax.xaxis, base=2 if x == "n_gpus" else 10)

@@ -127,6 +127,17 @@ def test_the_figure_draws_each_closed_form_and_the_simulated_points_against_the_
     assert "work 2d" in text and "2000 jobs a point" in text  # the caption names what is fixed
 
 
+def test_the_figure_of_a_choice_axis_marks_each_category_without_lines_between():
+    ds = rm.compare(rm.Scenario(**{**SCENARIO, "n_gpus": 4096, "queue_wait": "30min",
+                                   "queue_wait_distribution": ["fixed", "exponential"]}), **{**RUN, "n_jobs": 500})
+    ax = compare_figure(ds).axes[0]
+    ax.figure.canvas.draw()
+    assert [label.get_text() for label in ax.get_xticklabels()] == ["fixed", "exponential"]
+    for form in ("renewal closed form", "linear closed form"):
+        line = next(line for line in ax.get_lines() if line.get_label() == form)
+        assert line.get_linestyle() == "None" and line.get_marker() not in (None, "None", "")
+
+
 def test_the_figure_of_one_point_puts_each_form_against_the_diagonal():
     ds = rm.compare(rm.Scenario(**{**SCENARIO, "n_gpus": 4096}), **RUN)
     ax = compare_figure(ds).axes[0]
