@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import math
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 
 import click
@@ -12,9 +13,10 @@ import numpy as np
 from click.core import ParameterSource
 
 from . import _feedback as feedback
-from ._cli_shared import (ENVIRONMENT_ERRNOS, FLAGS, DatasetPath, FigurePath, OneLineErrors, OutputPath,
-                          build_scenario, format_table, output_errors, overwrite_option, quiet_option,
-                          scenario_options, table_cell, table_line, to_json, usage_error, write_dataset)
+from ._cli_shared import (BACKEND_HELP, ENVIRONMENT_ERRNOS, FLAGS, DatasetPath, FigurePath, OneLineErrors,
+                          OutputPath, build_scenario, format_table, output_errors, overwrite_option, quiet_option,
+                          scenario_options, simulation_options, table_cell, table_line, to_json, usage_error,
+                          write_dataset)
 from .elastic._cli import cluster
 from ._engine import DEFAULT_MAX_FAILURES, MAX_JOBS
 from ._errors import ScenarioError, parameter_and_reason
@@ -24,8 +26,6 @@ from ._scenario import Scenario
 from ._sweep import MAX_LOCAL_WORKERS
 from ._units import UNIT_REQUIRED_HELP, format_hours
 
-BACKEND_HELP = ("auto: the Cython twin for short runs (no compile wait), Numba (parallel) for long ones; "
-                "the results are the same bits whichever.")
 STUDY_FILE_MAX_BYTES = 2**20  # a study file is a few lines; a bigger one is the wrong file
 _UNITS_EPILOG = (
     f"Durations are {UNIT_REQUIRED_HELP}. Failure rates are failures per node-day. "
@@ -85,22 +85,7 @@ def main(debug):
 
 
 @main.command("simulate", epilog=_UNITS_EPILOG)
-@scenario_options
-@click.option("--n-jobs", type=click.IntRange(1, MAX_JOBS), default=100_000, show_default=True,
-              help="Jobs per scenario point.")
-@click.option("--seed", type=click.IntRange(0, 2**32 - 1), default=0, show_default=True)
-@click.option("--backend", type=click.Choice(["auto", "numba", "cython"]), default="auto", show_default=True,
-              help=BACKEND_HELP)
-@click.option("--threads", type=click.IntRange(min=1), default=None, help="Numba threads (results do not depend on it).")
-@click.option("--max-failures", type=click.IntRange(1, 2**62), default=DEFAULT_MAX_FAILURES, show_default=True,
-              help="Stop (and count as capped) a job at this many failures.")
-@click.option("--out", type=DatasetPath(), default=None,
-              help="Write the Dataset: .nc (netCDF, h5netcdf) or .zarr.")
-@overwrite_option()
-@click.option("--progress/--no-progress", default=None,
-              help="Show a progress bar [default: on a terminal, unless --quiet].")
-@click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON (with a units block).")
-@quiet_option()
+@simulation_options
 def simulate_command(n_jobs, seed, backend, threads, max_failures, out, overwrite, progress, quiet, as_json, **fields):
     """Monte Carlo job timelines for one scenario or a sweep; prints a summary table."""
     from . import _labels as labels
@@ -110,31 +95,76 @@ def simulate_command(n_jobs, seed, backend, threads, max_failures, out, overwrit
     sc = build_scenario(fields)
     refuse_if_no_job_can_finish(sc, max_failures)
     widths = None if as_json else simulate_widths(sc, n_jobs)  # (the text table's, known before any row)
-    bar = feedback.progress_bar(sc.size * n_jobs, "simulate", enabled_=feedback.enabled(progress))
-    run = dict(n_jobs=n_jobs, seed=seed, backend=backend, n_threads=threads, max_failures=max_failures,
-               progress=False if bar.disable else bar.update)
-    try:
+    with simulation_run(sc, n_jobs, seed, backend, threads, max_failures, progress) as (bar, run):
         if not as_json and out is None and sc.size > 1:
             # The table a point at a time, each with its key in the grid (the grid's bits): the first
             # row comes with the first point, not after the whole grid.
             simulate_streamed(sc, run, widths, bar)
             return
         ds = run_simulation(sc, **run)
-    except ValueError as err:
-        raise usage_error(err) from None
-    finally:
-        bar.close()
     # Beside the estimate, its closed form (NaN in the table where it does not hold).
     ds["ettr_renewal"] = labels.grid_variable(sc, labels.CLOSED_FORMS["ettr_renewal"], ettr_arrays(sc, "renewal"))
     if out is not None:
         write_dataset(ds, out, overwrite=overwrite, writer="relmodel simulate")
     rows = summary_rows(ds, sc.dims)
     if as_json:
-        click.echo(to_json({"rows": rows, "attrs": dict(ds.attrs), "units": simulate_units(sc.dims)}))
+        click.echo(to_json({"rows": rows, "attrs": dict(ds.attrs), "units": json_units(sc.dims, SIMULATE_UNITS)}))
     else:
         click.echo(format_table(rows, widths))
         if out is not None:
             click.echo(f"wrote {out}")
+
+
+@contextmanager
+def simulation_run(sc: Scenario, n_jobs: int, seed: int, backend: str, threads, max_failures: int, progress):
+    """A run of `sc` as `simulate` and `compare` take it: a progress bar over its jobs (closed at
+    the end) and the run's keyword arguments, driving it; a value the run refuses as an error naming
+    its flag. Yields (bar, keyword arguments)."""
+    bar = feedback.progress_bar(sc.size * n_jobs, "simulate", enabled_=feedback.enabled(progress))
+    run = dict(n_jobs=n_jobs, seed=seed, backend=backend, n_threads=threads, max_failures=max_failures,
+               progress=False if bar.disable else bar.update)
+    try:
+        yield bar, run
+    except ValueError as err:
+        raise usage_error(err) from None
+    finally:
+        bar.close()
+
+
+@main.command("compare", epilog=_UNITS_EPILOG)
+@simulation_options
+@click.option("--plot", type=FigurePath(), default=None,
+              help="Draw the closed forms against the simulation (ETTR against the first sweep axis) to this "
+                   "image file.")
+def compare_command(plot, n_jobs, seed, backend, threads, max_failures, out, overwrite, progress, quiet, as_json,
+                    **fields):
+    """Closed forms against the simulation, point by point over a grid; prints a table and a verdict."""
+    from ._simulate import compare
+
+    sc = build_scenario(fields)
+    refuse_if_no_job_can_finish(sc, max_failures)
+    with simulation_run(sc, n_jobs, seed, backend, threads, max_failures, progress) as (_, run):
+        ds = compare(sc, **run)
+    if out is not None:
+        write_dataset(ds, out, overwrite=overwrite, writer="relmodel compare")
+    rows = compare_rows(ds, sc.dims)
+    counts, verdict = compare_verdict(rows, sc.dims)
+    if as_json:
+        click.echo(to_json({"rows": rows, "verdict": {**counts, "text": verdict}, "attrs": dict(ds.attrs),
+                            "units": {**json_units(sc.dims, COMPARE_UNITS), **VERDICT_UNITS}}))
+    else:
+        # A closed form that does not apply (NaN in the Dataset, null in the JSON) reads "n/a".
+        click.echo(format_table([{k: "n/a" if isinstance(v, float) and math.isnan(v) else v for k, v in row.items()}
+                                 for row in rows]))
+        click.echo(f"verdict: {verdict}")
+    if plot is not None:
+        from .plot import compare_figure
+
+        draw_figure(plot, compare_figure, ds, plot)
+    if not as_json:
+        for path in (out, plot):
+            if path is not None:
+                click.echo(f"wrote {path}")
 
 
 @main.command("plan", epilog=_UNITS_EPILOG)
@@ -249,26 +279,35 @@ def draw_plan_figure(result, path: Path, backend: str):
     plan_figure(result, path, backend=backend)
 
 
-def simulate_units(dims) -> dict:
-    """The `units` block of `relmodel simulate --json`: dotted key path -> unit.
+# The units of the attrs `simulate --json` and `compare --json` print.
+RUN_ATTR_UNITS = {"attrs.seed": "(a seed)", "attrs.n_jobs": "jobs per point", "attrs.max_failures": "failures per job",
+                  "attrs.block_size": "jobs", "attrs.histogram_bins": "bins"}
+
+
+def json_units(dims, columns: dict) -> dict:
+    """The `units` block of a simulating command's JSON (`simulate`, `compare`): dotted key path -> unit.
 
     Parameters
     ----------
     dims : the sweep dims (scenario fields), which become keys of each row.
+    columns : dict
+        The unit of each further key of a row.
 
     Returns
     -------
     dict
+        The units of the rows' keys, then of the run's attrs.
     """
     from ._plan import SCENARIO_UNITS
 
     units = {f"rows.*.{d}": SCENARIO_UNITS.get(d, "") for d in dims}
-    units.update({f"rows.*.{k}": "1" for k in ("ettr", "ettr_se", "ettr_renewal", "ettr_job_mean")})
-    units.update({"rows.*.wall_p50_h": "h", "rows.*.wall_p95_h": "h", "rows.*.failures_mean": "failures per job",
-                  "rows.*.n_capped": "jobs", "attrs.seed": "(a seed)", "attrs.n_jobs": "jobs per point",
-                  "attrs.max_failures": "failures per job", "attrs.block_size": "jobs",
-                  "attrs.histogram_bins": "bins"})
-    return units
+    units.update({f"rows.*.{k}": unit for k, unit in columns.items()})
+    return {**units, **RUN_ATTR_UNITS}
+
+
+# The units of a `simulate` row past its sweep dims.
+SIMULATE_UNITS = {**{k: "1" for k in ("ettr", "ettr_se", "ettr_renewal", "ettr_job_mean")},
+                  "wall_p50_h": "h", "wall_p95_h": "h", "failures_mean": "failures per job", "n_capped": "jobs"}
 
 
 @main.command("fit")
@@ -299,14 +338,20 @@ def fit_command(log_file, log_format, min_gpus, gpus_per_node, taxonomy, confide
     # The results first, then the figure.
     click.echo(to_json(result.to_dict()) if as_json else str(result))
     if plot is not None:
-        sys.stdout.flush()
-        feedback.note(f"drawing {plot} ...")
-        with output_errors("--plot", plot):
-            result.plot(plot)
+        draw_figure(plot, result.plot, plot)
     if not as_json:
         for path in (plot, out):
             if path is not None:
                 click.echo(f"wrote {path}")
+
+
+def draw_figure(path: Path, draw, *args):
+    """Draw a command's `--plot` after its result: stdout flushed first, a note on stderr while it
+    draws, an error of writing it in one line naming the flag. `draw(*args)` draws and saves it."""
+    sys.stdout.flush()
+    feedback.note(f"drawing {path} ...")
+    with output_errors("--plot", path):
+        draw(*args)
 
 
 _NOTED_LOG_BYTES = 1_000_000  # a log larger than this may take over a second to read and fit
@@ -533,12 +578,17 @@ def simulate_streamed(sc: Scenario, run: dict, widths: dict, bar):
         warnings.warn(message, category, stacklevel=2)
 
 
-def summary_rows(ds, dims) -> list[dict]:
+def grid_points(ds, dims) -> tuple:
+    """`ds` with its grid as one `point` dim, and each point's sweep coordinates (Python scalars)."""
     flat = ds.stack(point=dims) if dims else ds.expand_dims(point=[0])
+    return flat, [{d: flat[d].values[i].item() for d in dims} for i in range(flat.sizes["point"])]
+
+
+def summary_rows(ds, dims) -> list[dict]:
+    flat, coords = grid_points(ds, dims)
     quantiles = list(flat["quantile"].values)
-    return [summary_row({d: flat[d].values[i].item() for d in dims},
-                        {name: flat[name].isel(point=i).values for name in SUMMARY_VARIABLES}, quantiles)
-            for i in range(flat.sizes["point"])]
+    return [summary_row(point, {name: flat[name].isel(point=i).values for name in SUMMARY_VARIABLES}, quantiles)
+            for i, point in enumerate(coords)]
 
 
 # What a summary row reads of a point's estimates (`simulate`'s variables, and the renewal form).
@@ -553,6 +603,69 @@ def summary_row(coords: dict, values: dict, quantiles) -> dict:
             "ettr_renewal": float(values["ettr_renewal"]), "ettr_job_mean": float(values["ettr_job_mean"]),
             "wall_p50_h": float(wall[0.5]), "wall_p95_h": float(wall[0.95]),
             "failures_mean": float(values["failures_mean"]), "n_capped": int(values["n_capped"])}
+
+
+# The compare table's columns past the sweep dims: column -> `compare`'s variable.
+COMPARE_COLUMNS = {"ettr_linear": "ettr_linear", "ettr_renewal": "ettr_renewal", "ettr_sim": "ettr_sim",
+                   "ettr_se": "ettr_sim_se", "z_renewal": "z_renewal", "linear_rel_error": "linear_rel_error",
+                   "renewal_exact": "renewal_exact", "linear_valid": "linear_valid"}
+AGREEMENT_SE = 3  # a closed form within this many standard errors of the simulation agrees with it
+# The units of a `compare` row past its sweep dims, and of its verdict's counts.
+COMPARE_UNITS = {**{k: "1" for k in ("ettr_linear", "ettr_renewal", "ettr_sim", "ettr_se")},
+                 "z_renewal": "standard errors", "linear_rel_error": "1 (fraction)", "renewal_exact": "(flag)",
+                 "linear_valid": "(flag)"}
+VERDICT_UNITS = {f"verdict.{k}": "points" for k in ("points", "renewal_compared", "renewal_agrees", "linear_off")}
+
+
+def compare_rows(ds, dims) -> list[dict]:
+    """The rows of `relmodel compare`: a grid point's sweep coordinates, then COMPARE_COLUMNS."""
+    flat, coords = grid_points(ds, dims)
+    return [{**point, **{column: flat[name].values[i].item() for column, name in COMPARE_COLUMNS.items()}}
+            for i, point in enumerate(coords)]
+
+
+def compare_verdict(rows: list[dict], dims) -> tuple[dict, str]:
+    """What `compare_rows` says, in counts of points and in a sentence a planner can act on: where
+    the simulation agrees with the renewal form, and where the linear form is off by more than its
+    tolerance (each with its worst point)."""
+    from ._closed_form import LINEAR_TOLERANCE
+
+    def at(row) -> str:
+        return " at " + ", ".join(f"{d}={table_cell(d, row[d])}" for d in dims) if dims else ""
+
+    def worst(subset, key) -> dict:
+        return max(subset, key=lambda row: abs(row[key]) if math.isfinite(row[key]) else -1.0)
+
+    def points(k: int) -> str:
+        return f"{k} of {n} point{'s' if n > 1 else ''}"
+
+    n = len(rows)
+    simulated = [row for row in rows if math.isfinite(row["ettr_sim"])]
+    compared = [row for row in simulated if math.isfinite(row["z_renewal"])]
+    agree = [row for row in compared if abs(row["z_renewal"]) <= AGREEMENT_SE]
+    off = [row for row in rows if not row["linear_valid"]]
+    counts = {"points": n, "renewal_compared": len(compared), "renewal_agrees": len(agree), "linear_off": len(off)}
+    parts = []
+    if compared:
+        text = f"simulation within {AGREEMENT_SE} standard errors of the renewal form at {points(len(agree))}"
+        if len(agree) < len(compared):
+            row = worst(compared, "z_renewal")
+            text += f" (furthest: z = {row['z_renewal']:+.1f}{at(row)})"
+        parts.append(text)
+    no_renewal = sum(not math.isfinite(row["ettr_renewal"]) for row in rows)
+    if no_renewal:
+        parts.append(f"renewal form n/a at {points(no_renewal)} (it is exact for exponential failures only)")
+    if len(simulated) < n:
+        parts.append(f"not simulated at {points(n - len(simulated))} (see the warning)")
+    tolerance = f"{LINEAR_TOLERANCE:.0%}"
+    if off:
+        row = worst(off, "linear_rel_error")
+        advice = "; use the renewal form there" if all(math.isfinite(r["ettr_renewal"]) for r in off) else ""
+        parts.append(f"linear form off by more than {tolerance} (or undefined) at {points(len(off))} "
+                     f"(worst: {row['linear_rel_error']:+.1%}{at(row)}){advice}")
+    else:
+        parts.append(f"linear form within {tolerance} at {points(n)}")
+    return counts, "; ".join(parts)
 
 
 # The subpackages' commands (their modules import from `_cli_shared`, never from this one).

@@ -16,6 +16,7 @@ from click.core import ParameterSource
 
 from . import _feedback as feedback
 from ._extras import MissingExtraError, require
+from ._engine import DEFAULT_MAX_FAILURES, MAX_JOBS
 from ._errors import ScenarioError, parameter_and_reason
 from ._scenario import FIELDS, Scenario
 from ._store import OutputError
@@ -231,6 +232,50 @@ def scenario_options(func=None, *, interval_default="1h", interval_help="Product
         extra = {"required": True} if field == "n_gpus" else {"default": default, "show_default": default is not None}
         func = click.option(flag, field, type=FieldValues(field), help=help_text, **extra)(func)
     return func
+
+
+BACKEND_HELP = ("auto: the Cython twin for short runs (no compile wait), Numba (parallel) for long ones; "
+                "the results are the same bits whichever.")
+
+
+def simulation_options(func):
+    """The options of a command that simulates a scenario or grid (`simulate`, `compare`): the
+    Scenario fields, the run's (--n-jobs, --seed, --backend, --threads, --max-failures), its outputs
+    (--out, --overwrite, --json) and its feedback (--progress, --quiet); one list, so that the
+    commands cannot drift apart.
+
+    Parameters
+    ----------
+    func : callable
+        The command's function; it receives n_jobs, seed, backend, threads, max_failures, out,
+        overwrite, progress, as_json, quiet and the Scenario fields.
+
+    Returns
+    -------
+    callable
+        The function with the options, to put directly under the command's decorator.
+    """
+    options = [
+        click.option("--n-jobs", type=click.IntRange(1, MAX_JOBS), default=100_000, show_default=True,
+                     help="Jobs per scenario point."),
+        click.option("--seed", type=click.IntRange(0, 2**32 - 1), default=0, show_default=True),
+        click.option("--backend", type=click.Choice(["auto", "numba", "cython"]), default="auto",
+                     show_default=True, help=BACKEND_HELP),
+        click.option("--threads", type=click.IntRange(min=1), default=None,
+                     help="Numba threads (results do not depend on it)."),
+        click.option("--max-failures", type=click.IntRange(1, 2**62), default=DEFAULT_MAX_FAILURES,
+                     show_default=True, help="Stop (and count as capped) a job at this many failures."),
+        click.option("--out", type=DatasetPath(), default=None,
+                     help="Write the Dataset: .nc (netCDF, h5netcdf) or .zarr."),
+        overwrite_option(),
+        click.option("--progress/--no-progress", default=None,
+                     help="Show a progress bar [default: on a terminal, unless --quiet]."),
+        click.option("--json", "as_json", is_flag=True, help="Print the summary as JSON (with a units block)."),
+    ]
+    func = quiet_option()(func)
+    for option in reversed(options):
+        func = option(func)
+    return scenario_options(func)
 
 
 def taxonomy_fields(fields: dict) -> dict:

@@ -12,6 +12,7 @@ import warnings
 import numpy as np
 
 from ._ticks import number_text, plain_log_axis  # noqa: F401  public here too
+from ._docparts import fill_doc_parts
 from ._closed_form import ClosedFormWarning, ettr, feasible_interval, mttf, optimal_interval
 from ._errors import ParameterError
 from ._plan import Plan, budgeted_jobs, failure_cap
@@ -23,7 +24,8 @@ from ._units import format_hours
 # The simulated points of an interval figure draw at most this many failures in
 # all (a budget of about a second): a long run takes fewer jobs a point, and a
 # point that would get fewer than MIN_FIGURE_JOBS jobs is left out.
-__all__ = ["axis_label", "durable_interval_panel", "ettr_vs_interval", "plain_log_axis", "plan_figure",
+__all__ = ["axis_label", "compare_figure", "durable_interval_panel", "ettr_vs_interval", "plain_log_axis",
+           "plan_figure",
            "scale_projection", "scenario_caption", "strategies_panel", "study_caption", "study_figure"]
 
 FIGURE_EVENT_BUDGET = 2e7
@@ -472,6 +474,11 @@ def _value_with_unit(ds, name: str) -> str:
     return f"{name} {number_text(value)}" + (f" {words}" if words else "")
 
 
+def _sweep_dims(ds) -> tuple:
+    """The sweep axes of a study's or `compare`'s Dataset: those of its simulated ETTR."""
+    return ds["ettr" if "ettr" in ds else "ettr_sim"].dims
+
+
 def study_caption(ds, shown=()) -> str:
     """Return the parameters a study figure holds fixed.
 
@@ -481,7 +488,7 @@ def study_caption(ds, shown=()) -> str:
     Parameters
     ----------
     ds : xarray.Dataset
-        The study Dataset.
+        The study Dataset (or `relmodel.compare`'s).
     shown : tuple of str, optional
         The sweep axes the figure draws.
 
@@ -490,7 +497,7 @@ def study_caption(ds, shown=()) -> str:
     str
         "fixed: " and the values with their units, comma-separated.
     """
-    sweep_dims = list(ds.ettr.dims)
+    sweep_dims = list(_sweep_dims(ds))
     fixed = sorted((name for name in ds.coords if ds[name].ndim == 0),
                    key=lambda name: (_CAPTION_ORDER.index(name) if name in _CAPTION_ORDER else len(_CAPTION_ORDER),
                                      name))
@@ -517,13 +524,7 @@ def study_figure(ds, x=None, y=None, path=None):
         The sweep axis along x (default: the first).
     y : str, optional
         The sweep axis along y (default: the second).
-    path : str or os.PathLike, optional
-        Save the figure here when given.
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-        The figure (saved to `path` when given).
+    %(path_and_returns)s
 
     Raises
     ------
@@ -585,3 +586,83 @@ def study_figure(ds, x=None, y=None, path=None):
     if path is not None:
         save_figure(fig, path)
     return fig
+
+
+# The closed forms of `compare`, as their curves and markers are drawn.
+COMPARED_FORMS = {"ettr_renewal": dict(label="renewal closed form", color="C0", ls="-", marker="o"),
+                  "ettr_linear": dict(label="linear closed form", color="C1", ls="--", marker="s")}
+
+
+def compare_figure(ds, path=None):
+    """Draw the closed forms against the simulation, from `relmodel.compare`'s Dataset.
+
+    With a sweep axis: ETTR against the first one, a line per closed form and
+    the simulated points with their 95%% error bars (the first value of every
+    other axis). Without one: each closed form against the simulated ETTR,
+    beside the diagonal where they would agree. A closed form that does not
+    apply (NaN: the renewal form under non-exponential failures) is left out
+    and the legend says so. A caption names the fixed parameters.
+
+    Parameters
+    ----------
+    ds : xarray.Dataset
+        The Dataset of `relmodel.compare` (or `relmodel compare --out`).
+    %(path_and_returns)s
+    """
+    dims = _sweep_dims(ds)
+    ax = _axes(None)
+    shown = dims[:1]
+    if dims:
+        x = dims[0]
+        line = ds.isel({d: 0 for d in dims[1:]})
+        values = line[x].values
+        numeric = np.issubdtype(values.dtype, np.number)
+        positions = values if numeric else np.arange(values.size)
+        for name, style in COMPARED_FORMS.items():
+            ys = line[name].values
+            label = style["label"] if np.isfinite(ys).any() else style["label"] + ": n/a here"
+            # Categories (a choice field) have no values between them: markers, not lines.
+            shape = dict(ls=style["ls"]) if numeric else dict(ls="none", marker=style["marker"], mfc="none")
+            ax.plot(positions, ys, color=style["color"], lw=1.2, label=label, **shape)
+        ax.errorbar(positions, line.ettr_sim.values, yerr=1.96 * line.ettr_sim_se.values, fmt="o", ms=4, capsize=2,
+                    color="k", zorder=4, label="simulated (95%)")
+        ax.set_xlabel(axis_label(ds, x))
+        if not numeric:
+            ax.set_xticks(positions, [str(v) for v in values])
+            ax.set_xlim(-0.5, values.size - 0.5)
+        elif values.size > 1 and values.min() > 0 and values.max() >= 10 * values.min():
+            ax.set_xscale("log")
+            plain_log_axis(ax.xaxis, base=2 if x == "n_gpus" else 10)
+        ax.set_ylabel("ETTR (productive / wall-clock)")
+    else:
+        sim, se = float(ds.ettr_sim), float(ds.ettr_sim_se)
+        for name, style in COMPARED_FORMS.items():
+            value = float(ds[name])
+            label = style["label"] + (f": {value:.4f}" if math.isfinite(value) else ": n/a here")
+            ax.errorbar([sim], [value], xerr=[1.96 * se], ls="none", marker=style["marker"], color=style["color"],
+                        capsize=2, label=label)
+        finite = [v for v in (sim, float(ds.ettr_linear), float(ds.ettr_renewal)) if math.isfinite(v)]
+        low, high = (min(finite) - 0.02, max(finite) + 0.02) if finite else (0.0, 1.0)
+        ax.plot([low, high], [low, high], color="0.5", lw=0.8, ls=":", label="closed form = simulation")
+        ax.set(xlim=(low, high), ylim=(low, high), xlabel=f"simulated ETTR ({sim:.4f}, 95% error bar)",
+               ylabel="closed-form ETTR")
+    ax.set_title(f"Closed forms against the simulation ({ds.attrs.get('n_jobs', '?')} jobs a point)", fontsize=10)
+    ax.legend(fontsize=8, loc="best")
+    _caption(ax.figure, study_caption(ds, shown=shown))
+    if path is not None:
+        save_figure(ax.figure, path)
+    return ax.figure
+
+
+# Docstring parts that several docstrings share, written once: a docstring names one as %(name)s.
+_DOC_PARTS = {
+    "path_and_returns": """\
+path : str or os.PathLike, optional
+    Save the figure here when given.
+
+Returns
+-------
+matplotlib.figure.Figure
+    The figure (saved to `path` when given).""",
+}
+fill_doc_parts(_DOC_PARTS, study_figure, compare_figure)
