@@ -4,8 +4,13 @@ The commands are the lines beginning with "$ " in ```console blocks of README.md
 ending in a backslash goes on to the next). Each block runs its commands in order, in a fresh temporary
 folder that sees the repository's examples/, tests/ and docs/ and the shared data folder by the same
 relative paths as from the repository (../shared/data), with `relmodel` and `python` from this
-environment's bin folder; each must exit 0. A block shown word for word on two pages runs once. ```bash blocks are shown and not run: installs, commands for
-other machines, and the few that take minutes (docs/developer/ci-and-docs.md says so to writers).
+environment's bin folder; each must exit 0. A block shown word for word on two pages runs once. ```bash
+blocks are shown and not run: installs, commands for other machines, and the few that take minutes
+(docs/developer/ci-and-docs.md says so to writers).
+
+README.md's other blocks run too: its ```python blocks in one session (the numbers a line's comment quotes
+checked at the digits shown), and its quick start's two commands (the tests' is `.ci/run`'s own; the plan's
+runs after its install).
 """
 
 import os
@@ -24,8 +29,8 @@ LINKED = ("examples", "tests", "docs")
 _FENCE = re.compile(r"^(`{3,}|~{3,})\s*\{?([\w-]*)\}?")
 
 
-def console_blocks(text: str) -> list[tuple[int, list[str]]]:
-    """The commands of each ```console block: (line number of the fence, commands in order)."""
+def fenced_blocks(text: str) -> list[tuple[int, str, list[str]]]:
+    """Every fenced block: (line number of the fence, its language, its lines)."""
     blocks, lines = [], text.splitlines()
     i = 0
     while i < len(lines):
@@ -40,6 +45,14 @@ def console_blocks(text: str) -> list[tuple[int, list[str]]]:
             body.append(lines[i])
             i += 1
         i += 1
+        blocks.append((start, language, body))
+    return blocks
+
+
+def console_blocks(text: str) -> list[tuple[int, list[str]]]:
+    """The commands of each ```console block: (line number of the fence, commands in order)."""
+    blocks = []
+    for start, language, body in fenced_blocks(text):
         if language != "console":
             continue
         commands, pending = [], None
@@ -96,4 +109,95 @@ def test_docs_command_runs(commands, tmp_path):
     for command in commands:
         done = subprocess.run(["bash", "-c", command], cwd=work, env=env, capture_output=True, text=True,
                               timeout=300, stdin=subprocess.DEVNULL)
-        assert done.returncode == 0, f"$ {command}\nexit {done.returncode}\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
+        assert done.returncode == 0, \
+            f"$ {command}\nexit {done.returncode}\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
+
+
+# ---- README.md: every code block, as a reader copies it ------------------------------------
+
+README = REPO / "README.md"
+_SHOWN_NUMBER = re.compile(r"([-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?)(?:\s*,\s*|\s+|$)")
+
+
+def shown_numbers(comment: str) -> list[str]:
+    """The numbers a code comment opens with: ``# 0.6139, 1.8e-05`` gives both; ``# 1.80 hours ...`` one."""
+    numbers, rest = [], comment.lstrip("# ")
+    while match := _SHOWN_NUMBER.match(rest):
+        numbers.append(match.group(1))
+        rest = rest[match.end():]
+    return numbers
+
+
+def agrees_with_shown(value: float, shown: str) -> bool:
+    """Whether `value` rounds to `shown` at the digits it shows."""
+    mantissa, _, exponent = shown.partition("e")
+    decimals = len(mantissa.partition(".")[2])
+    half_unit = 0.5 * 10.0 ** (int(exponent or 0) - decimals)
+    return abs(value - float(shown)) <= half_unit * (1 + 1e-9)
+
+
+def comments_by_line(source: str) -> dict[int, str]:
+    import io
+    import tokenize
+
+    return {tok.start[0]: tok.string for tok in tokenize.generate_tokens(io.StringIO(source).readline)
+            if tok.type == tokenize.COMMENT}
+
+
+def test_shown_numbers_are_read_to_their_digits():
+    assert shown_numbers("# 0.6139, 1.8e-05") == ["0.6139", "1.8e-05"]
+    assert shown_numbers("# 1.80 hours between failures of the job") == ["1.80"]
+    assert shown_numbers("# what `relmodel plan` prints") == []
+    assert agrees_with_shown(1.8049, "1.80") and not agrees_with_shown(1.806, "1.80")
+    assert agrees_with_shown(1.84e-5, "1.8e-05") and not agrees_with_shown(1.86e-5, "1.8e-05")
+
+
+def test_the_readme_python_blocks_run_verbatim_and_say_what_they_print(tmp_path, monkeypatch):
+    """Every ```python block of README.md, in order, in one session, in an empty folder; a line whose comment
+    opens with numbers (``rm.ettr(sc, at="exact")   # 0.6620``) must give them at the digits shown."""
+    import ast
+    import warnings
+
+    blocks = [(line, "\n".join(body)) for line, language, body in fenced_blocks(README.read_text("utf-8"))
+              if language == "python"]
+    assert blocks, "README.md shows no Python: did the tour move?"
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    namespace, checked = {}, 0
+    for fence_line, source in blocks:
+        comments = comments_by_line(source)
+        for statement in ast.parse(source).body:
+            where = f"README.md:{fence_line + statement.end_lineno}"
+            code = compile(ast.Module([statement], type_ignores=[]), where, "exec")
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # the tour shows the linear form's warning on purpose
+                if isinstance(statement, ast.Expr):
+                    value = eval(compile(ast.Expression(statement.value), where, "eval"), namespace)
+                else:
+                    exec(code, namespace)
+                    value = None
+            numbers = shown_numbers(comments.get(statement.end_lineno, ""))
+            if numbers and value is not None:
+                values = [float(v) for v in (value if isinstance(value, tuple) else (value,))]
+                assert len(values) >= len(numbers) and all(
+                    agrees_with_shown(v, shown) for v, shown in zip(values, numbers)), (where, values, numbers)
+                checked += 1
+    assert checked >= 5, "the tour's comments no longer quote what its lines give"
+
+
+def test_the_readme_quick_start_is_what_ci_runs_and_its_plan_runs(tmp_path):
+    """The two commands of the quick start: the second is `.ci/run`'s own test command, word for word; the
+    first installs, then plans: its plan runs here, against the installed package, and draws its figure."""
+    quick_start = [body for _, language, body in fenced_blocks(README.read_text("utf-8")) if language == "bash"][:2]
+    assert [len(body) for body in quick_start] == [1, 1], quick_start
+    install_and_plan, install_and_test = quick_start[0][0], quick_start[1][0]
+    assert install_and_test in (REPO / ".ci" / "run").read_text("utf-8")
+    prefix = "python3 -m venv .venv && .venv/bin/pip install . && .venv/bin/"
+    assert install_and_plan.startswith(prefix), install_and_plan
+    plan = install_and_plan[len(prefix):]
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+               MPLBACKEND="Agg")
+    done = subprocess.run(["bash", "-c", plan], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600,
+                          stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, f"$ {plan}\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
+    assert "MTTF" in done.stdout and (tmp_path / "plan.png").stat().st_size > 10_000
