@@ -17,6 +17,7 @@ _FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 _EPILOG = ("A record is the trainer's events (CSV or JSON Lines: time, event, step, duration_s, wait_s, reason; "
            "events attempt_start, first_step, checkpoint_written, checkpoint_restored, failure, interruption, step, "
            "run_end), or the trainer's own logs (--format), and/or an sacct export of the run's attempts (--sacct). "
+           "--example reads the sample run that ships with relmodel. "
            "Durations are a number with its unit (90s, 5min, 2h, 1.5d).")
 
 
