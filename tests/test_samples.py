@@ -14,6 +14,7 @@ from relmodel.data import _make
 
 REPO = Path(__file__).resolve().parents[1]
 JOB_LOG, RUN_EVENTS = "cluster-jobs.sacct", "run-events.csv"
+FRAMEWORKS = ["hf_trainer", "lightning", "megatron", "torchtitan"]
 BEST_INTERVAL = "1h"  # the replay the pages show: about the exact optimum at the run's own inputs
 
 
@@ -29,14 +30,14 @@ def page(relative: str) -> str:
 def test_the_generator_writes_the_shipped_files_byte_for_byte(tmp_path, capsys):
     _make._main(["--out", str(tmp_path)])
     written = sorted(path.name for path in tmp_path.iterdir())
-    assert written == rm.data.names() == [JOB_LOG, RUN_EVENTS]
+    assert written == rm.data.names() == [JOB_LOG, RUN_EVENTS, *(f"run-{fmt}.log" for fmt in FRAMEWORKS)]
     for name in written:
         assert (tmp_path / name).read_bytes() == rm.data.path(name).read_bytes(), name
     assert f"wrote {tmp_path / JOB_LOG}" in capsys.readouterr().out
 
 
 def test_the_samples_are_small():
-    assert sum(rm.data.path(name).stat().st_size for name in rm.data.names()) < 500_000
+    assert sum(rm.data.path(name).stat().st_size for name in rm.data.names()) < 750_000
 
 
 def test_an_unknown_sample_name_is_refused_naming_the_known_ones():
@@ -92,6 +93,47 @@ def test_the_run_is_checkpointed_far_from_its_best_interval():
     implied = rm.record.implied_scenario(rm.measure_run(record))
     assert implied.checkpoint_interval == 3.0
     assert abs(rm.optimal_interval(implied, method="exact") - rm.to_hours(BEST_INTERVAL)) < 0.1
+
+
+def test_every_framework_the_run_is_logged_in_has_a_reader():
+    assert set(FRAMEWORKS) <= set(rm.record.TRAINER_FORMATS)
+
+
+@pytest.mark.parametrize("fmt", FRAMEWORKS)
+def test_each_trainer_log_reads_as_its_format_and_measures_the_same_run(fmt):
+    events = rm.measure_run(rm.read_run(rm.data.path(RUN_EVENTS), n_gpus=4096))
+    record = rm.read_run(rm.data.path(f"run-{fmt}.log"), n_gpus=4096)
+    assert any(reason.startswith(f"{fmt} log lines") for reason in record.summary.to_dict()["skipped"])  # auto
+    measured = rm.measure_run(record)
+    assert int(measured.interruptions) == int(events.interruptions)
+    second = 1 / 3600  # the logs print times to the millisecond at most
+    assert float(measured.wall) == pytest.approx(float(events.wall), abs=second)
+    productive = [float(m.time.sel(component="productive")) for m in (measured, events)]
+    assert productive[0] >= productive[1] - second
+    # A log without a write's duration or a failure's time reads them as compute or down time: close, not equal.
+    assert float(measured.ettr) == pytest.approx(float(events.ettr), abs=0.02)
+
+
+def test_the_run_record_page_quotes_what_the_trainer_logs_give():
+    def ettr(name):
+        return f"{float(rm.measure_run(rm.read_run(rm.data.path(name), n_gpus=4096)).ettr):.4f}"
+
+    run_ettr = ettr(RUN_EVENTS)
+    assert [fmt for fmt in FRAMEWORKS if ettr(f"run-{fmt}.log") == run_ettr] == ["megatron", "torchtitan"]
+    assert f"torchtitan's logs give its ETTR of {run_ettr}" in page("docs/user-guide/run-record.md")
+
+
+def test_example_with_a_format_reads_that_frameworks_log():
+    by_example = invoke("run", "show", "--example", "--format", "megatron", "--json")
+    by_file = invoke("run", "show", str(rm.data.path("run-megatron.log")), "--gpus", "4096", "--json")
+    assert by_example.exit_code == 0, by_example.output
+    assert by_example.output == by_file.output
+
+
+def test_example_with_a_format_it_is_not_written_in_is_refused_naming_those_it_is():
+    result = invoke("run", "show", "--example", "--format", "history")
+    assert result.exit_code == 2
+    assert "--format" in result.output and "megatron" in result.output and "Traceback" not in result.output
 
 
 @pytest.mark.parametrize("command", [["fit"], ["run", "show"], ["run", "predict", "--runs", "100"],

@@ -7,6 +7,9 @@
 - ``run-events.csv``: the trainer's events of a 13-day run on 4096 GPUs,
   checkpointed every 3 hours where about 1 hour is best, drawn by
   `relmodel.simulate_run`; ``relmodel run show --example``.
+- ``run-megatron.log``, ``run-torchtitan.log``, ``run-hf_trainer.log``,
+  ``run-lightning.log``: the same run as each framework's trainer logs it;
+  ``relmodel run show --example --format megatron``.
 
 Both are generated, not real, by ``python -m relmodel.data._make`` with a fixed seed.
 """
@@ -34,7 +37,7 @@ def names() -> list[str]:
     Examples
     --------
     >>> import relmodel as rm
-    >>> rm.data.names()
+    >>> rm.data.names()[:2]
     ['cluster-jobs.sacct', 'run-events.csv']
     """
     return sorted(entry.name for entry in resources.files(__name__).joinpath(_SAMPLES).iterdir()
@@ -48,8 +51,9 @@ def path(name: str) -> Path:
     ----------
     name : str
         One of `names`: ``"cluster-jobs.sacct"`` (read it with `relmodel.fit`
-        or `relmodel.read_log`) or ``"run-events.csv"`` (with
-        `relmodel.read_run`, ``n_gpus=4096``).
+        or `relmodel.read_log`), ``"run-events.csv"`` or a trainer's log of the
+        same run, ``"run-<format>.log"`` (with `relmodel.read_run`,
+        ``n_gpus=4096``).
 
     Returns
     -------

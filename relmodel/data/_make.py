@@ -13,7 +13,9 @@ from pathlib import Path
 from .._scenario import Scenario
 from .._synthetic_log import synthetic_log
 from ..record._model import simulate_run
+from ..record._read import read_run
 from . import _RUN_GPUS
+from ._trainer_lines import attempts, hf_trainer_lines, lightning_lines, megatron_lines, torchtitan_lines
 
 SAMPLES_FOLDER = Path(__file__).resolve().parent / "samples"
 JOB_LOG_SEED, RUN_SEED = 0, 3
@@ -42,10 +44,23 @@ def write_run_events(folder: Path) -> Path:
     return record.to_csv(folder / "run-events.csv")
 
 
+def write_trainer_logs(folder: Path, events: Path) -> list[Path]:
+    """The run of `events` as each framework's trainer would have logged it, one file with every restart."""
+    record = read_run(events)
+    paths = []
+    for name, lines in (("hf_trainer", hf_trainer_lines), ("lightning", lightning_lines),
+                        ("megatron", megatron_lines), ("torchtitan", torchtitan_lines)):
+        path = folder / f"run-{name}.log"
+        path.write_text("".join(f"{line}\n" for line in lines(attempts(record))), encoding="utf-8")
+        paths.append(path)
+    return paths
+
+
 def write_samples(folder: Path = SAMPLES_FOLDER) -> list[Path]:
     """Write every sample file into `folder`; return their paths."""
     folder.mkdir(parents=True, exist_ok=True)
-    return [write_job_log(folder), write_run_events(folder)]
+    events = write_run_events(folder)
+    return [write_job_log(folder), events, *write_trainer_logs(folder, events)]
 
 
 def _main(argv=None):

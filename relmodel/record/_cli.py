@@ -9,6 +9,7 @@ import numpy as np
 
 from .._cli_shared import (FAST_CHECKPOINT_EXAMPLE, Duration, FigurePath, LevelSpec, OneLineErrors, format_table,
                            output_errors, to_json, usage_error)
+from .. import data
 from .._units import format_hours
 from ._timeline import MAX_EVENTS
 from ._trainers import TRAINER_FORMATS
@@ -24,8 +25,9 @@ _EPILOG = ("A record is the trainer's events (CSV or JSON Lines: time, event, st
 def _record_options(func):
     for option in reversed((
         click.argument("events", type=_FILE, nargs=-1),
-        click.option("--example", is_flag=True, help="Read the sample run that ships with relmodel (the trainer's "
-                                                     "events of a 13-day run on 4096 GPUs) instead of EVENTS."),
+        click.option("--example", is_flag=True, help="Read the sample run that ships with relmodel (13 days on 4096 "
+                                                     "GPUs: the trainer's events, or with --format its framework's "
+                                                     "log) instead of EVENTS."),
         click.option("--format", "fmt", type=click.Choice(["auto", "events", *TRAINER_FORMATS]), default="auto",
                      show_default=True, help="What the EVENTS files are: the trainer-events CSV or JSON Lines, or a "
                                              "trainer's own log (one file an attempt, or with restarts)."),
@@ -51,13 +53,21 @@ def _read(events, example, fmt, sacct, run_ids, n_gpus, tz):
         raise click.UsageError("EVENTS, --sacct or --example: give the trainer's events or logs, an sacct export "
                                "of the run's attempts, or both; or --example")
     if example:
-        from .. import data
-
-        events, n_gpus = (data.path("run-events.csv"),), n_gpus or data._RUN_GPUS
+        events, n_gpus = (_example_run(fmt),), n_gpus or data._RUN_GPUS
     try:
         return read_run(events or None, sacct=sacct, run=run_ids, n_gpus=n_gpus, tz=tz, format=fmt), n_gpus
     except ValueError as err:
         raise usage_error(err) from None
+
+
+def _example_run(fmt: str) -> Path:
+    """The sample run as written in `fmt`: the trainer's events, or a framework's own log of the same run."""
+    name = "run-events.csv" if fmt in ("auto", "events") else f"run-{fmt}.log"
+    if name not in data.names():
+        written = sorted(n.removeprefix("run-").removesuffix(".log") for n in data.names() if n.endswith(".log"))
+        raise click.UsageError(f"--format: the sample run is not written as {fmt}; with --example, --format is "
+                               f"auto, events or one of {', '.join(written)}")
+    return data.path(name)
 
 
 def _scalars(ds, names) -> dict:
