@@ -5,6 +5,7 @@ as labelled xarray Datasets.
 """
 
 from ._checkpoint_plan import CHECKPOINT_STRATEGIES, CheckpointPlan, plan_checkpoints
+from . import data
 from ._closed_form import ClosedFormWarning, ettr, feasible_interval, linear_deviation, mttf, optimal_interval
 from ._deprecation import keep_public_names, serve_old_module_paths
 from ._errors import ParameterError, ScenarioError
@@ -68,6 +69,7 @@ __all__ = [
     "TimePerJob",
     "Weibull",
     "compare",
+    "data",
     "elastic",
     "ettr",
     "feasible_interval",

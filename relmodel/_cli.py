@@ -311,7 +311,9 @@ SIMULATE_UNITS = {**{k: "1" for k in ("ettr", "ettr_se", "ettr_renewal", "ettr_j
 
 
 @main.command("fit")
-@click.argument("log_file", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("log_file", type=click.Path(dir_okay=False, path_type=Path), required=False)
+@click.option("--example", is_flag=True,
+              help="Fit the sample log that ships with relmodel (a 128-node cluster's sacct) instead of LOG_FILE.")
 @click.option("--format", "log_format", type=click.Choice(["auto", "sacct", "csv"]), default="auto",
               show_default=True, help="sacct: `sacct --parsable2` output; csv: job_id, n_gpus, start, end, state, ...")
 @click.option("--min-gpus", type=click.IntRange(min=1), default=128, show_default=True,
@@ -328,9 +330,18 @@ SIMULATE_UNITS = {**{k: "1" for k in ("ettr", "ettr_se", "ettr_renewal", "ettr_j
 @click.option("--json", "as_json", is_flag=True,
               help="Print a JSON object (failure_rate_per_node_day, failure_rate_ci, mttf_h_at, ..., and units).")
 @quiet_option("No notes on stderr.")
-def fit_command(log_file, log_format, min_gpus, gpus_per_node, taxonomy, confidence, skip_bad_rows, plot, out,
-                overwrite, as_json, quiet):
-    """Fit the failure rate per node-day from a scheduler job log (Slurm sacct or CSV)."""
+def fit_command(log_file, example, log_format, min_gpus, gpus_per_node, taxonomy, confidence, skip_bad_rows, plot,
+                out, overwrite, as_json, quiet):
+    """Fit the failure rate per node-day from a scheduler job log (Slurm sacct or CSV).
+
+    Try it on the sample log: relmodel fit --example.
+    """
+    if example == (log_file is not None):
+        raise click.UsageError("LOG_FILE or --example: give one of the two")
+    if example:
+        from . import data
+
+        log_file = data.path("cluster-jobs.sacct")
     result = fit_log(log_file, flag="LOG_FILE", format=log_format, min_gpus=min_gpus, gpus_per_node=gpus_per_node,
                      taxonomy=taxonomy, confidence=confidence, errors="skip" if skip_bad_rows else "raise")
     if out is not None:

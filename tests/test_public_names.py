@@ -161,7 +161,8 @@ def test_the_api_reference_documents_each_public_name_once():
                 documented.append(f"{module}.{m[1]}")
     assert len(documented) == len(set(documented))
     faces = {"relmodel": relmodel, "relmodel.pipeline": relmodel.pipeline, "relmodel.elastic": relmodel.elastic,
-             "relmodel.record": relmodel.record, "relmodel.plot": importlib.import_module("relmodel.plot")}
+             "relmodel.record": relmodel.record, "relmodel.plot": importlib.import_module("relmodel.plot"),
+             "relmodel.data": relmodel.data}
     exported = {f"{name}.{attribute}" for name, face in faces.items() for attribute in face.__all__
                 if not isinstance(getattr(face, attribute), type(relmodel))}
     # `rm.RunRecord` and the like are relmodel.record's names, documented there.

@@ -9,6 +9,7 @@ import numpy as np
 
 from .._cli_shared import (FAST_CHECKPOINT_EXAMPLE, Duration, FigurePath, LevelSpec, OneLineErrors, format_table,
                            output_errors, to_json, usage_error)
+from .. import data
 from .._units import format_hours
 from ._timeline import MAX_EVENTS
 from ._trainers import TRAINER_FORMATS
@@ -17,12 +18,16 @@ _FILE = click.Path(exists=True, dir_okay=False, path_type=Path)
 _EPILOG = ("A record is the trainer's events (CSV or JSON Lines: time, event, step, duration_s, wait_s, reason; "
            "events attempt_start, first_step, checkpoint_written, checkpoint_restored, failure, interruption, step, "
            "run_end), or the trainer's own logs (--format), and/or an sacct export of the run's attempts (--sacct). "
+           "--example reads the sample run that ships with relmodel. "
            "Durations are a number with its unit (90s, 5min, 2h, 1.5d).")
 
 
 def _record_options(func):
     for option in reversed((
         click.argument("events", type=_FILE, nargs=-1),
+        click.option("--example", is_flag=True, help="Read the sample run that ships with relmodel (13 days on 4096 "
+                                                     "GPUs: the trainer's events, or with --format its framework's "
+                                                     "log) instead of EVENTS."),
         click.option("--format", "fmt", type=click.Choice(["auto", "events", *TRAINER_FORMATS]), default="auto",
                      show_default=True, help="What the EVENTS files are: the trainer-events CSV or JSON Lines, or a "
                                              "trainer's own log (one file an attempt, or with restarts)."),
@@ -38,15 +43,31 @@ def _record_options(func):
     return func
 
 
-def _read(events, fmt, sacct, run_ids, n_gpus, tz):
+def _read(events, example, fmt, sacct, run_ids, n_gpus, tz):
+    """The record the options name, and its GPUs (the sample's when --example and no --gpus)."""
     from ._read import read_run
 
-    if not events and sacct is None:
-        raise click.UsageError("give the trainer's events or log files, --sacct, or both")
+    if example and (events or sacct is not None):
+        raise click.UsageError("EVENTS or --example: give one of the two (--example is the whole record, no --sacct)")
+    if not events and sacct is None and not example:
+        raise click.UsageError("EVENTS, --sacct or --example: give the trainer's events or logs, an sacct export "
+                               "of the run's attempts, or both; or --example")
+    if example:
+        events, n_gpus = (_example_run(fmt),), n_gpus or data._RUN_GPUS
     try:
-        return read_run(events or None, sacct=sacct, run=run_ids, n_gpus=n_gpus, tz=tz, format=fmt)
+        return read_run(events or None, sacct=sacct, run=run_ids, n_gpus=n_gpus, tz=tz, format=fmt), n_gpus
     except ValueError as err:
         raise usage_error(err) from None
+
+
+def _example_run(fmt: str) -> Path:
+    """The sample run as written in `fmt`: the trainer's events, or a framework's own log of the same run."""
+    name = "run-events.csv" if fmt in ("auto", "events") else f"run-{fmt}.log"
+    if name not in data.names():
+        written = sorted(n.removeprefix("run-").removesuffix(".log") for n in data.names() if n.endswith(".log"))
+        raise click.UsageError(f"--format: the sample run is not written as {fmt}; with --example, --format is "
+                               f"auto, events or one of {', '.join(written)}")
+    return data.path(name)
 
 
 def _scalars(ds, names) -> dict:
@@ -61,11 +82,11 @@ def run_command():
 @run_command.command("show", epilog=_EPILOG)
 @_record_options
 @click.option("--plot", type=FigurePath(), default=None, help="Draw the run's timeline to this image file.")
-def show_command(events, fmt, sacct, run_ids, n_gpus, tz, as_json, plot):
+def show_command(events, example, fmt, sacct, run_ids, n_gpus, tz, as_json, plot):
     """Measure a run: wall time split into productive, writes, lost work, restarts and queue; interruptions."""
     from ._measure import MEASURED_COMPONENTS, measure_run
 
-    record = _read(events, fmt, sacct, run_ids, n_gpus, tz)
+    record, n_gpus = _read(events, example, fmt, sacct, run_ids, n_gpus, tz)
     try:
         ds = measure_run(record, n_gpus=n_gpus)
     except ValueError as err:
@@ -143,14 +164,15 @@ def _assumed(fields: dict):
               help="Runs simulated for one run's ETTR distribution.")
 @click.option("--seed", type=click.IntRange(0, 2**32 - 1), default=0, show_default=True)
 @click.option("--plot", type=FigurePath(), default=None, help="Draw the run and its prediction to this image file.")
-def predict(events, fmt, sacct, run_ids, n_gpus, tz, as_json, failure_rate, n_runs, seed, plot, **assumed_fields):
+def predict(events, example, fmt, sacct, run_ids, n_gpus, tz, as_json, failure_rate, n_runs, seed, plot,
+            **assumed_fields):
     """The model beside the run: predicted ETTR, one run's ETTR distribution, where the run falls, the gap by input."""
     import dataclasses
 
     from ._measure import measure_run
     from ._model import implied_scenario, predict_run
 
-    record = _read(events, fmt, sacct, run_ids, n_gpus, tz)
+    record, n_gpus = _read(events, example, fmt, sacct, run_ids, n_gpus, tz)
     given = _assumed({k.removeprefix("assumed_"): v for k, v in assumed_fields.items()})
     try:
         assumed = None
@@ -220,13 +242,13 @@ def _echo_notes(record, ds):
 @click.option("--runs", "n_runs", type=click.IntRange(100, 10**7), default=20_000, show_default=True,
               help="Runs simulated for the counterfactual with new failure draws.")
 @click.option("--seed", type=click.IntRange(0, 2**32 - 1), default=0, show_default=True)
-def replay(events, fmt, sacct, run_ids, n_gpus, tz, as_json, n_runs, seed, **changes):
+def replay(events, example, fmt, sacct, run_ids, n_gpus, tz, as_json, n_runs, seed, **changes):
     """Replay the run's own failures under another plan (and beside new failure draws)."""
     import dataclasses
 
     from ._model import replay_run
 
-    record = _read(events, fmt, sacct, run_ids, n_gpus, tz)
+    record, n_gpus = _read(events, example, fmt, sacct, run_ids, n_gpus, tz)
     try:
         ds = replay_run(record, n_gpus=n_gpus, n_runs=n_runs, seed=seed, **{**changes, "fast_checkpoints": (
             tuple(changes["fast_checkpoints"]) or None)})
