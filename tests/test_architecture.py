@@ -16,7 +16,7 @@ PACKAGE = Path(relmodel.__file__).parent
 FLOORS = {
     "ground": ["relmodel._version", "relmodel._deprecation", "relmodel._units", "relmodel._errors", "relmodel._checks",
                "relmodel._display", "relmodel._extras", "relmodel._feedback", "relmodel._ticks", "relmodel._text",
-               "relmodel._fast_csv", "relmodel._docparts"],
+               "relmodel._fast_csv", "relmodel._docparts", "relmodel.data"],
     "kernels": ["relmodel._kernels", "relmodel._kernels.*"],
     "models": ["relmodel._taxonomy", "relmodel._synthetic_log", "relmodel._failures", "relmodel._level_pattern",
                "relmodel._scenario", "relmodel._job_logs"],
@@ -25,7 +25,7 @@ FLOORS = {
                 "relmodel._fit", "relmodel._study", "relmodel._store", "relmodel._study_reader", "relmodel._sweep"],
     "presentation": ["relmodel.plot", "relmodel.*._plot", "relmodel._cli_shared", "relmodel.*._cli", "relmodel._cli",
                      "relmodel.__main__", "relmodel._bench", "relmodel._bench.*", "relmodel.testing",
-                     "relmodel.testing.*"],
+                     "relmodel.testing.*", "relmodel.data._*"],
     "subsystems": ["relmodel.pipeline.*", "relmodel.elastic.*", "relmodel.record.*"],
     "faces": ["relmodel", "relmodel.pipeline", "relmodel.elastic", "relmodel.record"],
 }
