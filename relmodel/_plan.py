@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import sys
 import warnings
 
 import numpy as np
@@ -815,8 +816,6 @@ def _ettr_if_valid(sc: Scenario, name: str, value) -> float | None:
 
 def _targets(sc: Scenario, x: float, names=IMPROVABLE, step=None, rtol: float = 1e-10) -> TargetReach:
     """What each parameter alone would need for a best ETTR of x, and the largest job reaching it."""
-    from scipy.optimize import brentq  # here: at module level it would slow `import relmodel`
-
     needed, best_possible = {}, {}
     for name in names:
         now = getattr(sc, name)
@@ -829,13 +828,35 @@ def _targets(sc: Scenario, x: float, names=IMPROVABLE, step=None, rtol: float = 
         elif best_possible[name] < x:
             needed[name] = None
         else:
-            needed[name] = brentq(gap, floor, now, xtol=1e-12, rtol=rtol)
+            needed[name] = _root_below(gap, floor, now, rtol)
         if step is not None:
             step(1)
     max_gpus = _max_gpus(sc, x)
     if step is not None:
         step(1)
     return TargetReach(x, needed, best_possible, max_gpus)
+
+
+def _root_below(gap, floor: float, now: float, rtol: float) -> float:
+    """Where the decreasing `gap` crosses zero in [floor, now], given gap(floor) >= 0 > gap(now).
+
+    The values span up to the whole float range (a restart of 1e308 h): the crossing is first
+    bracketed within three decades, stepping down from `now`, then found in log space, where the
+    root finder's tolerance is relative to the value.
+    """
+    from scipy.optimize import brentq  # here: at module level it would slow `import relmodel`
+
+    smallest = max(floor, _SMALLEST_POSITIVE)
+    high, low = now, now / 1e3
+    while low > smallest and gap(low) < 0:
+        high, low = low, low / 1e3
+    low = max(low, smallest)
+    if gap(low) < 0:  # only the floor itself reaches it (a zero restart, say)
+        return floor
+    return math.exp(brentq(lambda t: gap(math.exp(t)), math.log(low), math.log(high), xtol=rtol, maxiter=200))
+
+
+_SMALLEST_POSITIVE = sys.float_info.min  # the smallest value at full precision
 
 
 def _max_gpus(sc: Scenario, x: float) -> int | None:

@@ -13,6 +13,7 @@ import relmodel as rm
 from relmodel._cli import main
 from relmodel._engine import COMPONENTS
 from relmodel._plan import best_ettr
+from relmodel.testing.strategies import scenarios
 
 RUN = dict(n_gpus=16384, failure_rate=6.5e-3, checkpoint_cost="5min", restart_cost="10min", work="14d")
 
@@ -245,3 +246,33 @@ def test_a_plan_with_strategies_simulates_each_point_once(monkeypatch, fast, str
     assert len(calls) == len(set(calls))
     chosen = next(s for s in p.checkpoints.strategies if s.name == p.strategy)
     assert chosen.simulated == p.ettr_by_interval["exact" if p.strategy == "blocking" else "best"].simulated
+
+
+@settings(max_examples=25, deadline=None)
+@given(sc=scenarios(extreme=True, float_limits=True, laws=("exponential",)), x=st.floats(0.001, 0.999))
+def test_targets_are_found_across_the_whole_float_range(sc, x):
+    """A restart of 1e308 h needing 9.8 days ended in `RuntimeError: Failed to converge` (exit 70):
+    the root finder was given all 308 decades at once. (Exponential failures here: lemon nodes make each
+    exact ETTR a binomial over the nodes, seconds at a million GPUs; the pinned case below has them.)"""
+    from relmodel._plan import _targets
+
+    reach = _targets(sc, x)
+    for name, needed in reach.needed.items():
+        now = getattr(sc, name)
+        if needed is None:
+            assert reach.best_possible[name] < x
+        elif needed == now:
+            assert best_ettr(sc) >= x
+        elif needed > 0:
+            assert best_ettr(sc.sweep(**{name: needed})) >= x * (1 - 1e-6), (name, needed)
+            assert best_ettr(sc.sweep(**{name: min(now, needed * 1.01)})) <= x * (1 + 1e-6), (name, needed)
+
+
+def test_a_restart_of_1e308_hours_has_its_target_named():
+    sc = rm.Scenario(n_gpus=1, gpus_per_node=16, failure_rate=0.256, lemon_fraction=0.5, lemon_rate_factor=10,
+                     work="1s", checkpoint_interval="261h", checkpoint_cost=1e-300, restart_cost=1e308)
+    from relmodel._plan import _targets
+
+    needed = _targets(sc, 0.021).needed
+    assert best_ettr(sc.sweep(restart_cost=needed["restart_cost"])) == pytest.approx(0.021, rel=1e-6)
+    assert 0 < needed["failure_rate"] < 1e-300
