@@ -410,6 +410,12 @@ def test_cli_show_predict_replay(tmp_path):
     levelled = runner.invoke(main, ["run", "replay", str(path), "--runs", "500", "--fast-checkpoint",
                                     "interval=10min,cost=5s,restart=3min,survives=0.9"])
     assert levelled.exit_code == 0 and "replayed" in levelled.output, levelled.output
+    # The help's own example with --json ended in `TypeError: asdict() ...` (exit 70).
+    levelled_json = runner.invoke(main, ["run", "replay", str(path), "--runs", "500", "--json", "--fast-checkpoint",
+                                         "interval=10min,cost=5s,restart=3min,persist=30s,survives=0.85"])
+    assert levelled_json.exit_code == 0, levelled_json.output
+    assert json.loads(levelled_json.output)["fast_checkpoints_h"] == [
+        {"interval": 1 / 6, "cost": 5 / 3600, "restart": 0.05, "persist": 30 / 3600, "survives": 0.85}]
     huge = runner.invoke(main, ["run", "replay", str(path), "--restart-cost", "1e300h"])
     assert huge.exit_code == 2 and "--restart-cost" in huge.output and "at most" in huge.output, huge.output
     bad = runner.invoke(main, ["run", "replay", str(path), "--checkpoint-interval", "30"])

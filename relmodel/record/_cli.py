@@ -246,6 +246,7 @@ def replay(events, example, fmt, sacct, run_ids, n_gpus, tz, as_json, n_runs, se
     """Replay the run's own failures under another plan (and beside new failure draws)."""
     import dataclasses
 
+    from .._scenario import as_checkpoint_levels
     from ._model import replay_run
 
     record, n_gpus = _read(events, example, fmt, sacct, run_ids, n_gpus, tz)
@@ -258,7 +259,8 @@ def replay(events, example, fmt, sacct, run_ids, n_gpus, tz, as_json, n_runs, se
     if as_json:
         changes_h = {k: v for k, v in changes.items() if v is not None and k != "fast_checkpoints"}
         click.echo(to_json({"changes_h": changes_h,
-                            "fast_checkpoints_h": [dataclasses.asdict(level) for level in changes["fast_checkpoints"]],
+                            "fast_checkpoints_h": [dataclasses.asdict(level) for level in
+                                                   as_checkpoint_levels(changes["fast_checkpoints"]) or ()],
                             "saving_h": float(ds.saving), "reproduced": bool(ds.reproduced),
                             "notes": _notes(record, ds),
                             **{p: {"wall_h": float(ds.wall.sel(plan=p)), "ettr": float(ds.ettr.sel(plan=p)),
