@@ -156,9 +156,19 @@ class FigurePath(OutputPath):
 
 
 def _check_folder(kind: click.Path, path: Path, param, ctx):
-    """Refuse, before any work, an output whose folder does not exist (it failed after the run)."""
+    """Refuse, before any work, an output whose folder does not exist (a usage problem) or where
+    no file can be made (the machine's: a read-only folder or filesystem); both failed after the run."""
+    import tempfile
+
     if not path.parent.is_dir():
         kind.fail(f"no such folder: {path.parent}", param, ctx)
+    try:  # the way every output is written: a hidden temporary beside it, renamed into place
+        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.probe-"):
+            pass
+    except OSError as err:
+        flag = param.opts[-1] if param is not None else "path"
+        raise click.ClickException(f"{flag}: cannot write in {path.parent} ({err.strerror or err}); "
+                                   f"choose another {flag}") from None
 
 
 class DatasetPath(OutputPath):

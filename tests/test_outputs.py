@@ -388,3 +388,39 @@ def test_a_failed_write_of_a_folder_puts_the_old_one_back(tmp_path, monkeypatch)
     with pytest.raises(OSError):
         write_atomically(old, lambda tmp: (tmp.mkdir(), (tmp / "a").write_text("new")))
     assert snapshot(old) == {"a": b"old"} and not temporaries(tmp_path)
+
+
+# ---- a folder where nothing can be written: refused before any work ---------------------------
+
+UNWRITABLE = [pytest.param([*args, "--plot", "{folder}/fig.png"], "--plot", id=f"{name} --plot")
+              for name, args in PLOTTERS.items()] + [
+    pytest.param([*args, "--out", "{folder}/out" + suffixes[0]], "--out", id=f"{name} --out")
+    for name, (args, suffixes, _) in WRITERS.items()] + [
+    pytest.param(["bench", "--quick", "--json", "{folder}/bench.json"], "--json", id="bench --json")]
+
+
+@pytest.mark.parametrize("args, flag", UNWRITABLE)
+def test_an_output_in_a_folder_that_takes_no_file_is_refused_before_any_work(tmp_path, monkeypatch, args, flag):
+    """`--plot` into a read-only folder ended in an internal error after the work (`bench --json`: 40 s of it)."""
+    import tempfile
+
+    folder = tmp_path / "read-only"
+    folder.mkdir()
+    real = tempfile.NamedTemporaryFile
+
+    def refused_in_folder(*a, dir=None, **k):
+        if dir is not None and Path(dir) == folder:
+            raise PermissionError(errno.EACCES, "Permission denied", str(folder))
+        return real(*a, dir=dir, **k)
+
+    monkeypatch.setattr(tempfile, "NamedTemporaryFile", refused_in_folder)
+    result = invoke([a.format(folder=folder) for a in args])
+    assert result.exit_code == 1, result.output
+    assert result.output == f"Error: {flag}: cannot write in {folder} (Permission denied); choose another {flag}\n"
+    assert not list(folder.iterdir())
+
+
+def test_the_writability_probe_leaves_nothing(tmp_path):
+    result = invoke([*PLOTTERS["plan"], "--plot", tmp_path / "fig.png"])
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fig.png"]

@@ -667,10 +667,19 @@ def test_a_folder_named_as_a_netcdf_output_is_refused_and_nothing_is_left(tmp_pa
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self"), reason="needs a /proc, where no file can be made")
 def test_a_place_where_no_lock_file_can_be_made_is_named_not_blamed_on_another_run():
-    """`--out /proc/x.nc` said the output 'is being written by another run'."""
+    """`--out /proc/x.nc` said the output 'is being written by another run'. The command line now refuses
+    the folder before any work; the store's own lock names the place too."""
+    from pathlib import Path
+
+    from relmodel._store import exclusive
+
     result = _simulate_out("/proc/x.nc")
-    assert result.exit_code == 1 and "cannot make its lock file" in result.output
+    assert result.exit_code == 1 and "cannot write in /proc" in result.output
     assert "another run" not in result.output
+    with pytest.raises(StudyError, match="cannot make its lock file") as refused:
+        with exclusive(Path("/proc/x.nc"), "", "relmodel simulate"):
+            pass
+    assert "another run" not in str(refused.value)
 
 
 # ---- the lock file goes with its writer -----------------------------------------------------
