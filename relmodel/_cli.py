@@ -61,12 +61,13 @@ def refuse_if_no_job_can_finish(sc: Scenario, max_failures: int, where: str | No
     if point.failure_rate >= 1.0:  # 100 times the measured rates: a unit mistake, most likely
         hint = "is --failure-rate per node-day?"
     elif restart_binds:
-        hint = "--restart-cost must be well under the MTTF"
+        hint = "--restart-cost must be well under the MTTF, which --gpus and --failure-rate set"
     else:
-        hint = "--checkpoint-interval and --checkpoint-cost must be well under the MTTF"
+        hint = ("--checkpoint-interval and --checkpoint-cost must be well under the MTTF, which --gpus and "
+                "--failure-rate set")
     if where is None:
         where = "" if sc.size == 1 else f" at any of the {sc.size} points"
-    raise click.ClickException(
+    raise click.UsageError(  # the inputs, as typed, allow no run: a usage problem
         f"No job can finish{where}: with a job MTTF of {format_hours(1.0 / lam[row])}, getting through one "
         f"{stretch} takes {attempts}; {hint}")
 

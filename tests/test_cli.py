@@ -139,6 +139,7 @@ DURATION_WORDS = ("work", "interval", "cost", "restart", "persist", "wait", "dur
 NOT_DURATIONS = {
     ("pipeline", "p2p_delay"), ("pipeline", "reroute_delay"), ("pipeline", "optimizer_time"),  # task-time units
     ("simulate", "queue_wait_distribution"), ("plan", "queue_wait_distribution"),  # a choice
+    ("compare", "queue_wait_distribution"),
     ("sweep", "workers"),  # a count
 }
 LEVEL_KEYS = ("interval", "cost", "restart", "persist")
@@ -170,9 +171,9 @@ def test_every_duration_in_every_flag_and_key_needs_a_unit():
             with pytest.raises((click.BadParameter, ValueError), match="300 has no unit"):
                 option.type.convert("300", option, None)
             walked.append((path, option.name))
-    # simulate and plan: 6 each (4 of them keys of --fast-checkpoint); pipeline 6; cluster 8;
+    # simulate, compare and plan: 6 each (and 4 keys of --fast-checkpoint); pipeline 6; cluster 8;
     # run predict 4 (--assumed-*), run replay 5 (and 4 keys of its --fast-checkpoint)
-    assert len(walked) == 2 * (6 + 4) + 6 + 8 + 4 + (5 + 4), walked
+    assert len(walked) == 3 * (6 + 4) + 6 + 8 + 4 + (5 + 4), walked
 
 
 # -- a run that cannot finish says so --------------------------------------------------
@@ -199,7 +200,7 @@ def no_simulation(monkeypatch):
 ])
 def test_a_run_no_job_can_finish_says_so_in_one_sentence(args, no_simulation):
     result = invoke(*args)
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     line = _one_error_line(result)
     assert line.startswith("Error: No job can finish") and "is --failure-rate per node-day?" in line
     assert "nan" not in line.lower()

@@ -192,7 +192,7 @@ def test_bad_input_exits_2_naming_the_flag(args, flag):
 def test_a_grid_where_no_job_can_finish_is_refused_as_simulate_refuses_it():
     args = ["--gpus", "4096", "--failure-rate", "50"]
     result = invoke(*args)
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert result.output == CliRunner().invoke(main, ["simulate", *args]).output
     assert "No job can finish" in result.output and "--failure-rate" in result.output
 
