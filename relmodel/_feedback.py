@@ -1,22 +1,29 @@
 """What the command line shows while it works: progress bars and one-line notes.
 
 The rule (no silent wait over 2 seconds): a long step shows a progress bar on a
-terminal, and nothing in a pipe or under ``--quiet``; the first compilation of
-a family of Numba kernels says so in one line first. Both go to stderr, so that
-stdout stays the result (a table, or JSON for a pipe).
+terminal, and nothing in a pipe or under ``--quiet``; a step that cannot count
+its progress (a Numba compilation, a solver) shows a ticking line instead, what
+it is doing and for how long, removed when it ends. The first compilation of a
+family of Numba kernels says so in one line first, with the time it took on
+this machine the last time (kept in the user's cache folder). All of it goes to
+stderr, so that stdout stays the result (a table, or JSON for a pipe).
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import platform
 import sys
+import threading
+import time
 from contextlib import contextmanager
 from pathlib import Path
 
-COMPILE_NOTE = "compiling relmodel's {what} (first run only, ~{seconds} s; later runs load them from the cache)"
-_state = {"quiet": False}
+COMPILE_NOTE = "compiling relmodel's {what} (first run only{estimate}; later runs load them from the cache)"
+TICK_S = 0.5  # how often a ticking line redraws its elapsed time
+_state = {"quiet": False, "watching": False}
 _announced: set[tuple] = set()
 
 
@@ -252,9 +259,179 @@ def kernels_cached(module: str, entry_points=None) -> bool:
         return False
 
 
-def announce_compile(module: str, entry_points=None, what: str = "kernels", seconds: int = 15) -> bool:
+class Ticker:
+    """A ticking line on stderr for a step that cannot count its progress: what it does and the time since it
+    began, redrawn by a background thread every TICK_S, removed at its end (`close`).
+
+    Parameters
+    ----------
+    desc : str
+        What is happening.
+    enabled_ : bool or None
+        Force it on or off (None: `enabled()`).
+    """
+
+    def __init__(self, desc: str, enabled_: bool | None = None):
+        self.bar = progress_bar(None, desc, enabled_=enabled_, bar_format="{desc}: {elapsed}")
+        self.start = time.perf_counter()
+        self._stop = threading.Event()
+        self._thread = None
+        if not self.bar.disable:
+            self._thread = threading.Thread(target=self._run, daemon=True, name=f"relmodel ticker: {desc}")
+            self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(TICK_S):
+            self.bar.refresh()  # recomputes the elapsed time it shows
+
+    def close(self) -> float:
+        """End the line (safe to call again).
+
+        Returns
+        -------
+        float
+            The seconds since it began.
+        """
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        self.bar.close()
+        return time.perf_counter() - self.start
+
+
+@contextmanager
+def ticking(desc: str, enabled_: bool | None = None):
+    """Within the block, a `Ticker` saying `desc`: for a step that cannot count its progress (a solver).
+
+    Parameters
+    ----------
+    desc : str
+        What the block does.
+    enabled_ : bool or None
+        Force it on or off (None: `enabled()`).
+    """
+    ticker = Ticker(desc, enabled_=enabled_)
+    try:
+        yield ticker
+    finally:
+        ticker.close()
+
+def _estimates_path() -> Path:
+    """The file of measured compile times: in the user's cache folder, which outlives Numba's caches."""
+    root = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(root) / "relmodel" / "compile-seconds.json"
+
+
+def _estimate_key(module: str) -> str:
+    """A module's key among the measured compile times: its name, this machine and this Numba."""
+    import numba
+
+    from llvmlite.binding import get_host_cpu_name
+
+    return "|".join((module, platform.machine(), numba.config.CPU_NAME or get_host_cpu_name(),
+                     str(os.cpu_count()), numba.__version__))
+
+
+def _read_estimates() -> dict:
+    try:
+        estimates = json.loads(_estimates_path().read_text(encoding="utf-8"))
+    except (OSError, ValueError):  # none yet, or unreadable: no estimate, never an error
+        return {}
+    return estimates if isinstance(estimates, dict) else {}
+
+
+def compile_estimate(module: str) -> float | None:
+    """The seconds the last compilation of `module`'s kernels took on this machine, or None where none was kept.
+
+    Parameters
+    ----------
+    module : str
+        The kernel module.
+
+    Returns
+    -------
+    float or None
+    """
+    seconds = _read_estimates().get(_estimate_key(module))
+    return float(seconds) if isinstance(seconds, (int, float)) and seconds > 0 else None
+
+
+def record_compile_seconds(module: str, seconds: float) -> None:
+    """Keep how long `module`'s kernels took to compile here, for the next first run's note (a file that
+    cannot be written is left as it is).
+
+    Parameters
+    ----------
+    module : str
+        The kernel module.
+    seconds : float
+        The time the compilation took.
+    """
+    estimates = {**_read_estimates(), _estimate_key(module): round(float(seconds), 3)}
+    path = _estimates_path()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_name(f"{path.name}.{os.getpid()}")
+        temporary.write_text(json.dumps(estimates, indent=1, sort_keys=True), encoding="utf-8")
+        os.replace(temporary, path)  # whole or not at all, should two processes write at once
+    except OSError:
+        pass
+
+
+_compiling = threading.local()  # per thread: how deep in nested compilations, and the outermost one's ticker
+_compile_seconds: dict[str, float] = {}  # by kernel module: the time its compilations took in this process
+_kernel_names: dict[str, str] = {}  # by kernel module: what the notes call its kernels
+
+
+def _on_compile_start(dispatcher) -> None:
+    depth = getattr(_compiling, "depth", 0)
+    _compiling.depth = depth + 1
+    if depth:
+        return
+    module = getattr(dispatcher.py_func, "__module__", "") or ""
+    _compiling.module, _compiling.start = module, time.perf_counter()
+    # A compilation in another thread (a background compile) keeps nobody waiting: no line for it.
+    shown = module.startswith("relmodel.") and threading.current_thread() is threading.main_thread()
+    _compiling.ticker = Ticker(f"compiling relmodel's {_kernel_names.get(module, 'kernels')}") if shown else None
+
+
+def _on_compile_end() -> None:
+    _compiling.depth -= 1
+    if _compiling.depth:
+        return
+    if _compiling.ticker is not None:
+        _compiling.ticker.close()
+    module = _compiling.module
+    if module.startswith("relmodel."):
+        _compile_seconds[module] = _compile_seconds.get(module, 0.0) + time.perf_counter() - _compiling.start
+        record_compile_seconds(module, _compile_seconds[module])
+
+
+def watch_compilations() -> None:
+    """From now on, a `Ticker` while Numba compiles a relmodel kernel in the main thread, and the
+    time each kernel module took to compile kept (`record_compile_seconds`) for the next first run's note.
+
+    Numba tells its listeners of each compilation (not of a load from its cache); once per process.
+    """
+    if _state["watching"]:
+        return
+    from numba.core import event
+
+    class CompileListener(event.Listener):
+        def on_start(self, ev):
+            _on_compile_start(ev.data["dispatcher"])
+
+        def on_end(self, ev):
+            _on_compile_end()
+
+    event.register("numba:compile", CompileListener())
+    _state["watching"] = True
+
+
+def announce_compile(module: str, entry_points=None, what: str = "kernels") -> bool:
     """Say once per process, before the kernels of `module` are first imported or
-    called, that they are about to be compiled (when `kernels_cached` says so).
+    called, that they are about to be compiled (when `kernels_cached` says so), with
+    the time it took here the last time; a line ticks while they compile (`watch_compilations`).
 
     Parameters
     ----------
@@ -264,8 +441,6 @@ def announce_compile(module: str, entry_points=None, what: str = "kernels", seco
         The functions about to be called (default: any of the module).
     what : str
         What the note calls them.
-    seconds : int
-        The typical compile time on 2 cores, for the note.
 
     Returns
     -------
@@ -274,6 +449,8 @@ def announce_compile(module: str, entry_points=None, what: str = "kernels", seco
     """
     if not enabled():  # nobody to tell: spare the cache lookup
         return False
+    _kernel_names.setdefault(module, what)
+    watch_compilations()
     entry_points = None if entry_points is None else tuple(entry_points)
     key = (module, entry_points)
     if key in _announced:
@@ -281,5 +458,6 @@ def announce_compile(module: str, entry_points=None, what: str = "kernels", seco
     _announced.add(key)
     if kernels_cached(module, entry_points):
         return False
-    note(COMPILE_NOTE.format(what=what, seconds=seconds))
+    seconds = compile_estimate(module)
+    note(COMPILE_NOTE.format(what=what, estimate="" if seconds is None else f", ~{seconds:.0f} s here last time"))
     return True
