@@ -127,10 +127,13 @@ def bar_width() -> dict:
 def progress_bar(total: int | None, desc: str, unit: str = "job", enabled_: bool | None = None, **kwargs):
     """A tqdm bar on stderr, or a disabled one (every call a no-op) where feedback is off.
 
+    A bar that is shown is redrawn every TICK_S by a background thread until it
+    closes, so that its elapsed time moves even through a long step.
+
     Parameters
     ----------
-    total : int
-        Units of work in all.
+    total : int or None
+        Units of work in all (None: unknown, as for a `ticking` line).
     desc : str
         Its label.
     unit : str
@@ -146,8 +149,20 @@ def progress_bar(total: int | None, desc: str, unit: str = "job", enabled_: bool
     """
     from tqdm import tqdm
 
-    return tqdm(total=total, desc=desc, unit=unit, unit_scale=True, file=sys.stderr, leave=False,
-                mininterval=0.2, disable=not enabled(enabled_), **bar_width(), **kwargs)
+    bar = tqdm(total=total, desc=desc, unit=unit, unit_scale=True, file=sys.stderr, leave=False,
+               mininterval=0.2, disable=not enabled(enabled_), **bar_width(), **kwargs)
+    if not bar.disable:
+        threading.Thread(target=_keep_drawing, args=(bar,), daemon=True, name=f"relmodel bar: {desc}").start()
+    return bar
+
+
+def _keep_drawing(bar) -> None:
+    """Redraw `bar` every TICK_S until it closes (tqdm disables a bar as it closes it)."""
+    pause = threading.Event()
+    while not pause.wait(TICK_S) and not bar.disable:
+        with type(bar).get_lock():  # the lock close() clears the line under: never drawn again after that
+            if not bar.disable:
+                bar.refresh(nolock=True)  # recomputes the elapsed time shown
 
 
 def _njit_functions(path: str) -> dict[str, int]:
@@ -259,49 +274,10 @@ def kernels_cached(module: str, entry_points=None) -> bool:
         return False
 
 
-class Ticker:
-    """A ticking line on stderr for a step that cannot count its progress: what it does and the time since it
-    began, redrawn by a background thread every TICK_S, removed at its end (`close`).
-
-    Parameters
-    ----------
-    desc : str
-        What is happening.
-    enabled_ : bool or None
-        Force it on or off (None: `enabled()`).
-    """
-
-    def __init__(self, desc: str, enabled_: bool | None = None):
-        self.bar = progress_bar(None, desc, enabled_=enabled_, bar_format="{desc}: {elapsed}")
-        self.start = time.perf_counter()
-        self._stop = threading.Event()
-        self._thread = None
-        if not self.bar.disable:
-            self._thread = threading.Thread(target=self._run, daemon=True, name=f"relmodel ticker: {desc}")
-            self._thread.start()
-
-    def _run(self) -> None:
-        while not self._stop.wait(TICK_S):
-            self.bar.refresh()  # recomputes the elapsed time it shows
-
-    def close(self) -> float:
-        """End the line (safe to call again).
-
-        Returns
-        -------
-        float
-            The seconds since it began.
-        """
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join()
-        self.bar.close()
-        return time.perf_counter() - self.start
-
-
 @contextmanager
 def ticking(desc: str, enabled_: bool | None = None):
-    """Within the block, a `Ticker` saying `desc`: for a step that cannot count its progress (a solver).
+    """Within the block, one line on stderr saying `desc` and the time since it began, moving
+    (`progress_bar` without a total), removed at its end: for a step that cannot count its progress.
 
     Parameters
     ----------
@@ -309,12 +285,14 @@ def ticking(desc: str, enabled_: bool | None = None):
         What the block does.
     enabled_ : bool or None
         Force it on or off (None: `enabled()`).
+
+    Yields
+    ------
+    tqdm.tqdm
     """
-    ticker = Ticker(desc, enabled_=enabled_)
-    try:
-        yield ticker
-    finally:
-        ticker.close()
+    with progress_bar(None, desc, enabled_=enabled_, bar_format="{desc}: {elapsed}") as line:
+        yield line
+
 
 def _estimates_path() -> Path:
     """The file of measured compile times: in the user's cache folder, which outlives Numba's caches."""
@@ -378,7 +356,7 @@ def record_compile_seconds(module: str, seconds: float) -> None:
         pass
 
 
-_compiling = threading.local()  # per thread: how deep in nested compilations, and the outermost one's ticker
+_compiling = threading.local()  # per thread: how deep in nested compilations, and the outermost one's line
 _compile_seconds: dict[str, float] = {}  # by kernel module: the time its compilations took in this process
 _kernel_names: dict[str, str] = {}  # by kernel module: what the notes call its kernels
 
@@ -392,15 +370,15 @@ def _on_compile_start(dispatcher) -> None:
     _compiling.module, _compiling.start = module, time.perf_counter()
     # A compilation in another thread (a background compile) keeps nobody waiting: no line for it.
     shown = module.startswith("relmodel.") and threading.current_thread() is threading.main_thread()
-    _compiling.ticker = Ticker(f"compiling relmodel's {_kernel_names.get(module, 'kernels')}") if shown else None
+    _compiling.line = progress_bar(None, f"compiling relmodel's {_kernel_names.get(module, 'kernels')}",
+                                   enabled_=None if shown else False, bar_format="{desc}: {elapsed}")
 
 
 def _on_compile_end() -> None:
     _compiling.depth -= 1
     if _compiling.depth:
         return
-    if _compiling.ticker is not None:
-        _compiling.ticker.close()
+    _compiling.line.close()
     module = _compiling.module
     if module.startswith("relmodel."):
         _compile_seconds[module] = _compile_seconds.get(module, 0.0) + time.perf_counter() - _compiling.start
@@ -408,7 +386,7 @@ def _on_compile_end() -> None:
 
 
 def watch_compilations() -> None:
-    """From now on, a `Ticker` while Numba compiles a relmodel kernel in the main thread, and the
+    """From now on, a `ticking` line while Numba compiles a relmodel kernel in the main thread, and the
     time each kernel module took to compile kept (`record_compile_seconds`) for the next first run's note.
 
     Numba tells its listeners of each compilation (not of a load from its cache); once per process.

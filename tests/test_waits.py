@@ -575,6 +575,15 @@ def test_a_ticker_shows_what_it_does_and_its_elapsed_time_moving_then_goes(ticki
         ticking_terminal.buffer.getvalue().split("\r")[-1].strip()  # the line is cleared
 
 
+def test_a_bar_keeps_moving_through_a_long_step(ticking_terminal, monkeypatch):
+    """A bar redrawn only as work is done stood still for seconds at "recycle, 1 down"."""
+    ticking_terminal.install(monkeypatch)
+    with _feedback.progress_bar(6, "strategies", unit="step") as bar:
+        bar.update(1)
+        _until(lambda: len(set(ticking_terminal.draws("strategies"))) >= 3, "the bar stood still")
+    assert all("1.00/6.00" in frame for frame in ticking_terminal.draws("strategies")[1:])
+
+
 @pytest.mark.parametrize("where", ["pipe", "quiet"])
 def test_no_ticker_in_a_pipe_or_under_quiet(monkeypatch, where):
     import threading
