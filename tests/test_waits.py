@@ -802,3 +802,26 @@ def test_sweep_ticks_while_it_opens_and_finishes_its_store(terminal, tmp_path):
         < result.stderr.index("sweep: finishing")
     again = invoke("sweep", str(study), "--out", str(tmp_path / "again.zarr"), "--quiet")
     assert again.exit_code == 0 and again.stderr == ""
+
+
+def test_the_pipeline_figure_ticks_while_it_is_drawn(terminal, tmp_path):
+    png = tmp_path / "pipeline.png"
+    result = invoke("pipeline", "--stages", "2", "--replicas", "2", "--microbatches", "4", "--failures", "0,1",
+                    "--plot", str(png))
+    assert result.exit_code == 0, result.output
+    assert f"drawing {png}: 00:" in result.stderr and png.stat().st_size > 0
+
+
+def test_plan_in_python_shows_its_check_simulations_on_a_terminal_only(terminal, monkeypatch):
+    import io
+
+    sc = rm.Scenario(n_gpus=1024, failure_rate=6.5e-3, checkpoint_interval="1h", work="2d")
+    out = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", out)
+    shown = rm.plan(sc, n_jobs=2000)
+    assert "check simulation:" in out.getvalue()
+    monkeypatch.setattr(_feedback, "stderr_is_terminal", lambda: False)
+    piped = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", piped)
+    quiet = rm.plan(sc, n_jobs=2000)
+    assert piped.getvalue() == "" and quiet.to_dict() == shown.to_dict()

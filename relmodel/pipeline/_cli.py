@@ -257,9 +257,8 @@ def _draw(table, series, plot, named) -> None:
     from ._plot import config_title, throughput_figure
 
     sys.stdout.flush()
-    feedback.note(f"drawing {plot} ...")
     title = None if named is None else f"{named}\n{config_title(table.attrs)}"
-    with output_errors("--plot", plot):
+    with output_errors("--plot", plot), feedback.ticking(f"drawing {plot}"):
         throughput_figure(table, series, plot, title=title)
 
 
