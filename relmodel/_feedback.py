@@ -361,24 +361,64 @@ _compile_seconds: dict[str, float] = {}  # by kernel module: the time its compil
 _kernel_names: dict[str, str] = {}  # by kernel module: what the notes call its kernels
 
 
+# The line of a compilation is drawn by a small process of its own: Numba holds the GIL for
+# seconds at a time as it compiles, so a thread of this process would stand still with it.
+_LINE_PROCESS = """
+import os, select, sys, time
+desc, interval, start = sys.argv[1], float(sys.argv[2]), time.monotonic()
+while True:
+    seconds = int(time.monotonic() - start)
+    os.write(2, f"\\r{desc}: {seconds // 60:02d}:{seconds % 60:02d}\\x1b[K".encode())
+    if select.select([sys.stdin], [], [], interval)[0]:  # the parent closed the pipe: the step is over
+        break
+os.write(2, b"\\r\\x1b[K")
+"""
+
+
+class _LineProcess:
+    """A `ticking` line drawn by a process of its own, for a step that holds the GIL (a compilation)."""
+
+    def __init__(self, desc: str):
+        import subprocess
+
+        stderr_fd = sys.stderr.fileno()
+        width = os.get_terminal_size(stderr_fd).columns if os.isatty(stderr_fd) else 80
+        self.child = subprocess.Popen([sys.executable, "-I", "-S", "-c", _LINE_PROCESS, desc[:max(10, width - 8)],
+                                       str(TICK_S)], stdin=subprocess.PIPE, stderr=stderr_fd)
+
+    def close(self) -> None:
+        self.child.stdin.close()
+        self.child.wait()
+
+
+def _compile_line(desc: str):
+    """The line shown while a kernel compiles: a `_LineProcess` on a POSIX terminal, a `ticking` bar elsewhere."""
+    if sys.platform != "win32":
+        try:
+            return _LineProcess(desc)
+        except (OSError, ValueError, AttributeError):  # no file descriptor behind stderr: a bar of this process
+            pass
+    return progress_bar(None, desc, bar_format="{desc}: {elapsed}")
+
+
 def _on_compile_start(dispatcher) -> None:
     depth = getattr(_compiling, "depth", 0)
     _compiling.depth = depth + 1
     if depth:
         return
     module = getattr(dispatcher.py_func, "__module__", "") or ""
-    _compiling.module, _compiling.start = module, time.perf_counter()
+    _compiling.module, _compiling.start, _compiling.line = module, time.perf_counter(), None
     # A compilation in another thread (a background compile) keeps nobody waiting: no line for it.
-    shown = module.startswith("relmodel.") and threading.current_thread() is threading.main_thread()
-    _compiling.line = progress_bar(None, f"compiling relmodel's {_kernel_names.get(module, 'kernels')}",
-                                   enabled_=None if shown else False, bar_format="{desc}: {elapsed}")
+    if module.startswith("relmodel.") and threading.current_thread() is threading.main_thread() and enabled():
+        _compiling.line = _compile_line(f"compiling relmodel's {_kernel_names.get(module, 'kernels')}")
 
 
 def _on_compile_end() -> None:
     _compiling.depth -= 1
     if _compiling.depth:
         return
-    _compiling.line.close()
+    if _compiling.line is not None:
+        _compiling.line.close()
     module = _compiling.module
     if module.startswith("relmodel."):
         _compile_seconds[module] = _compile_seconds.get(module, 0.0) + time.perf_counter() - _compiling.start

@@ -697,6 +697,24 @@ def test_a_compilation_ticks_while_it_lasts_and_its_time_is_kept(ticking_termina
     assert _feedback.compile_estimate("numpy.somewhere") is None
 
 
+@pytest.mark.skipif(sys.platform == "win32", reason="a POSIX terminal's line")
+def test_a_compilation_line_is_drawn_by_a_process_of_its_own(terminal, capfd, estimates, monkeypatch):
+    """Numba holds the GIL for seconds as it compiles: a thread of this process stood still with it."""
+    monkeypatch.setattr(_feedback, "TICK_S", 0.01)
+    monkeypatch.setitem(_feedback._kernel_names, "relmodel._fake_kernels", "fake kernels")
+    _feedback.watch_compilations()
+    seen = []
+    with _a_compilation("relmodel._fake_kernels"):
+        child = _feedback._compiling.line.child
+        _until(lambda: seen.append(capfd.readouterr().err) or "".join(seen).count("fake kernels: 00:0") >= 3,
+               "the line's process drew nothing")
+    assert child.returncode == 0  # ended with the compilation
+    seen.append(capfd.readouterr().err)
+    drawn = "".join(seen)
+    assert drawn.startswith("\rcompiling relmodel's fake kernels: 00:00\x1b[K") and drawn.endswith("\r\x1b[K")
+    assert _feedback.compile_estimate("relmodel._fake_kernels") is not None
+
+
 def test_a_compilation_in_a_background_thread_shows_nothing(ticking_terminal, estimates, monkeypatch):
     ticking_terminal.install(monkeypatch)
     import threading
