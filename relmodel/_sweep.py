@@ -395,8 +395,8 @@ def _compute(study: Study, store: Path, regions, todo, scheduler: str, n_workers
     try:
         if scheduler == "local":
             for region in todo:
-                finished(region, compute_chunk(study, region,
-                                               progress=(lambda jobs, r=region: advance(r, jobs)) if progress else None))
+                moved = (lambda jobs, r=region: advance(r, jobs)) if progress else None
+                finished(region, compute_chunk(study, region, progress=moved))
         else:
             _run_on_dask(study, todo, finished, scheduler, n_workers, client)
     finally:
