@@ -769,7 +769,7 @@ class _Cycles:
         from ._feedback import announce_compile
 
         # Numba compiles on first use, not on import: seconds, said on a terminal first.
-        announce_compile("relmodel._kernels.levels_exact", ("solve_cycles",), "exact checkpoint-level kernels", 8)
+        announce_compile("relmodel._kernels.levels_exact", ("solve_cycles",), "exact checkpoint-level kernels")
         from ._kernels.levels_exact import solve_cycles
 
         self.solve = solve_cycles

@@ -418,7 +418,7 @@ def _value_text(name: str, value) -> str:
 
 
 def plan(scenario=None, *, target_ettr: float | None = None, n_jobs: int = 20_000, seed: int = 0,
-         backend: str = "auto", max_failures: int | None = None, progress=False, strategy: str | None = None,
+         backend: str = "auto", max_failures: int | None = None, progress=None, strategy: str | None = None,
          **fields) -> Plan:
     """Plan a run: recommended checkpoint interval, ETTR, MTTF and what must improve.
 
@@ -455,9 +455,10 @@ def plan(scenario=None, *, target_ettr: float | None = None, n_jobs: int = 20_00
         or "cython"; the same bits whichever.
     max_failures : int, optional
         Cap on failures per simulated job (default: see above).
-    progress : bool or callable
+    progress : bool or callable, optional
         True: a progress bar over the check simulations (tqdm, on stderr); a
-        callable is called with the jobs done after each chunk.
+        callable is called with the jobs done after each chunk; None (the
+        default): the bar where stderr is a terminal.
     strategy : str, optional
         With checkpoint levels, the strategy to plan (``blocking``,
         ``asynchronous`` or ``multilevel``; default: the recommended one).
@@ -486,6 +487,10 @@ def plan(scenario=None, *, target_ettr: float | None = None, n_jobs: int = 20_00
         sc = as_scenario(scenario)
         current = sc.checkpoint_interval
     n_jobs, seed = check_plan(sc, target_ettr, n_jobs, seed, max_failures, strategy)
+    if progress is None:
+        from ._feedback import enabled
+
+        progress = enabled()
     return plan_checked(sc, current is not None, target_ettr, n_jobs, seed, backend, max_failures, progress,
                         strategy)
 

@@ -27,6 +27,7 @@ import xarray as xr
 from . import _labels as labels
 from . import _store as stores
 from ._extras import require
+from ._feedback import ticking
 from ._engine import COMPONENTS, RNG_SCHEME, RNG_STREAM, estimate
 from ._checks import check_integer
 from ._scenario import Scenario
@@ -293,10 +294,11 @@ def run_study(study: Study, out, *, source: str = "", label: str = "", scheduler
         if out.suffix == ".nc" and out.exists():
             shutil.rmtree(store, ignore_errors=True)  # what a run killed after its rename left
             raise StudyError(str(out), "exists; a finished netCDF study is not resumed (delete it to run again)")
-        chunks = open_or_create(study, store, source, label)
-        _refuse_altered_metadata(store)
-        regions = list(chunk_regions(study.scenario.shape, chunks))
-        problems = store_problems(store, regions, study.outputs)
+        with ticking(f"sweep: opening {store.name}", enabled_=bool(progress)):  # seconds of imports and reads
+            chunks = open_or_create(study, store, source, label)
+            _refuse_altered_metadata(store)
+            regions = list(chunk_regions(study.scenario.shape, chunks))
+            problems = store_problems(store, regions, study.outputs)
         damaged = {cid: why for cid, why in problems.items() if why != "not computed"}
         if damaged:
             warnings.warn(f"{store}: {len(damaged)} finished chunk(s) failed verification and are computed again ("
@@ -309,10 +311,11 @@ def run_study(study: Study, out, *, source: str = "", label: str = "", scheduler
         if todo:
             stores.set_status(store, "running")
             _compute(study, store, regions, todo, scheduler, n_workers, progress, client)
-        if todo or _status(store) != "complete" or not stores.consolidated_readable(store) or not _recorded(store):
-            stores.set_status(store, "complete")
-        if out.suffix == ".nc":
-            _to_netcdf(store, out)
+        with ticking(f"sweep: finishing {out.name}", enabled_=bool(progress)):
+            if todo or _status(store) != "complete" or not stores.consolidated_readable(store) or not _recorded(store):
+                stores.set_status(store, "complete")
+            if out.suffix == ".nc":
+                _to_netcdf(store, out)
     return out
 
 
@@ -392,8 +395,8 @@ def _compute(study: Study, store: Path, regions, todo, scheduler: str, n_workers
     try:
         if scheduler == "local":
             for region in todo:
-                finished(region, compute_chunk(study, region,
-                                               progress=(lambda jobs, r=region: advance(r, jobs)) if progress else None))
+                moved = (lambda jobs, r=region: advance(r, jobs)) if progress else None
+                finished(region, compute_chunk(study, region, progress=moved))
         else:
             _run_on_dask(study, todo, finished, scheduler, n_workers, client)
     finally:

@@ -1,5 +1,8 @@
 """The benchmark's peers implement the same model, and its agreement gate bites."""
 
+import sys
+import time
+
 import numpy as np
 import pytest
 
@@ -118,3 +121,27 @@ def test_the_first_result_script_runs_and_prints_its_seconds(backend):
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert float(done.stdout.split()[-1]) > 0
+
+
+def test_each_bench_step_ticks_on_a_terminal(monkeypatch):
+    """The cold first result compiled for half a minute with nothing on the screen."""
+    import io
+    import subprocess
+
+    from relmodel import _bench, _feedback
+
+    out = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", out)
+    monkeypatch.setattr(_feedback, "stderr_is_terminal", lambda: True)
+    monkeypatch.setattr(_feedback, "TICK_S", 0.01)
+
+    def fresh_python(code, folder, **env):  # a fresh process that takes until its line has ticked
+        ticks, deadline = out.getvalue().count("bench: a first result"), time.monotonic() + 60
+        while out.getvalue().count("bench: a first result") < ticks + 3:
+            assert time.monotonic() < deadline, "the step's line never ticked"  # fails, never hangs
+            time.sleep(0.01)
+        return subprocess.CompletedProcess([], 0, stdout="1.5\n")
+
+    monkeypatch.setattr(_bench, "fresh_python", fresh_python)
+    assert _bench.first_result_seconds("numba") == dict(cold_s=1.5, warm_s=1.5)
+    assert "bench: a first result with numba in a fresh process, on a cold then a warm cache: 00:" in out.getvalue()

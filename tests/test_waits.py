@@ -2,6 +2,7 @@
 note before a compilation, progress bars on a terminal only, units in JSON,
 and short readable reprs of the result objects."""
 
+import contextlib
 import fnmatch
 import json
 import os
@@ -259,7 +260,7 @@ def test_in_a_pipe_nothing_but_the_result():
     assert "simulate:" in forced.stderr
 
 
-def test_the_exact_level_kernels_announce_their_compilation(terminal, monkeypatch):
+def test_the_exact_level_kernels_announce_their_compilation(terminal, monkeypatch, estimates):
     """The exact form of an asynchronous write compiles its own kernels (seconds on a cold
     cache, inside the strategy planner's bar): a note first, once, naming them."""
     notes = []
@@ -271,7 +272,7 @@ def test_the_exact_level_kernels_announce_their_compilation(terminal, monkeypatc
                      checkpoint_persist="5min", restart_cost="10min")
     rm.ettr(sc)
     rm.ettr(sc.sweep(checkpoint_interval=[0.5, 2.0]))
-    assert notes == [_feedback.COMPILE_NOTE.format(what="exact checkpoint-level kernels", seconds=8)]
+    assert notes == [_feedback.COMPILE_NOTE.format(what="exact checkpoint-level kernels", estimate="")]
 
 
 def test_plan_bar_and_figure_note_on_a_terminal_only(terminal, tmp_path):
@@ -510,3 +511,335 @@ def test_the_pipeline_table_shows_its_strategies_on_a_terminal_and_the_same_numb
     assert "strategies" in result.stderr and "recycle, 2 down" in result.stderr
     cfg = pl.PipelineConfig(4, 2, 4)
     assert pl.throughput_table(cfg, range(3), progress=True).period.equals(pl.throughput_table(cfg, range(3)).period)
+
+
+# -- a ticking line for a step that cannot count its progress ----------------------------------
+
+class _Terminal:
+    """Stderr as a terminal: what was written, thread-safe enough for the ticker's redraws."""
+
+    def __init__(self):
+        import io
+
+        self.buffer = io.StringIO()
+
+    def write(self, text):
+        return self.buffer.write(text)
+
+    def flush(self):
+        pass
+
+    def fileno(self):
+        raise OSError("not a real terminal")  # tqdm picks its own width
+
+    def install(self, monkeypatch):
+        monkeypatch.setattr(sys, "stderr", self)
+
+    def draws(self, desc):
+        return [frame.strip() for frame in self.buffer.getvalue().split("\r") if frame.strip().startswith(desc)]
+
+
+@pytest.fixture
+def ticking_terminal(terminal, monkeypatch):
+    """A fake terminal (`_Terminal.install` in the test: pytest sets stderr anew for it), ticks every
+    10 ms, and a tqdm clock that moves a second a reading."""
+    import itertools
+
+    import tqdm.std
+
+    monkeypatch.setattr(_feedback, "TICK_S", 0.01)
+    clock = itertools.count()
+    monkeypatch.setattr(tqdm.std, "time", lambda: float(next(clock)))
+    return _Terminal()
+
+
+def _until(condition, what):
+    """Wait for a background thread's effect; a hang fails the test instead of stalling it."""
+    deadline = time.monotonic() + 30
+    while not condition():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.01)
+
+
+def test_a_ticker_shows_what_it_does_and_its_elapsed_time_moving_then_goes(ticking_terminal, monkeypatch):
+    ticking_terminal.install(monkeypatch)
+    with _feedback.ticking("solving the plan"):
+        _until(lambda: len(ticking_terminal.draws("solving the plan")) >= 4, "the ticker never redrew")
+    drawn = ticking_terminal.draws("solving the plan")
+    assert drawn[0].startswith("solving the plan: 00:")
+    assert len(set(drawn)) >= 3  # the elapsed time moves
+    ended = len(ticking_terminal.buffer.getvalue())
+    time.sleep(0.05)
+    assert len(ticking_terminal.buffer.getvalue()) == ended  # no redraw once the step is over
+    assert ticking_terminal.buffer.getvalue().rstrip(" \r").endswith("\r") or not \
+        ticking_terminal.buffer.getvalue().split("\r")[-1].strip()  # the line is cleared
+
+
+def test_a_bar_keeps_moving_through_a_long_step(ticking_terminal, monkeypatch):
+    """A bar redrawn only as work is done stood still for seconds at "recycle, 1 down"."""
+    ticking_terminal.install(monkeypatch)
+    with _feedback.progress_bar(6, "strategies", unit="step") as bar:
+        bar.update(1)
+        _until(lambda: len(set(ticking_terminal.draws("strategies"))) >= 3, "the bar stood still")
+    assert all("1.00/6.00" in frame for frame in ticking_terminal.draws("strategies")[1:])
+
+
+@pytest.mark.parametrize("where", ["pipe", "quiet"])
+def test_no_ticker_in_a_pipe_or_under_quiet(monkeypatch, where):
+    import threading
+
+    out = _Terminal()
+    monkeypatch.setattr(sys, "stderr", out)
+    monkeypatch.setattr(_feedback, "stderr_is_terminal", lambda: where != "pipe")
+    threads = threading.active_count()
+    with _feedback.quiet(where == "quiet"), _feedback.ticking("solving"):
+        assert threading.active_count() == threads  # no thread to redraw nothing
+    assert out.buffer.getvalue() == ""
+
+
+# -- compile times measured here, not constants ------------------------------------------------
+
+@pytest.fixture
+def estimates(monkeypatch, tmp_path):
+    """The measured compile times in a file of the test's own."""
+    path = tmp_path / "cache" / "relmodel" / "compile-seconds.json"
+    monkeypatch.setattr(_feedback, "_estimates_path", lambda: path)
+    return path
+
+
+def test_a_measured_compile_time_is_kept_and_read_back(estimates):
+    module = "relmodel._kernels.levels_exact"
+    assert _feedback.compile_estimate(module) is None
+    _feedback.record_compile_seconds(module, 12.34)
+    _feedback.record_compile_seconds("relmodel.pipeline._plan_kernel", 3.0)
+    assert _feedback.compile_estimate(module) == 12.34
+    assert _feedback.compile_estimate("relmodel.pipeline._plan_kernel") == 3.0
+    assert _feedback.compile_estimate("relmodel.elastic._allocation_kernel") is None
+    # keyed by this machine as well: another machine's time is not this one's
+    kept = json.loads(estimates.read_text())
+    assert [key.split("|")[0] for key in kept] == ["relmodel._kernels.levels_exact", "relmodel.pipeline._plan_kernel"]
+
+
+@pytest.mark.parametrize("content", ["{not json", "[1, 2]", '{"%s": "soon"}', '{"%s": -1}', ""])
+def test_a_missing_or_corrupt_estimate_file_is_ignored(estimates, content):
+    module = "relmodel._kernels.levels_exact"
+    estimates.parent.mkdir(parents=True)
+    estimates.write_text(content.replace("%s", _feedback._estimate_key(module)) if "%s" in content else content)
+    assert _feedback.compile_estimate(module) is None
+    _feedback.record_compile_seconds(module, 5.0)  # and written over
+    assert _feedback.compile_estimate(module) == 5.0
+
+
+def test_an_estimate_that_cannot_be_written_is_no_error(monkeypatch, tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    monkeypatch.setattr(_feedback, "_estimates_path", lambda: blocker / "relmodel" / "compile-seconds.json")
+    _feedback.record_compile_seconds("relmodel._kernels.levels_exact", 5.0)
+    assert _feedback.compile_estimate("relmodel._kernels.levels_exact") is None
+
+
+def _notes_of_a_due_compilation(monkeypatch):
+    notes = []
+    monkeypatch.setattr(_feedback, "note", notes.append)
+    monkeypatch.setattr(_feedback, "_announced", set())
+    monkeypatch.setattr(_feedback, "kernels_cached", lambda module, entry_points=None: False)
+    return notes
+
+
+def test_the_compile_note_gives_this_machines_last_time_or_no_number(terminal, monkeypatch, estimates):
+    notes = _notes_of_a_due_compilation(monkeypatch)
+    assert _feedback.announce_compile("relmodel._kernels.levels_exact", what="exact kernels")
+    assert notes == ["compiling relmodel's exact kernels (first run only; later runs load them from the cache)"]
+    _feedback.record_compile_seconds("relmodel._kernels.levels_exact", 27.6)
+    monkeypatch.setattr(_feedback, "_announced", set())
+    _feedback.announce_compile("relmodel._kernels.levels_exact", what="exact kernels")
+    assert notes[-1] == ("compiling relmodel's exact kernels (first run only, ~28 s here last time; "
+                         "later runs load them from the cache)")
+
+
+def test_no_compile_time_is_stated_in_the_code():
+    import pathlib
+    import re
+
+    package = pathlib.Path(rm.__file__).parent
+    stated = [f"{path.name}: {line.strip()}" for path in package.rglob("*.py") for line in path.read_text().splitlines()
+              if re.search(r"~\d+ s\b|\d+ to \d+ s on|announce_compile\(.*seconds=", line)]
+    assert stated == []
+
+
+@contextlib.contextmanager
+def _a_compilation(module, ticks_seen=None):
+    """What Numba tells its listeners while it compiles a kernel of `module` (a compilation's events, without the
+    seconds of a real one); with `ticks_seen`, it lasts until that holds."""
+    from types import SimpleNamespace
+
+    from numba.core import event
+
+    dispatcher = SimpleNamespace(py_func=SimpleNamespace(__module__=module))
+    with event.trigger_event("numba:compile", data={"dispatcher": dispatcher, "args": (), "return_type": None}):
+        if ticks_seen is not None:
+            _until(ticks_seen, "no ticking line during the compilation")
+        yield
+
+
+def test_a_compilation_ticks_while_it_lasts_and_its_time_is_kept(ticking_terminal, estimates, monkeypatch):
+    ticking_terminal.install(monkeypatch)
+    monkeypatch.setitem(_feedback._kernel_names, "relmodel._fake_kernels", "fake kernels")
+    _feedback.watch_compilations()
+    with _a_compilation("relmodel._fake_kernels",
+                        lambda: len(ticking_terminal.draws("compiling relmodel's fake kernels:")) >= 3):
+        pass
+    assert _feedback.compile_estimate("relmodel._fake_kernels") is not None
+    drawn = len(ticking_terminal.draws("compiling"))
+    with _a_compilation("numpy.somewhere"):  # not relmodel's: neither shown nor kept
+        pass
+    assert len(ticking_terminal.draws("compiling")) == drawn
+    assert _feedback.compile_estimate("numpy.somewhere") is None
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="a POSIX terminal's line")
+def test_a_compilation_line_is_drawn_by_a_process_of_its_own(terminal, capfd, estimates, monkeypatch):
+    """Numba holds the GIL for seconds as it compiles: a thread of this process stood still with it."""
+    monkeypatch.setattr(_feedback, "TICK_S", 0.01)
+    monkeypatch.setitem(_feedback._kernel_names, "relmodel._fake_kernels", "fake kernels")
+    _feedback.watch_compilations()
+    seen = []
+    with _a_compilation("relmodel._fake_kernels"):
+        child = _feedback._compiling.line.child
+        _until(lambda: seen.append(capfd.readouterr().err) or "".join(seen).count("fake kernels: 00:0") >= 3,
+               "the line's process drew nothing")
+    assert child.returncode == 0  # ended with the compilation
+    seen.append(capfd.readouterr().err)
+    drawn = "".join(seen)
+    assert drawn.startswith("\rcompiling relmodel's fake kernels: 00:00\x1b[K") and drawn.endswith("\r\x1b[K")
+    assert _feedback.compile_estimate("relmodel._fake_kernels") is not None
+
+
+def test_a_compilation_in_a_background_thread_shows_nothing(ticking_terminal, estimates, monkeypatch):
+    ticking_terminal.install(monkeypatch)
+    import threading
+
+    _feedback.watch_compilations()
+
+    def compile_():
+        with _a_compilation("relmodel._fake_kernels"):
+            time.sleep(0.1)  # ten ticks' time: a line would have shown
+
+    worker = threading.Thread(target=compile_)
+    worker.start()
+    worker.join()
+    assert ticking_terminal.draws("compiling") == []
+    assert _feedback.compile_estimate("relmodel._fake_kernels") is not None  # still measured
+
+
+# -- each formerly silent step moves ----------------------------------------------------------------
+
+def _compiling_first(monkeypatch, module, function, terminal):
+    """Make the first call of `module.function` a compilation of `module` that lasts until its line ticked."""
+    import importlib
+
+    kernels = importlib.import_module(module)
+    real, calls = getattr(kernels, function), []
+
+    def compiled_first(*args, **kwargs):
+        if not calls:
+            calls.append(args)
+            ticks = len(terminal.draws("compiling relmodel's"))
+            with _a_compilation(module, lambda: len(terminal.draws("compiling relmodel's")) >= ticks + 3):
+                pass
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(kernels, function, compiled_first)
+    return calls
+
+
+def test_plan_with_a_persist_time_ticks_while_the_exact_level_kernels_compile(ticking_terminal, estimates,
+                                                                             monkeypatch):
+    """Its exact form compiled for seconds inside the strategies' bar, which stood still meanwhile."""
+    ticking_terminal.install(monkeypatch)
+    sc = rm.Scenario(n_gpus=16384, failure_rate=6.5e-3, work="14d", checkpoint_interval="1h", checkpoint_cost="5min",
+                     restart_cost="10min", checkpoint_persist="5min")
+    quiet = rm.plan_checkpoints(sc, n_jobs=0)
+    notes = _notes_of_a_due_compilation(monkeypatch)
+    calls = _compiling_first(monkeypatch, "relmodel._kernels.levels_exact", "solve_cycles", ticking_terminal)
+    shown = rm.plan_checkpoints(sc, n_jobs=0, progress=True)
+    assert calls and notes == [
+        "compiling relmodel's exact checkpoint-level kernels (first run only; later runs load them from the cache)"]
+    seen = ticking_terminal.buffer.getvalue()
+    first_tick = seen.index("compiling relmodel's exact checkpoint-level kernels: 00:")
+    assert seen.index("checkpoint strategies") < first_tick < seen.rindex("checkpoint strategies")
+    assert shown == quiet  # the same numbers
+
+
+def test_the_pipeline_ticks_while_recycles_planner_compiles(ticking_terminal, estimates, monkeypatch):
+    """The table's bar stood still at "recycle, 1 down" while the planner compiled."""
+    ticking_terminal.install(monkeypatch)
+    import relmodel.pipeline as pl
+
+    cfg = pl.PipelineConfig(4, 4, 8)
+    quiet = pl.throughput_table(cfg, [0, 1], ["recycle"])
+    notes = _notes_of_a_due_compilation(monkeypatch)
+    calls = _compiling_first(monkeypatch, "relmodel.pipeline._plan_kernel", "search_states", ticking_terminal)
+    from relmodel.pipeline import _runs
+
+    _runs.clear_period_cache()
+    shown = pl.throughput_table(cfg, [0, 1], ["recycle"], progress=True)
+    assert calls and "compiling relmodel's ReCycle planner (first run only; later runs load them from the cache)" \
+        in notes
+    seen = ticking_terminal.buffer.getvalue()
+    assert seen.index("strategies") < seen.index("compiling relmodel's ReCycle planner: 00:")
+    assert quiet.period.equals(shown.period) and quiet.fraction_of_ideal.equals(shown.fraction_of_ideal)
+
+
+def test_recycle_check_shows_a_bar_on_a_terminal_only(terminal, monkeypatch):
+    import io
+
+    import relmodel.pipeline as pl
+
+    grid = dict(stages=(2,), replicas=(2, 4), microbatches=(4,), n_failures=(1, 2))
+    out = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", out)
+    shown = pl.recycle_check(**grid)
+    assert "ReCycle check:" in out.getvalue() and "0.00/8.00" in out.getvalue()  # a point of the grid a step
+    monkeypatch.setattr(_feedback, "stderr_is_terminal", lambda: False)
+    piped = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", piped)
+    quiet = pl.recycle_check(**grid)
+    assert piped.getvalue() == ""
+    assert quiet.drop_vars("planning_time").identical(shown.drop_vars("planning_time"))
+
+
+def test_sweep_ticks_while_it_opens_and_finishes_its_store(terminal, tmp_path):
+    import pathlib
+
+    study = pathlib.Path(__file__).parents[1] / "docs" / "user-guide" / "study.toml"
+    result = invoke("sweep", str(study), "--out", str(tmp_path / "study.zarr"))
+    assert result.exit_code == 0, result.output
+    assert "sweep: opening study.zarr: 00:" in result.stderr and "sweep: finishing study.zarr: 00:" in result.stderr
+    assert result.stderr.index("sweep: opening") < result.stderr.index("sweep:  ") \
+        < result.stderr.index("sweep: finishing")
+    again = invoke("sweep", str(study), "--out", str(tmp_path / "again.zarr"), "--quiet")
+    assert again.exit_code == 0 and again.stderr == ""
+
+
+def test_the_pipeline_figure_ticks_while_it_is_drawn(terminal, tmp_path):
+    png = tmp_path / "pipeline.png"
+    result = invoke("pipeline", "--stages", "2", "--replicas", "2", "--microbatches", "4", "--failures", "0,1",
+                    "--plot", str(png))
+    assert result.exit_code == 0, result.output
+    assert f"drawing {png}: 00:" in result.stderr and png.stat().st_size > 0
+
+
+def test_plan_in_python_shows_its_check_simulations_on_a_terminal_only(terminal, monkeypatch):
+    import io
+
+    sc = rm.Scenario(n_gpus=1024, failure_rate=6.5e-3, checkpoint_interval="1h", work="2d")
+    out = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", out)
+    shown = rm.plan(sc, n_jobs=2000)
+    assert "check simulation:" in out.getvalue()
+    monkeypatch.setattr(_feedback, "stderr_is_terminal", lambda: False)
+    piped = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", piped)
+    quiet = rm.plan(sc, n_jobs=2000)
+    assert piped.getvalue() == "" and quiet.to_dict() == shown.to_dict()

@@ -53,6 +53,7 @@ import numpy as np
 
 from .._version import __version__
 from .._closed_form import ettr as closed_form_ettr
+from .._feedback import ticking
 from .._kernels import backend as get_backend
 from .._scenario import Scenario
 
@@ -320,6 +321,21 @@ print(time.perf_counter() - start)
 """
 
 
+def step(desc: str):
+    """A ticking line saying what the bench measures, on a terminal, while it does (`relmodel._feedback.ticking`).
+
+    Parameters
+    ----------
+    desc : str
+        The measurement.
+
+    Returns
+    -------
+    contextlib.AbstractContextManager
+    """
+    return ticking(f"bench: {desc}")
+
+
 def first_result_seconds(backend) -> dict:
     """Time ``import relmodel`` to a first result in fresh processes: cold, then warm cache.
 
@@ -334,7 +350,8 @@ def first_result_seconds(backend) -> dict:
         ``cold_s`` and ``warm_s``.
     """
     code = FIRST_RESULT.format(fields=SCENARIOS["small"][0], backend=backend)
-    with tempfile.TemporaryDirectory(prefix="relmodel-bench-cache-") as cache:
+    with tempfile.TemporaryDirectory(prefix="relmodel-bench-cache-") as cache, step(
+            f"a first result with {backend} in a fresh process, on a cold then a warm cache"):
         cold, warm = (float(fresh_python(code, cache, NUMBA_CACHE_DIR=cache).stdout.split()[-1]) for _ in range(2))
     return dict(cold_s=cold, warm_s=warm)
 
@@ -520,10 +537,11 @@ def measure_levels(quick: bool) -> dict:
     out = {}
     for label, extra in LEVEL_RUNS.items():
         sc = Scenario(**SCENARIOS["large"][0], **extra)
-        exact = levels_point_ettr(sc, "renewal")[0] if sc.has_levels else closed_form_ettr(sc, "renewal")
-        numba_run = measure_relmodel(sc, n_jobs, "numba", 1)
-        cython_run = measure_relmodel(sc, n_jobs // 10, "cython", None)
-        check = measure_relmodel(sc, n_jobs // 10, "numba", 1)
+        with step(f"checkpoint levels, {label}"):
+            exact = levels_point_ettr(sc, "renewal")[0] if sc.has_levels else closed_form_ettr(sc, "renewal")
+            numba_run = measure_relmodel(sc, n_jobs, "numba", 1)
+            cython_run = measure_relmodel(sc, n_jobs // 10, "cython", None)
+            check = measure_relmodel(sc, n_jobs // 10, "numba", 1)
         if (cython_run["ettr"], cython_run["ettr_se"]) != (check["ettr"], check["ettr_se"]):
             raise SystemExit(f"checkpoint levels, {label}: cython {cython_run['ettr']!r} is not numba's "
                              f"{check['ettr']!r} bit for bit; no speed is reported")
@@ -585,7 +603,8 @@ def run_benchmark(quick: bool = False, json_path=None, figures=None) -> dict:
                   results=results, ratios=ratios, limit=limits, first_result=first, goals=goal_rows,
                   levels=dict(results=levels, ratios=level_ratios))
     if figures:
-        report["scaling"] = scaling_figures(figures, quick)
+        with step("the scaling figures"):
+            report["scaling"] = scaling_figures(figures, quick)
         print(f"\nwrote {report['scaling']['figure']}")
     report["machine"]["load_avg_end"] = os.getloadavg()[0]
     print(f"load average at the end {report['machine']['load_avg_end']:.2f} (above the thread count means "
@@ -623,19 +642,26 @@ def measure_scenarios(quick: bool) -> tuple[dict, dict, dict]:
         sc = Scenario(**fields)
         renewal[name] = float(closed_form_ettr(sc, "renewal"))
         n_jobs = max(n_rel // scale, MIN_JOBS[name])
-        runs = {
-            "numba": measure_relmodel(sc, n_jobs, "numba", None),
-            "numba-1-thread": measure_relmodel(sc, n_jobs, "numba", 1),
-            "cython": measure_relmodel(sc, n_jobs, "cython", None),
-            "numpy": measure_peer_chunked(numpy_timelines, sc, max(n_numpy // scale, min(n_numpy, 20_000))),
-            "simpy": measure_peer(simpy_timelines, sc, max(10, n_simpy // scale)),
+        measures = {
+            "numba": lambda: measure_relmodel(sc, n_jobs, "numba", None),
+            "numba-1-thread": lambda: measure_relmodel(sc, n_jobs, "numba", 1),
+            "cython": lambda: measure_relmodel(sc, n_jobs, "cython", None),
+            "numpy": lambda: measure_peer_chunked(numpy_timelines, sc,
+                                                  max(n_numpy // scale, min(n_numpy, 20_000))),
+            "simpy": lambda: measure_peer(simpy_timelines, sc, max(10, n_simpy // scale)),
         }
-        interleaved_rounds(runs, sc, numpy_timelines)
+        runs = {}
+        for label, measure in measures.items():
+            with step(f"{name} scenario, {label}"):
+                runs[label] = measure()
+        with step(f"{name} scenario, Numba and the NumPy peer in alternation"):
+            interleaved_rounds(runs, sc, numpy_timelines)
         results[name] = runs
         ref = runs["numba"]
         per_job = max(1, round(kernel_draws(ref) / ref["n_jobs"]))
-        limits[name] = {"1": measure_limit(ref["n_jobs"], per_job, 1),
-                        "all": measure_limit(ref["n_jobs"], per_job, None)}
+        with step(f"{name} scenario, the generator's floor"):
+            limits[name] = {"1": measure_limit(ref["n_jobs"], per_job, 1),
+                            "all": measure_limit(ref["n_jobs"], per_job, None)}
     return results, limits, renewal
 
 

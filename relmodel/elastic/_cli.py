@@ -101,7 +101,7 @@ def cluster(n_gpus, gpus_per_node, arrival_rate, duration, seed, policy, failure
     try:
         # The workload's and the allocator's kernels compile (or load) on first use, below.
         feedback.announce_compile("relmodel.elastic._allocation_kernel", ("extend_allocation", "stream_uniforms"),
-                                  what="cluster kernels", seconds=2)
+                                  what="cluster kernels")
         if trace is not None:
             refuse_unused(True, "not used with --trace (arrivals come from the trace)", "arrival_rate")
             if not trace.is_file():

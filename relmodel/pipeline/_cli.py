@@ -226,10 +226,6 @@ def _steady_table(cfg, counts, names, options, *, sized: bool, stream: bool) -> 
     from .. import _feedback as feedback
     from ._datasets import throughput_table
 
-    # The schedule kernels compile (or load) on their first use, just below.
-    feedback.announce_compile("relmodel.pipeline._schedule_kernel", what="pipeline kernels", seconds=4)
-    feedback.announce_compile("relmodel.pipeline._plan_kernel", ("search_states",), what="ReCycle planner",
-                              seconds=6)
     parts = []
     for n in counts:
         parts.append(throughput_table(cfg, [n], names, options, progress=feedback.enabled()))
@@ -261,9 +257,8 @@ def _draw(table, series, plot, named) -> None:
     from ._plot import config_title, throughput_figure
 
     sys.stdout.flush()
-    feedback.note(f"drawing {plot} ...")
     title = None if named is None else f"{named}\n{config_title(table.attrs)}"
-    with output_errors("--plot", plot):
+    with output_errors("--plot", plot), feedback.ticking(f"drawing {plot}"):
         throughput_figure(table, series, plot, title=title)
 
 

@@ -188,11 +188,16 @@ def _work_units(cfg, strategies, paths) -> int:
     return sum(len(_recycle_states(cfg, paths)) if s == "recycle" else 1 for s in strategies)
 
 
-def _progress_bar(progress, total: int, desc: str):
-    """A bar (`relmodel._feedback.progress_bar`) for progress=True, else a silent one."""
-    from .._feedback import progress_bar
+def _progress_bar(progress, total: int, desc: str, unit: str = "step"):
+    """A bar (`relmodel._feedback.progress_bar`) for progress=True, a silent one for False, and one on a
+    terminal only for None; where it shows, a note first for the pipeline kernels about to compile."""
+    from .. import _feedback as feedback
 
-    return progress_bar(total, desc, unit="step", enabled_=bool(progress))
+    shown = None if progress is None else bool(progress)
+    if feedback.enabled(shown):
+        feedback.announce_compile("relmodel.pipeline._schedule_kernel", what="pipeline kernels")
+        feedback.announce_compile("relmodel.pipeline._plan_kernel", ("search_states",), what="ReCycle planner")
+    return feedback.progress_bar(total, desc, unit=unit, enabled_=shown)
 
 
 def _run_variables(cfg, strategies, options, model, paths, confidence, bar=None):
@@ -491,22 +496,26 @@ def recycle_check(stages=(2, 4, 8), replicas=(2, 4, 8), microbatches=(4, 8, 16),
     period, aim, fits = np.full(shape, np.nan), np.full(shape, np.nan), np.zeros(shape, dtype=bool)
     bound, seconds, optimal = np.full(shape, np.nan), np.full(shape, np.nan), np.zeros(shape, dtype=bool)
     max_load = np.zeros(shape, dtype=np.int64)
-    for index in np.ndindex(*shape[:3]):
-        p, d, m = stages[index[0]], replicas[index[1]], microbatches[index[2]]
-        cfg = PipelineConfig(p, d, m, **config)
-        t0 = ideal(cfg).period
-        for i, n in enumerate(n_failures):
-            for k, placement in enumerate(placements):
-                mask = failure_set(placement, n, d, p)
-                if mask is None or np.any(mask.all(axis=0)):
-                    continue
-                at = index + (i, k)
-                result = evaluate(cfg, "recycle", mask, options)
-                period[at], bound[at] = result.period, result.load_bound
-                seconds[at], optimal[at] = result.planning_time, bool(result.optimal)
-                aim[at] = max(t0, load_bound(cfg, mask))
-                max_load[at] = int(np.max(-(-(m * d) // (d - mask.sum(axis=0)))))
-                fits[at] = max_load[at] <= m + p - 1
+    # A bar on a terminal (the grid plans for tens of seconds), nothing in a pipe or under --quiet.
+    with _progress_bar(None, int(np.prod(shape)), "ReCycle check", unit="point") as bar:
+        for index in np.ndindex(*shape[:3]):
+            p, d, m = stages[index[0]], replicas[index[1]], microbatches[index[2]]
+            cfg = PipelineConfig(p, d, m, **config)
+            t0 = ideal(cfg).period
+            for i, n in enumerate(n_failures):
+                for k, placement in enumerate(placements):
+                    bar.set_postfix_str(f"p={p} d={d} m={m}, {n} down, {placement}", refresh=False)
+                    bar.update(1)
+                    mask = failure_set(placement, n, d, p)
+                    if mask is None or np.any(mask.all(axis=0)):
+                        continue
+                    at = index + (i, k)
+                    result = evaluate(cfg, "recycle", mask, options)
+                    period[at], bound[at] = result.period, result.load_bound
+                    seconds[at], optimal[at] = result.planning_time, bool(result.optimal)
+                    aim[at] = max(t0, load_bound(cfg, mask))
+                    max_load[at] = int(np.max(-(-(m * d) // (d - mask.sum(axis=0)))))
+                    fits[at] = max_load[at] <= m + p - 1
     with np.errstate(invalid="ignore"):
         ratio, gap = period / aim, period / bound - 1.0
     dims = ("stages", "replicas", "microbatches", "n_failures", "placement")
