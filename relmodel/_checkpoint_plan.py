@@ -550,7 +550,7 @@ def _log_argmax(f, lo: float, hi: float, xatol: float = 3e-3) -> float:
 
 
 def plan_checkpoints(scenario, *, strategies=None, n_jobs: int = 20_000, seed: int = 0,
-                     backend: str = "auto", progress: bool = False) -> CheckpointPlan:
+                     backend: str = "auto", progress: bool | None = None) -> CheckpointPlan:
     """Compare checkpoint strategies, each at its best intervals.
 
     Parameters
@@ -568,9 +568,10 @@ def plan_checkpoints(scenario, *, strategies=None, n_jobs: int = 20_000, seed: i
         Seed of the check simulations.
     backend : str, default "auto"
         Simulation backend.
-    progress : bool, default False
+    progress : bool, optional
         A bar on stderr, a step per strategy searched and per check
-        simulation (a search takes seconds). The numbers do not depend on it.
+        simulation (a search takes seconds); None (the default): where stderr
+        is a terminal. The numbers do not depend on it.
 
     Returns
     -------
@@ -596,7 +597,7 @@ def plan_checkpoints(scenario, *, strategies=None, n_jobs: int = 20_000, seed: i
 
     out = []
     bar = progress_bar(len(names) * (2 if n_jobs else 1), "checkpoint strategies", unit="step",
-                       enabled_=bool(progress))
+                       enabled_=None if progress is None else bool(progress))
     for name in names:
         bar.set_postfix_str(f"{name}: best intervals")
         best = best_intervals(allowed[name])

@@ -14,7 +14,8 @@ from click.core import ParameterSource
 
 from . import _feedback as feedback
 from ._cli_shared import (BACKEND_HELP, ENVIRONMENT_ERRNOS, FLAGS, DatasetPath, FigurePath, OneLineErrors,
-                          OutputPath, build_scenario, format_table, output_errors, overwrite_option, quiet_option,
+                          OutputPath, build_scenario, draw_figure, format_table, output_errors, overwrite_option,
+                          quiet_option,
                           scenario_options, simulation_options, table_cell, table_line, to_json, usage_error,
                           write_dataset)
 from .elastic._cli import cluster
@@ -248,36 +249,16 @@ def plan_command(target_ettr, n_jobs, seed, backend, plot, as_json, from_log, st
         click.echo(to_json(out))
     else:
         click.echo(result.details())
-    sys.stdout.flush()
     if plot is not None:
-        with output_errors("--plot", plot):
-            draw_plan_figure(result, plot, backend)
+        from .plot import plan_figure
+
+        draw_figure(plot, plan_figure, result, plot, backend=backend)
         if not as_json:
             click.echo(f"wrote {plot}")
 
 
 FROM_LOG_UNITS = {"failure_rate_per_node_day": "failures per node-day", "failure_rate_ci": "failures per node-day",
                   "infrastructure_failures": "failures", "node_days": "node-days"}
-
-
-def draw_plan_figure(result, path: Path, backend: str):
-    """Draw the plan's figure, saying so first on a terminal (it simulates again).
-
-    The figure's simulations take the plan's backend: with "auto", the Cython twin
-    where Numba would first have to compile (the same bits either way).
-
-    Parameters
-    ----------
-    result : relmodel._plan.Plan
-    path : Path
-        The image file.
-    backend : str
-        The plan's --backend.
-    """
-    from .plot import plan_figure
-
-    feedback.note(f"drawing {path} ...")
-    plan_figure(result, path, backend=backend)
 
 
 # The units of the attrs `simulate --json` and `compare --json` print.
@@ -355,15 +336,6 @@ def fit_command(log_file, example, log_format, min_gpus, gpus_per_node, taxonomy
         for path in (plot, out):
             if path is not None:
                 click.echo(f"wrote {path}")
-
-
-def draw_figure(path: Path, draw, *args):
-    """Draw a command's `--plot` after its result: stdout flushed first, a note on stderr while it
-    draws, an error of writing it in one line naming the flag. `draw(*args)` draws and saves it."""
-    sys.stdout.flush()
-    feedback.note(f"drawing {path} ...")
-    with output_errors("--plot", path):
-        draw(*args)
 
 
 _NOTED_LOG_BYTES = 1_000_000  # a log larger than this may take over a second to read and fit
@@ -470,7 +442,8 @@ def sweep_command(study_file, out, verify_path, scheduler, workers, quiet, plot,
             parameter, message = parameter_and_reason(err)
             raise click.UsageError(f"--{parameter}: {message}" if parameter in ("x", "y") else str(err)) from None
     if not quiet:
-        done = f"wrote {out}" if report["computed_chunks"] else f"{out} was finished: every chunk verified, none computed"
+        done = (f"wrote {out}" if report["computed_chunks"]
+                else f"{out} was finished: every chunk verified, none computed")
         click.echo((result + "\n" if result else "") + done + (f"; wrote {plot}" if plot else ""))
 
 

@@ -488,6 +488,24 @@ def output_errors(flag: str, path):
         raise click.ClickException(f"{flag}: cannot write {path}: {err.strerror or err}") from None
 
 
+def draw_figure(path: Path, draw, /, *args, **kwargs):
+    """Draw a command's `--plot` after its result: stdout flushed first, a line on stderr that moves
+    while it draws (`relmodel._feedback.ticking`), an error of writing it in one line naming the flag.
+
+    Parameters
+    ----------
+    path : pathlib.Path
+        The `--plot` path.
+    draw : callable
+        Draws and saves the figure: ``draw(*args, **kwargs)``.
+    *args, **kwargs
+        Passed to `draw`.
+    """
+    sys.stdout.flush()
+    with output_errors("--plot", path), feedback.ticking(f"drawing {path}"):
+        draw(*args, **kwargs)
+
+
 def write_dataset(ds, path: Path, *, overwrite: bool, writer: str, groups=None):
     """Write `--out` under the output's lock (every writer of a path takes it, however the
     path is spelled), judged again there (`relmodel._store.judge_output`: never over what

@@ -8,6 +8,7 @@ import numpy as np
 import xarray as xr
 
 from . import _labels as labels
+from ._feedback import enabled
 from ._kernels import BACKENDS
 from ._kernels.layout import BLOCK_SIZE, CATEGORY_COLUMNS, JOB_COLUMNS, LEVEL_COLUMNS, N_BINS
 from ._closed_form import LINEAR_TOLERANCE, grid_closed_forms
@@ -34,7 +35,7 @@ CATALOGUE = {**labels.SIMULATED, **labels.SIMULATED_BY_CATEGORY, **labels.SIMULA
 
 def simulate(scenario, n_jobs: int = 100_000, seed: int = 0, backend: str = "auto", *,
              keep_jobs: bool = False, max_failures: int = DEFAULT_MAX_FAILURES, n_threads: int | None = None,
-             progress: bool = False, quantiles=DEFAULT_QUANTILES, scenario_keys=None) -> xr.Dataset:
+             progress=None, quantiles=DEFAULT_QUANTILES, scenario_keys=None) -> xr.Dataset:
     """Sample `n_jobs` job timelines per scenario point and summarise them.
 
     With a failure taxonomy (``Scenario(taxonomy=...)`` or a `TaxonomyMixture`
@@ -97,9 +98,10 @@ def simulate(scenario, n_jobs: int = 100_000, seed: int = 0, backend: str = "aut
         n_capped = 0, and an OutOfRangeWarning.
     n_threads : int, optional
         Numba threads for this call (default: Numba's setting).
-    progress : bool or callable, default False
+    progress : bool or callable, optional
         Show a progress bar (tqdm); or a callable, called with the number of
-        jobs finished after each chunk (to drive a bar of your own).
+        jobs finished after each chunk (to drive a bar of your own). None (the
+        default): the bar where stderr is a terminal.
     quantiles : sequence of float, default (0.05, 0.5, 0.95)
         Distinct levels in [0, 1] of the wall-time quantiles.
     scenario_keys : sequence of int, optional
@@ -135,7 +137,7 @@ def simulate(scenario, n_jobs: int = 100_000, seed: int = 0, backend: str = "aut
     n_threads = check_threads(n_threads)
     keep_jobs = check_flag("keep_jobs", keep_jobs)
     callback = progress if callable(progress) else None
-    progress = callback is None and check_flag("progress", progress)
+    progress = callback is None and enabled(None if progress is None else check_flag("progress", progress))
     quantiles = check_levels("quantiles", quantiles)
     check_run_memory(sc.size, n_jobs, len(sc.taxonomy or ()), keep_jobs,
                      len(sc.fast_checkpoints) + 1 if sc.fast_checkpoints else int(sc.has_levels))

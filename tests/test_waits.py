@@ -279,7 +279,7 @@ def test_plan_bar_and_figure_note_on_a_terminal_only(terminal, tmp_path):
     png = tmp_path / "plan.png"
     result = invoke("plan", "--gpus", "1024", "--n-jobs", "1000", "--plot", str(png))
     assert result.exit_code == 0, result.output
-    assert "check simulation:" in result.stderr and f"drawing {png} ..." in result.stderr
+    assert "check simulation:" in result.stderr and f"drawing {png}: 00:" in result.stderr
     # The text comes before the figure is drawn.
     assert result.stdout.index("Sensitivity") < result.stdout.index(f"wrote {png}")
     quiet = invoke("plan", "--gpus", "1024", "--n-jobs", "1000", "--plot", str(png), "--quiet")
@@ -822,24 +822,44 @@ def test_sweep_ticks_while_it_opens_and_finishes_its_store(terminal, tmp_path):
     assert again.exit_code == 0 and again.stderr == ""
 
 
-def test_the_pipeline_figure_ticks_while_it_is_drawn(terminal, tmp_path):
-    png = tmp_path / "pipeline.png"
-    result = invoke("pipeline", "--stages", "2", "--replicas", "2", "--microbatches", "4", "--failures", "0,1",
-                    "--plot", str(png))
+@pytest.mark.parametrize("args", [
+    ["pipeline", "--stages", "2", "--replicas", "2", "--microbatches", "4", "--failures", "0,1"],
+    ["fit", "--example"],
+    ["cluster", "--gpus", "16", "--duration", "2h"],
+    ["run", "show", "--example"],
+    ["run", "predict", "--example", "--runs", "200"],
+    ["compare", "--gpus", "1024,4096", "--n-jobs", "1000"],
+], ids=lambda args: " ".join(args[:2]))
+def test_every_figure_ticks_while_it_is_drawn(terminal, tmp_path, args):
+    png = tmp_path / "figure.png"
+    result = invoke(*args, "--plot", str(png))
     assert result.exit_code == 0, result.output
     assert f"drawing {png}: 00:" in result.stderr and png.stat().st_size > 0
 
 
-def test_plan_in_python_shows_its_check_simulations_on_a_terminal_only(terminal, monkeypatch):
+_SC = rm.Scenario(n_gpus=1024, failure_rate=6.5e-3, checkpoint_interval="1h", work="2d")
+_PIPELINE = rm.pipeline.PipelineConfig(stages=2, replicas=2, microbatches=4)
+# Every long Python call shows its bar by default where stderr is a terminal: (call, its bar's label, a summary).
+PYTHON_CALLS = {
+    "plan": (lambda: rm.plan(_SC, n_jobs=2000), "check simulation:", lambda p: p.to_dict()),
+    "simulate": (lambda: rm.simulate(_SC, n_jobs=2000), "simulate:", lambda ds: float(ds.ettr)),
+    "plan_checkpoints": (lambda: rm.plan_checkpoints(_SC.sweep(checkpoint_persist="5min"), n_jobs=1000),
+                         "checkpoint strategies:", lambda p: p.to_dict()),
+    "pipeline.simulate_runs": (lambda: rm.pipeline.simulate_runs(_PIPELINE, n_runs=50), "runs:",
+                               lambda ds: ds.fraction_of_ideal.values.tolist()),
+}
+
+
+@pytest.mark.parametrize("name", PYTHON_CALLS)
+def test_python_calls_show_their_bar_on_a_terminal_only(terminal, monkeypatch, name):
     import io
 
-    sc = rm.Scenario(n_gpus=1024, failure_rate=6.5e-3, checkpoint_interval="1h", work="2d")
+    call, label, summary = PYTHON_CALLS[name]
     out = io.StringIO()
     monkeypatch.setattr(sys, "stderr", out)
-    shown = rm.plan(sc, n_jobs=2000)
-    assert "check simulation:" in out.getvalue()
+    shown = summary(call())
+    assert label in out.getvalue()
     monkeypatch.setattr(_feedback, "stderr_is_terminal", lambda: False)
     piped = io.StringIO()
     monkeypatch.setattr(sys, "stderr", piped)
-    quiet = rm.plan(sc, n_jobs=2000)
-    assert piped.getvalue() == "" and quiet.to_dict() == shown.to_dict()
+    assert summary(call()) == shown and piped.getvalue() == ""

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import click
 
-from .._cli_shared import (DatasetPath, Duration, FigurePath, format_table, output_errors, overwrite_option,
+from .._cli_shared import (DatasetPath, Duration, FigurePath, draw_figure, format_table, overwrite_option,
                            quiet_option, refuse_unused, to_json, usage_error, write_dataset)
 from .._errors import parameter_and_reason
 from .._units import UNIT_REQUIRED_HELP
@@ -139,10 +138,7 @@ def cluster(n_gpus, gpus_per_node, arrival_rate, duration, seed, policy, failure
     if plot is not None:
         from ._plot import cluster_figure
 
-        sys.stdout.flush()
-        feedback.note(f"drawing {plot} ...")
-        with output_errors("--plot", plot):
-            cluster_figure(ds, plot)
+        draw_figure(plot, cluster_figure, ds, plot)
     if as_json:
         return
     written = [str(p) for p in (out, plot) if p is not None]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import re
-import sys
 import textwrap
 from pathlib import Path
 
@@ -12,7 +11,7 @@ import click
 import numpy as np
 import xarray as xr
 
-from .._cli_shared import (DatasetPath, Duration, FigurePath, output_errors, overwrite_option, quiet_option,
+from .._cli_shared import (DatasetPath, Duration, FigurePath, draw_figure, overwrite_option, quiet_option,
                            refuse_unused, to_json, usage_error, write_dataset)
 from .._errors import parameter_and_reason
 from ._config import BACKWARDS, MAX_TASKS, OPTIMIZERS, ORDERS, SIMULATED_ITERATIONS, show
@@ -253,13 +252,10 @@ def _print_results(table, runs, replayed, model, *, as_json: bool, rows: bool) -
 
 def _draw(table, series, plot, named) -> None:
     """The throughput figure to `plot`: above it `named` (the model and GPU, if any) and the pipeline's shape."""
-    from .. import _feedback as feedback
     from ._plot import config_title, throughput_figure
 
-    sys.stdout.flush()
     title = None if named is None else f"{named}\n{config_title(table.attrs)}"
-    with output_errors("--plot", plot), feedback.ticking(f"drawing {plot}"):
-        throughput_figure(table, series, plot, title=title)
+    draw_figure(plot, throughput_figure, table, series, plot, title=title)
 
 
 def _as_dict(table, runs, replayed) -> dict:

@@ -45,7 +45,7 @@ def _strategies(strategies) -> list[str]:
 
 
 def throughput_table(cfg: PipelineConfig, n_failures=range(5), strategies=RECOVERY_STRATEGIES,
-                     options: StrategyOptions | None = None, progress: bool = False) -> xr.Dataset:
+                     options: StrategyOptions | None = None, progress: bool | None = None) -> xr.Dataset:
     """Return the steady-state throughput of each strategy with n failed workers.
 
     The failed workers are placed by `spread_failures` (distinct replicas,
@@ -61,9 +61,10 @@ def throughput_table(cfg: PipelineConfig, n_failures=range(5), strategies=RECOVE
         The fault-tolerance strategies to evaluate.
     options : StrategyOptions, optional
         Knobs of the strategies (default `StrategyOptions()`).
-    progress : bool, default False
+    progress : bool, optional
         A bar on stderr, a step per strategy and failure count (a ReCycle
-        plan of a large pipeline takes seconds). The numbers do not depend on it.
+        plan of a large pipeline takes seconds); None (the default): where
+        stderr is a terminal. The numbers do not depend on it.
 
     Returns
     -------
@@ -188,13 +189,20 @@ def _work_units(cfg, strategies, paths) -> int:
     return sum(len(_recycle_states(cfg, paths)) if s == "recycle" else 1 for s in strategies)
 
 
+def _shown(progress) -> bool:
+    """Whether a bar shows: progress=True, or None on a terminal (`relmodel._feedback.enabled`)."""
+    from .. import _feedback as feedback
+
+    return feedback.enabled(None if progress is None else bool(progress))
+
+
 def _progress_bar(progress, total: int, desc: str, unit: str = "step"):
     """A bar (`relmodel._feedback.progress_bar`) for progress=True, a silent one for False, and one on a
     terminal only for None; where it shows, a note first for the pipeline kernels about to compile."""
     from .. import _feedback as feedback
 
     shown = None if progress is None else bool(progress)
-    if feedback.enabled(shown):
+    if _shown(progress):
         feedback.announce_compile("relmodel.pipeline._schedule_kernel", what="pipeline kernels")
         feedback.announce_compile("relmodel.pipeline._plan_kernel", ("search_states",), what="ReCycle planner")
     return feedback.progress_bar(total, desc, unit=unit, enabled_=shown)
@@ -220,7 +228,7 @@ def _run_variables(cfg, strategies, options, model, paths, confidence, bar=None)
 
 def simulate_runs(cfg: PipelineConfig, model: RunModel | None = None, *, strategies=RECOVERY_STRATEGIES,
                   options: StrategyOptions | None = None, n_runs: int = 1000, seed: int = 0,
-                  scenario_key: int = 0, confidence: float = 0.95, progress: bool = False) -> xr.Dataset:
+                  scenario_key: int = 0, confidence: float = 0.95, progress: bool | None = None) -> xr.Dataset:
     """Simulate worker failures and repairs over `model.duration` (Monte Carlo).
 
     The time-average throughput per strategy with its confidence interval over
@@ -241,9 +249,10 @@ def simulate_runs(cfg: PipelineConfig, model: RunModel | None = None, *, strateg
         Runs, and the keys of their random streams.
     confidence : float
         Of the intervals over runs.
-    progress : bool
+    progress : bool, optional
         A progress bar on stderr: a step per ReCycle state (the bulk of the
-        time), one per other strategy. The numbers do not depend on it.
+        time), one per other strategy; None (the default): where stderr is a
+        terminal. The numbers do not depend on it.
 
     Returns
     -------
@@ -263,7 +272,7 @@ def simulate_runs(cfg: PipelineConfig, model: RunModel | None = None, *, strateg
     strategies = _strategies(strategies)
     _check_run_args(n_runs, seed, scenario_key, confidence)
     paths = monte_carlo_paths(cfg, model, options.spares, n_runs, seed, scenario_key)
-    with _progress_bar(progress, _work_units(cfg, strategies, paths) if progress else 0, "runs") as bar:
+    with _progress_bar(progress, _work_units(cfg, strategies, paths) if _shown(progress) else 0, "runs") as bar:
         fraction, ideal_rate = _run_variables(cfg, strategies, options, model, paths, confidence, bar)
     occupancy = paths.occupancy()
     counts = np.arange(occupancy.size)
@@ -298,7 +307,7 @@ def simulate_runs(cfg: PipelineConfig, model: RunModel | None = None, *, strateg
 
 def replay_traces(cfg: PipelineConfig, traces, model: RunModel | None = None, *, strategies=RECOVERY_STRATEGIES,
                   options: StrategyOptions | None = None, n_runs: int = 8, seed: int = 0,
-                  confidence: float = 0.95, progress: bool = False) -> xr.Dataset:
+                  confidence: float = 0.95, progress: bool | None = None) -> xr.Dataset:
     """Replay node traces onto the d * p workers, with random placements of nodes on slots.
 
     Each trace (a path, a `Trace`, or a mapping name -> either) is replayed
@@ -344,7 +353,7 @@ def replay_traces(cfg: PipelineConfig, traces, model: RunModel | None = None, *,
     loaded = _load_traces(traces)
     fractions, occupancies, durations, maxima = [], [], [], []
     all_paths = [replay_paths(cfg, trace, model, n_runs, seed, key) for key, trace in enumerate(loaded)]
-    total = sum(_work_units(cfg, strategies, paths) for paths in all_paths) if progress else 0
+    total = sum(_work_units(cfg, strategies, paths) for paths in all_paths) if _shown(progress) else 0
     with _progress_bar(progress, total, "trace replay") as bar:
         for trace, paths in zip(loaded, all_paths):
             fraction, ideal_rate = _run_variables(cfg, strategies, options, model, paths, confidence, bar)

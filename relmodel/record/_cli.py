@@ -7,8 +7,8 @@ from pathlib import Path
 import click
 import numpy as np
 
-from .._cli_shared import (FAST_CHECKPOINT_EXAMPLE, Duration, FigurePath, LevelSpec, OneLineErrors, format_table,
-                           output_errors, to_json, usage_error)
+from .._cli_shared import (FAST_CHECKPOINT_EXAMPLE, Duration, FigurePath, LevelSpec, OneLineErrors, draw_figure,
+                           format_table, to_json, usage_error)
 from .. import data
 from .._units import format_hours
 from ._timeline import MAX_EVENTS
@@ -94,8 +94,7 @@ def show_command(events, example, fmt, sacct, run_ids, n_gpus, tz, as_json, plot
     if plot is not None:
         from ._plot import run_figure
 
-        with output_errors("--plot", plot):
-            run_figure(record, path=plot, measured=ds)
+        draw_figure(plot, run_figure, record, path=plot, measured=ds)
     totals = {c: float(ds.time.sel(component=c)) for c in MEASURED_COMPONENTS}
     if as_json:
         click.echo(to_json({"summary": record.summary.to_dict(), "components_h": totals,
@@ -185,8 +184,7 @@ def predict(events, example, fmt, sacct, run_ids, n_gpus, tz, as_json, failure_r
     if plot is not None:
         from ._plot import run_figure
 
-        with output_errors("--plot", plot):
-            run_figure(record, ds, path=plot)
+        draw_figure(plot, run_figure, record, ds, path=plot)
     scalars = _scalars(ds, [k for k in ds.data_vars if not ds[k].dims])
     if as_json:
         out = {**scalars, "run_ettr_quantile": dict(zip(map(str, ds["quantile"].values.tolist()),
