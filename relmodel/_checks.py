@@ -145,6 +145,37 @@ def check_choice(name: str, value, choices: tuple, error: type[ParameterError] =
     return value
 
 
+def check_distinct(name: str, values: list, error: type[ParameterError] = ScenarioError) -> list:
+    """Return `values` if no value is given twice: a repeated axis value or strategy is a slip,
+    which a result indexed by them would collapse, or hold twice under one label.
+
+    Parameters
+    ----------
+    name : str
+        The parameter named in errors.
+    values : list
+        The values, hashable.
+    error : type, default ScenarioError
+        The `ParameterError` subclass raised (a subpackage's own).
+
+    Returns
+    -------
+    list
+        `values`.
+
+    Raises
+    ------
+    ScenarioError
+        If a value is given twice (or `error`, where given).
+    """
+    seen = set()
+    for value in values:
+        if value in seen:
+            raise error(name, f"{short_repr(value)} is given twice")
+        seen.add(value)
+    return values
+
+
 def check_flag(name: str, value) -> bool:
     """Return `value` as a bool: True or False (a numpy bool too).
 

@@ -175,6 +175,9 @@ def _axis(field: str, spec) -> list:
     """A sweep axis: a list, or {start, stop, num, scale = "linear" | "log"}."""
     kind = FIELDS[field][1]
     if isinstance(spec, list):
+        twice = next((v for i, v in enumerate(spec) if v in spec[:i]), None)
+        if twice is not None:
+            raise ValueError(f"{twice!r} is given twice: every point of a study is distinct")
         return spec
     if not isinstance(spec, dict):
         raise ValueError("a sweep axis is a list or a table {start, stop, num, scale}")
@@ -194,7 +197,11 @@ def _axis(field: str, spec) -> list:
         raise ValueError("a log range needs start and stop > 0")
     values = np.geomspace(start, stop, num) if scale == "log" else np.linspace(start, stop, num)
     if kind == "count":  # Python ints: a count past int64 is refused by name, not wrapped around
-        return [int(v) for v in np.unique(np.round(values))]
+        counts = [int(v) for v in np.unique(np.round(values))]
+        if len(counts) < num:
+            raise ValueError(f"num = {num} rounds to {len(counts)} distinct counts from {counts[0]} to "
+                             f"{counts[-1]}: ask for num = {len(counts)} or fewer")
+        return counts
     return values.tolist()
 
 

@@ -382,6 +382,22 @@ def test_parse_failures():
     assert parse_failures("4, 0,2") == [0, 2, 4]
 
 
+def test_a_value_given_twice_is_refused_not_collapsed():
+    """`--failures 0,1,1` became 0,1 silently; `--strategies recycle,recycle` ended in a TypeError (exit 70)
+    half-way through its table."""
+    with pytest.raises(click.UsageError, match="--failures: 1 is given twice"):
+        parse_failures("0,1,1")
+    cfg = pl.PipelineConfig(stages=2, replicas=2, microbatches=4)
+    with pytest.raises(pl.PipelineError, match="n_failures: 1 is given twice"):
+        pl.throughput_table(cfg, n_failures=[0, 1, 1])
+    for call in (lambda s: pl.throughput_table(cfg, strategies=s), lambda s: pl.simulate_runs(cfg, strategies=s)):
+        with pytest.raises(pl.PipelineError, match="strategies: 'recycle' is given twice"):
+            call(["recycle", "spare", "recycle"])
+    result = CliRunner().invoke(pipeline, ["--stages", "2", "--replicas", "2", "--microbatches", "4",
+                                           "--strategies", "recycle,recycle"])
+    assert result.exit_code == 2 and "--strategies: 'recycle' is given twice" in result.output, result.output
+
+
 @pytest.mark.parametrize("text", ["100000000000", "0..99999999999999999999999", "1,2,10000000000000"])
 def test_parse_failures_refuses_more_failures_than_workers_before_building_the_list(text):
     """0..10**23 raised OverflowError and 10**11 MemoryError while building the list."""

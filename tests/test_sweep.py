@@ -232,6 +232,11 @@ def test_a_sweep_run_again_on_its_finished_store_says_it_computed_nothing(tmp_pa
      "[sweep] n_gpus: start and stop must be finite"),
     (("n_gpus = [1024, 4096, 16384]", "n_gpus = { start = 8, stop = 64, num = 10000000000 }"),
      "[sweep] n_gpus: num must be at most 2**20"),
+    # A value twice, or a range that rounds to fewer counts than asked, was collapsed without a word
+    (("n_gpus = [1024, 4096, 16384]", "n_gpus = [1024, 4096, 1024]"),
+     "line 7: [sweep] n_gpus: 1024 is given twice"),
+    (("n_gpus = [1024, 4096, 16384]", "n_gpus = { start = 512, stop = 514, num = 10 }"),
+     "line 7: [sweep] n_gpus: num = 10 rounds to 3 distinct counts from 512 to 514: ask for num = 3 or fewer"),
     # A duration without its unit is refused, as on the command line, never read as hours
     (("checkpoint_cost = \"5min\"", "checkpoint_cost = 300"), "line 3: [fixed] checkpoint_cost: 300 has no unit"),
     (("checkpoint_cost = \"5min\"", "checkpoint_cost = \"300\""), "line 3: [fixed] checkpoint_cost: 300 has no unit"),

@@ -67,7 +67,11 @@ def parse_failures(text: str, most: int | None = None) -> list[int]:
             raise click.UsageError(f"--failures: {show(high)} failed workers but only {most} workers")
         return list(range(low, high + 1))
     if re.fullmatch(r"\d+(\s*,\s*\d+)+", text):
-        counts = sorted({int(v) for v in text.split(",")})
+        counts = [int(v) for v in text.split(",")]
+        if len(set(counts)) < len(counts):
+            twice = next(n for n in counts if counts.count(n) > 1)
+            raise click.UsageError(f"--failures: {twice} is given twice (got {text!r})")
+        counts.sort()
         if counts[-1] > most:
             raise click.UsageError(f"--failures: {show(counts[-1])} failed workers but only {most} workers")
         return counts

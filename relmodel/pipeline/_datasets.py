@@ -10,7 +10,7 @@ import numpy as np
 import xarray as xr
 
 from .. import _labels as labels
-from .._checks import check_choice
+from .._checks import check_choice, check_distinct
 from ._config import PipelineConfig, PipelineError, check_count, show, spread_failures
 from ._recycle import load_bound
 from ._runs import RunModel, ideal_steps, monte_carlo_paths, recycle_periods, replay_paths, run_progress
@@ -41,7 +41,7 @@ def _strategies(strategies) -> list[str]:
     strategies = [strategies] if isinstance(strategies, str) else list(strategies)
     if not strategies:
         raise PipelineError("strategies", "need at least one strategy")
-    return [check_strategy(s) for s in strategies]
+    return check_distinct("strategies", [check_strategy(s) for s in strategies], PipelineError)
 
 
 def throughput_table(cfg: PipelineConfig, n_failures=range(5), strategies=RECOVERY_STRATEGIES,
@@ -85,7 +85,8 @@ def throughput_table(cfg: PipelineConfig, n_failures=range(5), strategies=RECOVE
         top = max(n_failures[0], n_failures[-1])
         if top > cfg.n_workers:
             raise PipelineError("n_failures", f"{show(top)} failures but only {cfg.n_workers} workers")
-    counts = sorted({check_count("n_failures", n, low=0) for n in n_failures})
+    counts = sorted(check_distinct("n_failures", [check_count("n_failures", n, low=0) for n in n_failures],
+                                   PipelineError))
     if counts and counts[-1] > cfg.n_workers:
         raise PipelineError("n_failures", f"{counts[-1]} failures but only {cfg.n_workers} workers")
     masks = [spread_failures(n, cfg.replicas, cfg.stages) for n in counts]
