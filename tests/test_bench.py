@@ -145,3 +145,18 @@ def test_each_bench_step_ticks_on_a_terminal(monkeypatch):
     monkeypatch.setattr(_bench, "fresh_python", fresh_python)
     assert _bench.first_result_seconds("numba") == dict(cold_s=1.5, warm_s=1.5)
     assert "bench: a first result with numba in a fresh process, on a cold then a warm cache: 00:" in out.getvalue()
+
+
+def test_a_bench_without_its_simpy_peer_is_refused_before_any_measuring(monkeypatch):
+    """In an install without the bench extra, `relmodel bench --quick` measured for a minute, then ended
+    in `ModuleNotFoundError: No module named 'simpy'` (exit 70)."""
+    from click.testing import CliRunner
+
+    from relmodel import _extras
+    from relmodel._cli import main
+
+    real = _extras.available
+    monkeypatch.setattr(_extras, "available", lambda module: module != "simpy" and real(module))
+    result = CliRunner().invoke(main, ["bench", "--quick"])
+    assert result.exit_code == 1, result.output
+    assert result.output == "Error: relmodel bench (its SimPy peer) needs simpy: pip install 'relmodel[bench]'\n"

@@ -574,11 +574,13 @@ def run_benchmark(quick: bool = False, json_path=None, figures=None) -> dict:
     """
     import numba
 
+    from .._extras import require
     from .._store import judge_output
 
     if json_path:  # refused before the minutes of measuring, not after
         judge_output(json_path, "json", parameter="json_path")
     get_backend("cython")  # the bench compares both kernels: one not built is refused before it starts
+    require("simpy", "relmodel bench (its SimPy peer)")  # likewise the peer it measures last
     info = machine()
     print(f"{info['cpu']} | {info['platform']} | python {info['python']} | numba {info['numba']} | "
           f"cpus {info['cpu_count']} | Numba threads {info['numba_threads']} | load {info['load_avg_start']:.2f}")
