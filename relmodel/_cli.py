@@ -338,20 +338,20 @@ def fit_command(log_file, example, log_format, min_gpus, gpus_per_node, taxonomy
                 click.echo(f"wrote {path}")
 
 
-_NOTED_LOG_BYTES = 1_000_000  # a log larger than this may take over a second to read and fit
-
-
 def fit_log(path: Path, *, flag: str, **kwargs):
     """`relmodel._fit` on a log file, its errors as one-line usage errors naming the file and line."""
+    if not path.is_file():
+        raise click.UsageError(f"{flag}: no such file: {path}")
+    # On a terminal the line moves from before the log readers are imported to the fit's end.
+    with feedback.ticking(f"reading and fitting {path} ({path.stat().st_size / 1e6:.3g} MB)"):
+        return _fit_log(path, **kwargs)
+
+
+def _fit_log(path: Path, **kwargs):
     from ._fit import FitError, fit
     from ._job_logs import LogError
     from ._taxonomy import TaxonomyError
 
-    if not path.is_file():
-        raise click.UsageError(f"{flag}: no such file: {path}")
-    size = path.stat().st_size
-    if size > _NOTED_LOG_BYTES:  # seconds for a large log (docs: benchmarks.md): say what the wait is
-        feedback.note(f"reading and fitting {path} ({size / 1e6:.3g} MB) ...")
     try:
         return fit(path, **kwargs)
     except LogError as err:

@@ -499,7 +499,18 @@ def test_fit_on_a_large_log_says_what_it_is_reading_on_a_terminal(terminal, tmp_
     assert path.stat().st_size > 1_000_000
     result = invoke("fit", str(path))
     assert result.exit_code == 0, result.output
-    assert result.stderr.startswith(f"reading and fitting {path} (")
+    assert result.stderr.startswith(f"\rreading and fitting {path} (")
+
+
+@pytest.mark.parametrize("args, line", [(["fit", "--example"], "reading and fitting "),
+                                        (["run", "show", "--example"], "reading run-events.csv: 00:"),
+                                        (["run", "show", "--example", "--format", "megatron"],
+                                         "reading run-megatron.log: 00:")])
+def test_reading_an_input_shows_a_line_from_before_its_readers_load(terminal, args, line):
+    """`fit` stood 2.2 s still from a clone's root: the imports of the log readers, then the fit, unannounced."""
+    result = invoke(*args)
+    assert result.exit_code == 0, result.output
+    assert line in result.stderr and line not in result.stdout
 
 
 def test_the_pipeline_table_shows_its_strategies_on_a_terminal_and_the_same_numbers(terminal):

@@ -9,7 +9,7 @@ import numpy as np
 
 from .._cli_shared import (FAST_CHECKPOINT_EXAMPLE, Duration, FigurePath, LevelSpec, OneLineErrors, draw_figure,
                            format_table, to_json, usage_error)
-from .. import data
+from .. import _feedback as feedback, data
 from .._units import format_hours
 from ._timeline import MAX_EVENTS
 from ._trainers import TRAINER_FORMATS
@@ -45,8 +45,6 @@ def _record_options(func):
 
 def _read(events, example, fmt, sacct, run_ids, n_gpus, tz):
     """The record the options name, and its GPUs (the sample's when --example and no --gpus)."""
-    from ._read import read_run
-
     if example and (events or sacct is not None):
         raise click.UsageError("EVENTS or --example: give one of the two (--example is the whole record, no --sacct)")
     if not events and sacct is None and not example:
@@ -54,8 +52,12 @@ def _read(events, example, fmt, sacct, run_ids, n_gpus, tz):
                                "of the run's attempts, or both; or --example")
     if example:
         events, n_gpus = (_example_run(fmt),), n_gpus or data._RUN_GPUS
+    names = [Path(p).name for p in (*(events or ()), *((sacct,) if sacct is not None else ()))]
     try:
-        return read_run(events or None, sacct=sacct, run=run_ids, n_gpus=n_gpus, tz=tz, format=fmt), n_gpus
+        with feedback.ticking(f"reading {', '.join(names[:3])}{' ...' if len(names) > 3 else ''}"):
+            from ._read import read_run  # within the line: its readers take a moment to import
+
+            return read_run(events or None, sacct=sacct, run=run_ids, n_gpus=n_gpus, tz=tz, format=fmt), n_gpus
     except ValueError as err:
         raise usage_error(err) from None
 
