@@ -14,8 +14,7 @@ from click.core import ParameterSource
 
 from . import _feedback as feedback
 from ._cli_shared import (BACKEND_HELP, ENVIRONMENT_ERRNOS, FLAGS, DatasetPath, FigurePath, OneLineErrors,
-                          OutputPath, build_scenario, draw_figure, format_table, output_errors, overwrite_option,
-                          quiet_option,
+                          OutputPath, build_scenario, draw_figure, format_table, overwrite_option, quiet_option,
                           scenario_options, simulation_options, table_cell, table_line, to_json, usage_error,
                           write_dataset)
 from .elastic._cli import cluster
@@ -436,8 +435,7 @@ def sweep_command(study_file, out, verify_path, scheduler, workers, quiet, plot,
         from .plot import study_figure
 
         try:
-            with output_errors("--plot", plot):
-                study_figure(open_study(out, verify=False), x_dim, y_dim, plot)
+            draw_figure(plot, study_figure, open_study(out, verify=False), x_dim, y_dim, plot)
         except ValueError as err:
             parameter, message = parameter_and_reason(err)
             raise click.UsageError(f"--{parameter}: {message}" if parameter in ("x", "y") else str(err)) from None

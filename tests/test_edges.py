@@ -87,7 +87,7 @@ def test_the_plan_command_at_a_checkpoint_cost_near_the_float_limit_prints_no_nu
 def test_a_run_no_job_can_finish_past_the_float_range_is_refused_in_a_readable_line():
     result = CliRunner().invoke(main, ["simulate", "--gpus", "4294967296", "--failure-rate", "1e6", "--work", "1h",
                                        "--checkpoint-interval", "1h", "--checkpoint-cost", "1e308h"])
-    assert result.exit_code == 1
+    assert result.exit_code == 2  # the inputs allow no run: a usage problem
     assert "Warning" not in result.output and "overflow" not in result.output
     # 1.8e14 failures an hour over a 1e308 h stretch: e^(2e322) attempts, an exponent of 308 digits.
     assert "takes more than 1e308 attempts;" in result.output and len(result.output) < 300

@@ -770,7 +770,7 @@ def test_plan_with_a_persist_time_ticks_while_the_exact_level_kernels_compile(ti
     ticking_terminal.install(monkeypatch)
     sc = rm.Scenario(n_gpus=16384, failure_rate=6.5e-3, work="14d", checkpoint_interval="1h", checkpoint_cost="5min",
                      restart_cost="10min", checkpoint_persist="5min")
-    quiet = rm.plan_checkpoints(sc, n_jobs=0)
+    quiet = rm.plan_checkpoints(sc, n_jobs=0, progress=False)
     notes = _notes_of_a_due_compilation(monkeypatch)
     calls = _compiling_first(monkeypatch, "relmodel._kernels.levels_exact", "solve_cycles", ticking_terminal)
     shown = rm.plan_checkpoints(sc, n_jobs=0, progress=True)
