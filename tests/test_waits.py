@@ -653,6 +653,7 @@ def _notes_of_a_due_compilation(monkeypatch):
     notes = []
     monkeypatch.setattr(_feedback, "note", notes.append)
     monkeypatch.setattr(_feedback, "_announced", set())
+    monkeypatch.setattr(_feedback, "_kernel_names", {})  # what a test calls a module's kernels stays in the test
     monkeypatch.setattr(_feedback, "kernels_cached", lambda module, entry_points=None: False)
     return notes
 
