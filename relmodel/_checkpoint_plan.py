@@ -597,7 +597,7 @@ def plan_checkpoints(scenario, *, strategies=None, n_jobs: int = 20_000, seed: i
 
     out = []
     bar = progress_bar(len(names) * (2 if n_jobs else 1), "checkpoint strategies", unit="step",
-                       enabled_=None if progress is None else bool(progress))
+                       enabled_=progress)
     for name in names:
         bar.set_postfix_str(f"{name}: best intervals")
         best = best_intervals(allowed[name])

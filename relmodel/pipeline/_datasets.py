@@ -194,7 +194,7 @@ def _shown(progress) -> bool:
     """Whether a bar shows: progress=True, or None on a terminal (`relmodel._feedback.enabled`)."""
     from .. import _feedback as feedback
 
-    return feedback.enabled(None if progress is None else bool(progress))
+    return feedback.enabled(progress)
 
 
 def _progress_bar(progress, total: int, desc: str, unit: str = "step"):
@@ -202,11 +202,10 @@ def _progress_bar(progress, total: int, desc: str, unit: str = "step"):
     terminal only for None; where it shows, a note first for the pipeline kernels about to compile."""
     from .. import _feedback as feedback
 
-    shown = None if progress is None else bool(progress)
     if _shown(progress):
         feedback.announce_compile("relmodel.pipeline._schedule_kernel", what="pipeline kernels")
         feedback.announce_compile("relmodel.pipeline._plan_kernel", ("search_states",), what="ReCycle planner")
-    return feedback.progress_bar(total, desc, unit=unit, enabled_=shown)
+    return feedback.progress_bar(total, desc, unit=unit, enabled_=progress)
 
 
 def _run_variables(cfg, strategies, options, model, paths, confidence, bar=None):
