@@ -383,16 +383,17 @@ def check_memory(name: str, nbytes: float, what: str):
     """
     budget, source = memory_budget()
     if budget is not None and nbytes > budget:
-        raise ScenarioError(name, f"{what} need {_bytes_text(nbytes)} of memory, over the memory budget of "
-                                  f"{_bytes_text(budget)} ({source})")
+        raise ScenarioError(name, f"{what} need {bytes_text(nbytes)} of memory, over the memory budget of "
+                                  f"{bytes_text(budget)} ({source})")
     free = available_memory()
     if free is not None and nbytes > free:
-        raise ScenarioError(name, f"{what} need {_bytes_text(nbytes)} of memory; "
-                                  f"{_bytes_text(free)} is available")
+        raise ScenarioError(name, f"{what} need {bytes_text(nbytes)} of memory; "
+                                  f"{bytes_text(free)} is available")
 
 
-def _bytes_text(n: float) -> str:
-    for unit, size in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20)):
+def bytes_text(n: float) -> str:
+    """8.2 GiB rather than 8804682137 bytes in messages."""
+    for unit, size in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
         if n >= size:
             return f"{n / size:.3g} {unit}"
     return f"{n:.0f} bytes"

@@ -345,9 +345,10 @@ def chunk_shape(shape: tuple[int, ...], target_points: int) -> tuple[int, ...]:
 
 
 def default_chunk_points(n_jobs: int) -> int:
-    """Return grid points per chunk for about four million jobs per chunk.
+    """Return grid points per chunk for about four million jobs per chunk, and at most 2**16 points.
 
-    Seconds of work each, so progress is fine-grained.
+    Seconds of work each, so progress is fine-grained; and tens of MiB of
+    estimates each however few the jobs a point.
 
     Parameters
     ----------
@@ -359,7 +360,7 @@ def default_chunk_points(n_jobs: int) -> int:
     int
         Grid points per chunk (at least 1).
     """
-    return max(1, math.ceil(4_000_000 / n_jobs))
+    return max(1, min(math.ceil(4_000_000 / n_jobs), 2**16))
 
 
 def chunk_regions(shape, chunks):

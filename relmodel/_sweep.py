@@ -13,6 +13,7 @@ written under a temporary name and renamed.
 
 from __future__ import annotations
 
+import errno
 import itertools
 import math
 import os
@@ -28,8 +29,9 @@ from . import _labels as labels
 from . import _store as stores
 from ._extras import require
 from ._feedback import ticking
-from ._engine import COMPONENTS, RNG_SCHEME, RNG_STREAM, estimate
-from ._checks import check_integer
+from ._engine import COMPONENTS, RNG_SCHEME, RNG_STREAM, check_run_memory, estimate
+from ._errors import parameter_and_reason
+from ._checks import bytes_text, check_integer, check_memory
 from ._scenario import Scenario
 from ._simulate import simulate
 from ._store import DONE_DIR, ZARR_FORMAT, chunk_id, write_zarr  # noqa: F401  write_zarr: re-exported
@@ -70,10 +72,12 @@ def compute_chunk(study: Study, region, n_threads: int | None = None, progress=N
     """
     sc = study.scenario
     ranges = [range(a, b) for a, b in region]
-    index = list(itertools.product(*ranges))
-    keys = [int(np.ravel_multi_index(i, sc.shape)) if i else 0 for i in index]
-    _, est = estimate([sc.point(i) for i in index], study.n_jobs, study.seed, study.backend, scenario_keys=keys,
-                      quantiles=QUANTILES, max_failures=study.max_failures, n_threads=n_threads, progress=progress)
+    # The points as the engine takes them, a block at a time: a chunk's Scenario objects never all at once.
+    grid = np.meshgrid(*[np.arange(a, b) for a, b in region], indexing="ij")
+    keys = np.ravel_multi_index(grid, sc.shape).ravel() if region else np.zeros(1, dtype=np.int64)
+    _, est = estimate((sc.point(i) for i in itertools.product(*ranges)), study.n_jobs, study.seed, study.backend,
+                      scenario_keys=keys, quantiles=QUANTILES, max_failures=study.max_failures,
+                      n_threads=n_threads, progress=progress)
     region_shape = tuple(len(r) for r in ranges)
     return {name: est[name].reshape(region_shape + est[name].shape[1:]).astype(np.float64)
             for name in study.outputs}
@@ -101,6 +105,60 @@ def _template(study: Study, chunks) -> xr.Dataset:
         data_vars[name] = (sc.dims + variable.extra_dims,
                            da.full(sc.shape + extra, np.nan, chunks=tuple(chunks) + extra), variable.attrs)
     return xr.Dataset(data_vars, coords=labels.grid_coords(sc, quantiles=QUANTILES, components=COMPONENTS))
+
+
+# Bytes of bookkeeping a chunk takes while a study runs (its region, marker, task in the
+# store's template), and on disk at least (its files: one block each, per output).
+_CHUNK_BYTES = 16 * 2**10
+_CHUNK_FILE_BYTES = 4 * 2**10
+# Bytes a grid point of a chunk in flight takes beside its run: its key, and its
+# outputs as computed, reshaped and written.
+_CHUNK_POINT_BYTES = 64
+
+
+def _point_values(study: Study) -> int:
+    """float64 values a grid point has in the store: one per output, times its extra dims."""
+    sc = study.scenario
+    extent = {"quantile": len(QUANTILES), "component": len(COMPONENTS), "category": len(sc.taxonomy or ()),
+              "level": len(sc.fast_checkpoints or ()) + 1}
+    catalogue = {**labels.SIMULATED, **labels.SIMULATED_BY_CATEGORY, **labels.SIMULATED_BY_LEVEL}
+    return sum(math.prod(extent[d] for d in catalogue[name].extra_dims) for name in study.outputs)
+
+
+def check_study_size(study: Study, chunks, out: Path, new: bool):
+    """Refuse, before the store is made or any chunk run, a study past the memory budget
+    (a chunk in flight, every chunk's bookkeeping) or, for a new store, the free disk.
+
+    Raises
+    ------
+    StudyError
+        Naming `chunk_points` (a chunk past the budget) or the sweep (too many chunks).
+    OSError
+        ENOSPC, naming `out`, if the store would not fit on its disk.
+    """
+    sc = study.scenario
+    n_levels = len(sc.fast_checkpoints) + 1 if sc.fast_checkpoints else int(sc.has_levels)
+    chunk_points = math.prod(chunks)
+    n_chunks = math.prod(-(-n // c) for n, c in zip(sc.shape, chunks))
+    try:
+        check_run_memory(chunk_points, study.n_jobs, len(sc.taxonomy or ()), False, n_levels,
+                         per_row=_CHUNK_POINT_BYTES * _point_values(study))
+    except ValueError as err:
+        raise StudyError("chunk_points", f"a chunk of {chunk_points} grid points: "
+                                         f"{parameter_and_reason(err)[1]}; set fewer chunk_points") from None
+    try:
+        check_memory("sweep", n_chunks * _CHUNK_BYTES, f"the bookkeeping of {n_chunks} chunks would")
+    except ValueError as err:
+        raise StudyError("sweep", f"{sc.size} grid points in chunks of {chunk_points}: "
+                                  f"{parameter_and_reason(err)[1]}; sweep fewer points, or set more "
+                                  "chunk_points") from None
+    if new:
+        need = 8 * sc.size * _point_values(study) + n_chunks * len(study.outputs) * _CHUNK_FILE_BYTES
+        folder = next((p for p in (out, *out.parents) if p.exists()), Path("."))
+        free = shutil.disk_usage(folder).free
+        if need > free:
+            raise OSError(errno.ENOSPC, f"the study's {sc.size} grid points need up to {bytes_text(need)} of disk "
+                                        f"(before compression); {bytes_text(free)} is free there", str(out))
 
 
 def _store_attrs(study: Study, source: str, label: str, chunks) -> dict:
@@ -144,6 +202,7 @@ def open_or_create(study: Study, store: Path, source: str, label: str = "") -> t
     if not store.exists():
         target = default_chunk_points(study.n_jobs) if study.chunk_points is None else study.chunk_points
         chunks = chunk_shape(study.scenario.shape, target)
+        check_study_size(study, chunks, store, new=True)
         template = _template(study, chunks)
         template.attrs = {**_store_attrs(study, source, label, chunks),
                           stores.COORDS_ATTR: stores.coords_checksum(template.coords)}
@@ -180,6 +239,7 @@ def open_or_create(study: Study, store: Path, source: str, label: str = "") -> t
             raise StudyError(str(store), f"was started by relmodel {attrs.get('relmodel_version', '?')}, whose "
                                          f"time_mean has the components {components}; this relmodel writes "
                                          f"{list(COMPONENTS)}: finish it with that version, or delete {store}")
+    check_study_size(study, chunks, store, new=False)
     _heal(study, store, chunks, group)
     return chunks
 

@@ -5,6 +5,7 @@ runs in blocks of rows, so that its memory does not grow with its histograms."""
 import tracemalloc
 import warnings
 
+import numpy as np
 import pytest
 import xarray as xr
 from click.testing import CliRunner
@@ -13,6 +14,8 @@ import relmodel as rm
 from relmodel import _checks, _engine
 from relmodel._cli import main
 from relmodel._errors import ScenarioError
+from relmodel._study import Study, StudyError
+from relmodel._sweep import run_study
 
 BASE = dict(failure_rate=6.5e-3, checkpoint_cost=0.1, work=100.0)
 # Grids of each kind of row: plain, with failure categories, with checkpoint levels
@@ -148,3 +151,45 @@ def test_every_command_takes_a_memory_budget():
     missing = [" ".join(path) for path, command in leaves(main, [])
                if "--memory-budget" not in [o for p in command.params for o in p.opts]]
     assert not missing
+
+
+def _study(**run):
+    fixed = dict(n_gpus=4096, checkpoint_cost=0.1, restart_cost=0.2, work=100.0)
+    sweep = dict(failure_rate=list(np.linspace(1e-3, 1e-2, 64)), checkpoint_interval=list(np.linspace(0.5, 4, 64)))
+    return Study(fixed=fixed, sweep=sweep, **{"n_jobs": 1, "seed": 1, **run})
+
+
+def test_a_study_chunk_past_the_budget_is_refused_before_the_store_is_made(tmp_path, monkeypatch):
+    monkeypatch.setenv(_checks.MEMORY_BUDGET_ENV, "16MiB")
+    with pytest.raises(StudyError, match=r"^chunk_points: a chunk of 4096 grid points: .* over the memory "
+                                         r"budget of 16 MiB"):
+        run_study(_study(chunk_points=4096), tmp_path / "s.zarr", progress=False)
+    assert not (tmp_path / "s.zarr").exists()
+
+
+def test_a_study_of_too_many_chunks_is_refused_naming_the_sweep(tmp_path, monkeypatch):
+    monkeypatch.setenv(_checks.MEMORY_BUDGET_ENV, "32MiB")  # 4096 chunks of one point: 64 MiB of bookkeeping
+    with pytest.raises(StudyError, match=r"^sweep: 4096 grid points in chunks of 1: the bookkeeping of 4096 "
+                                         "chunks would need 64 MiB"):
+        run_study(_study(chunk_points=1), tmp_path / "s.zarr", progress=False)
+    assert not (tmp_path / "s.zarr").exists()
+
+
+def test_a_study_that_would_not_fit_on_its_disk_is_refused_naming_the_path(tmp_path, monkeypatch):
+    import errno
+    import shutil
+
+    real = shutil.disk_usage
+    monkeypatch.setattr(shutil, "disk_usage", lambda path: real(path)._replace(free=2**16))
+    with pytest.raises(OSError) as caught:
+        run_study(_study(), tmp_path / "s.zarr", progress=False)
+    assert caught.value.errno == errno.ENOSPC and caught.value.filename == str(tmp_path / "s.zarr")
+    assert "4096 grid points need up to" in str(caught.value) and "64 KiB is free there" in str(caught.value)
+    assert not (tmp_path / "s.zarr").exists()
+
+
+def test_a_default_chunk_holds_at_most_2_16_points_however_few_the_jobs():
+    from relmodel._study import default_chunk_points
+
+    assert default_chunk_points(1) == 2**16
+    assert default_chunk_points(100_000) == 40
