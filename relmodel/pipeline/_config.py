@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping
 
 import numpy as np
 
-from .._checks import check_choice
+from .._checks import check_choice, check_memory
 from .._display import readable
 from .._errors import ParameterError
 
@@ -152,6 +152,7 @@ class PipelineConfig:
         put("replicas", check_count("replicas", self.replicas))
         put("microbatches", check_count("microbatches", self.microbatches))
         check_tasks(p, self.replicas, self.microbatches, SIMULATED_ITERATIONS)  # before a tuple per stage is built
+        check_schedule_memory(p, self.replicas, self.microbatches, SIMULATED_ITERATIONS)
         for name in ("fwd", "bwd_input", "bwd_weight"):
             put(name, stage_times(name, getattr(self, name), p))
         total = [f + b + w for f, b, w in zip(self.fwd, self.bwd_input, self.bwd_weight)]  # floats: inf, no warning
@@ -293,6 +294,17 @@ def check_tasks(stages: int, replicas: int, microbatches: int, n_iterations: int
                                       "micro-batches")
 
 
+# Bytes a schedule holds per task: its graph (times, workers, kinds, edges both ways)
+# and the simulation's clocks and queues.
+TASK_BYTES = 256
+
+
+def check_schedule_memory(stages: int, replicas: int, microbatches: int, n_iterations: int) -> None:
+    """Refuse a schedule whose tasks would pass the memory budget (`relmodel._checks.check_memory`)."""
+    tasks = 3 * n_iterations * stages * replicas * microbatches
+    check_memory("stages", tasks * TASK_BYTES, f"the {show(tasks)} tasks of a schedule would")
+
+
 def _named_times(cfg: "PipelineConfig") -> list[tuple[str, float]]:
     return [(name, x) for name in ("fwd", "bwd_input", "bwd_weight") for x in getattr(cfg, name)] + [
         (name, getattr(cfg, name)) for name in ("p2p_delay", "reroute_delay", "optimizer_time")]
@@ -324,6 +336,7 @@ def check_clock(cfg: "PipelineConfig", n_iterations: int = SIMULATED_ITERATIONS)
     below CLOCK_RESOLUTION of `clock_bound` (it would vanish from the sums), or
     a bound beyond CLOCK_LIMIT (the sums would overflow). Names the parameter."""
     check_tasks(cfg.stages, cfg.replicas, cfg.microbatches, n_iterations)
+    check_schedule_memory(cfg.stages, cfg.replicas, cfg.microbatches, n_iterations)
     bound = clock_bound(cfg, n_iterations)
     times = _named_times(cfg)
     if not bound <= CLOCK_LIMIT:

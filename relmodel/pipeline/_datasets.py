@@ -15,7 +15,7 @@ from ._config import PipelineConfig, PipelineError, check_count, show, spread_fa
 from ._recycle import load_bound
 from ._runs import RunModel, ideal_steps, monte_carlo_paths, recycle_periods, replay_paths, run_progress
 from ._schedule import Schedule
-from ._strategies import RECOVERY_STRATEGIES, StrategyOptions, check_strategy, evaluate, ideal
+from ._strategies import RECOVERY_STRATEGIES, StrategyOptions, check_grouping_memory, check_strategy, evaluate, ideal
 from ._traces import Trace, read_node_trace
 
 PIPELINE_RNG_SCHEME = ("Philox4x32-10; key = (seed, scenario key); counter = (draw lo, draw hi, run lo, run hi); "
@@ -90,6 +90,8 @@ def throughput_table(cfg: PipelineConfig, n_failures=range(5), strategies=RECOVE
     if counts and counts[-1] > cfg.n_workers:
         raise PipelineError("n_failures", f"{counts[-1]} failures but only {cfg.n_workers} workers")
     masks = [spread_failures(n, cfg.replicas, cfg.stages) for n in counts]
+    if "oobleck" in strategies:  # before any strategy's work: its templates group up to every stage
+        check_grouping_memory(cfg.stages, cfg.stages)
     with _progress_bar(progress, len(strategies) * len(masks), "strategies") as bar:
         results = []
         for s in strategies:

@@ -41,7 +41,7 @@ import math
 
 import numpy as np
 
-from .._checks import check_real
+from .._checks import check_memory, check_real
 from .._display import readable
 from ._config import PipelineConfig, PipelineError, StageMemory, check_count, failure_mask, show
 from ._graph import R_KIND, build_graph, stage_order, task_index
@@ -403,10 +403,16 @@ _RULES = {"recycle": _recycle, "restart": _restart, "spare": _spare, "drop-pipel
 # -- Oobleck: templates on the surviving nodes ---------------------------------
 
 
+def check_grouping_memory(p: int, k: int):
+    """Refuse a `stage_groups` of `p` stages into `k` whose tables would pass the memory budget."""
+    check_memory("stages", 16 * (k + 1) * (p + 1), f"grouping {p} stages into {k} (Oobleck's templates) would")
+
+
 def stage_groups(times: np.ndarray, k: int) -> list[tuple[int, int]]:
     """Contiguous groups [a, b) of the p stages into k, minimising the slowest
     group's F + B + W (DP)."""
     p = times.shape[1]
+    check_grouping_memory(p, k)
     total = times.sum(axis=0)
     prefix = np.concatenate([[0.0], np.cumsum(total)])
     best = np.full((k + 1, p + 1), math.inf)
