@@ -176,6 +176,34 @@ def test_every_duration_in_every_flag_and_key_needs_a_unit():
     assert len(walked) == 3 * (6 + 4) + 6 + 8 + 4 + (5 + 4), walked
 
 
+# -- an error names the flag as typed -------------------------------------------------
+
+LEVEL = "interval=10min,cost=5s,restart=3min,survives=0.85"
+
+
+@pytest.mark.parametrize("args, line", [
+    (["--fast-checkpoint", "interval=10min,cost=5s,restart=-3min,survives=0.85"],
+     "Error: --fast-checkpoint (1st) restart: must be >= 0 (got -3min)"),
+    (["--fast-checkpoint", "interval=10min,restart=3min,survives=1.85"],
+     "Error: --fast-checkpoint (1st) survives: must be in [0, 1] (got 1.85)"),
+    (["--fast-checkpoint", LEVEL, "--fast-checkpoint", "interval=5min,restart=3min,survives=0.9"],
+     "Error: --fast-checkpoint (2nd) interval: levels go fastest first"),
+    (["--checkpoint-interval", "5min", "--fast-checkpoint", LEVEL],
+     "Error: --checkpoint-interval: must be longer than the slowest fast level's interval 10min (got 5min)"),
+])
+def test_a_level_of_fast_checkpoint_is_named_by_its_flag_its_place_and_key(args, line):
+    result = invoke("simulate", "--gpus", "1024", *args)
+    assert result.exit_code == 2
+    assert _one_error_line(result).startswith(line)
+
+
+def test_a_parameter_named_in_the_reason_is_its_flag_too():
+    result = invoke("plan", "--gpus", "1024", "--strategy", "multilevel")
+    assert result.exit_code == 2
+    assert _one_error_line(result) == ("Error: --strategy: 'multilevel': it needs --fast-checkpoint "
+                                       "(this run allows blocking)")
+
+
 # -- a run that cannot finish says so --------------------------------------------------
 
 def _one_error_line(result) -> str:
@@ -213,6 +241,20 @@ def test_a_run_no_job_can_finish_says_so_in_one_sentence(args, no_simulation):
 def test_the_sentence_points_at_the_stretch_no_job_gets_through(args, hint, no_simulation):
     line = _one_error_line(invoke("simulate", "--gpus", "16384", *args))
     assert hint in line and "attempts" in line
+
+
+def test_a_plan_of_free_checkpoints_beside_rare_failing_lemons_is_numbers():
+    """Checkpoints and restarts that cost nothing, 1% of nodes failing a million times as often: every
+    figure a number (a NaN of failures per job once reached an integer: 'cannot convert float NaN')."""
+    result = invoke("plan", "--gpus", "670", "--gpus-per-node", "16", "--failure-rate", "0.788", "--restart-cost",
+                    "0", "--checkpoint-cost", "0", "--lemon-fraction", "0.01", "--lemon-rate-factor", "1e6",
+                    "--checkpoint-interval", "727.78h", "--work", "100000h", "--n-jobs", "200", "--json")
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.output)
+    exact = out["ettr_by_interval"]["exact"]
+    assert 0.999 < out["ettr"] == exact["renewal"] < 1 and exact["simulated_jobs"] == 200
+    assert exact["simulated_ci95"][0] <= exact["renewal"] <= exact["simulated_ci95"][1]
+    assert out["ettr_by_interval"]["current"]["renewal"] < 1e-3  # a month between checkpoints: hopeless
 
 
 def test_plan_says_so_only_when_no_interval_lets_a_job_finish():
