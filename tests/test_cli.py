@@ -287,7 +287,7 @@ def test_a_study_no_job_of_which_finished_says_so(tmp_path):
     study.write_text('[fixed]\nfailure_rate = 50\nwork = "1d"\ncheckpoint_interval = "1h"\n'
                      '[sweep]\nn_gpus = [8192, 16384]\n[run]\nn_jobs = 100\nseed = 1\n')
     result = invoke("sweep", str(study), "--out", str(tmp_path / "out.zarr"), "--quiet")
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert _one_error_line(result).startswith("Error: No job finished at any of the 2 points")
 
 
