@@ -432,6 +432,10 @@ def test_cli_show_predict_replay(tmp_path):
     (["replay", "--example", "--queue-wait", "2e6h"], "Error: --queue-wait: must be >= 0 and at most 1e+06h (got "
                                                       "8.333e+04d)"),
     (["show", "--example", "--tz", "Mars/Olympus"], "Error: --tz: 'Mars/Olympus' is no time zone"),
+    (["predict", "--example", "--assumed-failure-rate", "1e-3", "--assumed-checkpoint-interval=-5min"],
+     "Error: --assumed-checkpoint-interval: must be > 0 (got -5min)"),
+    (["predict", "--example", "--failure-rate", "1e9", "--assumed-failure-rate", "1e-3",
+      "--assumed-checkpoint-interval", "1h"], "Error: --failure-rate: must be at most 1e+06"),
 ])
 def test_a_refused_run_flag_is_named_as_typed_with_its_duration_in_units(args, line):
     from click.testing import CliRunner
