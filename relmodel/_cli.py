@@ -446,8 +446,8 @@ def sweep_command(study_file, out, verify_path, scheduler, workers, quiet, plot,
     with open_study(out, verify=False) as ds:
         none_finished = "n_capped" in ds and bool((ds.n_capped == study.n_jobs).all())
         result = None if none_finished or quiet else study_result(ds)
-    if none_finished:
-        raise click.ClickException(
+    if none_finished:  # the study as written lets no job finish: a usage problem, as in simulate
+        raise click.UsageError(
             f"No job finished at any of the {study.scenario.size} points of {study_file}: every job hit "
             f"max_failures={study.max_failures} (n_capped in {out}); is failure_rate per node-day?")
     if plot is not None:

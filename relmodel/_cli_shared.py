@@ -6,6 +6,7 @@ from __future__ import annotations
 import errno
 import json
 import math
+import re
 import sys
 import warnings
 from contextlib import contextmanager
@@ -326,10 +327,83 @@ FLAGS = {"n_gpus": "--gpus", "n_threads": "--threads",
          "fast_checkpoints": "--fast-checkpoint"}
 
 
-def usage_error(err: ValueError) -> click.UsageError:
-    """A ValueError whose message starts with a parameter name, as an error naming the flag."""
+# A parameter the package names, as an error writes it: "n_gpus", or one key of a repeated
+# option's value, "fast_checkpoints[0].restart".
+_PARAMETER = re.compile(r"\b([a-z][a-z0-9_]*)(?:\[(\d+)\](?:\.([a-z][a-z0-9_]*))?)?(?![\w\[])")
+
+
+def flag_of(parameter: str, flags: dict | None = None) -> str:
+    """Return the command line's spelling of a parameter that an error names.
+
+    Parameters
+    ----------
+    parameter : str
+        A parameter of the package ("n_gpus"), or a key of one value of a
+        repeated option ("fast_checkpoints[0].restart").
+    flags : dict of str to str, optional
+        The command's own flags by parameter, over the shared `FLAGS`.
+
+    Returns
+    -------
+    str
+        The flag ("--gpus"; "--fast-checkpoint (1st) restart"): from the maps,
+        else the current command's option of that name, else `parameter` as it is.
+    """
+    match = _PARAMETER.fullmatch(parameter)
+    if match is None:
+        return parameter
+    name, index, key = match.groups()
+    flag = {**FLAGS, **(flags or {})}.get(name) or _option_named(name) or name
+    if index is None:
+        return flag
+    return f"{flag} ({_ordinal(int(index) + 1)})" + (f" {key}" if key else "")
+
+
+def _option_named(name: str) -> str | None:
+    """The current command's long option for the parameter `name` (its own, or spelled --name-with-dashes)."""
+    ctx = click.get_current_context(silent=True)
+    spelled = "--" + name.replace("_", "-")
+    for param in ctx.command.params if ctx is not None else ():
+        if isinstance(param, click.Option) and (param.name == name or spelled in param.opts):
+            return next((opt for opt in param.opts if opt.startswith("--")), param.opts[0])
+    return None
+
+
+def _ordinal(n: int) -> str:
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
+def usage_error(err: ValueError, flags: dict | None = None) -> click.UsageError:
+    """An error that names a parameter, as one naming the flag the user typed.
+
+    The parameter it starts with becomes its flag (`flag_of`); when it is one, so do
+    the parameters written with an underscore in its reason ("needs fast_checkpoints").
+    An error of a file's line keeps its words.
+
+    Parameters
+    ----------
+    err : ValueError
+        A `ParameterError`, or an error whose message reads "parameter: reason".
+    flags : dict of str to str, optional
+        The command's own flags by parameter, over the shared `FLAGS`.
+
+    Returns
+    -------
+    click.UsageError
+        "flag: reason" (exit status 2).
+    """
     parameter, message = parameter_and_reason(err)
-    return click.UsageError(f"{FLAGS.get(parameter, parameter)}: {message}" if message else str(err))
+    flag = flag_of(parameter, flags)
+    if not message or not flag.startswith("--"):  # a file's line, a record: its own words
+        return click.UsageError(f"{flag}: {message}" if message else str(err))
+
+    def spelled(match: re.Match) -> str:
+        named = match.group(0)
+        other = flag_of(named, flags) if "_" in match.group(1) else named
+        return other if other.startswith("--") else named
+
+    return click.UsageError(f"{flag}: {_PARAMETER.sub(spelled, message)}")
 
 
 def build_scenario(fields: dict) -> Scenario:

@@ -176,6 +176,34 @@ def test_every_duration_in_every_flag_and_key_needs_a_unit():
     assert len(walked) == 3 * (6 + 4) + 6 + 8 + 4 + (5 + 4), walked
 
 
+# -- an error names the flag as typed -------------------------------------------------
+
+LEVEL = "interval=10min,cost=5s,restart=3min,survives=0.85"
+
+
+@pytest.mark.parametrize("args, line", [
+    (["--fast-checkpoint", "interval=10min,cost=5s,restart=-3min,survives=0.85"],
+     "Error: --fast-checkpoint (1st) restart: must be >= 0 (got -3min)"),
+    (["--fast-checkpoint", "interval=10min,restart=3min,survives=1.85"],
+     "Error: --fast-checkpoint (1st) survives: must be in [0, 1] (got 1.85)"),
+    (["--fast-checkpoint", LEVEL, "--fast-checkpoint", "interval=5min,restart=3min,survives=0.9"],
+     "Error: --fast-checkpoint (2nd) interval: levels go fastest first"),
+    (["--checkpoint-interval", "5min", "--fast-checkpoint", LEVEL],
+     "Error: --checkpoint-interval: must be longer than the slowest fast level's interval 10min (got 5min)"),
+])
+def test_a_level_of_fast_checkpoint_is_named_by_its_flag_its_place_and_key(args, line):
+    result = invoke("simulate", "--gpus", "1024", *args)
+    assert result.exit_code == 2
+    assert _one_error_line(result).startswith(line)
+
+
+def test_a_parameter_named_in_the_reason_is_its_flag_too():
+    result = invoke("plan", "--gpus", "1024", "--strategy", "multilevel")
+    assert result.exit_code == 2
+    assert _one_error_line(result) == ("Error: --strategy: 'multilevel': it needs --fast-checkpoint "
+                                       "(this run allows blocking)")
+
+
 # -- a run that cannot finish says so --------------------------------------------------
 
 def _one_error_line(result) -> str:
@@ -215,6 +243,20 @@ def test_the_sentence_points_at_the_stretch_no_job_gets_through(args, hint, no_s
     assert hint in line and "attempts" in line
 
 
+def test_a_plan_of_free_checkpoints_beside_rare_failing_lemons_is_numbers():
+    """Checkpoints and restarts that cost nothing, 1% of nodes failing a million times as often: every
+    figure a number (a NaN of failures per job once reached an integer: 'cannot convert float NaN')."""
+    result = invoke("plan", "--gpus", "670", "--gpus-per-node", "16", "--failure-rate", "0.788", "--restart-cost",
+                    "0", "--checkpoint-cost", "0", "--lemon-fraction", "0.01", "--lemon-rate-factor", "1e6",
+                    "--checkpoint-interval", "727.78h", "--work", "100000h", "--n-jobs", "200", "--json")
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.output)
+    exact = out["ettr_by_interval"]["exact"]
+    assert 0.999 < out["ettr"] == exact["renewal"] < 1 and exact["simulated_jobs"] == 200
+    assert exact["simulated_ci95"][0] <= exact["renewal"] <= exact["simulated_ci95"][1]
+    assert out["ettr_by_interval"]["current"]["renewal"] < 1e-3  # a month between checkpoints: hopeless
+
+
 def test_plan_says_so_only_when_no_interval_lets_a_job_finish():
     # 0.5 per node-day on 16384 GPUs: an MTTF of 1.4 min, hopeless at a 3h interval but
     # not at the planner's (a restart of 1 min gets through).
@@ -245,7 +287,7 @@ def test_a_study_no_job_of_which_finished_says_so(tmp_path):
     study.write_text('[fixed]\nfailure_rate = 50\nwork = "1d"\ncheckpoint_interval = "1h"\n'
                      '[sweep]\nn_gpus = [8192, 16384]\n[run]\nn_jobs = 100\nseed = 1\n')
     result = invoke("sweep", str(study), "--out", str(tmp_path / "out.zarr"), "--quiet")
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert _one_error_line(result).startswith("Error: No job finished at any of the 2 points")
 
 

@@ -60,7 +60,9 @@ def test_one_policy():
     (["--gpus", "0"], "Error: --gpus: must be an integer in [1, "),
     (["--arrival-rate", "0"], "Error: --arrival-rate: must be a finite number > 0"),
     (["--duration", "5m"], "Error: --duration: unknown unit 'm'"),
-    (["--pause", "-1s"], "Error: --pause: must be a finite duration >= 0"),
+    (["--pause", "-1s"], "Error: --pause: must be a finite duration >= 0 (got -1s)"),
+    (["--repair-time", "-5min"], "Error: --repair-time: must be a finite duration >= 0 (got -5min)"),
+    (["--checkpoint-interval", "0.5s"], "Error: --checkpoint-interval: must be at least 1s (got 0.5s)"),
     (["--failure-rate", "-1"], "Error: --failure-rate: must be >= 0"),
     (["--batch-range", "2"], "Error: --batch-range: expected LOW,HIGH"),
     (["--batch-range", "2,4"], "Error: --batch-range: need 0 < low <= 1 <= high"),
@@ -127,9 +129,9 @@ def test_queue_admission_and_curve_flags_reach_the_simulation():
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--max-wait", "1h"], "Error: --max-wait: 1 h needs unplaceable='queue'"),
-    (["--unplaceable", "queue", "--max-wait", "-1h"], "Error: --max-wait"),
-    (["--reoptimize-every", "0s"], "Error: --reoptimize-every: must be a finite duration > 0"),
+    (["--max-wait", "3h"], "Error: --max-wait: 3h needs unplaceable='queue'"),
+    (["--unplaceable", "queue", "--max-wait", "-1h"], "Error: --max-wait: must be a duration >= 0 (got -1h)"),
+    (["--reoptimize-every", "0s"], "Error: --reoptimize-every: must be a finite duration > 0 (got 0s)"),
     (["--admission", "lottery"], "Error: --admission: 'lottery' is not one of 'first-fit', 'optimizer'"),
     (["--curve", "linear"], "Error: --curve: 'linear' is not one of 'fitted', 'roofline'"),
 ])

@@ -444,11 +444,24 @@ def test_recycle_summary_counts_the_grid():
     assert all(m["ratio"] > 1.02 for m in s["misses"])
 
 
-def test_oversized_schedule_is_refused_naming_the_flag():
-    result = invoke("--stages", "1000", "--replicas", "64", "--microbatches", "64", "--failures", "1")
+@pytest.mark.parametrize("args, flag", [
+    (("--stages", "1000", "--replicas", "64", "--microbatches", "64"), "--stages"),
+    (("--replicas", "100000"), "--replicas"),
+    (("--microbatches", "10000000"), "--microbatches"),
+])
+def test_oversized_schedule_is_refused_naming_the_flag_that_made_it_so(args, flag):
+    """The product of the three sizes is over the limit: the largest of them, the one typed, is named."""
+    result = invoke(*args, "--failures", "1")
     assert result.exit_code == 2
-    assert "Error: --stages:" in result.output and "micro-batches" in result.output
-    assert "Traceback" not in result.output
+    assert result.output.startswith(f"Error: {flag}: ") and "tasks per schedule" in result.output
+    assert len(result.output.splitlines()) == 1
+
+
+def test_a_model_whose_times_leave_the_float_range_names_mfu():
+    """A GPU preset's peak rate is fixed: --mfu scales it, and is the flag named (there is no --peak-flops)."""
+    result = invoke("--model", "gpt3-175b", "--mfu", "1e-320", "--failures", "1")
+    assert result.exit_code == 2
+    assert result.output.startswith("Error: --mfu: gives stage times outside float64's range")
 
 
 def test_the_help_says_what_durations_it_takes():

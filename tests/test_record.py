@@ -424,6 +424,38 @@ def test_cli_show_predict_replay(tmp_path):
     assert none.exit_code == 2 and "--sacct" in none.output
 
 
+@pytest.mark.parametrize("args, line", [
+    (["replay", "--example", "--restart-cost=-5min"],
+     "Error: --restart-cost: must be >= 0 and at most 1e+06h (got -5min)"),
+    (["replay", "--example", "--checkpoint-interval", "0"],
+     "Error: --checkpoint-interval: must be > 0 and at most 1e+06h (got 0s)"),
+    (["replay", "--example", "--queue-wait", "2e6h"], "Error: --queue-wait: must be >= 0 and at most 1e+06h (got "
+                                                      "8.333e+04d)"),
+    (["show", "--example", "--tz", "Mars/Olympus"], "Error: --tz: 'Mars/Olympus' is no time zone"),
+    (["predict", "--example", "--assumed-failure-rate", "1e-3", "--assumed-checkpoint-interval=-5min"],
+     "Error: --assumed-checkpoint-interval: must be > 0 (got -5min)"),
+    (["predict", "--example", "--failure-rate", "1e9", "--assumed-failure-rate", "1e-3",
+      "--assumed-checkpoint-interval", "1h"], "Error: --failure-rate: must be at most 1e+06"),
+])
+def test_a_refused_run_flag_is_named_as_typed_with_its_duration_in_units(args, line):
+    from click.testing import CliRunner
+
+    result = CliRunner().invoke(main, ["run", *args])
+    assert result.exit_code == 2 and len(result.output.splitlines()) == 1
+    assert result.output.startswith(line), result.output
+
+
+def test_an_impossible_utc_offset_in_run_show_names_the_file_line_and_field(tmp_path):
+    from click.testing import CliRunner
+
+    path = _write("time,event,step,duration_s,wait_s,reason\n2026-01-01T00:00:00Z,attempt_start,,,,\n"
+                  "2026-01-01T00:00:00+99:00,first_step,0,,,\n2026-01-01T05:00:00Z,run_end,100,,,\n", "run.csv")
+    result = CliRunner().invoke(main, ["run", "show", str(path)])
+    assert result.exit_code == 2
+    assert result.output == (f"Error: {path}, line 3: time: '2026-01-01T00:00:00+99:00' has no valid UTC offset "
+                             "(at most 23:59)\n")
+
+
 def test_simulate_run_refuses_a_startup_out_of_bounds():
     sc = rm.Scenario(n_gpus=8, failure_rate=6.5e-3, work="1d", checkpoint_interval="1h")
     for startup in ("-1h", "1e300h"):

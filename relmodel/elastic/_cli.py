@@ -8,23 +8,14 @@ import click
 
 from .._cli_shared import (DatasetPath, Duration, FigurePath, draw_figure, format_table, overwrite_option,
                            quiet_option, refuse_unused, to_json, usage_error, write_dataset)
-from .._errors import parameter_and_reason
 from .._units import UNIT_REQUIRED_HELP
 from ._cluster import CLUSTER_POLICIES
 from ._config import ADMISSIONS
 from ._throughput import CURVE_FAMILIES
 
-_FLAGS = {"n_gpus": "--gpus", "window": "--duration", "batch_range_factor": "--batch-range", "policy": "--policy"}
+_FLAGS = {"window": "--duration", "batch_range_factor": "--batch-range"}
 _TABLE_KEYS = ("completed", "dropped", "rejected", "mean_jct_h", "p50_jct_h", "p90_jct_h", "utilisation",
                "gpu_hours_lost_failures", "shrinks", "restarts", "rescales")
-
-
-def _flag_error(err: ValueError) -> click.UsageError:
-    """A ValueError "name: reason" as an error naming the command-line flag."""
-    name, reason = parameter_and_reason(err)
-    if reason and name.isidentifier():
-        return click.UsageError(f"{_FLAGS.get(name, '--' + name.replace('_', '-'))}: {reason}")
-    return usage_error(err)
 
 
 def _factors(text: str) -> tuple[float, float]:
@@ -118,7 +109,7 @@ def cluster(n_gpus, gpus_per_node, arrival_rate, duration, seed, policy, failure
     except JobTraceError as err:
         raise click.UsageError(f"--trace: {err}") from None
     except ValueError as err:
-        raise _flag_error(err) from None
+        raise usage_error(err, _FLAGS) from None
     if out is not None:
         write_dataset(ds, out, overwrite=overwrite, writer="relmodel cluster")
     rows = summary(ds)

@@ -10,7 +10,7 @@ import numpy as np
 from .._display import readable
 from .._errors import ParameterError
 from .._checks import check_choice, check_number
-from .._units import to_hours
+from .._units import format_hours, to_hours
 from ._allocate import MAX_GPUS, OBJECTIVES, check_gpus
 from ._nodes import node_sizes
 
@@ -99,11 +99,12 @@ class ClusterConfig:
         if self.n_gpus > MAX_GPUS:
             check_gpus(int(self.n_gpus))
         if self.checkpoint_interval < MIN_CHECKPOINT_INTERVAL:
-            raise ParameterError("checkpoint_interval", f"must be at least 1 s (got {self.checkpoint_interval:g} h)")
+            raise ParameterError("checkpoint_interval",
+                                 f"must be at least 1s (got {format_hours(self.checkpoint_interval)})")
         for name in ("repair_time", "pause"):
             hours = to_hours(getattr(self, name), name)
             if not math.isfinite(hours) or hours < 0:
-                raise ParameterError(name, f"must be a finite duration >= 0 (got {getattr(self, name)!r})")
+                raise ParameterError(name, f"must be a finite duration >= 0 (got {format_hours(hours)})")
             object.__setattr__(self, name, hours)
         check_choice("unplaceable", self.unplaceable, UNPLACEABLE, ParameterError)
         check_choice("admission", self.admission, ADMISSIONS, ParameterError)
@@ -112,16 +113,15 @@ class ClusterConfig:
         else:
             wait = to_hours(self.max_wait, "max_wait")
             if math.isnan(wait) or wait < 0:
-                raise ParameterError("max_wait", f"must be a duration >= 0 (got {self.max_wait!r})")
+                raise ParameterError("max_wait", f"must be a duration >= 0 (got {format_hours(wait)})")
             if self.unplaceable == "drop" and wait > 0:
-                raise ParameterError("max_wait", f"{wait:g} h needs unplaceable='queue' (with 'drop' a job "
+                raise ParameterError("max_wait", f"{format_hours(wait)} needs unplaceable='queue' (with 'drop' a job "
                                                  "that finds no room is dropped on arrival)")
             object.__setattr__(self, "max_wait", wait)
         if self.reoptimize_every is not None:
             every = to_hours(self.reoptimize_every, "reoptimize_every")
             if not (math.isfinite(every) and every > 0):
-                raise ParameterError("reoptimize_every", f"must be a finite duration > 0 (got "
-                                                         f"{self.reoptimize_every!r})")
+                raise ParameterError("reoptimize_every", f"must be a finite duration > 0 (got {format_hours(every)})")
             object.__setattr__(self, "reoptimize_every", every)
         check_choice("objective", self.objective, OBJECTIVES, ParameterError)
         if isinstance(self.seed, bool) or not isinstance(self.seed, (int, np.integer)) or not 0 <= self.seed < 2**32:
@@ -129,7 +129,7 @@ class ClusterConfig:
         if self.until is not None:
             until = to_hours(self.until, "until")
             if not until >= 0:
-                raise ParameterError("until", f"must be a duration >= 0 (got {self.until!r})")
+                raise ParameterError("until", f"must be a duration >= 0 (got {format_hours(until)})")
             object.__setattr__(self, "until", until)
         if self.failures is not None:
             n_nodes = node_sizes(self.n_gpus, self.gpus_per_node).size

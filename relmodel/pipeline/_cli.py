@@ -13,13 +13,14 @@ import xarray as xr
 
 from .._cli_shared import (DatasetPath, Duration, FigurePath, draw_figure, overwrite_option, quiet_option,
                            refuse_unused, to_json, usage_error, write_dataset)
-from .._errors import parameter_and_reason
 from ._config import BACKWARDS, MAX_TASKS, OPTIMIZERS, ORDERS, SIMULATED_ITERATIONS, show
 
 MAX_WORKERS = int(MAX_TASKS // (3 * SIMULATED_ITERATIONS))  # d p of the largest configuration allowed
 
+# With --model a GPU preset's peak FLOP rate is fixed: --mfu is what scales it.
 _FLAG_OF = {"failed": "--failures", "n_failures": "--failures", "strategy": "--strategies",
-            "strategies": "--strategies", "n_runs": "--runs", "duration": "--run-duration", "traces": "--trace"}
+            "strategies": "--strategies", "n_runs": "--runs", "duration": "--run-duration", "traces": "--trace",
+            "peak_flops": "--mfu"}
 _EPILOG = ("Task times are in any one unit (--time-unit says which, for run-level results); give one number for "
            "every stage or a comma-separated list, one per stage. --failures takes 'A..B', a list '0,2,4' or N "
            "(meaning 0..N). Durations are a number with its unit (90s, 5min, 2h, 1.5d); a bare number other than 0 is "
@@ -31,12 +32,7 @@ def _flag_error(err: ValueError) -> click.UsageError:
 
     if isinstance(err, NodeTraceError):
         return usage_error(ValueError(f"--trace: {err}"))
-    parameter = getattr(err, "parameter", None)
-    if parameter is None:
-        return usage_error(err)
-    message = parameter_and_reason(err)[1]
-    flag = _FLAG_OF.get(parameter, "--" + parameter.replace("_", "-"))
-    return usage_error(ValueError(f"{flag}: {message}"))
+    return usage_error(err, _FLAG_OF)
 
 
 def _times(text: str | None, flag: str):

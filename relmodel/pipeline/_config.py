@@ -285,13 +285,15 @@ class StageMemory:
 
 
 def check_tasks(stages: int, replicas: int, microbatches: int, n_iterations: int) -> None:
-    """Refuse schedules of more than MAX_TASKS tasks (3 per micro-batch, stage, replica and iteration)."""
+    """Refuse schedules of more than MAX_TASKS tasks (3 per micro-batch, stage, replica and iteration),
+    naming the largest of the three sizes: the one to lower."""
     tasks = 3 * n_iterations * stages * replicas * microbatches
     if tasks > MAX_TASKS:
-        raise PipelineError("stages", f"{show(stages)} stages x {show(replicas)} replicas x {show(microbatches)} "
-                                      f"micro-batches x {show(n_iterations)} iterations make {show(tasks)} tasks per "
-                                      f"schedule, over the limit of {MAX_TASKS:.0e}; use fewer stages, replicas or "
-                                      "micro-batches")
+        largest = max(("stages", stages), ("replicas", replicas), ("microbatches", microbatches), key=lambda s: s[1])
+        raise PipelineError(largest[0], f"{show(stages)} stages x {show(replicas)} replicas x {show(microbatches)} "
+                                        f"micro-batches x {show(n_iterations)} iterations make {show(tasks)} tasks "
+                                        f"per schedule, over the limit of {MAX_TASKS:.0e}; use fewer stages, "
+                                        "replicas or micro-batches")
 
 
 # Bytes a schedule holds per task: its graph (times, workers, kinds, edges both ways)

@@ -179,7 +179,10 @@ def predict(events, example, fmt, sacct, run_ids, n_gpus, tz, as_json, failure_r
         assumed = None
         if given is not None:
             implied = implied_scenario(measure_run(record, n_gpus=n_gpus), n_gpus=n_gpus)
-            assumed = dataclasses.replace(implied, **given)
+            try:
+                assumed = dataclasses.replace(implied, **given)
+            except ValueError as err:  # refused by its --assumed-* flag (--checkpoint-interval is replay's)
+                raise usage_error(err, {k: f"--assumed-{k.replace('_', '-')}" for k in given}) from None
         ds = predict_run(record, assumed=assumed, n_gpus=n_gpus, failure_rate=failure_rate, n_runs=n_runs, seed=seed)
     except ValueError as err:
         raise usage_error(err) from None

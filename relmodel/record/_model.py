@@ -21,7 +21,7 @@ from .._checks import check_integer
 from .._level_pattern import split_work
 from .._scenario import DEFAULT_GPUS_PER_NODE, Scenario, as_checkpoint_levels, as_scenario
 from .._simulate import simulate
-from .._units import to_hours
+from .._units import format_hours, to_hours
 from ._events import NS_PER_H, RecordSummary, RunRecord, EventRow, events_dataset, parse_instant
 from ._measure import MEASURED_COMPONENTS, measure_run, timeline
 from ._measure import measure_timeline
@@ -146,9 +146,7 @@ def simulate_run(scenario, seed: int = 0, *, reasons=None, planned=(), startup="
         while True:
             yield int(min(np.searchsorted(cdf, rng.random(), side="right"), len(names) - 1))
 
-    startup_h = to_hours(startup, "startup")
-    if not 0 <= startup_h <= MAX_HOURS:
-        raise ParameterError("startup", f"{startup!r} must be >= 0 and at most {MAX_HOURS:g} h")
+    startup_h = _plan_hours("startup", startup)
     plan = scenario_plan(sc, startup_h)
     mean_ns = sc.mttf * NS_PER_H
     w = walk(plan, exponential_failures(rng, mean_ns), draw_reasons() if reasons else None, _survival(rng))
@@ -158,6 +156,15 @@ def simulate_run(scenario, seed: int = 0, *, reasons=None, planned=(), startup="
     truth.update(failures=w.failures, capped=w.capped)
     return record, truth
 
+
+def _plan_hours(name: str, value, *, positive: bool = False) -> float:
+    """A duration of a replayed plan in hours: >= 0 (> 0 if `positive`) and at most MAX_HOURS,
+    refused in the units it reads best in."""
+    hours = to_hours(value, name)
+    if not (np.isfinite(hours) and (hours > 0 if positive else hours >= 0) and hours <= MAX_HOURS):
+        raise ParameterError(name, f"must be {'> 0' if positive else '>= 0'} and at most {MAX_HOURS:g}h "
+                                   f"(got {format_hours(hours)})")
+    return hours
 
 def implied_scenario(measured: xr.Dataset, *, n_gpus=None, failure_rate=None) -> Scenario:
     """The scenario a measured run implies: its GPUs, work, mean interval and costs, and failure rate.
@@ -384,11 +391,7 @@ def replay_run(record: RunRecord, *, checkpoint_interval=None, checkpoint_cost=N
     changes = {k: v for k, v in dict(checkpoint_interval=checkpoint_interval, checkpoint_cost=checkpoint_cost,
                                      checkpoint_persist=checkpoint_persist, restart_cost=restart_cost,
                                      queue_wait=queue_wait).items() if v is not None}
-    hours = {k: to_hours(v, k) for k, v in changes.items()}
-    for k, v in hours.items():
-        if not (np.isfinite(v) and v >= 0) or (k == "checkpoint_interval" and v <= 0) or v > MAX_HOURS:
-            raise ParameterError(k, f"{changes[k]!r} must be {'> 0' if k == 'checkpoint_interval' else '>= 0'} and "
-                                    f"at most {MAX_HOURS:g} h")
+    hours = {k: _plan_hours(k, v, positive=k == "checkpoint_interval") for k, v in changes.items()}
     measured_interval = float(measured.checkpoint_interval)
     hours.setdefault("checkpoint_interval", measured_interval if np.isfinite(measured_interval)
                      else float(measured.time.sel(component="productive")))
