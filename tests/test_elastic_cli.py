@@ -146,3 +146,11 @@ def test_a_reoptimisation_interval_too_short_for_the_run_is_refused(every):
     """`--reoptimize-every 1e-6s` is refused naming the flag, rather than running on silently for minutes."""
     result = invoke("--gpus", "16", "--arrival-rate", "2", "--duration", "4h", "--reoptimize-every", every)
     assert result.exit_code == 2 and "--reoptimize-every:" in result.output and "re-optimisations" in result.output
+
+
+@pytest.mark.parametrize("args, flag", [(["--duration", "1e308h"], "--duration"),
+                                        (["--arrival-rate", "1e9"], "--arrival-rate")])
+def test_a_synthetic_workload_too_large_blames_the_flag_that_made_it_so(args, flag):
+    result = CliRunner().invoke(cluster, args)
+    assert result.exit_code == 2
+    assert f"Error: {flag}: " in result.output and "inf" not in result.output

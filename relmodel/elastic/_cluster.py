@@ -37,6 +37,7 @@ import numpy as np
 from .._checks import check_choice
 from .._display import key_value_table
 from .._errors import ParameterError
+from .._units import format_hours
 from ._allocate import PrefixSolver
 from ._config import ClusterConfig
 from ._jobs import JobError, Options, OptionsTable
@@ -237,9 +238,9 @@ class _Simulation:
 
     def _check_ticks(self, ticks: float):
         if ticks > MAX_TICKS:
-            raise ParameterError("reoptimize_every", f"every {self.cfg.reoptimize_every:g} h makes more than "
-                                                     f"{MAX_TICKS:,} re-optimisations in this run; choose a longer "
-                                                     "interval")
+            raise ParameterError("reoptimize_every", f"every {format_hours(self.cfg.reoptimize_every)} makes more "
+                                                     f"than {MAX_TICKS:,} re-optimisations in this run; choose a "
+                                                     "longer interval")
 
     def arrivals(self) -> tuple[np.ndarray, np.ndarray]:
         """Jobs in order of arrival (submission time, NaN as 0, then index) and their arrival times (>= 0)."""

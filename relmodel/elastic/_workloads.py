@@ -88,7 +88,8 @@ def batch_range(batch: int, factors: tuple[float, float]) -> tuple[int, int]:
 def _positive(name: str, value, *, duration=False) -> float:
     x = to_hours(value, name) if duration else value
     if isinstance(x, bool) or not isinstance(x, numbers.Real) or not math.isfinite(x) or x <= 0:
-        raise ParameterError(name, f"must be a finite number > 0 (got {value!r})")
+        shown = format_hours(x) if duration and isinstance(x, numbers.Real) else repr(value)
+        raise ParameterError(name, f"must be a finite number > 0 (got {shown})")
     return float(x)
 
 
@@ -227,10 +228,12 @@ def _arrival_window(arrival_rate, duration) -> tuple[float, float]:
     rate = _positive("arrival_rate", arrival_rate)
     window = _positive("duration", duration, duration=True)
     if rate * window > MAX_SYNTHETIC_JOBS:
-        raise ParameterError("arrival_rate", f"{rate:g} jobs/h over {window:g} h is about {rate * window:.3g} "
-                                             f"jobs (limit {MAX_SYNTHETIC_JOBS:,}, some 15 s of cluster "
-                                             "simulation); lower the arrival rate (--arrival-rate) or the window "
-                                             "(--duration)")
+        # Named: the one further above a usual workload's (6 jobs an hour over a day).
+        culprit = "duration" if window / 24.0 > rate / 6.0 else "arrival_rate"
+        jobs = f"about {rate * window:.3g}" if math.isfinite(rate * window) else "more than 1e308"
+        raise ParameterError(culprit, f"{rate:g} jobs/h over {format_hours(window)} is {jobs} "
+                                      f"jobs (limit {MAX_SYNTHETIC_JOBS:,}, some 15 s of cluster simulation); "
+                                      "lower the arrival rate (--arrival-rate) or the window (--duration)")
     return rate, window
 
 

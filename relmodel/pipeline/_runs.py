@@ -36,7 +36,7 @@ import math
 import numpy as np
 
 from .._display import readable
-from .._units import to_hours
+from .._units import format_hours, to_hours
 from .._checks import check_real
 from ._config import PipelineConfig, PipelineError, failure_mask, show
 from ._schedule import kernels
@@ -127,7 +127,7 @@ class RunModel:
             positive = name in ("duration", "checkpoint_interval", "time_unit")
             if not math.isfinite(hours) or hours < 0 or (positive and hours == 0):
                 raise PipelineError(name, f"must be finite and {'> 0' if positive else '>= 0'} "
-                                          f"(got {show(getattr(self, name))})")
+                                          f"(got {format_hours(hours)})")
             object.__setattr__(self, name, hours)
         for name, low, high in (("failure_rate", 0.0, math.inf), ("nodes_per_worker", 0.0, math.inf),
                                 ("lemon_fraction", 0.0, 1.0), ("lemon_rate_factor", 1.0, math.inf)):

@@ -560,12 +560,13 @@ def stage_profile(model: str | ModelSpec, gpu: str | GPUSpec, *, stages: int, te
         times = [[x * scale for x in row] for row in (fwd, bwd_input, bwd_weight)]
     else:
         rate = device.peak_flops * rate_share
+        rate_culprit = "peak_flops" if mfu is None else "mfu"  # a given mfu scales the GPU's peak
         if rate == 0:  # both tiny: their product underflows
-            raise PipelineError("peak_flops", f"peak_flops x mfu = {device.peak_flops!r} x {rate_share!r} "
-                                              "underflows to 0")
+            raise PipelineError(rate_culprit, f"peak_flops x mfu = {device.peak_flops!r} x {rate_share!r} "
+                                             "underflows to 0")
         times = [[x / rate for x in row] for row in (fwd, bwd_input, bwd_weight)]
     if not all(0 < x < math.inf for row in times for x in row):
-        culprit = "step_time" if step_time is not None else "peak_flops"
+        culprit = "step_time" if step_time is not None else rate_culprit
         raise PipelineError(culprit, "gives stage times outside float64's range (0 or overflowing); the model's "
                                      f"FLOPs per GPU span {min(flops):.3g} to {max(flops):.3g}")
 
