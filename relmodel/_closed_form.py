@@ -776,9 +776,15 @@ def _least_wall(intervals, log_mass, rate, sc: Scenario) -> int:
     """Index in `intervals` of the one with the least expected wall time over the lemon mixture,
     every rate of the mixture (rows) at every interval (columns) at once, in logs (a hopeless
     job's E[wall] overflows float64 at every interval)."""
-    log_walls = log_renewal_expected_wall(rate[:, None], intervals[None, :], sc.work, sc.checkpoint_cost,
-                                          *_restart_args(sc))
-    return int(np.argmin(_logsumexp(log_mass[:, None] + log_walls, axis=0)))
+    # _MIXTURE_ELEMENTS at a time (2**20 rates x 2048 intervals at once would be 16 GiB a temporary);
+    # a column's sum runs down its rows in the same order however many columns there are.
+    step = max(1, _MIXTURE_ELEMENTS // rate.size)
+    log_wall = np.empty(len(intervals))
+    for start in range(0, len(intervals), step):
+        log_walls = log_renewal_expected_wall(rate[:, None], intervals[None, start:start + step], sc.work,
+                                              sc.checkpoint_cost, *_restart_args(sc))
+        log_wall[start:start + step] = _logsumexp(log_mass[:, None] + log_walls, axis=0)
+    return int(np.argmin(log_wall))
 
 
 def optimal_interval(scenario, method: str = "exact"):

@@ -206,3 +206,24 @@ def test_a_pipeline_past_the_budget_is_refused_before_any_strategy_runs(args, ne
                                        "--quiet", *args])
     assert result.exit_code == 2, result.output
     assert result.output.startswith(f"Error: --stages: {need} of memory, over the memory budget")
+
+
+def test_the_exact_interval_search_over_a_wide_lemon_mixture_takes_bounded_memory(monkeypatch):
+    from relmodel import _closed_form
+
+    # 2**12 job rates at each of 1024 candidate intervals: 32 MiB a temporary, at once.
+    sc = rm.Scenario(n_gpus=8 * 2**16, failure_rate=1e-9, lemon_fraction=0.5, lemon_rate_factor=1e6,
+                     checkpoint_cost=1.0, restart_cost=1.0, work=4800.0, checkpoint_interval=1.0)
+    rate = np.geomspace(1e-6, 1.0, 2**12)
+    log_mass = np.full(rate.size, -np.log(rate.size))
+    intervals = np.geomspace(0.01, 100.0, 1024)
+    monkeypatch.setattr(_closed_form, "_MIXTURE_ELEMENTS", 2**16)  # 0.5 MiB a temporary
+    tracemalloc.start()
+    try:
+        best = _closed_form._least_wall(intervals, log_mass, rate, sc)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 16 * 2**20, peak
+    monkeypatch.setattr(_closed_form, "_MIXTURE_ELEMENTS", 2**40)  # the whole table at once
+    assert _closed_form._least_wall(intervals, log_mass, rate, sc) == best
