@@ -127,7 +127,7 @@ def test_queue_admission_and_curve_flags_reach_the_simulation():
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--max-wait", "1h"], "Error: --max-wait: 1 h needs unplaceable='queue'"),
+    (["--max-wait", "1h"], "Error: --max-wait: only acts with --unplaceable queue"),
     (["--unplaceable", "queue", "--max-wait", "-1h"], "Error: --max-wait"),
     (["--reoptimize-every", "0s"], "Error: --reoptimize-every: must be a finite duration > 0"),
     (["--admission", "lottery"], "Error: --admission: 'lottery' is not one of 'first-fit', 'optimizer'"),
