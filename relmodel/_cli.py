@@ -13,13 +13,14 @@ import numpy as np
 from click.core import ParameterSource
 
 from . import _feedback as feedback
-from ._cli_shared import (BACKEND_HELP, ENVIRONMENT_ERRNOS, FLAGS, DatasetPath, FigurePath, OneLineErrors,
-                          OutputPath, build_scenario, draw_figure, format_table, overwrite_option, quiet_option,
-                          scenario_options, simulation_options, table_cell, table_line, to_json, usage_error,
-                          write_dataset)
+from ._cli_shared import (BACKEND_HELP, ENVIRONMENT_ERRNOS, FLAGS, ONLY_WITH_OUT, DatasetPath, FigurePath,
+                          OneLineErrors, OutputPath, build_scenario, draw_figure, format_table, overwrite_option,
+                          quiet_option, refuse_unused, scenario_options, simulation_options, table_cell, table_line,
+                          to_json, usage_error, write_dataset)
 from .elastic._cli import cluster
 from ._engine import DEFAULT_MAX_FAILURES, MAX_JOBS, check_grid_memory
 from ._errors import ScenarioError, parameter_and_reason
+from ._extras import require
 from .pipeline._cli import pipeline
 from .record._cli import run_command
 from ._scenario import Scenario
@@ -93,6 +94,7 @@ def simulate_command(n_jobs, seed, backend, threads, max_failures, out, overwrit
     from ._closed_form import ettr_arrays
     from ._simulate import simulate as run_simulation
 
+    refuse_unused_run_flags(out, backend)
     sc = build_scenario(fields)
     # Every row's estimates, then its row of the JSON or table, at once; streamed, a row at a time.
     refuse_past_budget(sc, n_jobs, per_row=ROW_TEXT_BYTES if as_json or out is not None else 0)
@@ -116,6 +118,14 @@ def simulate_command(n_jobs, seed, backend, threads, max_failures, out, overwrit
         click.echo(format_table(rows, widths))
         if out is not None:
             click.echo(f"wrote {out}")
+
+
+def refuse_unused_run_flags(out, backend: str):
+    """Refuse the flags of a simulating command that do nothing in this run: --overwrite without
+    an output, Numba's thread count for the Cython twin."""
+    refuse_unused(out is None, ONLY_WITH_OUT, "overwrite")
+    refuse_unused(backend == "cython", "only acts with the Numba kernels; give --backend numba or auto, or leave "
+                                       "it out", "threads")
 
 
 @contextmanager
@@ -160,6 +170,7 @@ def compare_command(plot, n_jobs, seed, backend, threads, max_failures, out, ove
     """Closed forms against the simulation, point by point over a grid; prints a table and a verdict."""
     from ._simulate import compare
 
+    refuse_unused_run_flags(out, backend)
     sc = build_scenario(fields)
     refuse_past_budget(sc, n_jobs, per_row=ROW_TEXT_BYTES)
     refuse_if_no_job_can_finish(sc, max_failures)
@@ -338,6 +349,7 @@ def fit_command(log_file, example, log_format, min_gpus, gpus_per_node, taxonomy
     """
     if example == (log_file is not None):
         raise click.UsageError("LOG_FILE or --example: give one of the two")
+    refuse_unused(out is None, ONLY_WITH_OUT, "overwrite")
     if example:
         from . import data
 
@@ -412,10 +424,17 @@ def sweep_command(study_file, out, verify_path, scheduler, workers, quiet, plot,
     if verify_path is not None:
         if study_file is not None or out is not None:
             raise click.UsageError("--verify: give only the store to check (no study file, no --out)")
+        refuse_unused(True, "not used with --verify (it computes and draws nothing)", "scheduler", "workers",
+                      "plot", "x_dim", "y_dim")
         verify_store(verify_path, quiet)
         return
     if study_file is None or out is None:
         raise click.UsageError("give a study file and --out (or --verify STORE)")
+    refuse_unused(plot is None, "only acts with --plot; give --plot or leave it out", "x_dim", "y_dim")
+    if workers is not None:
+        require("distributed", "--workers")
+    refuse_unused(scheduler != "dask-local", "only acts with --scheduler dask-local; give that scheduler or leave "
+                                             "it out", "workers")
 
     try:  # as a taxonomy file is read: a device, a FIFO or a huge file is refused, not read for ever
         source = read_small_text(study_file, STUDY_FILE_MAX_BYTES)

@@ -193,10 +193,10 @@ class DatasetPath(OutputPath):
         if path.suffix not in self.suffixes:
             self.fail(f"unknown suffix {path.suffix!r} in {str(path)!r}; use {' or '.join(self.suffixes)}",
                       param, ctx)
-        try:
-            require("zarr" if path.suffix == ".zarr" else "h5netcdf", f"a {path.suffix} output")
-        except MissingExtraError as err:
-            self.fail(str(err), param, ctx)
+        # A missing package is the environment's fault, not the flag's (exit 1: `MissingExtraError`).
+        flag = param.opts[-1] if param is not None else "path"
+        require("zarr" if path.suffix == ".zarr" else "h5netcdf", f"{flag} {str(path)!r}")
+        require("filelock", flag)  # every writer of an output takes its lock
 
 
 def _parse(text: str, kind: str, field: str):
@@ -306,6 +306,10 @@ def taxonomy_fields(fields: dict) -> dict:
 # A full disk or quota, a read-only file system, no permission, the file size limit: the
 # environment (exit 1), not relmodel's bug (exit 70).
 ENVIRONMENT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EFBIG})
+
+
+# `refuse_unused`'s reason for --overwrite without an output to replace.
+ONLY_WITH_OUT = "only acts with --out; give --out or leave it out"
 
 
 def refuse_unused(unused: bool, reason: str, *names: str):

@@ -129,7 +129,7 @@ def test_queue_admission_and_curve_flags_reach_the_simulation():
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--max-wait", "3h"], "Error: --max-wait: 3h needs unplaceable='queue'"),
+    (["--max-wait", "1h"], "Error: --max-wait: only acts with --unplaceable queue"),
     (["--unplaceable", "queue", "--max-wait", "-1h"], "Error: --max-wait: must be a duration >= 0 (got -1h)"),
     (["--reoptimize-every", "0s"], "Error: --reoptimize-every: must be a finite duration > 0 (got 0s)"),
     (["--admission", "lottery"], "Error: --admission: 'lottery' is not one of 'first-fit', 'optimizer'"),

@@ -64,7 +64,7 @@ def test_a_command_that_needs_the_extra_says_so_in_one_line(args, tmp_path):
     args = [a.replace("OUT", str(tmp_path)).replace("STUDY", str(study)) for a in args]
     done = subprocess.run([sys.executable, "-c", WITHOUT_STUDIES, *args], capture_output=True, text=True,
                           cwd=tmp_path)
-    assert done.returncode in (1, 2)
+    assert done.returncode == 1, done.stderr  # an install to make: the environment's fault, not the flag's
     errors = done.stderr.strip().splitlines()
     assert len(errors) == 1 and errors[0].startswith("Error:") and "relmodel[studies]" in errors[0], done.stderr
     assert not any(tmp_path.glob("*.zarr")) and not any(tmp_path.glob("*.nc"))

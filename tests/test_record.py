@@ -405,13 +405,14 @@ def test_cli_show_predict_replay(tmp_path):
     assert set(json.loads(predicted.output)["by_input"]) == {"failure_rate", "checkpoint_interval", "checkpoint_cost",
                                                              "restart_cost", "queue_wait"}
     replayed = runner.invoke(main, ["run", "replay", str(path), "--checkpoint-interval", "30min", "--json",
-                                    "--runs", "500"])
+                                    "--gpus", "1024", "--runs", "500"])
     assert replayed.exit_code == 0 and json.loads(replayed.output)["reproduced"] is True
-    levelled = runner.invoke(main, ["run", "replay", str(path), "--runs", "500", "--fast-checkpoint",
+    levelled = runner.invoke(main, ["run", "replay", str(path), "--gpus", "1024", "--runs", "500", "--fast-checkpoint",
                                     "interval=10min,cost=5s,restart=3min,survives=0.9"])
     assert levelled.exit_code == 0 and "replayed" in levelled.output, levelled.output
     # The help's own example with --json ended in `TypeError: asdict() ...` (exit 70).
-    levelled_json = runner.invoke(main, ["run", "replay", str(path), "--runs", "500", "--json", "--fast-checkpoint",
+    levelled_json = runner.invoke(main, ["run", "replay", str(path), "--gpus", "1024", "--runs", "500", "--json",
+                                         "--fast-checkpoint",
                                          "interval=10min,cost=5s,restart=3min,persist=30s,survives=0.85"])
     assert levelled_json.exit_code == 0, levelled_json.output
     assert json.loads(levelled_json.output)["fast_checkpoints_h"] == [

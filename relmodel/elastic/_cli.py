@@ -6,8 +6,8 @@ from pathlib import Path
 
 import click
 
-from .._cli_shared import (DatasetPath, Duration, FigurePath, draw_figure, format_table, overwrite_option,
-                           quiet_option, refuse_unused, to_json, usage_error, write_dataset)
+from .._cli_shared import (ONLY_WITH_OUT, DatasetPath, Duration, FigurePath, draw_figure, format_table,
+                           overwrite_option, quiet_option, refuse_unused, to_json, usage_error, write_dataset)
 from .._units import UNIT_REQUIRED_HELP
 from ._cluster import CLUSTER_POLICIES
 from ._config import ADMISSIONS
@@ -24,6 +24,21 @@ def _factors(text: str) -> tuple[float, float]:
     except ValueError:
         raise click.UsageError(f"--batch-range: expected LOW,HIGH factors such as 0.5,2 (got {text!r})") from None
     return low, high
+
+
+def _refuse_unused_rules(policy: str, failure_rate: float, unplaceable: str, trace, out):
+    """Refuse the rules that do nothing in this run: those of failures without them, those of
+    the policies that rescale (elastic, fixed-batch) or change batches (elastic) with none of them."""
+    refuse_unused(failure_rate == 0, "only acts with node failures; give --failure-rate or leave it out",
+                  "repair_time", "restart_cost")
+    refuse_unused(trace is not None and failure_rate == 0, "only acts with a synthetic workload or node failures; "
+                  "with --trace give --failure-rate or leave it out", "seed")
+    refuse_unused(policy == "fifo", "only acts with the elastic and fixed-batch policies (fifo never rescales)",
+                  "pause", "admission", "reoptimize_every", "objective")
+    refuse_unused(policy in ("fifo", "fixed-batch"), "only acts with the elastic policy (the others keep the "
+                  "submitted batch)", "batch_range")
+    refuse_unused(unplaceable != "queue", "only acts with --unplaceable queue; give it or leave it out", "max_wait")
+    refuse_unused(out is None, ONLY_WITH_OUT, "overwrite")
 
 
 @click.command("cluster", epilog=f"Durations are {UNIT_REQUIRED_HELP}. Failure rates are failures per node-day.")
@@ -88,6 +103,7 @@ def cluster(n_gpus, gpus_per_node, arrival_rate, duration, seed, policy, failure
     from ._workloads import synthetic_workload
 
     factors = _factors(batch_range)
+    _refuse_unused_rules(policy, failure_rate, unplaceable, trace, out)
     try:
         # The workload's and the allocator's kernels compile (or load) on first use, below.
         feedback.announce_compile("relmodel.elastic._allocation_kernel", ("extend_allocation", "stream_uniforms"),

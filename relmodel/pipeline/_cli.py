@@ -11,8 +11,8 @@ import click
 import numpy as np
 import xarray as xr
 
-from .._cli_shared import (DatasetPath, Duration, FigurePath, draw_figure, overwrite_option, quiet_option,
-                           refuse_unused, to_json, usage_error, write_dataset)
+from .._cli_shared import (ONLY_WITH_OUT, DatasetPath, Duration, FigurePath, draw_figure, overwrite_option,
+                           quiet_option, refuse_unused, to_json, usage_error, write_dataset)
 from ._config import BACKWARDS, MAX_TASKS, OPTIMIZERS, ORDERS, SIMULATED_ITERATIONS, show
 
 MAX_WORKERS = int(MAX_TASKS // (3 * SIMULATED_ITERATIONS))  # d p of the largest configuration allowed
@@ -21,6 +21,9 @@ MAX_WORKERS = int(MAX_TASKS // (3 * SIMULATED_ITERATIONS))  # d p of the largest
 _FLAG_OF = {"failed": "--failures", "n_failures": "--failures", "strategy": "--strategies",
             "strategies": "--strategies", "n_runs": "--runs", "duration": "--run-duration", "traces": "--trace",
             "peak_flops": "--mfu"}
+# The options that only one strategy reads.
+_STRATEGY_FLAGS = {"recycle": ("method", "reroute_delay"), "oobleck": ("oobleck_min_stages",),
+                   "bamboo": ("bamboo_slowdown",)}
 _EPILOG = ("Task times are in any one unit (--time-unit says which, for run-level results); give one number for "
            "every stage or a comma-separated list, one per stage. --failures takes 'A..B', a list '0,2,4' or N "
            "(meaning 0..N). Durations are a number with its unit (90s, 5min, 2h, 1.5d); a bare number other than 0 is "
@@ -153,7 +156,14 @@ def pipeline(stages, replicas, microbatches, fwd, bwd_input, bwd_weight, model_n
                   "gpu", "tensor_parallel", "microbatch_size", "mfu")
     refuse_unused(run_duration is None and not traces,
                   "only acts with --run-duration or --trace; give one of them or leave it out", "failure_rate",
-                  "repair_time", "swap_time", "restart_cost", "checkpoint_interval", "time_unit", "n_runs")
+                  "repair_time", "swap_time", "restart_cost", "checkpoint_interval", "time_unit", "n_runs", "seed")
+    for strategy, names_of_its_flags in _STRATEGY_FLAGS.items():
+        refuse_unused(strategy not in names, f"only acts with the {strategy} strategy; add it to --strategies or "
+                                             "leave it out", *names_of_its_flags)
+    # The spares are also the pool of replacement nodes of the simulated runs.
+    refuse_unused("spare" not in names and run_duration is None,
+                  "only acts with the spare strategy or --run-duration; give one of them or leave it out", "spares")
+    refuse_unused(out is None, ONLY_WITH_OUT, "overwrite")
     try:
         kind = dict(order=order, backward=backward, optimizer=optimizer, p2p_delay=p2p_delay,
                     reroute_delay=reroute_delay, optimizer_time=optimizer_time)

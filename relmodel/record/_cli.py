@@ -8,7 +8,7 @@ import click
 import numpy as np
 
 from .._cli_shared import (FAST_CHECKPOINT_EXAMPLE, Duration, FigurePath, LevelSpec, OneLineErrors, draw_figure,
-                           format_table, to_json, usage_error)
+                           format_table, refuse_unused, to_json, usage_error)
 from .. import _feedback as feedback, data
 from .._units import format_hours
 from ._timeline import MAX_EVENTS
@@ -50,6 +50,8 @@ def _read(events, example, fmt, sacct, run_ids, n_gpus, tz):
     if not events and sacct is None and not example:
         raise click.UsageError("EVENTS, --sacct or --example: give the trainer's events or logs, an sacct export "
                                "of the run's attempts, or both; or --example")
+    refuse_unused(sacct is None, "only acts with --sacct; give --sacct or leave it out", "run_ids")
+    refuse_unused(not events and not example, "says what the EVENTS files are; give them or leave it out", "fmt")
     if example:
         events, n_gpus = (_example_run(fmt),), n_gpus or data._RUN_GPUS
     names = [Path(p).name for p in (*(events or ()), *((sacct,) if sacct is not None else ()))]
@@ -253,6 +255,8 @@ def replay(events, example, fmt, sacct, run_ids, n_gpus, tz, as_json, n_runs, se
     from ._model import replay_run
 
     record, n_gpus = _read(events, example, fmt, sacct, run_ids, n_gpus, tz)
+    refuse_unused(not (n_gpus or record.n_gpus), "only acts when the run's GPUs are known; give --gpus (or an "
+                  "--sacct export with the allocation) or leave it out", "n_runs")
     try:
         ds = replay_run(record, n_gpus=n_gpus, n_runs=n_runs, seed=seed, **{**changes, "fast_checkpoints": (
             tuple(changes["fast_checkpoints"]) or None)})
