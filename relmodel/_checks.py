@@ -10,6 +10,7 @@ import math
 import numbers
 import os
 from collections.abc import Sequence
+from contextlib import contextmanager
 
 import numpy as np
 
@@ -252,14 +253,117 @@ def available_memory() -> int | None:
                     return int(line.split()[1]) * 1024
     except (OSError, ValueError, IndexError):
         pass
+    return physical_memory()
+
+
+# The memory budget (docs: user guide, "Memory budget"): what a call may allocate,
+# checked from its inputs before it allocates. The environment variable sets it
+# ("8GiB", "512MB", "25%" of the machine's memory); `--memory-budget` sets it for one
+# command. By default half the machine's memory: a run that needs more would crowd out
+# everything else on it, and a shared node is someone else's too.
+MEMORY_BUDGET_ENV = "RELMODEL_MEMORY_BUDGET"
+DEFAULT_MEMORY_FRACTION = 0.5
+_SIZE_UNITS = {"": 1, "b": 1, "k": 10**3, "kb": 10**3, "m": 10**6, "mb": 10**6, "g": 10**9, "gb": 10**9,
+               "t": 10**12, "tb": 10**12, "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
+_budget_set: list[int] = []  # the one a command's `--memory-budget` set, while it runs
+
+
+def physical_memory() -> int | None:
+    """Return the machine's memory in bytes (None where it is not known).
+
+    Returns
+    -------
+    int or None
+        Bytes.
+    """
     try:
         return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
     except (OSError, ValueError, AttributeError):
         return None
 
 
+def parse_memory_size(name: str, text) -> int:
+    """Return a memory size in bytes from its text: "8GiB", "512MB", "1.5G", "25%" (of the machine's memory).
+
+    Parameters
+    ----------
+    name : str
+        The parameter (or flag) named in errors.
+    text : str or int
+        The size; an int is bytes.
+
+    Returns
+    -------
+    int
+        Bytes, at least 1 MiB.
+
+    Raises
+    ------
+    ScenarioError
+        If `text` is not a size, or is under 1 MiB.
+    """
+    import re
+
+    if isinstance(text, numbers.Integral) and not isinstance(text, bool):
+        size = int(text)
+    else:
+        match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*([A-Za-z%]*)\s*", str(text))
+        unit = match and match.group(2).lower()
+        if not match or (unit != "%" and unit not in _SIZE_UNITS):
+            raise ScenarioError(name, f"must be a memory size such as 8GiB, 512MB or 25% of the machine's memory "
+                                      f"(got {short_repr(text)})")
+        value = float(match.group(1))
+        if unit == "%":
+            total = physical_memory()
+            if total is None or not 0 < value <= 100:
+                raise ScenarioError(name, f"a percentage must be in (0, 100] of a machine whose memory is known "
+                                          f"(got {short_repr(text)})")
+            value, unit = value / 100 * total, ""
+        size = int(min(value * _SIZE_UNITS[unit], 2**62))
+    if size < 2**20:
+        raise ScenarioError(name, f"must be at least 1MiB (got {short_repr(text)})")
+    return size
+
+
+def memory_budget() -> tuple[int | None, str]:
+    """Return the memory budget in bytes and where it comes from (for messages).
+
+    `--memory-budget` while a command runs, else the environment variable
+    RELMODEL_MEMORY_BUDGET, else half the machine's memory.
+
+    Returns
+    -------
+    budget : int or None
+        Bytes (None where the machine's memory is not known and none was set).
+    source : str
+        How it was set, and how to set it.
+
+    Raises
+    ------
+    ScenarioError
+        If the environment variable is not a memory size.
+    """
+    if _budget_set:
+        return _budget_set[-1], "--memory-budget"
+    if os.environ.get(MEMORY_BUDGET_ENV, "").strip():
+        return parse_memory_size(MEMORY_BUDGET_ENV, os.environ[MEMORY_BUDGET_ENV]), MEMORY_BUDGET_ENV
+    total = physical_memory()
+    return (None if total is None else int(total * DEFAULT_MEMORY_FRACTION),
+            f"half this machine's memory; --memory-budget or {MEMORY_BUDGET_ENV} sets it")
+
+
+@contextmanager
+def memory_budget_set(nbytes: int):
+    """Hold the memory budget at `nbytes` (a command's `--memory-budget`) inside the block."""
+    _budget_set.append(nbytes)
+    try:
+        yield
+    finally:
+        _budget_set.pop()
+
+
 def check_memory(name: str, nbytes: float, what: str):
-    """Refuse up front what would not fit in memory.
+    """Refuse up front what would pass the memory budget, or the memory available.
 
     Rather than run for an hour and die, or swap the machine to a halt.
 
@@ -275,8 +379,12 @@ def check_memory(name: str, nbytes: float, what: str):
     Raises
     ------
     ScenarioError
-        If `nbytes` exceeds the memory available.
+        If `nbytes` exceeds the budget (`memory_budget`) or the memory available.
     """
+    budget, source = memory_budget()
+    if budget is not None and nbytes > budget:
+        raise ScenarioError(name, f"{what} need {_bytes_text(nbytes)} of memory, over the memory budget of "
+                                  f"{_bytes_text(budget)} ({source})")
     free = available_memory()
     if free is not None and nbytes > free:
         raise ScenarioError(name, f"{what} need {_bytes_text(nbytes)} of memory; "

@@ -18,7 +18,7 @@ from ._cli_shared import (BACKEND_HELP, ENVIRONMENT_ERRNOS, FLAGS, DatasetPath, 
                           scenario_options, simulation_options, table_cell, table_line, to_json, usage_error,
                           write_dataset)
 from .elastic._cli import cluster
-from ._engine import DEFAULT_MAX_FAILURES, MAX_JOBS
+from ._engine import DEFAULT_MAX_FAILURES, MAX_JOBS, check_grid_memory
 from ._errors import ScenarioError, parameter_and_reason
 from .pipeline._cli import pipeline
 from .record._cli import run_command
@@ -94,6 +94,8 @@ def simulate_command(n_jobs, seed, backend, threads, max_failures, out, overwrit
     from ._simulate import simulate as run_simulation
 
     sc = build_scenario(fields)
+    # Every row's estimates, then its row of the JSON or table, at once; streamed, a row at a time.
+    refuse_past_budget(sc, n_jobs, per_row=ROW_TEXT_BYTES if as_json or out is not None else 0)
     refuse_if_no_job_can_finish(sc, max_failures)
     widths = None if as_json else simulate_widths(sc, n_jobs)  # (the text table's, known before any row)
     with simulation_run(sc, n_jobs, seed, backend, threads, max_failures, progress) as (bar, run):
@@ -127,9 +129,25 @@ def simulation_run(sc: Scenario, n_jobs: int, seed: int, backend: str, threads, 
     try:
         yield bar, run
     except ValueError as err:
-        raise usage_error(err) from None
+        raise grid_usage_error(sc, err) from None
     finally:
         bar.close()
+
+
+def refuse_past_budget(sc: Scenario, n_jobs: int, per_row: int = 0):
+    """Refuse a grid whose run would pass the memory budget, before any work on it."""
+    try:
+        check_grid_memory(sc, n_jobs, per_row=per_row)
+    except ValueError as err:
+        raise grid_usage_error(sc, err) from None
+
+
+def grid_usage_error(sc: Scenario, err: ValueError) -> click.UsageError:
+    """`usage_error`, where the grid as a whole is at fault naming the sweep flags that size it."""
+    parameter, reason = parameter_and_reason(err)
+    if parameter == "scenario" and reason:
+        return click.UsageError(f"{' x '.join(FLAGS.get(d, d) for d in sc.dims) or '--n-jobs'}: {reason}")
+    return usage_error(err)
 
 
 @main.command("compare", epilog=_UNITS_EPILOG)
@@ -143,6 +161,7 @@ def compare_command(plot, n_jobs, seed, backend, threads, max_failures, out, ove
     from ._simulate import compare
 
     sc = build_scenario(fields)
+    refuse_past_budget(sc, n_jobs, per_row=ROW_TEXT_BYTES)
     refuse_if_no_job_can_finish(sc, max_failures)
     with simulation_run(sc, n_jobs, seed, backend, threads, max_failures, progress) as (_, run):
         ds = compare(sc, **run)
@@ -564,16 +583,21 @@ def simulate_streamed(sc: Scenario, run: dict, widths: dict, bar):
 def grid_points(ds, dims) -> tuple:
     """`ds` with its grid as one `point` dim, and each point's sweep coordinates (Python scalars)."""
     flat = ds.stack(point=dims) if dims else ds.expand_dims(point=[0])
-    return flat, [{d: flat[d].values[i].item() for d in dims} for i in range(flat.sizes["point"])]
+    columns = [flat[d].values.tolist() for d in dims]
+    return flat, [dict(zip(dims, values)) for values in zip(*columns)] if dims else [{}] * flat.sizes["point"]
 
 
 def summary_rows(ds, dims) -> list[dict]:
     flat, coords = grid_points(ds, dims)
     quantiles = list(flat["quantile"].values)
-    return [summary_row(point, {name: flat[name].isel(point=i).values for name in SUMMARY_VARIABLES}, quantiles)
+    # Plain arrays, point first: indexing a DataArray point by point costs milliseconds each.
+    values = {name: flat[name].transpose("point", ...).values for name in SUMMARY_VARIABLES}
+    return [summary_row(point, {name: array[i] for name, array in values.items()}, quantiles)
             for i, point in enumerate(coords)]
 
 
+# Bytes a point's row of the summary takes as it is printed (its dict, its JSON copy and text).
+ROW_TEXT_BYTES = 4096
 # What a summary row reads of a point's estimates (`simulate`'s variables, and the renewal form).
 SUMMARY_VARIABLES = ("ettr", "ettr_se", "ettr_renewal", "ettr_job_mean", "wall_quantile", "failures_mean", "n_capped")
 
@@ -603,8 +627,8 @@ VERDICT_UNITS = {f"verdict.{k}": "points" for k in ("points", "renewal_compared"
 def compare_rows(ds, dims) -> list[dict]:
     """The rows of `relmodel compare`: a grid point's sweep coordinates, then COMPARE_COLUMNS."""
     flat, coords = grid_points(ds, dims)
-    return [{**point, **{column: flat[name].values[i].item() for column, name in COMPARE_COLUMNS.items()}}
-            for i, point in enumerate(coords)]
+    columns = {column: flat[name].values.tolist() for column, name in COMPARE_COLUMNS.items()}
+    return [{**point, **{column: values[i] for column, values in columns.items()}} for i, point in enumerate(coords)]
 
 
 def compare_verdict(rows: list[dict], dims) -> tuple[dict, str]:

@@ -16,6 +16,7 @@ from click.core import ParameterSource
 
 from . import _feedback as feedback
 from ._extras import MissingExtraError, require
+from ._checks import MEMORY_BUDGET_ENV, memory_budget_set, parse_memory_size
 from ._engine import DEFAULT_MAX_FAILURES, MAX_JOBS
 from ._errors import ScenarioError, parameter_and_reason
 from ._scenario import FIELDS, Scenario
@@ -377,13 +378,36 @@ def _one_line_warning(message, category, filename, lineno, file=None, line=None)
 EXIT_INTERNAL_ERROR = 70  # sysexits' EX_SOFTWARE
 
 
+def _hold_memory_budget(ctx, param, value):
+    """`--memory-budget`: the budget `_checks.check_memory` holds the command to, while it runs."""
+    if value is None:
+        return
+    try:
+        nbytes = parse_memory_size(param.opts[0], value)
+    except ValueError as err:
+        raise click.BadParameter(parameter_and_reason(err)[1], ctx=ctx, param=param) from None
+    ctx.with_resource(memory_budget_set(nbytes))
+
+
+def memory_budget_option() -> click.Option:
+    """The `--memory-budget` option every command has (`OneLineErrors.add_command` gives it)."""
+    return click.Option(["--memory-budget"], metavar="SIZE", expose_value=False, callback=_hold_memory_budget,
+                        help=f"What the command may allocate, checked before it starts: e.g. 8GiB, 512MB, 25% "
+                             f"[default: half this machine's memory, or {MEMORY_BUDGET_ENV}].")
+
+
 class OneLineErrors(click.Group):
     """Bad input is one line, `Error: <flag>: <reason>`, and exit status 2 (no usage dump).
 
     A refusal is one line and exit status 1; an error relmodel did not expect is
     one line naming it and exit status 70. `relmodel --debug ...` shows the
-    traceback of each as well.
+    traceback of each as well. Every command added has `--memory-budget`.
     """
+
+    def add_command(self, cmd, name=None):
+        if not isinstance(cmd, click.Group) and "memory_budget" not in {p.name for p in cmd.params}:
+            cmd.params.append(memory_budget_option())
+        super().add_command(cmd, name)
 
     def main(self, args=None, prog_name=None, **kwargs):
         kwargs.pop("standalone_mode", None)

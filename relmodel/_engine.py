@@ -4,9 +4,10 @@ fixed order, and the fold to estimates. No job loops here; no labels either
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 import math
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
@@ -24,6 +25,7 @@ from ._checks import check_flag, check_integer, check_memory
 from ._failures import category_cdf, job_rate_table
 from ._level_pattern import NO_LEVELS, failure_free_job, position_levels
 from ._scenario import Scenario
+from ._units import short_repr
 
 # A first exponential draw this far above the job's cumulative hazard cannot be
 # a failure once rounding is accounted for (see the kernels' fast path).
@@ -80,7 +82,7 @@ class KernelInputs(NamedTuple):
     cyc_index_offset: np.ndarray
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class Packed:
     """Kernel inputs for the points of a scenario grid (rows in scenario index order)."""
 
@@ -231,12 +233,12 @@ def level_cycle(base: float, mult: np.ndarray, table: np.ndarray):
     return value, np.concatenate([last.ravel(), count.ravel()])
 
 
-@dataclass
+@dataclasses.dataclass
 class Totals:
     """Folded kernel output per scenario row."""
 
     stats: np.ndarray  # (n, N_STATS) sums, folded in block order
-    hist: np.ndarray  # (n, N_BINS + 1) counts
+    hist: np.ndarray | None  # (n, N_BINS + 1) counts; None once read (`estimate` by blocks)
     jobs: np.ndarray | None  # (n, n_jobs, N_JOB_FIELDS) when kept
     cat_stats: np.ndarray  # (n, n_categories, N_CAT_STATS) sums, folded in block order
     cat_jobs: np.ndarray | None  # (n, n_jobs, n_categories, N_CAT_STATS) when kept
@@ -257,21 +259,57 @@ def check_run_args(n_jobs, seed, max_failures) -> tuple[int, int, int]:
             check_integer("max_failures", max_failures, 1, 2**62))
 
 
-# float64 values a run holds per scenario row (kernel inputs, sums, histogram,
-# estimates), and per kept job (the job fields and the integer copies simulate makes).
+# float64 values a run holds per row of a block in flight (kernel inputs, sums,
+# histogram, estimates), per row of its result (estimates, as summarised, joined and
+# labelled: three copies), and per kept job (the job fields and the integer copies
+# simulate makes). A block's histograms and their quantile scratch: twice its values.
 _ROW_VALUES = N_PARAMS + N_STATS + (N_BINS + 1) + 64
+_RESULT_VALUES = 3 * (N_STATS + 16)
 _JOB_VALUES = N_JOB_FIELDS + 2
 
 
-def check_run_memory(n_rows: int, n_jobs: int, n_categories: int, keep_jobs: bool, n_levels: int = 0):
-    """Refuse up front a run whose arrays would not fit in memory, naming what to change."""
-    per_row = 8 * (_ROW_VALUES + n_categories * N_CAT_STATS + n_levels * N_LEVEL_STATS)
-    check_memory("scenario", n_rows * per_row,
-                 f"the sums of {n_rows} scenario points (a study, `relmodel sweep`, writes them chunk by chunk)")
+def run_memory(n_rows: int, n_jobs: int, n_categories: int, keep_jobs: bool, n_levels: int = 0) -> int:
+    """Bytes a run of `n_rows` scenario rows allocates at its peak (`estimate`): a block
+    of rows in flight, every row's estimates, and every kept job.
+
+    Parameters
+    ----------
+    n_rows, n_jobs : int
+        Scenario rows, and jobs per row.
+    n_categories, n_levels : int
+        Failure categories and checkpoint levels of a row.
+    keep_jobs : bool
+        Whether every job is kept (all rows then run as one block).
+
+    Returns
+    -------
+    int
+        Bytes.
+    """
+    extra = n_categories * N_CAT_STATS + n_levels * N_LEVEL_STATS
+    in_flight = n_rows if keep_jobs else min(n_rows, ROW_BLOCK)
+    need = 8 * (2 * in_flight * (_ROW_VALUES + extra) + n_rows * (_RESULT_VALUES + 3 * extra)
+                + 2 * CHUNK_ITEMS * (N_BINS + 1))  # a kernel call's histograms, and their sum
     if keep_jobs:
-        per_job = 8 * (_JOB_VALUES + n_categories * N_CAT_STATS + n_levels * N_LEVEL_STATS)
-        check_memory("keep_jobs", n_rows * (per_row + n_jobs * per_job),
-                     f"{n_jobs} jobs x {n_rows} scenario point(s) kept job by job")
+        need += 8 * n_rows * n_jobs * (_JOB_VALUES + extra)
+    return need
+
+
+def check_run_memory(n_rows: int, n_jobs: int, n_categories: int, keep_jobs: bool, n_levels: int = 0,
+                     per_row: int = 0):
+    """Refuse up front a run that would pass the memory budget (`run_memory`, plus `per_row`
+    bytes a row the caller keeps beside it), naming what to change."""
+    need = run_memory(n_rows, n_jobs, n_categories, keep_jobs, n_levels) + n_rows * per_row
+    if keep_jobs:
+        check_memory("keep_jobs", need, f"{n_jobs} jobs x {n_rows} scenario point(s) kept job by job")
+    check_memory("scenario", need, f"the estimates of {n_rows} scenario points (a study, `relmodel sweep`, "
+                                   "writes them chunk by chunk to disk)")
+
+
+def check_grid_memory(sc: Scenario, n_jobs: int, keep_jobs: bool = False, per_row: int = 0):
+    """`check_run_memory` for the grid `sc`, before any of it is packed."""
+    n_levels = len(sc.fast_checkpoints) + 1 if sc.fast_checkpoints else int(sc.has_levels)
+    check_run_memory(sc.size, n_jobs, len(sc.taxonomy or ()), keep_jobs, n_levels, per_row)
 
 
 def check_threads(n_threads) -> int | None:
@@ -765,6 +803,9 @@ def histogram_quantiles(hist: np.ndarray, levels) -> np.ndarray:
     return out
 
 
+_QUANTILE_ROWS = 64
+
+
 def wall_quantiles(totals: Totals, packed: Packed, quantiles) -> np.ndarray:
     """Wall-time quantiles per row, shape (n_rows, len(quantiles)).
 
@@ -792,7 +833,11 @@ def wall_quantiles(totals: Totals, packed: Packed, quantiles) -> np.ndarray:
         Hours; NaN where no job was simulated, or where a job was capped and the jobs were not kept.
     """
     n = totals.stats[:, S_N]
-    y = np.where(n[:, None] > 0, histogram_quantiles(totals.hist, [1.0 - q for q in quantiles]), np.nan)
+    levels = [1.0 - q for q in quantiles]
+    # A few rows at a time: the temporaries stay small enough to be reused, not mapped afresh each time.
+    y = np.concatenate([histogram_quantiles(totals.hist[i:i + _QUANTILE_ROWS], levels)
+                        for i in range(0, len(n), _QUANTILE_ROWS)] or [np.empty((0, len(levels)))])
+    y[n <= 0] = np.nan
     with np.errstate(divide="ignore"):
         out = packed.failure_free_wall[:, None] / y
     # Beyond the histogram: a capped row, or a quantile in its first bin (walls past N_BINS
@@ -806,12 +851,18 @@ def wall_quantiles(totals: Totals, packed: Packed, quantiles) -> np.ndarray:
     return out
 
 
+# Rows packed, run and summarised at a time when jobs are not kept: a grid's
+# histograms and packing then take this many rows' memory (16 MiB of histograms),
+# whatever its size. The bits do not depend on it (each row has its own stream).
+ROW_BLOCK = 1024
+
+
 def estimate(points, n_jobs: int, seed: int, backend: str, *, scenario_keys=None, quantiles=(0.05, 0.5, 0.95),
              max_failures: int = DEFAULT_MAX_FAILURES, keep_jobs: bool = False, n_threads=None,
              progress=None) -> tuple[Totals, dict[str, np.ndarray]]:
     """The one path from scalar scenarios to estimates: packed, simulated (`run`) and
-    summarised (`summarize`). `simulate`, the command line's streamed table and a
-    study's chunks all go through it.
+    summarised (`summarize`), ROW_BLOCK rows at a time unless jobs are kept.
+    `simulate`, the command line's streamed table and a study's chunks all go through it.
 
     Parameters
     ----------
@@ -829,14 +880,50 @@ def estimate(points, n_jobs: int, seed: int, backend: str, *, scenario_keys=None
     Returns
     -------
     totals : Totals
-        The folded kernel output.
+        The folded kernel output; where the rows ran in more than one block,
+        their sums only (no histograms: `summarize` has read them).
     estimates : dict of str to numpy.ndarray
         `summarize`'s estimates, one row a point.
     """
-    packed = pack_points(points)
-    totals = run(packed, n_jobs, seed, backend, scenario_keys=scenario_keys, max_failures=max_failures,
-                 keep_jobs=keep_jobs, n_threads=n_threads, progress=progress)
-    return totals, summarize(totals, packed, quantiles)
+    points = iter(points)
+    keys = None if scenario_keys is None else np.asarray(scenario_keys)
+    parts, start = [], 0
+    while (block := list(itertools.islice(points, None if keep_jobs else ROW_BLOCK))) or not parts:
+        packed = pack_points(block)
+        stop = start + len(block)
+        totals = run(packed, n_jobs, seed, backend,
+                     scenario_keys=np.arange(start, stop) if keys is None else keys[start:stop],
+                     max_failures=max_failures, keep_jobs=keep_jobs, n_threads=n_threads, progress=progress)
+        est = summarize(totals, packed, quantiles)
+        parts.append((totals if keep_jobs else dataclasses.replace(totals, hist=None), est))  # (read)
+        start = stop
+    if keys is not None and keys.shape != (start,):
+        raise ParameterError("scenario_keys", f"need {start} integers in [0, 2**32), one a point "
+                                              f"(got {short_repr(scenario_keys)})")
+    return parts[0] if len(parts) == 1 else _joined(parts)
+
+
+def _joined(parts: list[tuple[Totals, dict]]) -> tuple[Totals, dict[str, np.ndarray]]:
+    """A run's blocks as one run: sums and estimates in row order, the level dim
+    as wide as one run would make it (a narrower block's extra levels: no writes)."""
+    n_levels = max(t.level_stats.shape[1] for t, _ in parts)
+
+    def widened(a, fill):
+        extra = np.broadcast_to(fill, (a.shape[0], n_levels - a.shape[1], *a.shape[2:]))
+        return np.concatenate([a, extra], axis=1)
+
+    by_level = {f"{c.name}_by_level" for c in LEVEL_COLUMNS}
+    with np.errstate(invalid="ignore", divide="ignore"):  # as `summarize`: 0 / n, NaN where no job ran
+        est = {name: np.concatenate([widened(e[name], 0.0 / t.stats[:, S_N, None]) if name in by_level else e[name]
+                                     for t, e in parts]) for name in parts[0][1]}
+    ran = []
+    for t, _ in parts:
+        ran += [b for b in t.backend.split(" then ") if not ran or ran[-1] != b]
+    totals = Totals(stats=np.concatenate([t.stats for t, _ in parts]), hist=None, jobs=None,
+                    cat_stats=np.concatenate([t.cat_stats for t, _ in parts]), cat_jobs=None,
+                    level_stats=np.concatenate([widened(t.level_stats, 0.0) for t, _ in parts]),
+                    level_jobs=None, backend=" then ".join(ran))
+    return totals, est
 
 
 def summarize(totals: Totals, packed: Packed, quantiles=(0.05, 0.5, 0.95)) -> dict[str, np.ndarray]:

@@ -12,7 +12,7 @@ from ._feedback import enabled
 from ._kernels import BACKENDS
 from ._kernels.layout import BLOCK_SIZE, CATEGORY_COLUMNS, JOB_COLUMNS, LEVEL_COLUMNS, N_BINS
 from ._closed_form import LINEAR_TOLERANCE, grid_closed_forms
-from ._engine import (COMPONENTS, DEFAULT_MAX_FAILURES, RNG_SCHEME, check_run_args, check_run_memory, check_threads,
+from ._engine import (COMPONENTS, DEFAULT_MAX_FAILURES, RNG_SCHEME, check_grid_memory, check_run_args, check_threads,
                       estimate)
 from ._checks import check_choice, check_flag, check_levels
 from ._scenario import Scenario, as_scenario
@@ -139,8 +139,7 @@ def simulate(scenario, n_jobs: int = 100_000, seed: int = 0, backend: str = "aut
     callback = progress if callable(progress) else None
     progress = callback is None and enabled(None if progress is None else check_flag("progress", progress))
     quantiles = check_levels("quantiles", quantiles)
-    check_run_memory(sc.size, n_jobs, len(sc.taxonomy or ()), keep_jobs,
-                     len(sc.fast_checkpoints) + 1 if sc.fast_checkpoints else int(sc.has_levels))
+    check_grid_memory(sc, n_jobs, keep_jobs)
     bar = None
     if progress:
         from tqdm.auto import tqdm
