@@ -13,7 +13,6 @@ CALL_CPU_SECONDS = 300
 # The memory budget the fuzz modules run under (RELMODEL_MEMORY_BUDGET, which every
 # check reads before allocating): small, so that a draw sized past it must be refused.
 MEMORY_BUDGET = "1GiB"
-MEMORY_BUDGET_BYTES = 2**30
 # Text that only a leak prints: a traceback, an error in a finaliser, a warning's own
 # line (`showwarning` writes "<file>:<line>: RuntimeWarning: ..."; the command line's
 # own warnings are one "Warning: ..." line).
@@ -41,6 +40,17 @@ def cpu_time_bound(seconds=CALL_CPU_SECONDS):
     finally:
         signal.setitimer(signal.ITIMER_PROF, 0)
         signal.signal(signal.SIGPROF, before)
+
+
+def budget_in_force(flag_value=None) -> int:
+    """The bytes a call may use: its `--memory-budget` where it gives one that reads, else the
+    environment's (RELMODEL_MEMORY_BUDGET, as the call saw it)."""
+    from relmodel._checks import MEMORY_BUDGET_ENV, parse_memory_size
+
+    if flag_value is not None:
+        with contextlib.suppress(ValueError):
+            return parse_memory_size("--memory-budget", flag_value)
+    return parse_memory_size(MEMORY_BUDGET_ENV, MEMORY_BUDGET)
 
 
 @contextlib.contextmanager
