@@ -94,7 +94,10 @@ def job_rate_table(n_nodes: int, failure_rate: float, lemon_fraction: float = 0.
     low = max(low, _as_count(binom.ppf(_TAIL), low))
     high = min(high, _as_count(binom.isf(_TAIL), high))
     lemons = np.arange(low, high + 1)
-    mass = binom.pmf(lemons)
+    try:
+        mass = binom.pmf(lemons)
+    except OverflowError:  # scipy's pmf fails for fractions near float64's least normal; its logpmf does not
+        mass = np.exp(binom.logpmf(lemons))
     keep = mass > 0
     cdf = np.cumsum(mass[keep])
     cdf /= cdf[-1]

@@ -680,7 +680,8 @@ class Scenario:
     # -- derived quantities of a scalar scenario ---------------------------
     def _scalar(self) -> Scenario:
         if self.is_grid:
-            raise ValueError(f"this is a grid over {self.dims}; use .points() or a vectorised function")
+            raise ScenarioError(self.dims[0], f"is a sweep axis (a grid over {self.dims}), where one scenario "
+                                              "is needed; use .points() or a vectorised function")
         return self
 
     @property

@@ -24,6 +24,7 @@ import numpy as np
 from .._display import readable
 from .._docparts import fill_doc_parts
 from .._errors import ParameterError
+from .._units import short_repr
 from ._throughput import as_model
 
 
@@ -149,7 +150,28 @@ def statistical_efficiency(batch, submitted: int, noise_scale: float | None):
     -------
     float or numpy.ndarray
         The efficiency, below 1 above the submitted batch and above 1 below it.
+
+    Raises
+    ------
+    ParameterError
+        If a batch, `submitted` or `noise_scale` is not a finite number > 0.
     """
+    values = np.asarray(batch)
+    if values.dtype.kind not in "iuf" or not np.all(np.isfinite(values) & (values > 0)):
+        raise ParameterError("batch", f"must be a finite number of samples > 0, each (got {short_repr(batch)})")
+    _check_samples("submitted", submitted)
+    if noise_scale is not None:
+        _check_samples("noise_scale", noise_scale)
+    return _efficiency(batch, submitted, noise_scale)
+
+
+def _check_samples(name: str, value):
+    if not _real(value) or not math.isfinite(value) or value <= 0:
+        raise ParameterError(name, f"must be a finite number of samples > 0 (got {short_repr(value)})")
+
+
+def _efficiency(batch, submitted, noise_scale):
+    """`statistical_efficiency` of checked arguments."""
     if noise_scale is None:
         return np.ones_like(np.asarray(batch, dtype=float)) if np.ndim(batch) else 1.0
     return (1.0 + submitted / noise_scale) / (1.0 + np.asarray(batch, dtype=float) / noise_scale)
@@ -380,7 +402,7 @@ def options_for(bounds: Bounds, fixed_batch: bool) -> Options:
         m_all = np.arange(counts.sum()) - np.repeat(starts, counts) + np.repeat(m_min, counts)
         x_all = np.asarray(model.throughput(g_rep, g_rep * m_all), dtype=float)
         if scale is not None:  # goodput: the samples' worth at this batch
-            x_all = x_all * statistical_efficiency(g_rep * m_all, bounds.batch, scale)
+            x_all = x_all * _efficiency(g_rep * m_all, bounds.batch, scale)
         x_all = np.where(np.isfinite(x_all) & (x_all > 0), x_all, -np.inf)
         best = np.maximum.reduceat(x_all, starts) if g.size else x_all
         is_best = x_all == np.repeat(best, counts)

@@ -379,7 +379,8 @@ def failure_mask(failed, replicas: int, stages: int) -> np.ndarray:
         If a stage or replica is out of range, or a stage has more failures
         than replicas.
     """
-    mask = np.zeros((replicas, stages), dtype=bool)
+    mask = empty_mask(replicas, stages)
+    replicas, stages = mask.shape
     if failed is None:
         return mask
     if isinstance(failed, Mapping):
@@ -412,6 +413,16 @@ def failure_mask(failed, replicas: int, stages: int) -> np.ndarray:
     return mask
 
 
+def empty_mask(replicas, stages) -> np.ndarray:
+    """An all-False (replicas, stages) mask of workers, its counts checked: whole, >= 1, and no more
+    workers than a schedule's task limit (a mask beyond it would only fill memory)."""
+    d, p = check_count("replicas", replicas), check_count("stages", stages)
+    if d * p > MAX_TASKS:
+        raise PipelineError("replicas", f"{d} replicas x {p} stages is {d * p:.3g} workers, over the limit of "
+                                        f"{MAX_TASKS:.0e}")
+    return np.zeros((d, p), dtype=bool)
+
+
 def _stage_key(stage):
     return stage if isinstance(stage, numbers.Integral) and not isinstance(stage, bool) else -1
 
@@ -442,9 +453,10 @@ def spread_failures(n: int, replicas: int, stages: int) -> np.ndarray:
         The (d, p) boolean mask.
     """
     n = check_count("n_failures", n, low=0)
+    mask = empty_mask(replicas, stages)
+    replicas, stages = mask.shape
     if n > replicas * stages:
         raise PipelineError("n_failures", f"{show(n)} failures but only {replicas * stages} workers")
-    mask = np.zeros((replicas, stages), dtype=bool)
     if n == 0:
         return mask
     gap = max(1, stages // min(n, replicas))

@@ -11,7 +11,7 @@ import xarray as xr
 
 from .. import _labels as labels
 from .._checks import check_choice, check_distinct
-from ._config import PipelineConfig, PipelineError, check_count, show, spread_failures
+from ._config import PipelineConfig, PipelineError, check_count, empty_mask, show, spread_failures
 from ._recycle import load_bound
 from ._runs import RunModel, ideal_steps, monte_carlo_paths, recycle_periods, replay_paths, run_progress
 from ._schedule import Schedule
@@ -442,12 +442,12 @@ def failure_set(placement: str, n: int, replicas: int, stages: int, stage: int =
     """
     placement = check_choice("placement", placement, PLACEMENTS, PipelineError)
     n = check_count("n_failures", n, low=0)
-    replicas, stages = check_count("replicas", replicas), check_count("stages", stages)
+    mask = empty_mask(replicas, stages)
+    replicas, stages = mask.shape
     if isinstance(stage, bool) or not isinstance(stage, numbers.Integral) or not 0 <= stage < stages:
         raise PipelineError("stage", f"unknown stage {show(stage)} (stages are 0..{stages - 1})")
     if placement == "spread":
         return spread_failures(n, replicas, stages) if n <= replicas * stages else None
-    mask = np.zeros((replicas, stages), dtype=bool)
     if n > replicas:
         return None
     mask[:n, stage] = True
