@@ -61,7 +61,7 @@ def test_one_policy():
     (["--arrival-rate", "0"], "Error: --arrival-rate: must be a finite number > 0"),
     (["--duration", "5m"], "Error: --duration: unknown unit 'm'"),
     (["--pause", "-1s"], "Error: --pause: must be a finite duration >= 0 (got -1s)"),
-    (["--repair-time", "-5min"], "Error: --repair-time: must be a finite duration >= 0 (got -5min)"),
+    (["--failure-rate", "1e-3", "--repair-time", "-5min"], "Error: --repair-time: must be a finite duration >= 0 (got -5min)"),
     (["--checkpoint-interval", "0.5s"], "Error: --checkpoint-interval: must be at least 1s (got 0.5s)"),
     (["--failure-rate", "-1"], "Error: --failure-rate: must be >= 0"),
     (["--batch-range", "2"], "Error: --batch-range: expected LOW,HIGH"),
