@@ -7,17 +7,19 @@ is a different quantity (Jensen), which only `simulate` reports.
 from __future__ import annotations
 
 import math
+import numbers
 import sys
 import warnings
 
 import numpy as np
 
 from . import _labels as labels
-from ._errors import ParameterError
+from ._errors import ParameterError, ScenarioError
 from ._checks import check_number
 from ._failures import has_lemons, job_rate_log_masses
 from ._levels_closed_form import levels_expected_wall, levels_first_order, waiting_writes
 from ._level_pattern import split_work
+from ._units import short_repr
 from ._scenario import Scenario, as_scenario
 
 ETTR_METHODS = ("linear", "renewal")
@@ -612,16 +614,29 @@ def feasible_interval(interval: float, work: float) -> float:
     Parameters
     ----------
     interval : float
-        An optimal interval in hours, possibly 0 or infinite.
+        An optimal interval in hours, possibly 0 or infinite; NaN (an optimum
+        `optimal_interval` does not give, as "exact" under Weibull failures).
     work : float
         The job's work in hours.
 
     Returns
     -------
     float
-        A valid checkpoint interval in hours.
+        A valid checkpoint interval in hours; NaN for a NaN `interval`.
+
+    Raises
+    ------
+    ScenarioError
+        If `interval` is not a number >= 0, inf or NaN, or `work` not a finite number > 0.
     """
-    return float(_feasible_intervals(np.float64(interval), work))
+    work = check_number("work", work, kind="duration")
+    if not isinstance(interval, numbers.Real) or isinstance(interval, bool) or interval < 0:
+        raise ScenarioError("interval", f"must be a number of hours >= 0, or inf (got {short_repr(interval)})")
+    try:
+        interval = float(interval)
+    except OverflowError:  # an integer past float64: past any job
+        interval = math.inf
+    return float(_feasible_intervals(interval, work))
 
 
 def _feasible_intervals(interval, work):

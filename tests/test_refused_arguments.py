@@ -63,3 +63,23 @@ def test_lemons_as_rare_as_float64_allows_are_sampled():
     assert model.mean(8) == pytest.approx(24 / (8 * 6.5e-3))
     sim = rm.simulate(rm.Scenario(n_gpus=64, checkpoint_interval=1, work=24, failure_model=model), n_jobs=100)
     assert 0 < float(sim.ettr) < 1
+
+
+@pytest.mark.parametrize("interval, work, parameter", [
+    (0.5, "abc", "work"), (0.5, 0, "work"), (0.5, math.nan, "work"), (0, 10**400, "work"),
+    ("abc", 1.0, "interval"), (-1.0, 1.0, "interval"), (True, 1.0, "interval"), (None, 1.0, "interval"),
+])
+def test_feasible_interval_names_what_it_cannot_use(interval, work, parameter):
+    with pytest.raises(rm.ScenarioError, match=f"^{parameter}: "):
+        rm.feasible_interval(interval, work)
+
+
+@pytest.mark.parametrize("interval, work, expected", [
+    (0.0, 5.0, 1 / 3600), (math.inf, 5.0, 5.000005), (10**400, 5.0, 5.000005), (3.0, 2.0, 2.000002), (1.5, 5.0, 1.5),
+])
+def test_feasible_interval_of_an_optimum_is_one_a_scenario_takes(interval, work, expected):
+    assert rm.feasible_interval(interval, work) == pytest.approx(expected, rel=1e-12)
+
+
+def test_feasible_interval_of_no_optimum_is_nan():
+    assert math.isnan(rm.feasible_interval(math.nan, 5.0))
