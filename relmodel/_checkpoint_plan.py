@@ -28,7 +28,7 @@ from ._display import key_value_table
 from ._closed_form import (MIN_INTERVAL, ClosedFormWarning, _level_args, ettr, feasible_interval, levels_point_ettr,
                            linear_valid, optimal_interval)
 from ._engine import check_run_args
-from ._errors import ParameterError
+from ._errors import ParameterError, ScenarioError
 from ._failures import has_lemons
 from ._levels_closed_form import levels_wall_lower_bound
 from ._scenario import Scenario, as_scenario
@@ -210,8 +210,11 @@ def allowed_strategies(sc: Scenario, names, parameter: str) -> dict[str, Scenari
 def strategy_scenarios(sc: Scenario) -> dict[str, Scenario]:
     """Return the strategies the scalar scenario `sc`'s checkpoints allow (see the module's docstring)
     by name: ``blocking`` always; ``asynchronous`` if it persists; ``multilevel`` if it has fast levels."""
-    out = {"blocking": sc.sweep(fast_checkpoints=None, checkpoint_persist=0.0,
-                                checkpoint_cost=sc.checkpoint_cost + sc.checkpoint_persist)}
+    blocking_cost = sc.checkpoint_cost + sc.checkpoint_persist
+    if not math.isfinite(blocking_cost):
+        raise ScenarioError("checkpoint_persist", "with checkpoint_cost, a write that blocks until it persists "
+                                                  "would take longer than float64 holds (about 1.8e308 h)")
+    out = {"blocking": sc.sweep(fast_checkpoints=None, checkpoint_persist=0.0, checkpoint_cost=blocking_cost)}
     if sc.checkpoint_persist > 0:
         out["asynchronous"] = sc.sweep(fast_checkpoints=None)
     if sc.fast_checkpoints:

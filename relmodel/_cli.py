@@ -243,7 +243,10 @@ def plan_command(target_ettr, n_jobs, seed, backend, plot, as_json, from_log, st
     # fewer checkpoints the runtime over which restarts recur): check those two.
     # (With checkpoint levels, for the blocking strategy: a fast level only helps.)
     extremes = {max(MIN_INTERVAL, sc.work / 2**40), 2 * sc.work}  # one value when the work is under a second
-    blocking = strategy_scenarios(sc)["blocking"] if sc.has_levels else sc
+    try:
+        blocking = strategy_scenarios(sc)["blocking"] if sc.has_levels else sc
+    except ValueError as err:
+        raise usage_error(err) from None
     refuse_if_no_job_can_finish(blocking.sweep(checkpoint_interval=sorted(extremes)), DEFAULT_MAX_FAILURES,
                                 where=" at any checkpoint interval")
     try:

@@ -5,6 +5,8 @@ import json
 from pathlib import Path
 
 import click
+import warnings
+
 import pytest
 import xarray as xr
 from click.testing import CliRunner
@@ -61,7 +63,8 @@ def test_one_policy():
     (["--arrival-rate", "0"], "Error: --arrival-rate: must be a finite number > 0"),
     (["--duration", "5m"], "Error: --duration: unknown unit 'm'"),
     (["--pause", "-1s"], "Error: --pause: must be a finite duration >= 0 (got -1s)"),
-    (["--failure-rate", "1e-3", "--repair-time", "-5min"], "Error: --repair-time: must be a finite duration >= 0 (got -5min)"),
+    (["--failure-rate", "1e-3", "--repair-time", "-5min"],
+     "Error: --repair-time: must be a finite duration >= 0 (got -5min)"),
     (["--checkpoint-interval", "0.5s"], "Error: --checkpoint-interval: must be at least 1s (got 0.5s)"),
     (["--failure-rate", "-1"], "Error: --failure-rate: must be >= 0"),
     (["--batch-range", "2"], "Error: --batch-range: expected LOW,HIGH"),
@@ -154,3 +157,12 @@ def test_a_synthetic_workload_too_large_blames_the_flag_that_made_it_so(args, fl
     result = CliRunner().invoke(cluster, args)
     assert result.exit_code == 2
     assert f"Error: {flag}: " in result.output and "inf" not in result.output
+
+
+def test_a_plot_of_a_run_where_no_job_completes_warns_of_nothing(tmp_path):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # matplotlib's "No artists with labels found" among them
+        result = invoke("--gpus", "16", "--duration", "2h", "--failure-rate", "1e6", "--checkpoint-cost", "0",
+                        "--quiet", "--plot", str(tmp_path / "f.png"))
+    assert result.exit_code == 0, result.output
+    assert "Warning" not in result.output and (tmp_path / "f.png").stat().st_size > 0

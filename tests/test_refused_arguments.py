@@ -83,3 +83,21 @@ def test_feasible_interval_of_an_optimum_is_one_a_scenario_takes(interval, work,
 
 def test_feasible_interval_of_no_optimum_is_nan():
     assert math.isnan(rm.feasible_interval(math.nan, 5.0))
+
+
+def test_a_write_that_would_block_past_float64_is_refused_naming_persist():
+    sc = rm.Scenario(n_gpus=8, failure_rate=1e-3, checkpoint_interval=1.0, work=10.0, checkpoint_cost=1e308,
+                     checkpoint_persist=1e308)
+    with pytest.raises(rm.ScenarioError, match="^checkpoint_persist: with checkpoint_cost, a write that blocks"):
+        rm.plan(sc)
+
+
+def test_the_command_line_names_persist_for_such_a_write():
+    from click.testing import CliRunner
+
+    from relmodel._cli import main
+
+    result = CliRunner().invoke(main, ["plan", "--gpus", "1000000000", "--failure-rate", "1e-3", "--queue-wait", "0",
+                                       "--checkpoint-cost", "1e308h", "--checkpoint-persist", "1e308h", "--quiet"])
+    assert result.exit_code == 2
+    assert result.output.startswith("Error: --checkpoint-persist: with --checkpoint-cost, a write that blocks")

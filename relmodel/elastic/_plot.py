@@ -96,10 +96,10 @@ def cluster_figure(ds, path=None):
              title=f"utilisation, {n_gpus} GPUs")
     right.set(xscale="log", xlabel="job completion time (h)", ylabel="jobs completed within that time (jobs)",
               title="job completion times")
-    if right.get_lines():
-        plain_log_axis(right.xaxis)
     left.legend(fontsize=8)
-    right.legend(fontsize=8, loc="upper left")
+    if right.get_lines():  # none where no job completed: an empty panel, not an empty legend's warning
+        plain_log_axis(right.xaxis)
+        right.legend(fontsize=8, loc="upper left")
     return _captioned(fig, ds.attrs, path)
 
 
