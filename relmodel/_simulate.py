@@ -83,8 +83,8 @@ def simulate(scenario, n_jobs: int = 100_000, seed: int = 0, backend: str = "aut
         attr says which ran ("cython then numba" for such a switch).
     keep_jobs : bool, default False
         Also return per-job variables `job_*` along a `job` dim (memory grows
-        with n_jobs; otherwise it does not). A run whose arrays would not fit
-        in the memory available is refused before it starts.
+        with n_jobs; otherwise it does not). A run whose arrays would pass the
+        memory budget (docs: user guide, "Memory budget") is refused before it starts.
     max_failures : int, default 100000
         A job is stopped at this many failures and counted in `n_capped` (a
         CappedJobsWarning says so); its times are truncated, and its point's
@@ -120,8 +120,8 @@ def simulate(scenario, n_jobs: int = 100_000, seed: int = 0, backend: str = "aut
     Raises
     ------
     ScenarioError
-        If an argument is out of its valid range, or the run would not fit in
-        the memory available (the message names it).
+        If an argument is out of its valid range, or the run would pass the
+        memory budget (RELMODEL_MEMORY_BUDGET; the message names it).
 
     Warns
     -----
