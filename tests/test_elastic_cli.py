@@ -166,3 +166,10 @@ def test_a_plot_of_a_run_where_no_job_completes_warns_of_nothing(tmp_path):
                         "--quiet", "--plot", str(tmp_path / "f.png"))
     assert result.exit_code == 0, result.output
     assert "Warning" not in result.output and (tmp_path / "f.png").stat().st_size > 0
+
+
+def test_a_run_whose_nodes_would_fail_past_the_limit_is_refused_before_it_starts():
+    result = invoke("--failure-rate", "1000", "--gpus", "16384", "--duration", "3w", "--quiet")
+    assert result.exit_code == 2
+    assert "Error: --failure-rate: 2048 nodes failing every 1.44min (and back after 2h) fail some 5.1e+05 times" \
+        in result.output and "(limit 10,000)" in result.output

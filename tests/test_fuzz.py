@@ -186,8 +186,8 @@ def test_any_command_line_ends_in_a_result_or_a_one_line_error(words, out_dir, d
     if sum(a in RARE_VALUES for a in args) > 2:
         return
     if words == ("cluster",) and _number(flag_value(args, "--failure-rate")) >= 100:
-        # Left out until the cluster simulator bounds its work: it draws node failures one at a
-        # time in Python, so `cluster --failure-rate 1000 --gpus 16384 --duration 3w` runs for minutes.
+        # Kept short: each node failure re-solves the allocation in Python, so the up to
+        # MAX_NODE_FAILURES failures a run may have take minutes.
         return
     if "max_failures" in {p.name for p in command_of(words).params} and "--max-failures" not in args:
         # A run's cost is bounded by design at n_jobs x max_failures failure events

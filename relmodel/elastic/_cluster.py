@@ -48,6 +48,7 @@ OUTCOMES = ("completed", "dropped", "rejected", "unfinished", "not submitted")
 COMPLETED, DROPPED, REJECTED, UNFINISHED, NOT_SUBMITTED = range(5)
 DRAIN_FACTOR = 100  # the run stops this many arrival windows (>= 24 h) after the last arrival
 MAX_TICKS = 100_000  # periodic re-optimisations a run may take (each one re-solves the allocation)
+MAX_NODE_FAILURES = 10_000  # node failures a run may take (each re-solves the allocation: ~10 ms)
 # Event kinds, in the order simultaneous events are handled: GPUs come back before they are asked for,
 # and a job whose waiting time runs out at t may still start at t.
 _COMPLETE, _REPAIR, _FAIL, _ARRIVE, _TICK, _TIMEOUT = range(6)
@@ -236,6 +237,19 @@ class _Simulation:
         if self.keep_events:
             self.events.append((self.now, what, who, gpus, batch))
 
+    def _check_failures(self, hours: float):
+        """Refuse up front a run whose nodes fail more than MAX_NODE_FAILURES times over `hours`
+        (each failure re-solves the allocation): the least it will run, the arrivals' window."""
+        cycle = self.failures.mean_up_h + self.cfg.repair_time  # a node's up time and repair, on average
+        failures = self.cfg.n_nodes * hours / cycle if math.isfinite(cycle) and cycle > 0 else 0.0
+        if failures > MAX_NODE_FAILURES:
+            raise ParameterError("failure_rate", f"{self.cfg.n_nodes} nodes failing every "
+                                                 f"{format_hours(self.failures.mean_up_h)} (and back after "
+                                                 f"{format_hours(self.cfg.repair_time)}) fail some {failures:.3g} "
+                                                 f"times over {format_hours(hours)} of arrivals (limit "
+                                                 f"{MAX_NODE_FAILURES:,}); choose a lower failure rate or a "
+                                                 "shorter run")
+
     def _check_ticks(self, ticks: float):
         if ticks > MAX_TICKS:
             raise ParameterError("reoptimize_every", f"every {format_hours(self.cfg.reoptimize_every)} makes more "
@@ -268,6 +282,7 @@ class _Simulation:
         for t, node in self.failures.first_failures():
             self.push(t, _FAIL, node)
         horizon = self.cfg.until if self.cfg.until is not None else last + DRAIN_FACTOR * max(last, 24.0)
+        self._check_failures(min(horizon, last) if self.cfg.until is None else horizon)
         if self.cfg.reoptimize_every is not None:
             # Each tick re-solves the allocation: a tiny interval would run on for hours, silently.
             # Refused up front when the arrivals alone need too many; else stopped when the run does.
