@@ -502,3 +502,12 @@ def test_attempts_of_different_sizes_count_their_own_node_days():
     assert float(measure_run(record, n_gpus=128).node_day_rate) == pytest.approx(2 / (31 / 24 * 16), rel=1e-12)
     assert float(measure_run(read_run(sacct=_write(text, "sacct.txt"), run="500,501,502",
                                       n_gpus=128)).node_day_rate) == pytest.approx(2 / (31 / 24 * 16), rel=1e-12)
+
+
+def test_a_prediction_no_run_of_which_can_finish_is_refused_at_once():
+    from click.testing import CliRunner
+
+    result = CliRunner().invoke(main, ["run", "predict", "--example", "--failure-rate", "1e6"])
+    assert result.exit_code == 2
+    assert result.output.startswith("Error: --failure-rate: at 1e+06 failures per node-day no run of 10d of work "
+                                    "on 4096 GPUs finishes within 100,000 failures")

@@ -16,6 +16,7 @@ import xarray as xr
 
 from .._version import __version__
 from .._closed_form import ettr as closed_form_ettr
+from .._engine import DEFAULT_MAX_FAILURES, certainly_capped, pack
 from .._errors import ParameterError
 from .._checks import check_integer
 from .._level_pattern import split_work
@@ -250,6 +251,10 @@ def predict_run(record: RunRecord, *, scenario=None, assumed=None, n_gpus=None, 
     sc = _plain_scenario(scenario) if scenario is not None else implied
     observed = float(measured.ettr)
     model_terms = float(measured.ettr_model_terms)
+    if certainly_capped(pack(sc), DEFAULT_MAX_FAILURES).all():  # every kept run would be stepped to the cap
+        raise ParameterError("failure_rate", f"at {sc.failure_rate:g} failures per node-day no run of "
+                                             f"{format_hours(sc.work)} of work on {sc.n_gpus} GPUs finishes within "
+                                             f"{DEFAULT_MAX_FAILURES:,} failures: there is nothing to predict")
     sim = simulate(sc, n_jobs=n_runs, seed=seed, backend="auto", keep_jobs=True)
     per_run = (sim.job_productive / sim.job_wall).values.ravel()
     quantiles = np.array([0.05, 0.25, 0.5, 0.75, 0.95])
