@@ -147,7 +147,7 @@ def test_the_command_names_the_flag_instead_of_crashing(crash_probes):
     (dict(fwd=10**400), "fwd"),  # OverflowError
     (dict(stages=2**70), "stages"),  # OverflowError building a time per stage
     (dict(stages=10**5000), "stages"),  # too long to print whole
-    (dict(microbatches=1e300), "stages"),  # the task count names stages, replicas, micro-batches
+    (dict(microbatches=1e300), "microbatches"),  # the task count names the largest of its factors
     (dict(bamboo_slowdown=10**400, strategy="bamboo"), "bamboo_slowdown"),
     (dict(bamboo_slowdown=1e308, strategy="bamboo"), "bamboo_slowdown"),  # inf: "cannot run"
     (dict(bamboo_overhead=1e308, strategy="bamboo"), "bamboo_overhead"),

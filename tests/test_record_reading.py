@@ -134,7 +134,7 @@ def test_an_attempt_without_its_first_step_is_noted(tmp_path):
 
 
 @pytest.mark.parametrize("command", [["show"], ["predict", "--gpus", "8", "--runs", "100"],
-                                     ["replay", "--runs", "100"]])
+                                     ["replay", "--gpus", "8", "--runs", "100"]])
 def test_every_command_says_what_it_did_not_take_at_face_value(tmp_path, command):
     from click.testing import CliRunner
 
