@@ -3,7 +3,7 @@ kernels against each other, and ReCycle's adapted schedules."""
 
 import numpy as np
 import pytest
-from hypothesis import assume, given
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import relmodel.pipeline as pl
@@ -185,6 +185,7 @@ def masks(d, p):
     return st.lists(st.booleans(), min_size=d * p, max_size=d * p).map(lambda v: np.array(v).reshape(d, p))
 
 
+@settings(max_examples=max(1, settings.default.max_examples // 2))  # each draw plans ReCycle: seconds
 @given(cfg=configs(), data=st.data())
 def test_recycle_between_its_bounds_and_never_slower_than_dropping_the_pipeline(cfg, data):
     mask = data.draw(masks(cfg.replicas, cfg.stages))
