@@ -306,10 +306,15 @@ def check_run_memory(n_rows: int, n_jobs: int, n_categories: int, keep_jobs: boo
                                    "writes them chunk by chunk to disk)")
 
 
+def row_extents(sc: Scenario) -> tuple[int, int]:
+    """(failure categories, checkpoint levels) of a row of grid `sc`, known before it is packed."""
+    return len(sc.taxonomy or ()), len(sc.fast_checkpoints) + 1 if sc.fast_checkpoints else int(sc.has_levels)
+
+
 def check_grid_memory(sc: Scenario, n_jobs: int, keep_jobs: bool = False, per_row: int = 0):
     """`check_run_memory` for the grid `sc`, before any of it is packed."""
-    n_levels = len(sc.fast_checkpoints) + 1 if sc.fast_checkpoints else int(sc.has_levels)
-    check_run_memory(sc.size, n_jobs, len(sc.taxonomy or ()), keep_jobs, n_levels, per_row)
+    n_categories, n_levels = row_extents(sc)
+    check_run_memory(sc.size, n_jobs, n_categories, keep_jobs, n_levels, per_row)
 
 
 def check_threads(n_threads) -> int | None:

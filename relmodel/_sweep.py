@@ -29,7 +29,7 @@ from . import _labels as labels
 from . import _store as stores
 from ._extras import require
 from ._feedback import ticking
-from ._engine import COMPONENTS, RNG_SCHEME, RNG_STREAM, check_run_memory, estimate
+from ._engine import COMPONENTS, RNG_SCHEME, RNG_STREAM, check_run_memory, estimate, row_extents
 from ._errors import parameter_and_reason
 from ._checks import bytes_text, check_integer, check_memory
 from ._scenario import Scenario
@@ -91,17 +91,24 @@ def _warm_up(backend: str):
 
 # ---- the store -----------------------------------------------------------------
 
+_CATALOGUE = {**labels.SIMULATED, **labels.SIMULATED_BY_CATEGORY, **labels.SIMULATED_BY_LEVEL}
+
+
+def _extra_shapes(study: Study) -> dict[str, tuple[int, ...]]:
+    """Each output's shape past the sweep dims (quantile, component, category or level)."""
+    sc = study.scenario
+    extent = {"quantile": len(QUANTILES), "component": len(COMPONENTS), "category": len(sc.taxonomy or ()),
+              "level": len(sc.fast_checkpoints or ()) + 1}
+    return {name: tuple(extent[d] for d in _CATALOGUE[name].extra_dims) for name in study.outputs}
+
+
 def _template(study: Study, chunks) -> xr.Dataset:
     import dask.array as da
 
     sc = study.scenario
-    catalogue = {**labels.SIMULATED, **labels.SIMULATED_BY_CATEGORY, **labels.SIMULATED_BY_LEVEL}
-    extent = {"quantile": len(QUANTILES), "component": len(COMPONENTS), "category": len(sc.taxonomy or ()),
-              "level": len(sc.fast_checkpoints or ()) + 1}
     data_vars = {}
-    for name in study.outputs:
-        variable = catalogue[name]
-        extra = tuple(extent[d] for d in variable.extra_dims)
+    for name, extra in _extra_shapes(study).items():
+        variable = _CATALOGUE[name]
         data_vars[name] = (sc.dims + variable.extra_dims,
                            da.full(sc.shape + extra, np.nan, chunks=tuple(chunks) + extra), variable.attrs)
     return xr.Dataset(data_vars, coords=labels.grid_coords(sc, quantiles=QUANTILES, components=COMPONENTS))
@@ -118,11 +125,7 @@ _CHUNK_POINT_BYTES = 64
 
 def _point_values(study: Study) -> int:
     """float64 values a grid point has in the store: one per output, times its extra dims."""
-    sc = study.scenario
-    extent = {"quantile": len(QUANTILES), "component": len(COMPONENTS), "category": len(sc.taxonomy or ()),
-              "level": len(sc.fast_checkpoints or ()) + 1}
-    catalogue = {**labels.SIMULATED, **labels.SIMULATED_BY_CATEGORY, **labels.SIMULATED_BY_LEVEL}
-    return sum(math.prod(extent[d] for d in catalogue[name].extra_dims) for name in study.outputs)
+    return sum(math.prod(extra) for extra in _extra_shapes(study).values())
 
 
 def check_study_size(study: Study, chunks, out: Path, new: bool):
@@ -137,11 +140,11 @@ def check_study_size(study: Study, chunks, out: Path, new: bool):
         ENOSPC, naming `out`, if the store would not fit on its disk.
     """
     sc = study.scenario
-    n_levels = len(sc.fast_checkpoints) + 1 if sc.fast_checkpoints else int(sc.has_levels)
+    n_categories, n_levels = row_extents(sc)
     chunk_points = math.prod(chunks)
     n_chunks = math.prod(-(-n // c) for n, c in zip(sc.shape, chunks))
     try:
-        check_run_memory(chunk_points, study.n_jobs, len(sc.taxonomy or ()), False, n_levels,
+        check_run_memory(chunk_points, study.n_jobs, n_categories, False, n_levels,
                          per_row=_CHUNK_POINT_BYTES * _point_values(study))
     except ValueError as err:
         raise StudyError("chunk_points", f"a chunk of {chunk_points} grid points: "
