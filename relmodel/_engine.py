@@ -900,7 +900,7 @@ def estimate(points, n_jobs: int, seed: int, backend: str, *, scenario_keys=None
                      scenario_keys=np.arange(start, stop) if keys is None else keys[start:stop],
                      max_failures=max_failures, keep_jobs=keep_jobs, n_threads=n_threads, progress=progress)
         est = summarize(totals, packed, quantiles)
-        parts.append((totals if keep_jobs else dataclasses.replace(totals, hist=None), est))  # (read)
+        parts.append((totals if keep_jobs else dataclasses.replace(totals, hist=None), est))  # histograms read
         start = stop
     if keys is not None and keys.shape != (start,):
         raise ParameterError("scenario_keys", f"need {start} integers in [0, 2**32), one a point "
