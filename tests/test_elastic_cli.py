@@ -168,6 +168,21 @@ def test_a_plot_of_a_run_where_no_job_completes_warns_of_nothing(tmp_path):
     assert "Warning" not in result.output and (tmp_path / "f.png").stat().st_size > 0
 
 
+def test_a_figure_where_no_job_completes_says_so(tmp_path):
+    import matplotlib
+    import xarray as xr
+
+    matplotlib.use("Agg")
+    from relmodel.elastic._plot import cluster_figure
+
+    result = invoke("--gpus", "16", "--duration", "2h", "--failure-rate", "1e6", "--checkpoint-cost", "0",
+                    "--quiet", "--out", str(tmp_path / "c.nc"))
+    assert result.exit_code == 0, result.output
+    with xr.open_dataset(tmp_path / "c.nc") as ds:
+        fig = cluster_figure(ds.load())
+    assert "no job completed under any policy" in [t.get_text() for ax in fig.axes for t in ax.texts]
+
+
 def test_a_run_whose_nodes_would_fail_past_the_limit_is_refused_before_it_starts():
     result = invoke("--failure-rate", "1000", "--gpus", "16384", "--duration", "3w", "--quiet")
     assert result.exit_code == 2

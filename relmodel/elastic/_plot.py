@@ -97,9 +97,11 @@ def cluster_figure(ds, path=None):
     right.set(xscale="log", xlabel="job completion time (h)", ylabel="jobs completed within that time (jobs)",
               title="job completion times")
     left.legend(fontsize=8)
-    if right.get_lines():  # none where no job completed: an empty panel, not an empty legend's warning
+    if right.get_lines():  # none where no job completed: said in the panel, not an empty legend's warning
         plain_log_axis(right.xaxis)
         right.legend(fontsize=8, loc="upper left")
+    else:
+        right.text(0.5, 0.5, "no job completed under any policy", transform=right.transAxes, ha="center")
     return _captioned(fig, ds.attrs, path)
 
 
