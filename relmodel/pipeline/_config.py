@@ -152,7 +152,6 @@ class PipelineConfig:
         put("replicas", check_count("replicas", self.replicas))
         put("microbatches", check_count("microbatches", self.microbatches))
         check_tasks(p, self.replicas, self.microbatches, SIMULATED_ITERATIONS)  # before a tuple per stage is built
-        check_schedule_memory(p, self.replicas, self.microbatches, SIMULATED_ITERATIONS)
         for name in ("fwd", "bwd_input", "bwd_weight"):
             put(name, stage_times(name, getattr(self, name), p))
         total = [f + b + w for f, b, w in zip(self.fwd, self.bwd_input, self.bwd_weight)]  # floats: inf, no warning
@@ -284,27 +283,23 @@ class StageMemory:
         return np.minimum(held, 2**62).astype(np.int64)
 
 
-def check_tasks(stages: int, replicas: int, microbatches: int, n_iterations: int) -> None:
-    """Refuse schedules of more than MAX_TASKS tasks (3 per micro-batch, stage, replica and iteration),
-    naming the largest of the three sizes: the one to lower."""
-    tasks = 3 * n_iterations * stages * replicas * microbatches
-    if tasks > MAX_TASKS:
-        largest = max(("stages", stages), ("replicas", replicas), ("microbatches", microbatches), key=lambda s: s[1])
-        raise PipelineError(largest[0], f"{show(stages)} stages x {show(replicas)} replicas x {show(microbatches)} "
-                                        f"micro-batches x {show(n_iterations)} iterations make {show(tasks)} tasks "
-                                        f"per schedule, over the limit of {MAX_TASKS:.0e}; use fewer stages, "
-                                        "replicas or micro-batches")
-
-
 # Bytes a schedule holds per task: its graph (times, workers, kinds, edges both ways)
 # and the simulation's clocks and queues.
 TASK_BYTES = 256
 
 
-def check_schedule_memory(stages: int, replicas: int, microbatches: int, n_iterations: int) -> None:
-    """Refuse a schedule whose tasks would pass the memory budget (`relmodel._checks.check_memory`)."""
+def check_tasks(stages: int, replicas: int, microbatches: int, n_iterations: int) -> None:
+    """Refuse schedules of more than MAX_TASKS tasks (3 per micro-batch, stage, replica and iteration),
+    or whose tasks would pass the memory budget (`relmodel._checks.check_memory`), naming the
+    largest of the three sizes: the one to lower."""
     tasks = 3 * n_iterations * stages * replicas * microbatches
-    check_memory("stages", tasks * TASK_BYTES, f"the {show(tasks)} tasks of a schedule would")
+    largest = max(("stages", stages), ("replicas", replicas), ("microbatches", microbatches), key=lambda s: s[1])[0]
+    if tasks > MAX_TASKS:
+        raise PipelineError(largest, f"{show(stages)} stages x {show(replicas)} replicas x {show(microbatches)} "
+                                     f"micro-batches x {show(n_iterations)} iterations make {show(tasks)} tasks "
+                                     f"per schedule, over the limit of {MAX_TASKS:.0e}; use fewer stages, "
+                                     "replicas or micro-batches")
+    check_memory(largest, tasks * TASK_BYTES, f"the {show(tasks)} tasks of a schedule would")
 
 
 def _named_times(cfg: "PipelineConfig") -> list[tuple[str, float]]:
@@ -338,7 +333,6 @@ def check_clock(cfg: "PipelineConfig", n_iterations: int = SIMULATED_ITERATIONS)
     below CLOCK_RESOLUTION of `clock_bound` (it would vanish from the sums), or
     a bound beyond CLOCK_LIMIT (the sums would overflow). Names the parameter."""
     check_tasks(cfg.stages, cfg.replicas, cfg.microbatches, n_iterations)
-    check_schedule_memory(cfg.stages, cfg.replicas, cfg.microbatches, n_iterations)
     bound = clock_bound(cfg, n_iterations)
     times = _named_times(cfg)
     if not bound <= CLOCK_LIMIT:
