@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import numbers
 import os
+import re
 from collections.abc import Sequence
 from contextlib import contextmanager
 
@@ -302,8 +303,6 @@ def parse_memory_size(name: str, text) -> int:
     ScenarioError
         If `text` is not a size, or is under 1 MiB.
     """
-    import re
-
     if isinstance(text, numbers.Integral) and not isinstance(text, bool):
         size = int(text)
     else:
