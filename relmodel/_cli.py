@@ -153,11 +153,8 @@ def refuse_past_budget(sc: Scenario, n_jobs: int, per_row: int = 0):
 
 
 def grid_usage_error(sc: Scenario, err: ValueError) -> click.UsageError:
-    """`usage_error`, where the grid as a whole is at fault naming the sweep flags that size it."""
-    parameter, reason = parameter_and_reason(err)
-    if parameter == "scenario" and reason:
-        return click.UsageError(f"{' x '.join(FLAGS.get(d, d) for d in sc.dims) or '--n-jobs'}: {reason}")
-    return usage_error(err)
+    """`usage_error`, where the grid as a whole (the parameter "scenario") is named by the sweep flags that size it."""
+    return usage_error(err, {"scenario": " x ".join(FLAGS.get(d, d) for d in sc.dims) or "--n-jobs"})
 
 
 @main.command("compare", epilog=_UNITS_EPILOG)
