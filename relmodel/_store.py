@@ -149,6 +149,8 @@ def relmodel_attrs(path, suffix: str | None = None) -> dict | None:
         if path.is_dir() and suffix == ".zarr":
             attrs = json.loads((path / ".zattrs").read_text())
         elif path.is_file() and suffix == ".nc":
+            if netcdf_seal_problem(path):  # damaged: HDF5 could loop for ever reading it
+                return None
             import h5py
 
             with h5py.File(path, "r") as f:
@@ -1142,12 +1144,65 @@ def check_room(path: Path, nbytes: int):
         raise OSError(errno.ENOSPC, f"{free} bytes free on its disk; this file needs about {need} bytes")
 
 
+# A netCDF file relmodel writes ends in this line after HDF5's own end of file
+# (where every HDF5 and netCDF reader ignores it): the SHA-256 of all bytes before
+# it. HDF5 checksums only some of its metadata, and a damaged byte elsewhere can
+# send its reader into an endless loop, so a file is checked before HDF5 reads it.
+SEAL_TAG = b"\nrelmodel-sha256 "
+SEAL_SIZE = len(SEAL_TAG) + 64 + 1
+_READ_BLOCK = 1 << 20
+
+
+def _sha256_of_head(f, size: int) -> str:
+    digest = hashlib.sha256()
+    f.seek(0)
+    while size > 0:
+        block = f.read(min(_READ_BLOCK, size))
+        if not block:
+            break
+        digest.update(block)
+        size -= len(block)
+    return digest.hexdigest()
+
+
+def seal_netcdf(path) -> None:
+    """Append the seal (`SEAL_TAG`, the SHA-256 of the file so far) to a netCDF file just written."""
+    with open(path, "r+b") as f:
+        size = f.seek(0, os.SEEK_END)
+        seal = SEAL_TAG + _sha256_of_head(f, size).encode() + b"\n"
+        f.seek(size)
+        f.write(seal)
+
+
+def netcdf_seal_problem(path) -> str | None:
+    """Why a netCDF file's bytes are not those relmodel wrote, or None.
+
+    None also for a file without a seal (written by another program, or by an
+    earlier relmodel; a program that edits a file in place drops it): such a file
+    is read as it is, with HDF5's own checks only.
+    """
+    with open(path, "rb") as f:
+        size = f.seek(0, os.SEEK_END)
+        if size < SEAL_SIZE:
+            return None
+        f.seek(size - SEAL_SIZE)
+        seal = f.read(SEAL_SIZE)
+        if not (seal.startswith(SEAL_TAG) and seal.endswith(b"\n")):
+            return None
+        recorded = seal[len(SEAL_TAG):-1]
+        if recorded != _sha256_of_head(f, size - SEAL_SIZE).encode():
+            return ("its bytes do not match the SHA-256 written at its end (the file was damaged or altered "
+                    "after it was written)")
+    return None
+
+
 def write_netcdf(ds, path, groups=None, checksums: bool = False) -> None:
     """Write a Dataset (and optional groups) as netCDF under a hidden temporary name, then rename it.
 
     A reader never meets a half-written file, a killed writer leaves only a
     hidden ``.<name>.creating-<pid>`` (removed by the next write of the path),
     and a write that fails leaves the old file or nothing (`write_atomically`).
+    The file ends in its seal (`seal_netcdf`), checked before HDF5 reads it.
 
     Parameters
     ----------
@@ -1168,7 +1223,7 @@ def write_netcdf(ds, path, groups=None, checksums: bool = False) -> None:
     """
     require("h5netcdf", "a .nc output")
     path = Path(path)
-    check_room(path, sum(data.nbytes for data in (ds, *(groups or {}).values()) if data is not None))
+    check_room(path, SEAL_SIZE + sum(data.nbytes for data in (ds, *(groups or {}).values()) if data is not None))
 
     def write(partial):
         for group, data in {None: ds, **(groups or {})}.items():
@@ -1177,5 +1232,6 @@ def write_netcdf(ds, path, groups=None, checksums: bool = False) -> None:
             encoding = {name: {"fletcher32": True} for name in data.data_vars} if checksums else None
             data.to_netcdf(partial, engine="h5netcdf", group=group, mode="w" if group is None else "a",
                            encoding=encoding)
+        seal_netcdf(partial)
 
     write_atomically(path, write)

@@ -34,10 +34,11 @@ def open_study(path, *, verify: bool = True) -> xr.Dataset:
     verify : bool, default True
         Read every value and coordinate back and check it against its
         checksum before returning (a zarr study: each chunk's SHA-256 and the
-        coordinates'; a ``.nc`` study: HDF5's fletcher32 on every variable and
-        the coordinates' SHA-256). This reads the whole study once. False opens
-        a zarr study lazily and checks nothing: a damaged chunk or coordinate
-        then reads as whatever is on disk.
+        coordinates'; a ``.nc`` study: the file's SHA-256, written at its
+        end, HDF5's fletcher32 on every variable and the coordinates'
+        SHA-256). This reads the whole study once. False opens the study
+        lazily and checks nothing: a damaged chunk or coordinate then reads
+        as whatever is on disk, and a damaged ``.nc`` file may not open.
 
     Returns
     -------
@@ -61,6 +62,8 @@ def open_study(path, *, verify: bool = True) -> xr.Dataset:
     path = Path(path)
     if path.suffix == ".nc":
         require("h5netcdf", "a .nc study")
+        if verify and (damage := _seal_problems(path)):
+            refuse_damaged(path, damage)
         ds = _open_netcdf_study(path)
         if verify:
             problems = _netcdf_problems(path, ds)
@@ -119,6 +122,17 @@ def _open_netcdf_study(path: Path) -> xr.Dataset:
     return ds
 
 
+def _seal_problems(path: Path) -> dict[str, str]:
+    """``{"file": why}`` where a study file's bytes fail their seal (checked before HDF5 reads
+    them: `relmodel._store.netcdf_seal_problem`); empty otherwise, or where it does not open
+    (`_open_netcdf_study` then says why)."""
+    try:
+        damage = stores.netcdf_seal_problem(path)
+    except OSError:
+        return {}
+    return {"file": damage} if damage else {}
+
+
 def _netcdf_problems(path: Path, ds: xr.Dataset) -> dict[str, str]:
     """Read a study file in full (HDF5 checks each variable's fletcher32), then check its
     coordinates and what it reads as against their records (`relmodel._store.content_problems`)."""
@@ -168,8 +182,9 @@ def verify_study(path) -> dict[str, str]:
     Parameters
     ----------
     path : str or pathlib.Path
-        A study's ``.zarr`` store, or ``.nc`` file (whose variables carry HDF5
-        checksums, checked by reading them in full).
+        A study's ``.zarr`` store, or ``.nc`` file (checked against the
+        SHA-256 written at its end, then read in full against the HDF5
+        checksums its variables carry).
 
     Returns
     -------
@@ -190,6 +205,8 @@ def verify_study(path) -> dict[str, str]:
     path = Path(path)
     if path.suffix == ".nc":
         require("h5netcdf", "a .nc study")
+        if damage := _seal_problems(path):
+            return damage
         with _open_netcdf_study(path) as ds:
             return _netcdf_problems(path, ds)
     require("zarr", "a .zarr study")

@@ -17,7 +17,7 @@ import xarray as xr
 import zarr
 
 import relmodel as rm
-from relmodel._store import DONE_DIR, done_chunks, lock_path
+from relmodel._store import DONE_DIR, SEAL_SIZE, SEAL_TAG, done_chunks, lock_path, netcdf_seal_problem
 from relmodel._study import StudyError, parse_study
 from relmodel._sweep import run_study
 
@@ -313,18 +313,29 @@ def test_deleted_truncated_and_altered_chunks_are_found_and_recomputed(tmp_path,
     assert rm.verify_study(out) == {}
 
 
-def test_a_netcdf_study_is_checked_by_its_hdf5_checksums(tmp_path, references):
+def test_a_netcdf_study_is_checked_by_its_seal_and_by_its_hdf5_checksums(tmp_path, references):
+    """The seal (the file's SHA-256 at its end) refuses a flipped value before HDF5 reads it; a
+    file without one (another writer's, or an earlier relmodel's) is still checked by HDF5."""
     out = tmp_path / "s.nc"
     run_study(parse_study(STUDY.format(seed=1)), out, progress=False)
     assert rm.verify_study(out) == {}
     xr.testing.assert_identical(data(rm.open_study(out)), references[1])
     raw = bytearray(out.read_bytes())
+    assert raw[-SEAL_SIZE:].startswith(SEAL_TAG)
+    with xr.open_dataset(out) as plain:  # any netCDF reader ignores the seal, whatever its engine
+        xr.testing.assert_identical(data(plain), references[1])
     values = np.ascontiguousarray(references[1].ettr.values).tobytes()
     at = raw.find(values[:16])  # the ettr values, stored uncompressed: flip one bit of one
     assert at > 0
     raw[at + 3] ^= 1
     out.write_bytes(bytes(raw))
-    assert list(rm.verify_study(out)) == ["file"]
+    assert rm.verify_study(out) == {"file": netcdf_seal_problem(out)} and "SHA-256" in rm.verify_study(out)["file"]
+    with pytest.raises(StudyError, match="do not match the SHA-256 written at its end"):
+        rm.open_study(out)
+    out.write_bytes(bytes(raw[:-SEAL_SIZE]))
+    assert netcdf_seal_problem(out) is None
+    problems = rm.verify_study(out)
+    assert list(problems) == ["file"] and problems["file"].startswith("unreadable: ettr")
 
 
 # ---- every writer takes the lock -----------------------------------------------------------
