@@ -4,6 +4,7 @@ and a malformed record is named by file, line and field."""
 
 import dataclasses
 import json
+import warnings
 
 import numpy as np
 import pytest
@@ -14,10 +15,10 @@ from scipy import stats
 import relmodel as rm
 from relmodel._cli import main
 from relmodel.record import measure_run, predict_run, read_run, replay_run, simulate_run
-from relmodel.record._events import RunRecordError, format_instant, parse_instant
+from relmodel.record._events import NS_PER_H, RunRecordError, format_instant, parse_instant
 from relmodel.record._measure import MEASURED_COMPONENTS, timeline
 from relmodel._text import MISSING_TOKENS
-from relmodel.record._timeline import CheckpointSchedule, walk
+from relmodel.record._timeline import MAX_WALK_POSITIONS, CheckpointSchedule, walk
 
 DURATIONS = st.sampled_from([0.0, 1 / 3600, 0.01, 0.05, 0.2, 0.5, 1.0, 3.0])
 
@@ -241,6 +242,35 @@ def test_a_hopeless_replay_is_capped_and_flagged():
     assert bool(ds.capped.sel(plan="replayed"))
 
 
+def test_a_capped_replay_says_so_in_json_and_bounds_its_saving_in_text():
+    """A capped walk's wall is a lower bound: its cost is "at least", and JSON says which plan was capped."""
+    from click.testing import CliRunner
+
+    args = ["run", "replay", "--example", "--checkpoint-interval", "20d", "--runs", "100"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("default", rm.CappedJobsWarning)  # the counterfactual's simulated jobs are capped too
+        text = CliRunner().invoke(main, args)
+        reply = json.loads(CliRunner().invoke(main, [*args, "--json"]).stdout)
+    assert text.exit_code == 0 and "the replayed plan costs at least " in text.stdout, text.output
+    assert "the replayed plan stopped at 1,000,000 events" in text.stderr
+    assert reply["replayed"]["capped"] and not reply["run"]["capped"]
+
+
+def test_a_plan_of_more_checkpoints_than_a_walk_takes_is_refused_before_it_is_built():
+    """Such a plan reached the walk's event cap and was flagged as hopeless: a 240-hour run
+    checkpointed every 0.2 s in memory replayed as 66 hours of work."""
+    sc = rm.Scenario(n_gpus=8, failure_rate=1e-3, work="1d", checkpoint_interval="0.1s")
+    with pytest.raises(rm.ParameterError, match="checkpoint_interval: a checkpoint every 0.1s of 1d of work is 864,000"):
+        simulate_run(sc, 1)
+    fast = rm.CheckpointLevel(interval="0.1s", cost="0s", restart="1min", survives=0.5)
+    record, _ = simulate_run(sc.sweep(checkpoint_interval="1h"), 1)
+    with pytest.raises(rm.ParameterError, match="fast_checkpoints: a checkpoint every 0.1s"):
+        replay_run(record, fast_checkpoints=(fast,), n_runs=100)
+    at_most = sc.sweep(checkpoint_interval=24 / MAX_WALK_POSITIONS)
+    _, truth = simulate_run(at_most, 1)
+    assert not truth["capped"] and truth["productive"] == 24 * NS_PER_H
+
+
 # ---- reading: zones, sacct, and malformed records ----------------------------------------------------------
 
 
@@ -432,6 +462,11 @@ def test_cli_show_predict_replay(tmp_path):
      "Error: --checkpoint-interval: must be > 0 and at most 1e+06h (got 0s)"),
     (["replay", "--example", "--queue-wait", "2e6h"], "Error: --queue-wait: must be >= 0 and at most 1e+06h (got "
                                                       "8.333e+04d)"),
+    (["replay", "--example", "--fast-checkpoint", "interval=1s,cost=1s,restart=3min,survives=0.5"],
+     "Error: --fast-checkpoint: a checkpoint every 1s of 10d of work is 864,000 checkpoints; a walked run takes at "
+     "most 500,000 (an interval of at least 1.728s)"),
+    (["replay", "--example", "--checkpoint-interval", "0.001s"],
+     "Error: --checkpoint-interval: a checkpoint every 0.001s of 10d of work is 864,000,000 checkpoints"),
     (["show", "--example", "--tz", "Mars/Olympus"], "Error: --tz: 'Mars/Olympus' is no time zone"),
     (["predict", "--example", "--assumed-failure-rate", "1e-3", "--assumed-checkpoint-interval=-5min"],
      "Error: --assumed-checkpoint-interval: must be > 0 (got -5min)"),

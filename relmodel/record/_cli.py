@@ -233,6 +233,19 @@ def _echo_notes(record, ds):
         click.echo("notes: " + notes)
 
 
+def _saving_text(ds) -> str:
+    """'saves 1.5d', or 'costs at least 2h' where a capped walk's wall time is only a lower bound."""
+    saving = float(ds.saving)
+    run_capped, replayed_capped = (bool(ds.capped.sel(plan=p)) for p in ("run", "replayed"))
+    verb = "saves" if saving >= 0 else "costs"
+    if run_capped and replayed_capped:
+        return f"{verb} {format_hours(abs(saving))} (both walks capped: neither bound holds)"
+    # A capped walk's wall is a lower bound: the replayed one's bounds the saving from above.
+    at_most = replayed_capped == (saving >= 0)
+    bound = "" if not (run_capped or replayed_capped) else " at most" if at_most else " at least"
+    return f"{verb}{bound} {format_hours(abs(saving))}"
+
+
 @run_command.command(epilog=_EPILOG)
 @_record_options
 @click.option("--checkpoint-interval", type=Duration(), default=None, help="The replayed plan's interval.")
@@ -273,6 +286,7 @@ def replay(events, example, fmt, sacct, run_ids, n_gpus, tz, as_json, n_runs, se
                             **{p: {"wall_h": float(ds.wall.sel(plan=p)), "ettr": float(ds.ettr.sel(plan=p)),
                                    "failures": int(ds.failures.sel(plan=p)),
                                    "extrapolated_failures": int(ds.extrapolated_failures.sel(plan=p)),
+                                   "capped": bool(ds.capped.sel(plan=p)),
                                    **({"simulated_ettr": float(ds.simulated_ettr.sel(plan=p))}
                                       if "simulated_ettr" in ds else {})} for p in plans}}))
         return
@@ -285,9 +299,7 @@ def replay(events, example, fmt, sacct, run_ids, n_gpus, tz, as_json, n_runs, se
         if bool(ds.capped.sel(plan=p)):
             click.echo(f"warning: the {p} plan stopped at {MAX_EVENTS:,} events before the run's end (its ETTR is "
                        f"near 0): its figures are lower bounds on the wall time", err=True)
-    saving = float(ds.saving)
-    click.echo(f"the replayed plan {'saves' if saving >= 0 else 'costs'} {format_hours(abs(saving))} of wall time "
-               f"on this run's failures"
+    click.echo(f"the replayed plan {_saving_text(ds)} of wall time on this run's failures"
                + ("" if bool(ds.reproduced) else " (the replay at the run's own plan does not reproduce its wall "
                                                  "time: compare with care)"))
     _echo_notes(record, ds)

@@ -26,7 +26,8 @@ from .._units import format_hours, to_hours
 from ._events import NS_PER_H, RecordSummary, RunRecord, EventRow, events_dataset, parse_instant
 from ._measure import MEASURED_COMPONENTS, measure_run, timeline
 from ._measure import measure_timeline
-from ._timeline import CheckpointSchedule, Level, Walk, exponential_failures, hours_to_ns, walk
+from ._timeline import (MAX_WALK_POSITIONS, CheckpointSchedule, Level, Walk, exponential_failures, hours_to_ns,
+                        walk)
 
 PLAN_INPUTS = ("failure_rate", "checkpoint_interval", "checkpoint_cost", "restart_cost", "queue_wait")
 MAX_RUNS = 10**7
@@ -55,12 +56,23 @@ def scenario_plan(sc: Scenario, startup: float = 0.0) -> CheckpointSchedule:
     -------
     CheckpointSchedule
         Positions every base interval of compute, the levels' costs, restarts and persists.
+
+    Raises
+    ------
+    ParameterError
+        If the plan writes more than `MAX_WALK_POSITIONS` checkpoints (naming
+        the parameter that sets its fastest interval).
     """
     table = sc.level_table()
     base = table["base"] if table is not None else sc.checkpoint_interval
     interval = max(hours_to_ns(base), 1)
     work = hours_to_ns(sc.work)
     n_full = min(int(split_work(sc.work, base)[0]), work // interval)
+    if n_full > MAX_WALK_POSITIONS:
+        raise ParameterError("fast_checkpoints" if table is not None else "checkpoint_interval",
+                             f"a checkpoint every {format_hours(base)} of {format_hours(sc.work)} of work is "
+                             f"{n_full:,} checkpoints; a walked run takes at most {MAX_WALK_POSITIONS:,} (an "
+                             f"interval of at least {format_hours(sc.work / MAX_WALK_POSITIONS)})")
     levels = None
     if sc.fast_checkpoints:
         levels = tuple(Level(int(m), hours_to_ns(c), hours_to_ns(r), hours_to_ns(p), float(v)) for m, c, r, p, v in

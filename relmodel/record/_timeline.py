@@ -25,6 +25,9 @@ from ._events import NS_PER_H, NS_PER_S
 
 STEP_NS = NS_PER_S  # the steps a walk's events carry: seconds of productive compute
 MAX_EVENTS = 1_000_000  # a walk that would log more is a plan with no end (ETTR near 0): stopped, flagged
+# A walk logs an event per checkpoint written: a plan with more positions than this is refused
+# before its walk, so that what reaches MAX_EVENTS is work redone after failures, not the plan.
+MAX_WALK_POSITIONS = MAX_EVENTS // 2
 
 
 @dataclasses.dataclass(frozen=True)
