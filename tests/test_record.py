@@ -260,7 +260,7 @@ def test_a_plan_of_more_checkpoints_than_a_walk_takes_is_refused_before_it_is_bu
     """Such a plan reached the walk's event cap and was flagged as hopeless: a 240-hour run
     checkpointed every 0.2 s in memory replayed as 66 hours of work."""
     sc = rm.Scenario(n_gpus=8, failure_rate=1e-3, work="1d", checkpoint_interval="0.1s")
-    with pytest.raises(rm.ParameterError, match="checkpoint_interval: a checkpoint every 0.1s of 1d of work is 864,000"):
+    with pytest.raises(rm.ParameterError, match="checkpoint_interval: a checkpoint every 0.1s of 1d of work"):
         simulate_run(sc, 1)
     fast = rm.CheckpointLevel(interval="0.1s", cost="0s", restart="1min", survives=0.5)
     record, _ = simulate_run(sc.sweep(checkpoint_interval="1h"), 1)
