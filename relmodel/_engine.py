@@ -470,10 +470,25 @@ def expected_events(packed: Packed, n_jobs: int, max_failures: int = DEFAULT_MAX
     per_job = expected_failures(lam, p[:, P_N_FULL], p[:, P_INTERVAL], p[:, P_CKPT], p[:, P_REMAINDER],
                                 p[:, P_RESTART])
     per_job = np.minimum(np.nan_to_num(per_job, nan=max_failures, posinf=max_failures), max_failures)
-    # Level rows without cycle tables step through every position of the fastest level.
+    return float(n_jobs * np.sum(1.0 + per_job + stepped_positions(packed)))
+
+
+def stepped_positions(packed: Packed) -> np.ndarray:
+    """Checkpoint positions a job steps through one by one, per row: every position of the
+    fastest level in level rows without cycle tables (`level_cycle`); 0 in rows that jump
+    from one failure to the next.
+
+    Parameters
+    ----------
+    packed : the kernel inputs.
+
+    Returns
+    -------
+    numpy.ndarray
+        Positions per job, by row (float64).
+    """
     stepping = packed.has_levels & (np.diff(packed.cyc_value_offset) == 0)
-    per_job = per_job + np.where(stepping, p[:, P_N_FULL], 0.0)
-    return float(n_jobs * np.sum(1.0 + per_job))
+    return np.where(stepping, packed.params[:, P_N_FULL], 0.0)
 
 
 def expected_failures(rate, n_full, interval, checkpoint_cost, remainder, restart):

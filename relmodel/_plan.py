@@ -18,7 +18,7 @@ from ._checkpoint_plan import allowed_strategies, best_intervals, level_interval
 from ._checkpoint_plan import _ettr as strategy_ettr
 from ._closed_form import (ClosedFormWarning, LINEAR_TOLERANCE, ettr, feasible_interval, levels_point_ettr,
                            linear_valid, optimal_interval, renewal_applies)
-from ._engine import beyond_float_range, check_run_args, expected_failures, pack
+from ._engine import beyond_float_range, check_run_args, expected_failures, pack, stepped_positions
 from ._errors import ParameterError, ScenarioError
 from ._checks import MAX_COUNT
 from ._failures import job_rate_table
@@ -33,8 +33,8 @@ SENSITIVITY = ("failure_rate", "restart_cost", "checkpoint_cost", "queue_wait", 
 LEVELS_IMPROVABLE = (*IMPROVABLE, "checkpoint_persist")
 LEVELS_SENSITIVITY = (*SENSITIVITY[:3], "checkpoint_persist", *SENSITIVITY[3:])
 _MAX_NODES = 2**24  # the largest-job search stops here (or at MAX_COUNT GPUs)
-# The check simulation of one interval draws at most this many failures in all
-# (a budget of about a second); it takes fewer jobs rather than cap legitimate ones,
+# The check simulation of one interval takes at most this many events in all, failures
+# and positions stepped (a budget of about a second); it takes fewer jobs rather than cap legitimate ones,
 # and none below MIN_CHECK_JOBS (it says so instead of printing a poor estimate).
 CHECK_EVENT_BUDGET = 1.5e8
 MIN_CHECK_JOBS = 500
@@ -695,7 +695,7 @@ def expected_failures_bound(sc: Scenario) -> tuple[float, float]:
 
 def budgeted_jobs(sc: Scenario, n_jobs: int, budget: float = CHECK_EVENT_BUDGET,
                   min_jobs: int = MIN_CHECK_JOBS) -> tuple[int, float, float]:
-    """Return how many jobs a quick simulation of `sc` takes within a failure budget.
+    """Return how many jobs a quick simulation of `sc` takes within an event budget.
 
     Parameters
     ----------
@@ -704,21 +704,23 @@ def budgeted_jobs(sc: Scenario, n_jobs: int, budget: float = CHECK_EVENT_BUDGET,
     n_jobs : int
         Jobs wanted.
     budget : float, default CHECK_EVENT_BUDGET
-        Expected failures the simulation may draw in all.
+        Expected events the simulation may take in all: failures drawn, and
+        positions stepped one by one (`relmodel._engine.stepped_positions`).
     min_jobs : int, default MIN_CHECK_JOBS
         Fewer jobs than this (or than `n_jobs`) give too poor an estimate to show.
 
     Returns
     -------
     jobs : int
-        `n_jobs`, fewer where they would draw more than `budget` failures, or 0
+        `n_jobs`, fewer where they would take more than `budget` events, or 0
         where fewer than `min_jobs` would fit.
     mean, highest : float
         Expected failures per job, over the job rates sampled and at the highest
         (`expected_failures_bound`).
     """
     mean, highest = expected_failures_bound(sc)
-    jobs = n_jobs if mean * n_jobs <= budget else int(budget // mean)
+    per_job = mean + float(stepped_positions(pack(sc))[0])
+    jobs = n_jobs if per_job * n_jobs <= budget else int(budget // per_job)
     return (0 if jobs < min(min_jobs, n_jobs) else jobs), mean, highest
 
 
