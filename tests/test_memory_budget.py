@@ -196,14 +196,15 @@ def test_a_default_chunk_holds_at_most_2_16_points_however_few_the_jobs():
 
 
 @pytest.mark.parametrize("args, need", [
-    ([], "grouping 100000 stages into 100000 (Oobleck's templates) would need 149 GiB"),
-    (["--strategies", "recycle", "--memory-budget", "1GiB"], "the 14400000 tasks of a schedule would need 3.43 GiB"),
+    (["--stages", "1024", "--replicas", "1", "--microbatches", "1", "--memory-budget", "8MiB"],
+     "grouping 1024 stages into 1024 (Oobleck's templates) would need 16 MiB"),
+    (["--stages", "1000", "--replicas", "100", "--microbatches", "4", "--strategies", "recycle",
+      "--memory-budget", "1GiB"], "the 7200000 tasks of a schedule would need 1.72 GiB"),
 ])
 def test_a_pipeline_past_the_budget_is_refused_before_any_strategy_runs(args, need, monkeypatch):
     monkeypatch.delenv(_checks.MEMORY_BUDGET_ENV, raising=False)
     monkeypatch.setattr(_checks, "physical_memory", lambda: 16 * 2**30)
-    result = CliRunner().invoke(main, ["pipeline", "--stages", "100000", "--replicas", "2", "--microbatches", "4",
-                                       "--quiet", *args])
+    result = CliRunner().invoke(main, ["pipeline", "--quiet", *args])
     assert result.exit_code == 2, result.output
     assert result.output.startswith(f"Error: --stages: {need} of memory, over the memory budget")
 

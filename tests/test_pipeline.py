@@ -457,6 +457,15 @@ def test_oversized_schedule_is_refused_naming_the_flag_that_made_it_so(args, fla
     assert len(result.output.splitlines()) == 1
 
 
+def test_a_pipeline_deeper_than_the_planners_take_is_refused_at_once():
+    """20,000 stages ran past 300 s: ReCycle's planner and Oobleck's templates grow as the cube of the depth."""
+    result = invoke("--stages", "20000", "--replicas", "2", "--microbatches", "4")
+    assert result.exit_code == 2
+    assert result.output.startswith("Error: --stages: must be at most 1024 (got 20000): ReCycle's planner")
+    with pytest.raises(pl.PipelineError, match="stages: must be at most 1024"):
+        pl.PipelineConfig(stages=1025, replicas=1, microbatches=1, fwd=1.0, bwd_input=1.0, bwd_weight=1.0)
+
+
 def test_a_model_whose_times_leave_the_float_range_names_mfu():
     """A GPU preset's peak rate is fixed: --mfu scales it, and is the flag named (there is no --peak-flops)."""
     result = invoke("--model", "gpt3-175b", "--mfu", "1e-320", "--failures", "1")

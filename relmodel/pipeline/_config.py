@@ -26,6 +26,10 @@ MAX_TASKS = 2e7
 """Most tasks (3 per micro-batch, stage, replica and iteration) in one schedule:
 64 stages x 64 replicas x 128 micro-batches (9.4e6 tasks) takes about 20 s on one
 core per schedule. Larger configurations are refused rather than left running."""
+MAX_STAGES = 1024
+"""Most stages in a pipeline: ReCycle's planner and Oobleck's templates weigh stages
+pairwise, in work that grows as the cube of their number (1024 stages take tens of
+seconds; docs: user guide, pipelines, "Sizes"). Deeper ones are refused, not left running."""
 CLOCK_RESOLUTION = 2.0 ** -48
 """Every positive time (task or delay) must be at least this fraction of `clock_bound`,
 the latest time any schedule of the configuration can reach. Adding it to any clock
@@ -148,6 +152,10 @@ class PipelineConfig:
     def __post_init__(self):
         put = lambda name, value: object.__setattr__(self, name, value)  # noqa: E731 (frozen)
         p = check_count("stages", self.stages)
+        if p > MAX_STAGES:
+            raise PipelineError("stages", f"must be at most {MAX_STAGES} (got {show(p)}): ReCycle's planner and "
+                                          "Oobleck's templates weigh the stages pairwise, in work that grows as "
+                                          "the cube of their number")
         put("stages", p)
         put("replicas", check_count("replicas", self.replicas))
         put("microbatches", check_count("microbatches", self.microbatches))

@@ -295,11 +295,9 @@ def lower_bounds(cfg: PipelineConfig, alive: np.ndarray) -> np.ndarray:
     head = fwd + trip - held * fwd
     tail = trip - (held - 1) * (bwd + wgt)
     span = work + np.maximum(0.0, np.maximum(head, tail))
-    for s in range(cfg.stages):
-        for later in range(s + 1, cfg.stages):
-            n, f, b = load[:, later], fwd[later], back[later]
-            busiest = np.maximum(np.maximum(n * (f + b), f + trip[later] + n * b), n * f + trip[later] + b)
-            span[:, s] = np.maximum(span[:, s], reach[s, later] + busiest)
+    busiest = np.maximum(np.maximum(load * (fwd + back), fwd + trip + load * back), load * fwd + trip + back)
+    for s in range(cfg.stages - 1):  # a maximum is exact: over the later stages at once, the same bits
+        span[:, s] = np.maximum(span[:, s], (reach[s, s + 1:] + busiest[:, s + 1:]).max(axis=1))
     return np.where(none, math.inf, span.max(axis=1) + optimizer_time)
 
 
