@@ -57,7 +57,15 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(scope="session", autouse=True)
 def warm_kernels():
-    """Compile (or load) the Numba kernels once per session, not inside a test's timing."""
+    """Compile (or load) the Numba kernels once per session, not inside a test's timing. Workers
+    sharing a cache take turns: on an empty one the first compiles and the others load what it
+    wrote, rather than each compiling the same kernels at once on the same cores."""
+    from filelock import FileLock
+
     import relmodel as rm
 
-    rm.simulate(rm.Scenario(n_gpus=8, failure_rate=1.0, checkpoint_interval=1, work=2), n_jobs=8, backend="numba")
+    cache = os.environ["NUMBA_CACHE_DIR"]
+    os.makedirs(cache, exist_ok=True)
+    with FileLock(os.path.join(cache, "relmodel-warm-kernels.lock")):
+        rm.simulate(rm.Scenario(n_gpus=8, failure_rate=1.0, checkpoint_interval=1, work=2), n_jobs=8,
+                    backend="numba")
