@@ -55,46 +55,9 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.skip(reason="slow; not in the CI sample (use --run-slow for all)"))
 
 
-def _warm_simulation_kernels():
+@pytest.fixture(scope="session", autouse=True)
+def warm_kernels():
+    """Compile (or load) the Numba kernels once per session, not inside a test's timing."""
     import relmodel as rm
 
     rm.simulate(rm.Scenario(n_gpus=8, failure_rate=1.0, checkpoint_interval=1, work=2), n_jobs=8, backend="numba")
-
-
-def _warm_exact_level_kernels():
-    import relmodel as rm
-    from relmodel._closed_form import levels_point_ettr
-    from relmodel._scenario import CheckpointLevel
-
-    fast = CheckpointLevel(interval="10min", cost="5s", restart="3min", persist="30s", survives=0.85)
-    levels_point_ettr(rm.Scenario(n_gpus=4096, failure_rate=6.5e-3, work="7d", checkpoint_interval="1h",
-                                  checkpoint_cost="30s", checkpoint_persist="5min", fast_checkpoints=(fast,)),
-                      "renewal")
-
-
-def _warm_pipeline_kernels():
-    import relmodel.pipeline as pl
-
-    cfg = pl.PipelineConfig(4, 3, 6, fwd=[1.0, 1.5, 1.0, 0.5], p2p_delay=0.1, reroute_delay=0.3)
-    for strategy in pl.RECOVERY_STRATEGIES:
-        pl.evaluate(cfg, strategy, pl.failure_mask({1: 1, 2: 2}, 3, 4))
-
-
-WARMERS = (_warm_simulation_kernels, _warm_exact_level_kernels, _warm_pipeline_kernels)
-
-
-@pytest.fixture(scope="session", autouse=True)
-def warm_kernels():
-    """Compile (or load) the Numba kernels that many tests call once per session, not inside a
-    test's timing. Workers sharing a cache take turns on each family, starting each at another
-    one: on an empty cache each family compiles once, beside the others, and the workers after
-    load what it wrote, rather than all compiling the same kernels at once on the same cores."""
-    from filelock import FileLock
-
-    cache = os.environ["NUMBA_CACHE_DIR"]
-    os.makedirs(cache, exist_ok=True)
-    worker = int(os.environ.get("PYTEST_XDIST_WORKER", "gw0")[2:])
-    for k in range(len(WARMERS)):
-        warm = WARMERS[(worker + k) % len(WARMERS)]
-        with FileLock(os.path.join(cache, f"relmodel{warm.__name__}.lock")):
-            warm()

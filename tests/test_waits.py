@@ -130,7 +130,7 @@ _CACHED = ("import sys; from relmodel._feedback import kernels_cached as k; "
 @pytest.mark.skipif(sys.platform == "win32", reason="needs a POSIX pseudo-terminal")
 def test_a_numba_compilation_is_announced_once_after_the_first_line(tmp_path):
     # The plan's own kernel compiles, as on an empty cache; the kernels it calls load from this
-    # session's cache (warm_kernels compiled them), which changes nothing a user sees and spares
+    # session's cache (warm_kernels, or the tests before, compiled them), which changes nothing a user sees and spares
     # their compilations. Their ready markers stay behind: the run must write its own.
     shutil.copytree(os.environ["NUMBA_CACHE_DIR"], tmp_path, dirs_exist_ok=True,
                     ignore=shutil.ignore_patterns("relmodel-ready", "*run_blocks*"))
