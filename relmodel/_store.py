@@ -182,9 +182,7 @@ def holds_study(path) -> bool:
 
 def _is_kind(path: Path, kind: str, suffix: str) -> bool:
     """Whether the existing `path` is an output of `kind` (in the format `suffix` names) that a
-    writer of that kind may replace."""
-    if kind == "dataset":
-        return relmodel_attrs(path, suffix) is not None
+    writer of that kind may replace; a Dataset is judged by its `relmodel_attrs`, not here."""
     if not path.is_file():
         return False
     with open(path, "rb") as f:
@@ -253,12 +251,15 @@ def judge_output(path, kind: str, *, parameter: str, overwrite: bool = True) -> 
         raise OutputError(parameter, f"{shown} is {found}; a {suffix} output is "
                                      f"{'a folder' if suffix == '.zarr' else 'a file'}. It was not touched: choose "
                                      f"another {parameter}")
-    if not _is_kind(path, kind, suffix):
+    # A .nc file's attributes are read after its whole seal is checked: once, for both questions.
+    attrs = relmodel_attrs(path, suffix) if kind == "dataset" else None
+    ours = attrs is not None if kind == "dataset" else _is_kind(path, kind, suffix)
+    if not ours:
         what = _WHAT["dataset"][suffix] if kind == "dataset" else _WHAT.get(kind) or f"{suffix[1:].upper()} image"
         raise OutputError(parameter, f"{shown} is {found} that is not a {what}; it was not touched (choose another "
                                      f"{parameter}, or move it away)")
     if not overwrite:
-        attrs = relmodel_attrs(path, suffix) or {}
+        attrs = attrs or {}
         what = ("a relmodel study" if "study_fingerprint" in attrs
                 else f"a relmodel output ({attrs['title']})" if attrs.get("title") else "a relmodel output")
         raise OutputError(parameter, f"{shown} holds {what}; it was not replaced (pass --overwrite to replace it, "
